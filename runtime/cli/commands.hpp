@@ -1,0 +1,30 @@
+#pragma once
+
+/// The subcommands of `actorpipe`. Each adds itself to the app and sets `run` to what
+/// it does when chosen; `run` returns the exit status (0 ok, 1 failed run, 2 bad input).
+
+#include <actorpipe/error.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace actorpipe::cli {
+
+using Run = std::function<int()>;
+
+/// Options every subcommand that loads plugins takes.
+struct CommonOptions {
+  std::vector<std::string> plugin_path;
+};
+
+void add_plugins_command(CLI::App& app, CommonOptions& common, Run& run);
+void add_plan_command(CLI::App& app, CommonOptions& common, Run& run);
+void add_devices_command(CLI::App& app, Run& run);
+
+/// Prints "actorpipe: MESSAGE" to stderr and returns the error's exit status.
+int report(const Error& error);
+
+} // namespace actorpipe::cli

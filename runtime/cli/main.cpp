@@ -1,0 +1,41 @@
+/// `actorpipe`: a thin command line over the library API (actorpipe/*.hpp).
+
+#include "commands.hpp"
+
+#include <actorpipe/version.hpp>
+
+#include <iostream>
+
+namespace actorpipe::cli {
+
+int report(const Error& error) {
+  std::cerr << "actorpipe: " << error.message << "\n";
+  return exit_status(error.code);
+}
+
+} // namespace actorpipe::cli
+
+int main(int argc, char** argv) {
+  using namespace actorpipe;
+  CLI::App app{"actorpipe: plan and run pipeline + data parallel DNN training on heterogeneous GPU servers"};
+  app.name("actorpipe");
+  app.set_version_flag("--version", std::string("actorpipe ") + version_string + " (plugin ABI " +
+                                        std::to_string(plugin_abi_version) + ")");
+  app.require_subcommand(1);
+  app.fallthrough();
+
+  cli::CommonOptions common;
+  cli::Run run;
+  cli::add_plugins_command(app, common, run);
+  cli::add_plan_command(app, common, run);
+  cli::add_devices_command(app, run);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int status = app.exit(e);
+    // Usage errors are bad input; --help and --version are not errors.
+    return status == 0 ? 0 : 2;
+  }
+  return run ? run() : 2;
+}

@@ -1,0 +1,47 @@
+/// `actorpipe plugins`: every plugin found on the search path.
+
+#include "commands.hpp"
+
+#include <actorpipe/plugin_registry.hpp>
+
+#include "text_table.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+namespace actorpipe::cli {
+
+void add_plugins_command(CLI::App& app, CommonOptions& common, Run& run) {
+  auto* command = app.add_subcommand("plugins", "List the plugins found: kind, name, version, file, description");
+  auto json = std::make_shared<bool>(false);
+  command->add_flag("--json", *json, "print JSON instead of a table");
+  command->add_option("--plugin-path", common.plugin_path, "also search this folder or file (repeatable)");
+  command->callback([&run, &common, json] {
+    run = [&common, json]() -> int {
+      std::vector<std::string> folders = PluginRegistry::default_folders();
+      folders.insert(folders.end(), common.plugin_path.begin(), common.plugin_path.end());
+      auto registry = PluginRegistry::discover(folders);
+      if (!registry) return report(registry.error());
+      if (*json) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const PluginRecord& p : registry->plugins())
+          list.push_back({{"kind", to_string(p.kind)},
+                          {"name", p.name},
+                          {"version", p.version},
+                          {"file", p.file},
+                          {"description", p.description}});
+        std::cout << nlohmann::json{{"search_path", folders}, {"plugins", list}}.dump(2) << "\n";
+        return 0;
+      }
+      text::Table table({{"kind"}, {"name"}, {"version"}, {"description"}, {"file"}});
+      for (const PluginRecord& p : registry->plugins())
+        table.add_row({to_string(p.kind), p.name, p.version, p.description, p.file});
+      std::cout << table.str();
+      if (registry->plugins().empty()) std::cout << "(no plugins found)\n";
+      return 0;
+    };
+  });
+}
+
+} // namespace actorpipe::cli

@@ -1,0 +1,102 @@
+#pragma once
+
+/// A job: what to train, on what, and how to plan it, as read from a TOML job file.
+///
+/// Each Options struct mirrors one section of the job file; its members are named
+/// exactly as the keys (docs/config.md lists them with their defaults).
+
+#include <actorpipe/cluster_spec.hpp>
+#include <actorpipe/error.hpp>
+#include <actorpipe/model_profile.hpp>
+#include <actorpipe/plugin.hpp>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace actorpipe {
+
+/// [job]
+struct JobOptions {
+  std::string name = "job";
+  std::string description;
+  std::uint64_t seed = 0;
+};
+
+/// [model]
+struct ModelOptions {
+  std::string zoo;                 ///< a built-in model; may be empty when a profile is given
+  std::string profile;             ///< profile file, resolved against the job file's folder
+  std::string profile_format = "auto"; ///< "auto", "toml" or "pipedream"
+  std::uint32_t profile_batch_size = 0; ///< samples a PipeDream profile was measured with; required for one
+};
+
+/// [data]
+struct DataOptions {
+  std::string dataset = "synthetic"; ///< "fashion-mnist", "synthetic" or "text"
+  std::string path;                  ///< folder or file of the data set
+  bool shuffle = true;
+  std::uint64_t seed = 0;
+};
+
+/// [train]
+struct TrainOptions {
+  std::uint32_t batch_size = 64; ///< samples per iteration, all pipelines together
+  std::uint32_t epochs = 1;
+  std::uint64_t steps = 0;       ///< 0: run whole epochs
+  std::string optimizer = "sgd"; ///< "sgd" or "adam"
+  double lr = 0.01;
+  double momentum = 0.0;
+  double weight_decay = 0.0;
+};
+
+/// [plan]
+struct PlanOptions {
+  std::string partitioner = "uniform";
+  std::string mapper = "sequential";
+  std::string scheduler = "1f1b";
+  std::string sync = "allreduce";
+  std::uint32_t stages = 0;        ///< 0: every device of the cluster, over `pipelines`
+  std::uint32_t pipelines = 1;
+  std::uint32_t micro_batches = 0; ///< 0: as many as stages
+  bool sub_blocks = true;          ///< may stages start or end inside a block
+  std::vector<std::string> plugin_path; ///< resolved against the job file's folder
+  /// [plan.options.NAME]: settings passed to the plugin called NAME.
+  std::map<std::string, PluginOptions> options;
+};
+
+/// [output]
+struct OutputOptions {
+  std::string dir = "runs/{job}"; ///< {job} is replaced by job.name
+};
+
+struct JobSpec {
+  std::string file; ///< the job file this was read from
+  JobOptions job;
+  ModelOptions model;
+  DataOptions data;
+  TrainOptions train;
+  PlanOptions plan;
+  OutputOptions output;
+  std::string cluster_file; ///< where [cluster] came from, when it named a file
+  ClusterSpec cluster;
+  ModelProfile profile;     ///< loaded from model.profile
+  /// Where each key was set ("plan.partitioner" → "job.toml:14:15" or "--set ..."),
+  /// so that errors found later, such as an unknown plugin, can point at it.
+  std::map<std::string, std::string> origins;
+
+  /// "FILE:LINE:COL: key: " for a key that was set, or "FILE: key: " for a default.
+  std::string where(const std::string& key) const;
+};
+
+/// Reads a job file, applies `overrides` ("key.path=value", as from --set; the value is
+/// TOML, or a bare string) and loads the cluster and profile it names. Every error names
+/// its place as "FILE:LINE:COL: key.path: what is wrong" (or "--set: key: ..." for an
+/// override).
+Result<JobSpec> load_job(const std::string& path, const std::vector<std::string>& overrides = {});
+
+/// Reads a cluster description (the keys of a job's [cluster] table, at top level).
+Result<ClusterSpec> load_cluster(const std::string& path);
+
+} // namespace actorpipe

@@ -1,0 +1,85 @@
+#pragma once
+
+/// What a model costs, block by block: the planner's and simulator's view of a DNN.
+///
+/// Times are milliseconds for one batch of `batch_size` samples on the reference
+/// device; bytes are for the same batch unless a field says per sample.
+
+#include <actorpipe/error.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace actorpipe {
+
+/// A part of a block that a partitioner may cut at (a transformer layer's attention
+/// or MLP half). Same units as Block.
+struct SubBlock {
+  std::string name;
+  double forward_ms = 0;
+  double backward_ms = 0;
+  std::uint64_t output_bytes = 0;    ///< activations leaving this sub-block
+  std::uint64_t parameter_bytes = 0;
+  std::uint64_t stash_bytes_per_sample = 0; ///< kept from forward until backward
+};
+
+/// One block of the model, in execution order.
+///
+/// When a block has sub-blocks, its own figures are the sums of theirs and its
+/// output is that of its last sub-block; validate() checks this.
+struct Block {
+  std::string name;
+  double forward_ms = 0;
+  double backward_ms = 0;
+  std::uint64_t output_bytes = 0; ///< bytes crossing the cut after this block
+  std::uint64_t parameter_bytes = 0;
+  std::uint64_t stash_bytes_per_sample = 0;
+  std::vector<SubBlock> sub_blocks;
+};
+
+/// A place the model can be cut: before sub-block `sub` of block `block`.
+/// `sub == 0` is the boundary before the block; {blocks.size(), 0} is the end.
+struct Cut {
+  std::size_t block = 0;
+  std::size_t sub = 0;
+  friend bool operator==(const Cut&, const Cut&) = default;
+  friend auto operator<=>(const Cut&, const Cut&) = default;
+};
+
+/// The smallest piece a partitioner works with: a whole block, or one sub-block.
+struct Unit {
+  Cut begin; ///< where the unit starts
+  double forward_ms = 0;
+  double backward_ms = 0;
+  std::uint64_t output_bytes = 0;
+  std::uint64_t parameter_bytes = 0;
+  std::uint64_t stash_bytes_per_sample = 0;
+};
+
+struct ModelProfile {
+  std::string name;
+  std::string reference_device; ///< where the times were measured
+  std::uint32_t batch_size = 1; ///< samples the times and activation bytes are for
+  std::uint64_t input_bytes = 0; ///< bytes of one batch entering the first block
+  std::vector<Block> blocks;
+
+  /// Checks every block: no negative or non-finite time, sub-blocks consistent with
+  /// their block, at least one block. Messages name the block ("block 7 'conv3'").
+  Status validate() const;
+
+  /// The model as a sequence of units: every block, or its sub-blocks when
+  /// `sub_blocks` is true and it has some.
+  std::vector<Unit> units(bool sub_blocks) const;
+
+  double total_forward_ms() const;
+  double total_backward_ms() const;
+  std::uint64_t total_parameter_bytes() const;
+  bool has_sub_blocks() const;
+};
+
+/// "block 7 'conv3'" or "block 7 'layer3' sub-block 1 'mlp'": how messages name a place.
+std::string describe(const ModelProfile& profile, Cut at);
+
+} // namespace actorpipe

@@ -1,0 +1,68 @@
+#pragma once
+
+/// A plan: how a job is cut into stages, where each stage of each pipeline runs, how
+/// each batch is split into micro-batches, and what the planner predicts of it.
+
+#include <actorpipe/cluster_spec.hpp>
+#include <actorpipe/error.hpp>
+#include <actorpipe/model_profile.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace actorpipe {
+
+/// What the planner predicts of one stage index (over all its pipelines' replicas).
+struct StageEstimate {
+  double forward_ms = 0;  ///< per micro-batch on the slowest replica's device
+  double backward_ms = 0;
+  double compute_ms = 0;  ///< forward_ms + backward_ms
+  std::uint64_t parameter_bytes = 0;
+  std::uint64_t optimizer_bytes = 0;  ///< gradients and optimizer state
+  std::uint64_t activation_bytes = 0; ///< stashed activations at the schedule's peak
+  std::uint64_t memory_bytes = 0;     ///< all of the above
+};
+
+/// One stage index: the same range of the model in every pipeline.
+struct StagePlan {
+  Cut begin; ///< first unit of the stage
+  Cut end;   ///< one past its last unit
+  StageEstimate estimate;
+};
+
+struct Plan {
+  std::string model;
+  std::string cluster;
+  std::string partitioner;
+  std::string mapper;
+  std::string scheduler;
+  std::string sync;
+
+  std::size_t pipelines = 1;
+  std::vector<StagePlan> stages;
+  /// devices[p][s]: the device running stage s of pipeline p.
+  std::vector<std::vector<DeviceId>> devices;
+
+  std::uint32_t batch_size = 0; ///< samples per iteration, all pipelines together
+  /// Micro-batch sizes of one pipeline's share of the batch, in feeding order.
+  std::vector<std::uint32_t> micro_batch_sizes;
+
+  double balance = 0;           ///< max stage compute / mean stage compute
+  double parameter_balance = 0; ///< max stage parameter bytes / mean
+  double search_ms = 0;         ///< time the planner took
+
+  /// Checks shape, ranges and devices against the model and cluster it was made for.
+  /// Messages name the stage, pipeline or device ("pipeline 1 stage 2: device 17 ...").
+  Status validate(const ModelProfile& profile, const ClusterSpec& cluster) const;
+};
+
+/// First and last block a stage touches (inclusive), for reports.
+std::size_t first_block(const StagePlan& stage);
+std::size_t last_block(const StagePlan& stage);
+
+/// "3", "3-7", "3.1-7" (block.sub where a stage starts or ends inside a block).
+std::string describe_blocks(const StagePlan& stage);
+
+} // namespace actorpipe

@@ -1,0 +1,214 @@
+#pragma once
+
+/// The plugin ABI: what a partitioner, mapper, scheduler or sync-policy module exports.
+///
+/// A module exports two `extern "C"` symbols, both written by ACTORPIPE_PLUGIN:
+///   - `actorpipe_plugin_info`: a PluginInfo the loader reads and checks (ABI version,
+///     kind, name) before it touches anything else;
+///   - `actorpipe_plugin_create`: the factory, called only when the info is right.
+/// The interfaces take and return value types only. Exceptions never cross the module
+/// boundary: the macro wraps the plugin's class so that every call returns an Error
+/// instead of throwing. Modules and the runtime must be built with the same compiler
+/// and standard library; the ABI version guards the layout of everything here.
+
+#include <actorpipe/cluster_spec.hpp>
+#include <actorpipe/error.hpp>
+#include <actorpipe/model_profile.hpp>
+#include <actorpipe/schedule.hpp>
+#include <actorpipe/version.hpp>
+
+#include <cstdint>
+#include <exception>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace actorpipe {
+
+/// Read by the loader before the module's factory is called. Plain C so that the
+/// loader can read it from any module, whatever it was built with.
+struct PluginInfo {
+  std::uint32_t abi_version;
+  const char* kind;        ///< "partitioner", "mapper", "scheduler" or "sync"
+  const char* name;        ///< unique among loaded plugins; what configs name
+  const char* version;
+  const char* description; ///< one line
+};
+
+inline constexpr const char* plugin_info_symbol = "actorpipe_plugin_info";
+inline constexpr const char* plugin_factory_symbol = "actorpipe_plugin_create";
+
+/// A plugin's own settings, from `[plan.options.NAME]` in the job file. Values are
+/// the TOML values as text; the plugin parses them and rejects keys it does not know.
+using PluginOptions = std::map<std::string, std::string>;
+
+/// An error naming the first option that is not in `known` (plugins call this first).
+inline Status check_options(const PluginOptions& options, std::initializer_list<std::string_view> known) {
+  for (const auto& [key, value] : options) {
+    bool found = false;
+    for (std::string_view k : known) found = found || key == k;
+    if (!found) {
+      std::string list;
+      for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+      return Error::bad_input("unknown option '" + key + "'" +
+                              (list.empty() ? " (this plugin takes none)" : " (known: " + list + ")"));
+    }
+  }
+  return Ok{};
+}
+
+/// Everything a partitioner or mapper may need to know about the job.
+struct PlanContext {
+  const ModelProfile& profile;
+  const ClusterSpec& cluster;
+  std::size_t stages = 1;
+  std::size_t pipelines = 1;
+  std::uint32_t batch_size = 1;                ///< all pipelines together
+  std::vector<std::uint32_t> micro_batch_sizes{}; ///< one pipeline's, in order
+  std::string scheduler{};
+  bool sub_blocks = true; ///< whether cuts inside blocks are allowed
+  PluginOptions options{};
+};
+
+/// Where the model is cut: stages + 1 cuts, the first {0, 0}, the last
+/// {blocks.size(), 0}, strictly increasing.
+struct Partition {
+  std::vector<Cut> cuts;
+};
+
+/// Devices for every stage of every pipeline: devices[p][s].
+struct Mapping {
+  std::vector<std::vector<DeviceId>> devices;
+};
+
+/// What a scheduler is asked for: one pipeline's iteration.
+struct ScheduleRequest {
+  std::size_t stages = 1;
+  std::vector<std::uint32_t> micro_batch_sizes;
+  std::vector<double> stage_forward_ms;  ///< per sample, per stage
+  std::vector<double> stage_backward_ms;
+  PluginOptions options{};
+};
+
+/// What a sync policy is asked for: who averages with whom in one round of one stage.
+struct SyncRequest {
+  std::size_t stage = 0;
+  std::size_t pipelines = 1;
+  std::uint64_t round = 0;
+  std::vector<double> arrival_ms; ///< when each pipeline's stage became ready
+  PluginOptions options{};
+};
+
+/// How one round of synchronisation goes.
+struct SyncRound {
+  enum class Kind : std::uint8_t {
+    allreduce_gradients, ///< average gradients in every group before the step
+    average_parameters,  ///< average parameters in every group after the step
+    elastic,             ///< move parameters towards a centre variable
+  };
+  Kind kind = Kind::allreduce_gradients;
+  std::vector<std::vector<std::size_t>> groups; ///< disjoint sets of pipelines
+  double alpha = 0; ///< elastic moving rate, when kind is elastic
+};
+
+/// Common base: the loader owns plugins through it.
+class Plugin {
+public:
+  virtual ~Plugin() = default;
+};
+
+class Partitioner : public Plugin {
+public:
+  virtual Result<Partition> partition(const PlanContext& context) = 0;
+};
+
+class Mapper : public Plugin {
+public:
+  virtual Result<Mapping> map(const PlanContext& context, const Partition& partition) = 0;
+};
+
+class Scheduler : public Plugin {
+public:
+  virtual Result<Schedule> schedule(const ScheduleRequest& request) = 0;
+};
+
+class SyncPolicy : public Plugin {
+public:
+  virtual Result<SyncRound> round(const SyncRequest& request) = 0;
+};
+
+namespace plugin_detail {
+
+inline Error from_exception(const char* operation) {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return Error::run_failed(std::string(operation) + " threw: " + e.what());
+  } catch (...) {
+    return Error::run_failed(std::string(operation) + " threw a non-standard exception");
+  }
+}
+
+/// Wrappers instantiated inside the plugin module, so a throw is caught there.
+template <class Impl>
+struct GuardedPartitioner final : Impl {
+  Result<Partition> partition(const PlanContext& c) override {
+    try { return Impl::partition(c); } catch (...) { return from_exception("partition"); }
+  }
+};
+template <class Impl>
+struct GuardedMapper final : Impl {
+  Result<Mapping> map(const PlanContext& c, const Partition& p) override {
+    try { return Impl::map(c, p); } catch (...) { return from_exception("map"); }
+  }
+};
+template <class Impl>
+struct GuardedScheduler final : Impl {
+  Result<Schedule> schedule(const ScheduleRequest& r) override {
+    try { return Impl::schedule(r); } catch (...) { return from_exception("schedule"); }
+  }
+};
+template <class Impl>
+struct GuardedSyncPolicy final : Impl {
+  Result<SyncRound> round(const SyncRequest& r) override {
+    try { return Impl::round(r); } catch (...) { return from_exception("round"); }
+  }
+};
+
+template <class Impl> struct Guard;
+template <class Impl>
+  requires std::is_base_of_v<Partitioner, Impl>
+struct Guard<Impl> { using type = GuardedPartitioner<Impl>; static constexpr const char* kind = "partitioner"; };
+template <class Impl>
+  requires std::is_base_of_v<Mapper, Impl>
+struct Guard<Impl> { using type = GuardedMapper<Impl>; static constexpr const char* kind = "mapper"; };
+template <class Impl>
+  requires std::is_base_of_v<Scheduler, Impl>
+struct Guard<Impl> { using type = GuardedScheduler<Impl>; static constexpr const char* kind = "scheduler"; };
+template <class Impl>
+  requires std::is_base_of_v<SyncPolicy, Impl>
+struct Guard<Impl> { using type = GuardedSyncPolicy<Impl>; static constexpr const char* kind = "sync"; };
+
+} // namespace plugin_detail
+} // namespace actorpipe
+
+#define ACTORPIPE_PLUGIN_EXPORT extern "C" __attribute__((visibility("default")))
+
+/// Declares a plugin module. CLASS derives from Partitioner, Mapper, Scheduler or
+/// SyncPolicy (which decides the kind) and is default-constructible. Use it once per
+/// module, at namespace scope:
+///   ACTORPIPE_PLUGIN(UniformPartitioner, "uniform", "1.0", "equal block counts")
+#define ACTORPIPE_PLUGIN(CLASS, NAME, VERSION, DESCRIPTION)                              \
+  ACTORPIPE_PLUGIN_EXPORT const ::actorpipe::PluginInfo actorpipe_plugin_info = {        \
+      ::actorpipe::plugin_abi_version, ::actorpipe::plugin_detail::Guard<CLASS>::kind,   \
+      NAME, VERSION, DESCRIPTION};                                                       \
+  ACTORPIPE_PLUGIN_EXPORT ::actorpipe::Plugin* actorpipe_plugin_create() noexcept {      \
+    try {                                                                                \
+      return new ::actorpipe::plugin_detail::Guard<CLASS>::type();                       \
+    } catch (...) {                                                                      \
+      return nullptr;                                                                    \
+    }                                                                                    \
+  }

@@ -1,0 +1,64 @@
+#pragma once
+
+/// Finds, checks and loads plugin modules.
+///
+/// Search order: the plugin folder that belongs to this libactorpipe (the build tree's
+/// `plugins/` or the installed `lib/actorpipe/plugins`), then every folder of
+/// ACTORPIPE_PLUGIN_PATH (colon-separated), then the job's `plan.plugin_path`, then
+/// `--plugin-path`. Every `*.so` found (folders are searched recursively) must be a
+/// valid plugin: anything else is an error naming the file.
+
+#include <actorpipe/error.hpp>
+#include <actorpipe/plugin.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace actorpipe {
+
+enum class PluginKind { partitioner, mapper, scheduler, sync };
+
+const char* to_string(PluginKind kind);
+
+struct PluginRecord {
+  PluginKind kind = PluginKind::partitioner;
+  std::string name;
+  std::string version;
+  std::string description;
+  std::string file;
+};
+
+class PluginRegistry {
+public:
+  /// Reads and checks the info block of every module in `folders` (in order).
+  /// Fails on the first module that is not a valid plugin, and on two modules that
+  /// share a name.
+  static Result<PluginRegistry> discover(const std::vector<std::string>& folders);
+
+  /// The default folders before any job or command line adds its own: the one next
+  /// to this library, then ACTORPIPE_PLUGIN_PATH.
+  static std::vector<std::string> default_folders();
+
+  PluginRegistry(PluginRegistry&&) noexcept;
+  PluginRegistry& operator=(PluginRegistry&&) noexcept;
+  ~PluginRegistry();
+
+  /// Every plugin found, sorted by kind then name.
+  const std::vector<PluginRecord>& plugins() const;
+  const PluginRecord* find(PluginKind kind, const std::string& name) const;
+
+  /// Instantiates a plugin. The instance keeps its module loaded.
+  Result<std::shared_ptr<Partitioner>> partitioner(const std::string& name) const;
+  Result<std::shared_ptr<Mapper>> mapper(const std::string& name) const;
+  Result<std::shared_ptr<Scheduler>> scheduler(const std::string& name) const;
+  Result<std::shared_ptr<SyncPolicy>> sync_policy(const std::string& name) const;
+
+private:
+  struct Impl;
+  explicit PluginRegistry(std::unique_ptr<Impl> impl);
+  Result<std::shared_ptr<Plugin>> create(PluginKind kind, const std::string& name) const;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace actorpipe

@@ -1,0 +1,19 @@
+#pragma once
+
+/// Writing files so that a reader never sees half of one.
+
+#include <actorpipe/error.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace actorpipe {
+
+/// Writes `content` to a temporary file beside `path`, flushes it, and renames it over
+/// `path`. On failure nothing is left behind and the old file, if any, is untouched.
+Status write_file_atomically(const std::string& path, std::string_view content);
+
+/// The whole file, or an error naming it.
+Result<std::string> read_file(const std::string& path);
+
+} // namespace actorpipe

@@ -1,0 +1,178 @@
+/// The cluster format (docs/config.md, "[cluster]"): servers are described once with a
+/// `count`, their devices as groups, and their wiring by a few numbers from which the
+/// PCIe switches, host bridges and NVLink groups of ClusterSpec are laid out.
+
+#include "config/cluster_config.hpp"
+
+#include "atomic_file.hpp"
+#include "config/toml_reader.hpp"
+
+#include <filesystem>
+
+namespace actorpipe::config {
+
+namespace {
+
+/// The wiring of one server, as written in the file.
+struct ServerOptions {
+  std::string name;
+  std::uint32_t count = 1;
+  // [servers.pcie]
+  std::uint32_t devices_per_switch = 0;  ///< 0: all devices behind one switch
+  double switch_bandwidth = 16e9;        ///< PCIe 3.0 x16
+  std::uint32_t switches_per_bridge = 0; ///< 0: all switches under one host bridge
+  double bridge_bandwidth = 0;           ///< 0: same as switch_bandwidth
+  double inter_bridge_bandwidth = 20e9;
+  // [servers.nvlink]
+  double nvlink_bandwidth = 0;
+  std::uint32_t devices_per_nvlink_group = 0; ///< 0: all devices
+  // [servers.nic]
+  std::uint32_t nics = 1;
+  double nic_bandwidth = 0; ///< 0: the network's bandwidth
+};
+
+struct DeviceGroup {
+  std::string kind = "gpu";
+  std::uint32_t count = 1;
+  double speed = 1.0;
+  std::uint64_t memory = 0;
+};
+
+Status read_server(const toml::table& table, const std::string& path, ServerOptions& server,
+                   std::vector<DeviceGroup>& groups) {
+  TableReader reader(table, path);
+  if (auto s = reader.require("name"); !s) return s;
+  if (auto s = reader.string("name", server.name); !s) return s;
+  if (auto s = reader.integer("count", server.count, 1u, 100000u); !s) return s;
+
+  auto pcie = reader.subtable("pcie");
+  if (!pcie) return std::move(pcie).error();
+  if (*pcie) {
+    TableReader r(**pcie, reader.key_path("pcie"));
+    if (auto s = r.integer("devices_per_switch", server.devices_per_switch, 1u, 4096u); !s) return s;
+    if (auto s = r.bandwidth("switch_bandwidth", server.switch_bandwidth); !s) return s;
+    if (auto s = r.integer("switches_per_bridge", server.switches_per_bridge, 1u, 4096u); !s) return s;
+    if (auto s = r.bandwidth("bridge_bandwidth", server.bridge_bandwidth); !s) return s;
+    if (auto s = r.bandwidth("inter_bridge_bandwidth", server.inter_bridge_bandwidth); !s) return s;
+    if (auto s = r.finish(); !s) return s;
+  }
+  auto nvlink = reader.subtable("nvlink");
+  if (!nvlink) return std::move(nvlink).error();
+  if (*nvlink) {
+    TableReader r(**nvlink, reader.key_path("nvlink"));
+    if (auto s = r.require("bandwidth"); !s) return s;
+    if (auto s = r.bandwidth("bandwidth", server.nvlink_bandwidth); !s) return s;
+    if (auto s = r.integer("devices_per_group", server.devices_per_nvlink_group, 1u, 4096u); !s) return s;
+    if (auto s = r.finish(); !s) return s;
+  }
+  auto nic = reader.subtable("nic");
+  if (!nic) return std::move(nic).error();
+  if (*nic) {
+    TableReader r(**nic, reader.key_path("nic"));
+    if (auto s = r.integer("count", server.nics, 1u, 64u); !s) return s;
+    if (auto s = r.bandwidth("bandwidth", server.nic_bandwidth); !s) return s;
+    if (auto s = r.finish(); !s) return s;
+  }
+
+  if (auto s = reader.require("devices"); !s) return s;
+  auto devices = reader.table_array("devices");
+  if (!devices) return std::move(devices).error();
+  for (std::size_t i = 0; i < devices->size(); ++i) {
+    TableReader r(*(*devices)[i], reader.key_path("devices[" + std::to_string(i) + "]"));
+    DeviceGroup group;
+    if (auto s = r.string("kind", group.kind); !s) return s;
+    if (auto s = r.integer("count", group.count, 1u, 4096u); !s) return s;
+    if (auto s = r.number("speed", group.speed, 1e-6, 1e6); !s) return s;
+    if (auto s = r.require("memory"); !s) return s;
+    if (auto s = r.bytes("memory", group.memory); !s) return s;
+    if (group.memory == 0) return error_at(*r.node("memory"), r.key_path("memory"), "must be positive");
+    if (auto s = r.finish(); !s) return s;
+    groups.push_back(group);
+  }
+  return reader.finish();
+}
+
+/// Lays out one server's switches, bridges and devices from its options.
+void add_server(ClusterSpec& cluster, const ServerOptions& options, const std::vector<DeviceGroup>& groups,
+                const std::string& name) {
+  std::size_t device_count = 0;
+  for (const auto& g : groups) device_count += g.count;
+  const std::size_t per_switch = options.devices_per_switch ? options.devices_per_switch : device_count;
+  const std::size_t switch_count = (device_count + per_switch - 1) / per_switch;
+  const std::size_t per_bridge = options.switches_per_bridge ? options.switches_per_bridge : switch_count;
+  const std::size_t per_nvlink = options.devices_per_nvlink_group ? options.devices_per_nvlink_group : device_count;
+
+  Server server;
+  server.name = name;
+  server.nics = options.nics;
+  server.nic_bandwidth = options.nic_bandwidth > 0 ? options.nic_bandwidth : cluster.network.bandwidth;
+  server.inter_bridge_bandwidth = options.inter_bridge_bandwidth;
+  server.nvlink_bandwidth = options.nvlink_bandwidth;
+  for (std::size_t s = 0; s < switch_count; ++s)
+    server.pcie_switches.push_back({options.switch_bandwidth, s / per_bridge});
+  for (std::size_t b = 0; b < (switch_count + per_bridge - 1) / per_bridge; ++b)
+    server.host_bridges.push_back({options.bridge_bandwidth > 0 ? options.bridge_bandwidth : options.switch_bandwidth});
+
+  const std::size_t server_index = cluster.servers.size();
+  cluster.servers.push_back(std::move(server));
+  std::size_t local = 0;
+  for (const auto& group : groups) {
+    for (std::uint32_t i = 0; i < group.count; ++i, ++local) {
+      Device device;
+      device.name = name + "/gpu" + std::to_string(local);
+      device.kind = group.kind;
+      device.speed = group.speed;
+      device.memory_bytes = group.memory;
+      device.server = server_index;
+      device.pcie_switch = local / per_switch;
+      device.nvlink_group = options.nvlink_bandwidth > 0 ? static_cast<int>(local / per_nvlink) : -1;
+      cluster.devices.push_back(std::move(device));
+    }
+  }
+}
+
+} // namespace
+
+Result<ClusterSpec> read_cluster(const toml::table& table, const std::string& path) {
+  TableReader reader(table, path);
+  ClusterSpec cluster;
+  cluster.network = {25e9 / 8, 5e-6};
+  if (auto s = reader.string("name", cluster.name); !s) return std::move(s).error();
+  auto network = reader.subtable("network");
+  if (!network) return std::move(network).error();
+  if (*network) {
+    TableReader r(**network, reader.key_path("network"));
+    if (auto s = r.bandwidth("bandwidth", cluster.network.bandwidth); !s) return std::move(s).error();
+    if (auto s = r.duration("latency", cluster.network.latency); !s) return std::move(s).error();
+    if (auto s = r.finish(); !s) return std::move(s).error();
+  }
+  if (auto s = reader.require("servers"); !s) return std::move(s).error();
+  auto servers = reader.table_array("servers");
+  if (!servers) return std::move(servers).error();
+  if (auto s = reader.finish(); !s) return std::move(s).error();
+
+  for (std::size_t i = 0; i < servers->size(); ++i) {
+    ServerOptions options;
+    std::vector<DeviceGroup> groups;
+    const std::string server_path = reader.key_path("servers[" + std::to_string(i) + "]");
+    if (auto s = read_server(*(*servers)[i], server_path, options, groups); !s) return std::move(s).error();
+    for (std::uint32_t c = 0; c < options.count; ++c)
+      add_server(cluster, options, groups, options.count == 1 ? options.name : options.name + "-" + std::to_string(c));
+  }
+  if (auto s = cluster.validate(); !s)
+    return std::move(s).error().with_context(where(table.source()) + ": " + (path.empty() ? "" : path + ": "));
+  return cluster;
+}
+
+Result<toml::table> parse_toml_file(const std::string& path) {
+  if (!std::filesystem::is_regular_file(path)) return Error::bad_input(path + ": file not found");
+  auto text = read_file(path);
+  if (!text) return std::move(text).error();
+  try {
+    return toml::parse(*text, path);
+  } catch (const toml::parse_error& e) {
+    return Error::bad_input(where(e.source()) + ": " + std::string(e.description()));
+  }
+}
+
+} // namespace actorpipe::config

@@ -1,0 +1,236 @@
+/// Reads job files (docs/config.md): one TableReader per section, then the cluster and
+/// the profile they name.
+
+#include <actorpipe/job.hpp>
+#include <actorpipe/profile_io.hpp>
+
+#include "config/cluster_config.hpp"
+#include "config/toml_reader.hpp"
+#include "text.hpp"
+
+#include <filesystem>
+#include <sstream>
+
+namespace actorpipe {
+
+namespace {
+
+using config::TableReader;
+constexpr double unlimited = std::numeric_limits<double>::infinity();
+
+/// Records where every leaf key of `table` was set.
+void record_origins(const toml::table& table, const std::string& prefix, std::map<std::string, std::string>& out) {
+  for (auto&& [key, value] : table) {
+    const std::string path = prefix.empty() ? std::string(key.str()) : prefix + "." + std::string(key.str());
+    out[path] = config::where(value.source());
+    if (const toml::table* sub = value.as_table()) record_origins(*sub, path, out);
+  }
+}
+
+/// Applies one "key.path=value" override to the document.
+Status apply_override(toml::table& root, const std::string& assignment) {
+  const std::string origin = "--set " + assignment;
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    return Error::bad_input(origin + ": expected key.path=value");
+  const std::string key_path(text::trim(std::string_view(assignment).substr(0, eq)));
+  const std::string value_text(text::trim(std::string_view(assignment).substr(eq + 1)));
+  const std::vector<std::string> keys = text::split(key_path, '.');
+
+  toml::table parsed;
+  try {
+    parsed = toml::parse("value = " + value_text, origin);
+  } catch (const toml::parse_error&) {
+    // Not a TOML value: take it as a bare string, as a shell user would write it.
+    parsed = toml::parse("value = " + text::toml_quote(value_text), origin);
+  }
+
+  toml::table* table = &root;
+  for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
+    if (keys[i].empty()) return Error::bad_input(origin + ": empty key in '" + key_path + "'");
+    toml::node* next = table->get(keys[i]);
+    if (!next) {
+      table->insert(keys[i], toml::table{});
+      next = table->get(keys[i]);
+    }
+    if (!next->is_table())
+      return Error::bad_input(origin + ": " + text::join({keys.begin(), keys.begin() + i + 1}, ".") +
+                              " is " + config::type_name(*next) + ", not a table");
+    table = next->as_table();
+  }
+  if (keys.back().empty()) return Error::bad_input(origin + ": empty key in '" + key_path + "'");
+  table->insert_or_assign(keys.back(), std::move(*parsed.get("value")));
+  return Ok{};
+}
+
+Status read_job_section(TableReader& top, JobOptions& job) {
+  auto table = top.subtable("job");
+  if (!table) return std::move(table).error();
+  if (!*table) return Ok{};
+  TableReader r(**table, "job");
+  if (auto s = r.string("name", job.name); !s) return s;
+  if (auto s = r.string("description", job.description); !s) return s;
+  if (auto s = r.integer("seed", job.seed); !s) return s;
+  return r.finish();
+}
+
+Status read_model(TableReader& top, ModelOptions& model) {
+  if (auto s = top.require("model"); !s) return s;
+  auto table = top.subtable("model");
+  if (!table) return std::move(table).error();
+  TableReader r(**table, "model");
+  if (auto s = r.require("profile"); !s) return s;
+  if (auto s = r.path("profile", model.profile); !s) return s;
+  if (auto s = r.choice("profile_format", model.profile_format, {"auto", "toml", "pipedream"}); !s) return s;
+  if (auto s = r.integer("profile_batch_size", model.profile_batch_size, 1u, 1u << 24); !s) return s;
+  return r.finish();
+}
+
+Status read_data(TableReader& top, DataOptions& data) {
+  auto table = top.subtable("data");
+  if (!table) return std::move(table).error();
+  if (!*table) return Ok{};
+  TableReader r(**table, "data");
+  if (auto s = r.choice("dataset", data.dataset, {"fashion-mnist", "synthetic", "text"}); !s) return s;
+  if (auto s = r.path("path", data.path); !s) return s;
+  if (auto s = r.boolean("shuffle", data.shuffle); !s) return s;
+  if (auto s = r.integer("seed", data.seed); !s) return s;
+  return r.finish();
+}
+
+Status read_train(TableReader& top, TrainOptions& train) {
+  auto table = top.subtable("train");
+  if (!table) return std::move(table).error();
+  if (!*table) return Ok{};
+  TableReader r(**table, "train");
+  if (auto s = r.integer("batch_size", train.batch_size, 1u, 1u << 24); !s) return s;
+  if (auto s = r.integer("epochs", train.epochs, 1u, 1u << 20); !s) return s;
+  if (auto s = r.integer("steps", train.steps); !s) return s;
+  if (auto s = r.choice("optimizer", train.optimizer, {"sgd", "adam"}); !s) return s;
+  if (auto s = r.number("lr", train.lr, 0, unlimited); !s) return s;
+  if (auto s = r.number("momentum", train.momentum, 0, 0.999999); !s) return s;
+  if (auto s = r.number("weight_decay", train.weight_decay, 0, unlimited); !s) return s;
+  return r.finish();
+}
+
+/// A TOML value as the text a plugin receives: strings bare, everything else as TOML.
+std::string option_text(const toml::node& node) {
+  if (const auto* s = node.as_string()) return s->get();
+  std::ostringstream out;
+  node.visit([&](const auto& value) { out << toml::toml_formatter(value); });
+  return out.str();
+}
+
+Status read_plan(TableReader& top, PlanOptions& plan) {
+  auto table = top.subtable("plan");
+  if (!table) return std::move(table).error();
+  if (!*table) return Ok{};
+  TableReader r(**table, "plan");
+  if (auto s = r.string("partitioner", plan.partitioner); !s) return s;
+  if (auto s = r.string("mapper", plan.mapper); !s) return s;
+  if (auto s = r.string("scheduler", plan.scheduler); !s) return s;
+  if (auto s = r.string("sync", plan.sync); !s) return s;
+  if (auto s = r.integer("stages", plan.stages, 1u, 1u << 20); !s) return s;
+  if (auto s = r.integer("pipelines", plan.pipelines, 1u, 1u << 20); !s) return s;
+  if (auto s = r.integer("micro_batches", plan.micro_batches, 1u, 1u << 20); !s) return s;
+  if (auto s = r.boolean("sub_blocks", plan.sub_blocks); !s) return s;
+  if (auto s = r.path_list("plugin_path", plan.plugin_path); !s) return s;
+  auto options = r.subtable("options");
+  if (!options) return std::move(options).error();
+  if (*options) {
+    for (auto&& [name, value] : **options) {
+      const std::string path = "plan.options." + std::string(name.str());
+      if (!value.is_table()) return config::error_at(value, path, std::string("expected a table, found ") + config::type_name(value));
+      PluginOptions& entries = plan.options[std::string(name.str())];
+      for (auto&& [key, v] : *value.as_table()) {
+        if (v.is_table() || v.is_array_of_tables())
+          return config::error_at(v, path + "." + std::string(key.str()), "plugin options are plain values");
+        entries[std::string(key.str())] = option_text(v);
+      }
+    }
+  }
+  return r.finish();
+}
+
+Status read_output(TableReader& top, OutputOptions& output) {
+  auto table = top.subtable("output");
+  if (!table) return std::move(table).error();
+  if (!*table) return Ok{};
+  TableReader r(**table, "output");
+  if (auto s = r.path("dir", output.dir); !s) return s;
+  return r.finish();
+}
+
+Status read_cluster_entry(TableReader& top, JobSpec& spec) {
+  if (auto s = top.require("cluster"); !s) return s;
+  const toml::node* node = top.node("cluster");
+  if (const auto* name = node->as_string()) {
+    spec.cluster_file = config::resolve_path(*node, name->get());
+    auto cluster = load_cluster(spec.cluster_file);
+    if (!cluster) {
+      Error error = std::move(cluster).error();
+      // A missing file is best reported where it was named.
+      if (!std::filesystem::is_regular_file(spec.cluster_file))
+        return config::error_at(*node, "cluster", error.message);
+      return error;
+    }
+    spec.cluster = std::move(*cluster);
+    return Ok{};
+  }
+  if (const auto* table = node->as_table()) {
+    auto cluster = config::read_cluster(*table, "cluster");
+    if (!cluster) return std::move(cluster).error();
+    spec.cluster = std::move(*cluster);
+    return Ok{};
+  }
+  return config::error_at(*node, "cluster",
+                          std::string("expected a table or the name of a cluster file, found ") + config::type_name(*node));
+}
+
+} // namespace
+
+std::string JobSpec::where(const std::string& key) const {
+  const auto it = origins.find(key);
+  return (it != origins.end() ? it->second : file) + ": " + key + ": ";
+}
+
+Result<ClusterSpec> load_cluster(const std::string& path) {
+  auto root = config::parse_toml_file(path);
+  if (!root) return std::move(root).error();
+  return config::read_cluster(*root, "");
+}
+
+Result<JobSpec> load_job(const std::string& path, const std::vector<std::string>& overrides) {
+  auto parsed = config::parse_toml_file(path);
+  if (!parsed) return std::move(parsed).error();
+  toml::table& root = *parsed;
+  for (const auto& assignment : overrides)
+    if (auto s = apply_override(root, assignment); !s) return std::move(s).error();
+
+  JobSpec spec;
+  spec.file = path;
+  record_origins(root, "", spec.origins);
+  TableReader top(root, "");
+  if (auto s = read_job_section(top, spec.job); !s) return std::move(s).error();
+  if (auto s = read_model(top, spec.model); !s) return std::move(s).error();
+  if (auto s = read_data(top, spec.data); !s) return std::move(s).error();
+  if (auto s = read_train(top, spec.train); !s) return std::move(s).error();
+  if (auto s = read_plan(top, spec.plan); !s) return std::move(s).error();
+  if (auto s = read_output(top, spec.output); !s) return std::move(s).error();
+  if (auto s = read_cluster_entry(top, spec); !s) return std::move(s).error();
+  if (auto s = top.finish(); !s) return std::move(s).error();
+
+  ProfileImportOptions import;
+  import.batch_size = spec.model.profile_batch_size;
+  import.format = spec.model.profile_format == "toml"        ? ProfileFormat::toml
+                  : spec.model.profile_format == "pipedream" ? ProfileFormat::pipedream
+                                                             : ProfileFormat::automatic;
+  if (!std::filesystem::is_regular_file(spec.model.profile))
+    return Error::bad_input(spec.where("model.profile") + spec.model.profile + ": file not found");
+  auto profile = load_profile(spec.model.profile, import);
+  if (!profile) return std::move(profile).error().with_context(spec.where("model.profile"));
+  spec.profile = std::move(*profile);
+  return spec;
+}
+
+} // namespace actorpipe

@@ -1,0 +1,249 @@
+#include "config/toml_reader.hpp"
+
+#include "text.hpp"
+#include "units.hpp"
+
+#include <cmath>
+#include <filesystem>
+
+namespace actorpipe::config {
+
+namespace fs = std::filesystem;
+
+std::string where(const toml::source_region& region) {
+  const std::string path = region.path ? *region.path : std::string("<input>");
+  if (path.starts_with("--")) return path;
+  return path + ":" + std::to_string(region.begin.line) + ":" + std::to_string(region.begin.column);
+}
+
+Error error_at(const toml::node& node, std::string_view key_path, std::string_view what) {
+  return Error::bad_input(where(node.source()) + ": " + std::string(key_path) + ": " + std::string(what));
+}
+
+std::string resolve_path(const toml::node& node, const std::string& path) {
+  if (path.empty() || fs::path(path).is_absolute()) return path;
+  const auto& source = node.source().path;
+  if (!source || source->starts_with("--")) return path;
+  return (fs::path(*source).parent_path() / path).lexically_normal().string();
+}
+
+const char* type_name(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a number";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::date:
+    case toml::node_type::time:
+    case toml::node_type::date_time: return "a date or time";
+    default: return "nothing";
+  }
+}
+
+TableReader::TableReader(const toml::table& table, std::string path)
+    : table_(table), path_(std::move(path)) {}
+
+std::string TableReader::key_path(std::string_view key) const {
+  return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+}
+
+const toml::node* TableReader::node(std::string_view key) {
+  known_.emplace(key);
+  return table_.get(key);
+}
+
+Error TableReader::wrong_type(const toml::node& node, std::string_view key,
+                              std::string_view expected) const {
+  return error_at(node, key_path(key),
+                  "expected " + std::string(expected) + ", found " + type_name(node));
+}
+
+Status TableReader::string(std::string_view key, std::string& out) {
+  const toml::node* n = node(key);
+  if (!n) return Ok{};
+  if (!n->is_string()) return wrong_type(*n, key, "a string");
+  out = n->as_string()->get();
+  return Ok{};
+}
+
+Status TableReader::choice(std::string_view key, std::string& out,
+                           const std::vector<std::string>& allowed) {
+  std::string value = out;
+  if (auto s = string(key, value); !s) return s;
+  const toml::node* n = table_.get(key);
+  if (!n) return Ok{};
+  for (const auto& a : allowed)
+    if (a == value) {
+      out = value;
+      return Ok{};
+    }
+  return error_at(*n, key_path(key),
+                  "'" + value + "' is not one of " + text::join(allowed, ", ") +
+                      text::did_you_mean(value, allowed));
+}
+
+Status TableReader::boolean(std::string_view key, bool& out) {
+  const toml::node* n = node(key);
+  if (!n) return Ok{};
+  if (!n->is_boolean()) return wrong_type(*n, key, "true or false");
+  out = n->as_boolean()->get();
+  return Ok{};
+}
+
+Status TableReader::integer64(std::string_view key, std::int64_t& out, std::int64_t min,
+                              std::int64_t max) {
+  const toml::node* n = node(key);
+  if (!n) return Ok{};
+  if (!n->is_integer()) return wrong_type(*n, key, "an integer");
+  const std::int64_t value = n->as_integer()->get();
+  if (value < min || value > max)
+    return error_at(*n, key_path(key),
+                    std::to_string(value) + " is out of range [" + std::to_string(min) + ", " +
+                        (max == std::numeric_limits<std::int64_t>::max() ? std::string("...")
+                                                                          : std::to_string(max)) +
+                        "]");
+  out = value;
+  return Ok{};
+}
+
+Status TableReader::number(std::string_view key, double& out, double min, double max) {
+  const toml::node* n = node(key);
+  if (!n) return Ok{};
+  double value = 0;
+  if (n->is_floating_point())
+    value = n->as_floating_point()->get();
+  else if (n->is_integer())
+    value = static_cast<double>(n->as_integer()->get());
+  else
+    return wrong_type(*n, key, "a number");
+  if (!std::isfinite(value) || value < min || value > max)
+    return error_at(*n, key_path(key),
+                    text::format_fixed(value, 6) + " is out of range [" + text::format_fixed(min, 6) +
+                        ", " + (std::isinf(max) ? std::string("...") : text::format_fixed(max, 6)) + "]");
+  out = value;
+  return Ok{};
+}
+
+namespace {
+
+/// A quantity given as a plain number (in the base unit) or as text with a unit.
+template <class T, class Parse>
+Status quantity(TableReader& reader, std::string_view key, T& out, Parse parse,
+                std::string_view what) {
+  const toml::node* n = reader.node(key);
+  if (!n) return Ok{};
+  Result<T> value = Error::bad_input("");
+  if (n->is_integer()) {
+    if (n->as_integer()->get() < 0)
+      return error_at(*n, reader.key_path(key), "must not be negative");
+    value = static_cast<T>(n->as_integer()->get());
+  } else if (n->is_floating_point()) {
+    const double v = n->as_floating_point()->get();
+    if (!std::isfinite(v) || v < 0)
+      return error_at(*n, reader.key_path(key), "must be a finite, non-negative number");
+    value = static_cast<T>(v);
+  } else if (n->is_string()) {
+    value = parse(n->as_string()->get());
+    if (!value) return error_at(*n, reader.key_path(key), value.error().message);
+  } else {
+    return error_at(*n, reader.key_path(key),
+                    std::string("expected ") + std::string(what) + ", found " + type_name(*n));
+  }
+  out = *value;
+  return Ok{};
+}
+
+} // namespace
+
+Status TableReader::bytes(std::string_view key, std::uint64_t& out) {
+  return quantity(*this, key, out, units::parse_bytes, "a size such as \"32 GiB\"");
+}
+
+Status TableReader::bandwidth(std::string_view key, double& out) {
+  return quantity(*this, key, out, units::parse_bandwidth, "a bandwidth such as \"25 Gb/s\"");
+}
+
+Status TableReader::duration(std::string_view key, double& out) {
+  return quantity(*this, key, out, units::parse_duration, "a time such as \"5 us\"");
+}
+
+Status TableReader::string_list(std::string_view key, std::vector<std::string>& out) {
+  const toml::node* n = node(key);
+  if (!n) return Ok{};
+  if (n->is_string()) {
+    out = {n->as_string()->get()};
+    return Ok{};
+  }
+  if (!n->is_array()) return wrong_type(*n, key, "a string or an array of strings");
+  std::vector<std::string> values;
+  for (const auto& element : *n->as_array()) {
+    if (!element.is_string())
+      return error_at(element, key_path(key), std::string("expected strings, found ") + type_name(element));
+    values.push_back(element.as_string()->get());
+  }
+  out = std::move(values);
+  return Ok{};
+}
+
+Status TableReader::path(std::string_view key, std::string& out) {
+  if (auto s = string(key, out); !s) return s;
+  if (const toml::node* n = table_.get(key)) out = resolve_path(*n, out);
+  return Ok{};
+}
+
+Status TableReader::path_list(std::string_view key, std::vector<std::string>& out) {
+  if (auto s = string_list(key, out); !s) return s;
+  const toml::node* n = table_.get(key);
+  if (!n) return Ok{};
+  for (auto& p : out) p = resolve_path(*n, p);
+  return Ok{};
+}
+
+Result<const toml::table*> TableReader::subtable(std::string_view key) {
+  const toml::node* n = node(key);
+  if (!n) return static_cast<const toml::table*>(nullptr);
+  if (!n->is_table()) return wrong_type(*n, key, "a table");
+  return n->as_table();
+}
+
+Result<std::vector<const toml::table*>> TableReader::table_array(std::string_view key) {
+  std::vector<const toml::table*> tables;
+  const toml::node* n = node(key);
+  if (!n) return tables;
+  if (n->is_table()) return std::vector<const toml::table*>{n->as_table()};
+  if (!n->is_array()) return wrong_type(*n, key, "an array of tables ([[" + key_path(key) + "]])");
+  for (const auto& element : *n->as_array()) {
+    if (!element.is_table())
+      return error_at(element, key_path(key), std::string("expected tables, found ") + type_name(element));
+    tables.push_back(element.as_table());
+  }
+  return tables;
+}
+
+Status TableReader::require(std::string_view key) {
+  known_.emplace(key);
+  if (table_.get(key)) return Ok{};
+  // "profil" for "profile" is better reported as the typo it is.
+  for (auto&& [present, value] : table_) {
+    if (known_.contains(present.str())) continue;
+    if (text::closest(present.str(), {std::string(key)}) == key)
+      return Error::bad_input(where(present.source()) + ": " + key_path(present.str()) +
+                              ": unknown key, did you mean '" + std::string(key) + "'?");
+  }
+  return error_at(table_, key_path(key), "missing (this key is required)");
+}
+
+Status TableReader::finish() const {
+  std::vector<std::string> known(known_.begin(), known_.end());
+  for (auto&& [key, value] : table_) {
+    if (known_.contains(key.str())) continue;
+    const std::string name(key.str());
+    return Error::bad_input(where(key.source()) + ": " + key_path(name) + ": unknown key" +
+                            text::did_you_mean(name, known));
+  }
+  return Ok{};
+}
+
+} // namespace actorpipe::config

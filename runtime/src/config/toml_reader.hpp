@@ -1,0 +1,94 @@
+#pragma once
+
+/// Reads one TOML table into an Options struct, key by key, so that every mistake is
+/// reported as "FILE:LINE:COL: key.path: what is wrong" and unknown keys get a
+/// "did you mean" suggestion. Internal to the config readers.
+
+#include <actorpipe/error.hpp>
+
+#include <toml++/toml.h>
+
+#include <concepts>
+#include <cstdint>
+#include <limits>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace actorpipe::config {
+
+/// "FILE:LINE:COL" of a region, or just its path for values given on the command line.
+std::string where(const toml::source_region& region);
+
+/// An error about `node`, reached as `key_path`.
+Error error_at(const toml::node& node, std::string_view key_path, std::string_view what);
+
+/// The folder a path written in `node` is relative to: the folder of the file it came
+/// from, or the current folder for command-line values.
+std::string resolve_path(const toml::node& node, const std::string& path);
+
+class TableReader {
+public:
+  /// `path` is how the table is named in messages ("plan", "cluster.servers[1]").
+  TableReader(const toml::table& table, std::string path);
+
+  const toml::table& table() const { return table_; }
+  std::string key_path(std::string_view key) const;
+
+  /// Marks `key` as known and returns its node, or nullptr when absent.
+  const toml::node* node(std::string_view key);
+
+  /// Each getter leaves `out` as it is when the key is absent (its default).
+  Status string(std::string_view key, std::string& out);
+  Status choice(std::string_view key, std::string& out, const std::vector<std::string>& allowed);
+  Status boolean(std::string_view key, bool& out);
+  Status number(std::string_view key, double& out, double min, double max);
+  Status bytes(std::string_view key, std::uint64_t& out);
+  Status bandwidth(std::string_view key, double& out);
+  Status duration(std::string_view key, double& out);
+  Status string_list(std::string_view key, std::vector<std::string>& out);
+  Status path(std::string_view key, std::string& out);
+  Status path_list(std::string_view key, std::vector<std::string>& out);
+
+  template <std::integral T>
+  Status integer(std::string_view key, T& out, T min = std::numeric_limits<T>::min(),
+                 T max = std::numeric_limits<T>::max()) {
+    std::int64_t value = 0;
+    auto status = integer64(key, value, static_cast<std::int64_t>(min), clamp_max(max));
+    if (status && node_present(key)) out = static_cast<T>(value);
+    return status;
+  }
+
+  /// A sub-table, or nullptr when absent; an error when the key holds something else.
+  Result<const toml::table*> subtable(std::string_view key);
+  /// An array of tables ([[key]]), empty when absent.
+  Result<std::vector<const toml::table*>> table_array(std::string_view key);
+
+  /// An error when the key is absent (pointing at the table).
+  Status require(std::string_view key);
+
+  /// Reports the first key that no getter asked for.
+  Status finish() const;
+
+private:
+  Status integer64(std::string_view key, std::int64_t& out, std::int64_t min, std::int64_t max);
+  template <class T>
+  static std::int64_t clamp_max(T max) {
+    if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(std::int64_t))
+      return std::numeric_limits<std::int64_t>::max();
+    else
+      return static_cast<std::int64_t>(max);
+  }
+  bool node_present(std::string_view key) const { return table_.get(key) != nullptr; }
+  Error wrong_type(const toml::node& node, std::string_view key, std::string_view expected) const;
+
+  const toml::table& table_;
+  std::string path_;
+  std::set<std::string, std::less<>> known_;
+};
+
+/// "a string", "an integer", ... for messages.
+const char* type_name(const toml::node& node);
+
+} // namespace actorpipe::config

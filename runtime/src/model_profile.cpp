@@ -1,0 +1,108 @@
+#include <actorpipe/model_profile.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace actorpipe {
+
+namespace {
+
+bool bad_time(double t) { return !std::isfinite(t) || t < 0; }
+
+/// Sums of sub-blocks may differ from a block's own figure by rounding in a file.
+bool close(double a, double b) { return std::abs(a - b) <= 1e-6 * std::max({1.0, std::abs(a), std::abs(b)}); }
+
+std::string quoted(const std::string& name) { return name.empty() ? "" : " '" + name + "'"; }
+
+} // namespace
+
+std::string describe(const ModelProfile& profile, Cut at) {
+  if (at.block >= profile.blocks.size()) return "the end of the model";
+  const Block& block = profile.blocks[at.block];
+  std::string text = "block " + std::to_string(at.block) + quoted(block.name);
+  if (at.sub > 0 && at.sub < block.sub_blocks.size())
+    text += " sub-block " + std::to_string(at.sub) + quoted(block.sub_blocks[at.sub].name);
+  return text;
+}
+
+Status ModelProfile::validate() const {
+  const std::string model = "profile" + quoted(name) + ": ";
+  if (blocks.empty()) return Error::bad_input(model + "has no blocks");
+  if (batch_size == 0) return Error::bad_input(model + "batch_size must be at least 1");
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    const Block& block = blocks[b];
+    const std::string where = model + describe(*this, {b, 0}) + ": ";
+    if (bad_time(block.forward_ms))
+      return Error::bad_input(where + "forward time " + std::to_string(block.forward_ms) +
+                              " ms is negative or not a number");
+    if (bad_time(block.backward_ms))
+      return Error::bad_input(where + "backward time " + std::to_string(block.backward_ms) +
+                              " ms is negative or not a number");
+    if (block.sub_blocks.empty()) continue;
+    double forward = 0, backward = 0;
+    std::uint64_t parameters = 0, stash = 0;
+    for (std::size_t s = 0; s < block.sub_blocks.size(); ++s) {
+      const SubBlock& sub = block.sub_blocks[s];
+      const std::string sub_where = model + describe(*this, {b, s}) + " sub-block " +
+                                    std::to_string(s) + quoted(sub.name) + ": ";
+      if (bad_time(sub.forward_ms) || bad_time(sub.backward_ms))
+        return Error::bad_input(sub_where + "times must be non-negative numbers");
+      forward += sub.forward_ms;
+      backward += sub.backward_ms;
+      parameters += sub.parameter_bytes;
+      stash += sub.stash_bytes_per_sample;
+    }
+    if (!close(forward, block.forward_ms) || !close(backward, block.backward_ms))
+      return Error::bad_input(where + "forward/backward times differ from the sums of its sub-blocks");
+    if (parameters != block.parameter_bytes || stash != block.stash_bytes_per_sample)
+      return Error::bad_input(where + "parameter or stash bytes differ from the sums of its sub-blocks");
+    if (block.sub_blocks.back().output_bytes != block.output_bytes)
+      return Error::bad_input(where + "output bytes differ from those of its last sub-block");
+  }
+  return Ok{};
+}
+
+std::vector<Unit> ModelProfile::units(bool sub_blocks) const {
+  std::vector<Unit> out;
+  out.reserve(blocks.size());
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    const Block& block = blocks[b];
+    if (!sub_blocks || block.sub_blocks.empty()) {
+      out.push_back({{b, 0}, block.forward_ms, block.backward_ms, block.output_bytes,
+                     block.parameter_bytes, block.stash_bytes_per_sample});
+      continue;
+    }
+    for (std::size_t s = 0; s < block.sub_blocks.size(); ++s) {
+      const SubBlock& sub = block.sub_blocks[s];
+      out.push_back({{b, s}, sub.forward_ms, sub.backward_ms, sub.output_bytes,
+                     sub.parameter_bytes, sub.stash_bytes_per_sample});
+    }
+  }
+  return out;
+}
+
+double ModelProfile::total_forward_ms() const {
+  double total = 0;
+  for (const auto& block : blocks) total += block.forward_ms;
+  return total;
+}
+
+double ModelProfile::total_backward_ms() const {
+  double total = 0;
+  for (const auto& block : blocks) total += block.backward_ms;
+  return total;
+}
+
+std::uint64_t ModelProfile::total_parameter_bytes() const {
+  std::uint64_t total = 0;
+  for (const auto& block : blocks) total += block.parameter_bytes;
+  return total;
+}
+
+bool ModelProfile::has_sub_blocks() const {
+  for (const auto& block : blocks)
+    if (!block.sub_blocks.empty()) return true;
+  return false;
+}
+
+} // namespace actorpipe

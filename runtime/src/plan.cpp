@@ -1,0 +1,77 @@
+#include <actorpipe/plan.hpp>
+
+#include <numeric>
+#include <set>
+
+namespace actorpipe {
+
+std::size_t first_block(const StagePlan& stage) { return stage.begin.block; }
+
+std::size_t last_block(const StagePlan& stage) {
+  return stage.end.sub == 0 ? stage.end.block - 1 : stage.end.block;
+}
+
+std::string describe_blocks(const StagePlan& stage) {
+  auto position = [](std::size_t block, std::size_t sub) {
+    return sub == 0 ? std::to_string(block) : std::to_string(block) + "." + std::to_string(sub);
+  };
+  const std::string first = position(stage.begin.block, stage.begin.sub);
+  // The end is exclusive: show the last unit the stage holds.
+  const std::string last = stage.end.sub == 0
+                               ? std::to_string(stage.end.block - 1)
+                               : std::to_string(stage.end.block) + "." + std::to_string(stage.end.sub - 1);
+  return first == last ? first : first + "-" + last;
+}
+
+Status Plan::validate(const ModelProfile& profile, const ClusterSpec& cluster) const {
+  if (stages.empty()) return Error::bad_input("plan: has no stages");
+  if (pipelines == 0) return Error::bad_input("plan: has no pipelines");
+  const Cut model_end{profile.blocks.size(), 0};
+  Cut expected{0, 0};
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    const StagePlan& stage = stages[s];
+    const std::string where = "plan: stage " + std::to_string(s) + ": ";
+    if (stage.begin != expected)
+      return Error::bad_input(where + "does not start where the previous stage ends");
+    if (!(stage.begin < stage.end)) return Error::bad_input(where + "is empty");
+    if (stage.end > model_end) return Error::bad_input(where + "ends past the model's last block");
+    if (stage.end.block < profile.blocks.size() && stage.end.sub > 0 &&
+        stage.end.sub >= profile.blocks[stage.end.block].sub_blocks.size())
+      return Error::bad_input(where + "ends at a sub-block that " + describe(profile, {stage.end.block, 0}) +
+                              " does not have");
+    expected = stage.end;
+  }
+  if (expected != model_end) return Error::bad_input("plan: the stages do not cover the whole model");
+
+  if (devices.size() != pipelines)
+    return Error::bad_input("plan: has devices for " + std::to_string(devices.size()) + " pipelines, not " +
+                            std::to_string(pipelines));
+  std::set<DeviceId> used;
+  for (std::size_t p = 0; p < pipelines; ++p) {
+    if (devices[p].size() != stages.size())
+      return Error::bad_input("plan: pipeline " + std::to_string(p) + " has devices for " +
+                              std::to_string(devices[p].size()) + " stages, not " + std::to_string(stages.size()));
+    for (std::size_t s = 0; s < stages.size(); ++s) {
+      const DeviceId d = devices[p][s];
+      const std::string where = "plan: pipeline " + std::to_string(p) + " stage " + std::to_string(s) + ": ";
+      if (d >= cluster.devices.size())
+        return Error::bad_input(where + "device " + std::to_string(d) + " does not exist (cluster '" +
+                                cluster.name + "' has " + std::to_string(cluster.devices.size()) + ")");
+      if (!used.insert(d).second)
+        return Error::bad_input(where + "device " + cluster.devices[d].name + " already runs another stage");
+    }
+  }
+  if (micro_batch_sizes.empty()) return Error::bad_input("plan: has no micro-batches");
+  std::uint64_t samples = 0;
+  for (std::size_t m = 0; m < micro_batch_sizes.size(); ++m) {
+    if (micro_batch_sizes[m] == 0)
+      return Error::bad_input("plan: micro-batch " + std::to_string(m) + " is empty");
+    samples += micro_batch_sizes[m];
+  }
+  if (samples * pipelines != batch_size)
+    return Error::bad_input("plan: micro-batches hold " + std::to_string(samples) + " samples per pipeline × " +
+                            std::to_string(pipelines) + " pipelines, but the batch is " + std::to_string(batch_size));
+  return Ok{};
+}
+
+} // namespace actorpipe

@@ -1,0 +1,224 @@
+/// Finds plugin modules, checks their info block before anything else, and
+/// instantiates them on demand.
+
+#include <actorpipe/plugin_registry.hpp>
+
+#include "text.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <filesystem>
+#include <map>
+#include <optional>
+
+namespace actorpipe {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Factory = Plugin* (*)() noexcept;
+
+/// An open module; closed when the last plugin instance made from it is gone.
+struct Module {
+  void* handle = nullptr;
+  ~Module() {
+    if (handle) ::dlclose(handle);
+  }
+};
+
+struct Loaded {
+  PluginRecord record;
+  std::shared_ptr<Module> module;
+  Factory factory = nullptr;
+};
+
+std::optional<PluginKind> parse_kind(std::string_view kind) {
+  if (kind == "partitioner") return PluginKind::partitioner;
+  if (kind == "mapper") return PluginKind::mapper;
+  if (kind == "scheduler") return PluginKind::scheduler;
+  if (kind == "sync") return PluginKind::sync;
+  return std::nullopt;
+}
+
+/// The folder of the shared object this code is in.
+fs::path own_folder() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<const void*>(&own_folder), &info) == 0 || !info.dli_fname) return {};
+  std::error_code ec;
+  const fs::path self = fs::canonical(info.dli_fname, ec);
+  return ec ? fs::path{} : self.parent_path();
+}
+
+Result<Loaded> open_module(const std::string& file) {
+  auto module = std::make_shared<Module>();
+  module->handle = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!module->handle) {
+    const char* why = ::dlerror();
+    return Error::bad_input(file + ": cannot load plugin: " + (why ? why : "unknown dlopen error"));
+  }
+  ::dlerror();
+  const auto* info = static_cast<const PluginInfo*>(::dlsym(module->handle, plugin_info_symbol));
+  if (!info)
+    return Error::bad_input(file + ": not an actorpipe plugin (no '" + std::string(plugin_info_symbol) +
+                            "' symbol; declare the module with ACTORPIPE_PLUGIN)");
+  if (info->abi_version != plugin_abi_version)
+    return Error::bad_input(file + ": plugin ABI version " + std::to_string(info->abi_version) +
+                            ", but this actorpipe needs " + std::to_string(plugin_abi_version) +
+                            " (rebuild the plugin against the installed headers)");
+  if (!info->kind || !info->name || !info->version || !info->description)
+    return Error::bad_input(file + ": plugin info block has empty fields");
+  const auto kind = parse_kind(info->kind);
+  if (!kind)
+    return Error::bad_input(file + ": unknown plugin kind '" + std::string(info->kind) +
+                            "' (partitioner, mapper, scheduler or sync)");
+  if (std::string_view(info->name).empty()) return Error::bad_input(file + ": plugin has an empty name");
+  auto factory = reinterpret_cast<Factory>(::dlsym(module->handle, plugin_factory_symbol));
+  if (!factory)
+    return Error::bad_input(file + ": plugin '" + std::string(info->name) + "' has no factory ('" +
+                            std::string(plugin_factory_symbol) + "')");
+  Loaded loaded;
+  loaded.record = {*kind, info->name, info->version, info->description, file};
+  loaded.module = std::move(module);
+  loaded.factory = factory;
+  return loaded;
+}
+
+/// Every "*.so" under `folder`, sorted so that discovery does not depend on the file system.
+std::vector<std::string> modules_in(const fs::path& folder) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  if (fs::is_regular_file(folder, ec)) return {folder.string()};
+  for (fs::recursive_directory_iterator it(folder, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(ec) && it->path().extension() == ".p") {
+      it.disable_recursion_pending(); // Meson's object folders
+      continue;
+    }
+    if (it->is_regular_file(ec) && it->path().extension() == ".so") files.push_back(it->path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+} // namespace
+
+const char* to_string(PluginKind kind) {
+  switch (kind) {
+    case PluginKind::partitioner: return "partitioner";
+    case PluginKind::mapper: return "mapper";
+    case PluginKind::scheduler: return "scheduler";
+    case PluginKind::sync: return "sync";
+  }
+  return "?";
+}
+
+struct PluginRegistry::Impl {
+  std::vector<PluginRecord> records;
+  std::map<std::pair<PluginKind, std::string>, Loaded> loaded;
+};
+
+PluginRegistry::PluginRegistry(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PluginRegistry::PluginRegistry(PluginRegistry&&) noexcept = default;
+PluginRegistry& PluginRegistry::operator=(PluginRegistry&&) noexcept = default;
+PluginRegistry::~PluginRegistry() = default;
+
+std::vector<std::string> PluginRegistry::default_folders() {
+  std::vector<std::string> folders;
+  const fs::path here = own_folder();
+  if (!here.empty()) {
+    // Installed: LIBDIR/libactorpipe.so next to LIBDIR/actorpipe/plugins.
+    // Build tree: BUILD/runtime/src/libactorpipe.so, plugins under BUILD/plugins.
+    for (const fs::path& candidate : {here / "actorpipe" / "plugins", here.parent_path().parent_path() / "plugins"}) {
+      std::error_code ec;
+      if (fs::is_directory(candidate, ec)) {
+        folders.push_back(candidate.lexically_normal().string());
+        break;
+      }
+    }
+  }
+  if (const char* env = std::getenv("ACTORPIPE_PLUGIN_PATH"))
+    for (const std::string& folder : text::split(env, ':'))
+      if (!folder.empty()) folders.push_back(folder);
+  return folders;
+}
+
+Result<PluginRegistry> PluginRegistry::discover(const std::vector<std::string>& folders) {
+  auto impl = std::make_unique<Impl>();
+  std::vector<std::string> seen_files;
+  for (const std::string& folder : folders) {
+    std::error_code ec;
+    if (!fs::exists(folder, ec)) return Error::bad_input(folder + ": plugin folder not found");
+    for (const std::string& file : modules_in(folder)) {
+      const std::string canonical = fs::weakly_canonical(file, ec).string();
+      if (std::find(seen_files.begin(), seen_files.end(), canonical) != seen_files.end()) continue;
+      seen_files.push_back(canonical);
+      auto loaded = open_module(file);
+      if (!loaded) return std::move(loaded).error();
+      const auto key = std::pair{loaded->record.kind, loaded->record.name};
+      if (const auto it = impl->loaded.find(key); it != impl->loaded.end())
+        return Error::bad_input(file + ": a " + std::string(to_string(key.first)) + " named '" + key.second +
+                                "' is already loaded from " + it->second.record.file);
+      impl->records.push_back(loaded->record);
+      impl->loaded.emplace(key, std::move(*loaded));
+    }
+  }
+  std::sort(impl->records.begin(), impl->records.end(), [](const PluginRecord& a, const PluginRecord& b) {
+    return std::pair{a.kind, a.name} < std::pair{b.kind, b.name};
+  });
+  return PluginRegistry(std::move(impl));
+}
+
+const std::vector<PluginRecord>& PluginRegistry::plugins() const { return impl_->records; }
+
+const PluginRecord* PluginRegistry::find(PluginKind kind, const std::string& name) const {
+  const auto it = impl_->loaded.find({kind, name});
+  return it == impl_->loaded.end() ? nullptr : &it->second.record;
+}
+
+Result<std::shared_ptr<Plugin>> PluginRegistry::create(PluginKind kind, const std::string& name) const {
+  const auto it = impl_->loaded.find({kind, name});
+  if (it == impl_->loaded.end()) {
+    std::vector<std::string> names;
+    for (const auto& record : impl_->records)
+      if (record.kind == kind) names.push_back(record.name);
+    return Error::bad_input("no " + std::string(to_string(kind)) + " named '" + name + "'" +
+                            text::did_you_mean(name, names) +
+                            (names.empty() ? " (none found)" : " (found: " + text::join(names, ", ") + ")"));
+  }
+  const Loaded& loaded = it->second;
+  Plugin* raw = loaded.factory();
+  if (!raw)
+    return Error::run_failed(loaded.record.file + ": " + to_string(kind) + " '" + name + "': factory failed");
+  // The instance holds its module open: code must outlive the object.
+  std::shared_ptr<Module> module = loaded.module;
+  return std::shared_ptr<Plugin>(raw, [module](Plugin* p) { delete p; });
+}
+
+namespace {
+
+template <class Interface>
+Result<std::shared_ptr<Interface>> as(Result<std::shared_ptr<Plugin>> plugin) {
+  if (!plugin) return std::move(plugin).error();
+  // The kind was checked from the info block, and the macro builds the object from a
+  // class of that kind.
+  return std::static_pointer_cast<Interface>(std::move(*plugin));
+}
+
+} // namespace
+
+Result<std::shared_ptr<Partitioner>> PluginRegistry::partitioner(const std::string& name) const {
+  return as<Partitioner>(create(PluginKind::partitioner, name));
+}
+Result<std::shared_ptr<Mapper>> PluginRegistry::mapper(const std::string& name) const {
+  return as<Mapper>(create(PluginKind::mapper, name));
+}
+Result<std::shared_ptr<Scheduler>> PluginRegistry::scheduler(const std::string& name) const {
+  return as<Scheduler>(create(PluginKind::scheduler, name));
+}
+Result<std::shared_ptr<SyncPolicy>> PluginRegistry::sync_policy(const std::string& name) const {
+  return as<SyncPolicy>(create(PluginKind::sync, name));
+}
+
+} // namespace actorpipe

@@ -1,0 +1,38 @@
+#include <actorpipe/profile_io.hpp>
+
+#include "atomic_file.hpp"
+
+#include <filesystem>
+
+namespace actorpipe {
+
+namespace {
+
+/// A graph.txt profile starts with "nodeN -- "; anything else is taken as TOML.
+ProfileFormat sniff(const std::string& path, const std::string& text) {
+  if (path.ends_with(".toml")) return ProfileFormat::toml;
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text.compare(first, 4, "node") == 0 &&
+      text.find(" -- ", first) < text.find('\n', first))
+    return ProfileFormat::pipedream;
+  return ProfileFormat::toml;
+}
+
+} // namespace
+
+Result<ModelProfile> load_profile(const std::string& path, const ProfileImportOptions& options) {
+  if (!std::filesystem::is_regular_file(path))
+    return Error::bad_input(path + ": profile file not found");
+  auto text = read_file(path);
+  if (!text) return std::move(text).error();
+  const ProfileFormat format = options.format == ProfileFormat::automatic ? sniff(path, *text) : options.format;
+  if (format == ProfileFormat::pipedream) return parse_pipedream_profile(*text, path, options.batch_size);
+  return parse_toml_profile(*text, path);
+}
+
+Status save_profile(const ModelProfile& profile, const std::string& path) {
+  if (auto s = profile.validate(); !s) return s;
+  return write_file_atomically(path, to_toml(profile));
+}
+
+} // namespace actorpipe

@@ -1,0 +1,124 @@
+/// actorpipe's own profile format: TOML with one [[blocks]] entry per block and
+/// optional [[blocks.sub_blocks]]. See docs/profiles.md.
+
+#include <actorpipe/profile_io.hpp>
+
+#include "config/toml_reader.hpp"
+
+#include <sstream>
+
+namespace actorpipe {
+
+namespace {
+
+using config::TableReader;
+
+/// Reads the per-unit figures shared by blocks and sub-blocks.
+template <class Part>
+Status read_figures(TableReader& reader, Part& part) {
+  const double unlimited = std::numeric_limits<double>::infinity();
+  if (auto s = reader.string("name", part.name); !s) return s;
+  if (auto s = reader.number("forward_ms", part.forward_ms, 0, unlimited); !s) return s;
+  if (auto s = reader.number("backward_ms", part.backward_ms, 0, unlimited); !s) return s;
+  if (auto s = reader.bytes("output_bytes", part.output_bytes); !s) return s;
+  if (auto s = reader.bytes("parameter_bytes", part.parameter_bytes); !s) return s;
+  return reader.bytes("stash_bytes_per_sample", part.stash_bytes_per_sample);
+}
+
+Result<Block> read_block(const toml::table& table, const std::string& path) {
+  TableReader reader(table, path);
+  Block block;
+  auto subs = reader.table_array("sub_blocks");
+  if (!subs) return std::move(subs).error();
+  if (subs->empty()) {
+    if (auto s = read_figures(reader, block); !s) return std::move(s).error();
+  } else {
+    // A block with sub-blocks takes its figures from them; giving both could disagree.
+    if (auto s = reader.string("name", block.name); !s) return std::move(s).error();
+    for (std::size_t i = 0; i < subs->size(); ++i) {
+      TableReader sub_reader(*(*subs)[i], path + ".sub_blocks[" + std::to_string(i) + "]");
+      SubBlock sub;
+      if (auto s = read_figures(sub_reader, sub); !s) return std::move(s).error();
+      if (auto s = sub_reader.finish(); !s) return std::move(s).error();
+      block.forward_ms += sub.forward_ms;
+      block.backward_ms += sub.backward_ms;
+      block.parameter_bytes += sub.parameter_bytes;
+      block.stash_bytes_per_sample += sub.stash_bytes_per_sample;
+      block.output_bytes = sub.output_bytes;
+      block.sub_blocks.push_back(std::move(sub));
+    }
+  }
+  if (auto s = reader.finish(); !s) return std::move(s).error();
+  return block;
+}
+
+template <class Part>
+void write_figures(toml::table& table, const Part& part) {
+  table.insert("name", part.name);
+  table.insert("forward_ms", part.forward_ms);
+  table.insert("backward_ms", part.backward_ms);
+  table.insert("output_bytes", static_cast<std::int64_t>(part.output_bytes));
+  table.insert("parameter_bytes", static_cast<std::int64_t>(part.parameter_bytes));
+  table.insert("stash_bytes_per_sample", static_cast<std::int64_t>(part.stash_bytes_per_sample));
+}
+
+} // namespace
+
+Result<ModelProfile> parse_toml_profile(const std::string& text, const std::string& source) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    return Error::bad_input(config::where(e.source()) + ": " + std::string(e.description()));
+  }
+  TableReader reader(root, "");
+  ModelProfile profile;
+  if (auto s = reader.string("name", profile.name); !s) return std::move(s).error();
+  if (auto s = reader.string("reference_device", profile.reference_device); !s) return std::move(s).error();
+  if (auto s = reader.integer("batch_size", profile.batch_size, 1u); !s) return std::move(s).error();
+  if (auto s = reader.bytes("input_bytes", profile.input_bytes); !s) return std::move(s).error();
+  if (auto s = reader.require("blocks"); !s) return std::move(s).error();
+  auto blocks = reader.table_array("blocks");
+  if (!blocks) return std::move(blocks).error();
+  if (auto s = reader.finish(); !s) return std::move(s).error();
+  for (std::size_t i = 0; i < blocks->size(); ++i) {
+    auto block = read_block(*(*blocks)[i], "blocks[" + std::to_string(i) + "]");
+    if (!block) return std::move(block).error();
+    profile.blocks.push_back(std::move(*block));
+  }
+  if (auto s = profile.validate(); !s) return std::move(s).error().with_context(source + ": ");
+  return profile;
+}
+
+std::string to_toml(const ModelProfile& profile) {
+  toml::table root;
+  root.insert("name", profile.name);
+  root.insert("reference_device", profile.reference_device);
+  root.insert("batch_size", static_cast<std::int64_t>(profile.batch_size));
+  root.insert("input_bytes", static_cast<std::int64_t>(profile.input_bytes));
+  toml::array blocks;
+  for (const Block& block : profile.blocks) {
+    toml::table entry;
+    if (block.sub_blocks.empty()) {
+      write_figures(entry, block);
+    } else {
+      entry.insert("name", block.name);
+      toml::array subs;
+      for (const SubBlock& sub : block.sub_blocks) {
+        toml::table sub_entry;
+        write_figures(sub_entry, sub);
+        subs.push_back(std::move(sub_entry));
+      }
+      entry.insert("sub_blocks", std::move(subs));
+    }
+    blocks.push_back(std::move(entry));
+  }
+  root.insert("blocks", std::move(blocks));
+  std::ostringstream out;
+  out << "# actorpipe model profile: times in ms per batch of batch_size samples on\n"
+         "# reference_device; bytes per batch unless the key says per sample.\n";
+  out << toml::toml_formatter(root) << "\n";
+  return out.str();
+}
+
+} // namespace actorpipe

@@ -1,0 +1,117 @@
+#include <actorpipe/report.hpp>
+
+#include "text.hpp"
+#include "text_table.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace actorpipe {
+
+namespace {
+
+/// The smallest memory among the devices running a stage: what it must fit in.
+std::uint64_t stage_capacity(const Plan& plan, const ClusterSpec& cluster, std::size_t stage) {
+  std::uint64_t capacity = std::numeric_limits<std::uint64_t>::max();
+  for (const auto& pipeline : plan.devices) capacity = std::min(capacity, cluster.devices[pipeline[stage]].memory_bytes);
+  return capacity;
+}
+
+std::string devices_cell(const Plan& plan, const ClusterSpec& cluster, std::size_t stage) {
+  std::string cell = cluster.devices[plan.devices[0][stage]].name;
+  if (plan.pipelines > 1) cell += " +" + std::to_string(plan.pipelines - 1);
+  return cell;
+}
+
+} // namespace
+
+std::string format_plan(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster) {
+  using text::format_bytes;
+  using text::format_fixed;
+  std::string out;
+  out += "model        " + plan.model + " (" + std::to_string(profile.blocks.size()) + " blocks, " +
+         format_bytes(profile.total_parameter_bytes()) + " of parameters)\n";
+  out += "cluster      " + plan.cluster + " (" + std::to_string(cluster.servers.size()) + (cluster.servers.size() == 1 ? " server, " : " servers, ") +
+         std::to_string(cluster.devices.size()) + " devices)\n";
+  out += "plan         " + std::to_string(plan.pipelines) + " pipeline(s) × " + std::to_string(plan.stages.size()) +
+         " stages; partitioner " + plan.partitioner + ", mapper " + plan.mapper + ", scheduler " + plan.scheduler +
+         ", sync " + plan.sync + "\n";
+  const auto [smallest, largest] = std::minmax_element(plan.micro_batch_sizes.begin(), plan.micro_batch_sizes.end());
+  out += "batch        " + std::to_string(plan.batch_size) + " samples; " + std::to_string(plan.micro_batch_sizes.size()) +
+         " micro-batches of " +
+         (*smallest == *largest ? std::to_string(*largest) : std::to_string(*smallest) + "-" + std::to_string(*largest)) +
+         " per pipeline\n\n";
+
+  text::Table table({{"stage", text::Table::Align::right},
+                     {"blocks"},
+                     {"device"},
+                     {"compute ms", text::Table::Align::right},
+                     {"parameters", text::Table::Align::right},
+                     {"optimizer", text::Table::Align::right},
+                     {"activations", text::Table::Align::right},
+                     {"memory", text::Table::Align::right},
+                     {"of device", text::Table::Align::right}});
+  for (std::size_t s = 0; s < plan.stages.size(); ++s) {
+    const StageEstimate& e = plan.stages[s].estimate;
+    const double share = 100.0 * static_cast<double>(e.memory_bytes) / static_cast<double>(stage_capacity(plan, cluster, s));
+    table.add_row({std::to_string(s), describe_blocks(plan.stages[s]), devices_cell(plan, cluster, s),
+                   format_fixed(e.compute_ms, 2), format_bytes(e.parameter_bytes), format_bytes(e.optimizer_bytes),
+                   format_bytes(e.activation_bytes), format_bytes(e.memory_bytes), format_fixed(share, 1) + "%"});
+  }
+  out += table.str();
+  out += "\nbalance      " + format_fixed(plan.balance, 3) + " (max stage compute / mean)\n";
+  out += "parameters   " + format_fixed(plan.parameter_balance, 3) + " (max stage parameter bytes / mean)\n";
+  out += "search       " + format_fixed(plan.search_ms, 3) + " ms\n";
+  return out;
+}
+
+std::string plan_to_json(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster) {
+  using nlohmann::json;
+  json stages = json::array();
+  for (std::size_t s = 0; s < plan.stages.size(); ++s) {
+    const StagePlan& stage = plan.stages[s];
+    const StageEstimate& e = stage.estimate;
+    json devices = json::array();
+    for (const auto& pipeline : plan.devices) devices.push_back(cluster.devices[pipeline[s]].name);
+    stages.push_back({
+        {"index", s},
+        {"first_block", first_block(stage)},
+        {"last_block", last_block(stage)},
+        {"begin", {{"block", stage.begin.block}, {"sub_block", stage.begin.sub}}},
+        {"end", {{"block", stage.end.block}, {"sub_block", stage.end.sub}}},
+        {"blocks", describe_blocks(stage)},
+        {"device", devices.front()},
+        {"devices", devices},
+        {"forward_ms", e.forward_ms},
+        {"backward_ms", e.backward_ms},
+        {"compute_ms", e.compute_ms},
+        {"parameter_bytes", e.parameter_bytes},
+        {"optimizer_bytes", e.optimizer_bytes},
+        {"activation_bytes", e.activation_bytes},
+        {"memory_bytes", e.memory_bytes},
+        {"device_memory_bytes", stage_capacity(plan, cluster, s)},
+    });
+  }
+  const json document = {
+      {"model", plan.model},
+      {"model_blocks", profile.blocks.size()},
+      {"cluster", plan.cluster},
+      {"partitioner", plan.partitioner},
+      {"mapper", plan.mapper},
+      {"schedule", plan.scheduler},
+      {"sync", plan.sync},
+      {"pipelines", plan.pipelines},
+      {"stages_per_pipeline", plan.stages.size()},
+      {"batch_size", plan.batch_size},
+      {"micro_batches", plan.micro_batch_sizes.size()},
+      {"micro_batch_sizes", plan.micro_batch_sizes},
+      {"balance", plan.balance},
+      {"parameter_balance", plan.parameter_balance},
+      {"search_ms", plan.search_ms},
+      {"stages", stages},
+  };
+  return document.dump(2) + "\n";
+}
+
+} // namespace actorpipe

@@ -1,0 +1,153 @@
+// The `actorpipe` command: exit codes (0 ok, 1 failed run, 2 bad input), JSON output,
+// one clear message per mistake, and no output file left behind by a failed command.
+#define BOOST_TEST_MODULE cli
+#include <boost/test/unit_test.hpp>
+
+#include <actorpipe/version.hpp>
+
+#include "test_support.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+using namespace actorpipe;
+using actorpipe::test::run_cli;
+using actorpipe::test::ScratchDir;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::string config(const std::string& name) { return "'" + (test::source_root() / "configs" / name).string() + "'"; }
+
+std::size_t lines(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(version_and_help) {
+  const auto version = run_cli("--version");
+  BOOST_TEST(version.status == 0);
+  BOOST_TEST(contains(version.out, version_string));
+  for (const char* command : {"plan", "plugins", "devices"}) {
+    const auto help = run_cli(std::string(command) + " --help");
+    BOOST_TEST(help.status == 0, command);
+    BOOST_TEST(contains(help.out, "Usage"), command);
+  }
+  BOOST_TEST(run_cli("").status == 2);
+  BOOST_TEST(run_cli("no-such-command").status == 2);
+  BOOST_TEST(run_cli("plan").status == 2); // JOB is required
+}
+
+BOOST_AUTO_TEST_CASE(plugins_json_lists_the_shipped_plugins) {
+  const auto result = run_cli("plugins --json");
+  BOOST_REQUIRE_MESSAGE(result.status == 0, result.err);
+  const auto json = nlohmann::json::parse(result.out);
+  std::set<std::string> seen;
+  for (const auto& p : json["plugins"]) {
+    BOOST_TEST(!p["version"].get<std::string>().empty());
+    BOOST_TEST(std::filesystem::exists(p["file"].get<std::string>()));
+    seen.insert(p["kind"].get<std::string>() + "/" + p["name"].get<std::string>());
+  }
+  BOOST_TEST((seen == std::set<std::string>{"partitioner/uniform", "partitioner/parameters", "mapper/sequential"}));
+}
+
+BOOST_AUTO_TEST_CASE(plan_prints_a_table_and_json) {
+  const auto table = run_cli("plan " + config("vgg16-4dev.toml"));
+  BOOST_REQUIRE_MESSAGE(table.status == 0, table.err);
+  BOOST_TEST(contains(table.out, "stage  blocks"));
+  BOOST_TEST(contains(table.out, "balance"));
+
+  const auto uniform = run_cli("plan " + config("vgg16-4dev.toml") + " --json");
+  const auto parameters = run_cli("plan " + config("vgg16-4dev.toml") + " --json --partitioner parameters");
+  BOOST_REQUIRE_MESSAGE(uniform.status == 0 && parameters.status == 0, uniform.err + parameters.err);
+  const auto u = nlohmann::json::parse(uniform.out);
+  const auto p = nlohmann::json::parse(parameters.out);
+  BOOST_TEST(u["partitioner"] == "uniform");
+  BOOST_TEST(p["partitioner"] == "parameters");
+  BOOST_TEST(u["stages"] != p["stages"]);
+  BOOST_TEST(p["parameter_balance"].get<double>() < u["parameter_balance"].get<double>());
+}
+
+BOOST_AUTO_TEST_CASE(flags_override_the_job) {
+  const auto result = run_cli("plan " + config("vgg16-4dev.toml") +
+                              " --json --stages 2 --pipelines 2 --micro-batches 4 --set train.batch_size=64");
+  BOOST_REQUIRE_MESSAGE(result.status == 0, result.err);
+  const auto json = nlohmann::json::parse(result.out);
+  BOOST_TEST(json["stages"].size() == 2u);
+  BOOST_TEST(json["pipelines"] == 2);
+  BOOST_TEST(json["micro_batches"] == 4);
+  BOOST_TEST(json["batch_size"] == 64);
+  BOOST_TEST(json["stages"][0]["devices"].size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(profile_and_cluster_flags_take_paths_from_the_current_folder) {
+  const std::string profile = "'" + (test::source_root() / "configs/profiles/pipedream/alexnet.txt").string() + "'";
+  const std::string cluster = "'" + (test::source_root() / "configs/clusters/hetero-2x8.toml").string() + "'";
+  const auto result = run_cli("plan " + config("vgg16-4dev.toml") + " --json --profile " + profile + " --cluster " + cluster);
+  BOOST_REQUIRE_MESSAGE(result.status == 0, result.err);
+  const auto json = nlohmann::json::parse(result.out);
+  BOOST_TEST(json["model"] == "alexnet");
+  BOOST_TEST(json["cluster"] == "hetero-2x8");
+}
+
+BOOST_AUTO_TEST_CASE(bad_input_exits_2_with_one_message_and_writes_nothing) {
+  ScratchDir dir;
+  const std::string output = (dir.path() / "plan.json").string();
+  struct Case {
+    std::string job;
+    std::string extra;
+    std::string message;
+  };
+  const std::string bad_syntax = dir.write("syntax.toml", "[model\n");
+  const std::string bad_key = dir.write("key.toml", "cluster = \"x\"\n[model]\nprofil = \"p\"\n");
+  const std::vector<Case> cases = {
+      {bad_syntax, "", bad_syntax + ":1:"},
+      {bad_key, "", bad_key + ":3:1: model.profil: unknown key, did you mean 'profile'?"},
+      {config("vgg16-4dev.toml"), "--set model.profile_batch_size=0", "model.profile_batch_size: 0 is out of range"},
+      {config("vgg16-4dev.toml"), "--set plan.stages=-1", "--set plan.stages=-1: plan.stages: -1 is out of range"},
+      {config("vgg16-4dev.toml"), "--partitioner nope", "plan.partitioner: no partitioner named 'nope'"},
+      {config("vgg16-4dev.toml"), "--profile missing.txt", "missing.txt: file not found"},
+      {config("vgg16-4dev.toml"), "--plugin-path '" + (test::broken_plugins() / "wrong_abi.so").string() + "'",
+       "wrong_abi.so: plugin ABI version"},
+      {(dir.path() / "absent.toml").string(), "", "absent.toml: file not found"},
+  };
+  for (const Case& c : cases) {
+    BOOST_TEST_CONTEXT(c.message) {
+      const auto result = run_cli("plan " + c.job + " " + c.extra + " -o '" + output + "'");
+      BOOST_TEST(result.status == 2);
+      BOOST_TEST(contains(result.err, c.message), result.err);
+      BOOST_TEST(lines(result.err) == 1u, result.err);
+      BOOST_TEST(result.out.empty());
+      BOOST_TEST(!std::filesystem::exists(output));
+      BOOST_TEST(std::distance(std::filesystem::directory_iterator(dir.path()), {}) == 2); // only the inputs
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(output_file_holds_the_json_plan) {
+  ScratchDir dir;
+  const std::string output = (dir.path() / "plan.json").string();
+  const auto result = run_cli("plan " + config("vgg16-4dev.toml") + " --json -o '" + output + "'");
+  BOOST_REQUIRE_MESSAGE(result.status == 0, result.err);
+  std::ifstream in(output);
+  const auto written = nlohmann::json::parse(in);
+  BOOST_TEST(written == nlohmann::json::parse(result.out));
+}
+
+BOOST_AUTO_TEST_CASE(devices_reports_instead_of_crashing_without_a_gpu) {
+  const auto result = run_cli("devices --json");
+  BOOST_REQUIRE_MESSAGE(result.status == 0, result.err);
+  const auto json = nlohmann::json::parse(result.out);
+  BOOST_TEST(json["cpu"]["threads"].get<int>() >= 1);
+  if (json["gpus"].empty()) BOOST_TEST(!json["cuda_error"].get<std::string>().empty());
+  // Asking for the NCCL check where it cannot run is a failure with a message, not a crash.
+  if (json["gpus"].empty()) {
+    const auto nccl = run_cli("devices --nccl");
+    BOOST_TEST((nccl.status == 1 || nccl.status == 2));
+    BOOST_TEST(contains(nccl.out, "cuda"));
+  }
+}

@@ -1,0 +1,179 @@
+// Job files: every class of mistake is one message naming FILE:LINE:COL and the key.
+#define BOOST_TEST_MODULE config
+#include <boost/test/unit_test.hpp>
+
+#include <actorpipe/job.hpp>
+
+#include "test_support.hpp"
+
+using namespace actorpipe;
+using actorpipe::test::ScratchDir;
+
+namespace {
+
+const char* tiny_profile = R"(name = "tiny"
+batch_size = 8
+[[blocks]]
+name = "a"
+forward_ms = 1.0
+backward_ms = 2.0
+parameter_bytes = 100
+[[blocks]]
+name = "b"
+forward_ms = 1.0
+backward_ms = 2.0
+parameter_bytes = 100
+)";
+
+const char* inline_cluster = R"(
+[cluster]
+name = "two"
+[[cluster.servers]]
+name = "s"
+devices = [{ count = 2, memory = "8 GiB" }]
+)";
+
+/// A job in a scratch folder, with the tiny profile beside it.
+struct Job {
+  ScratchDir dir;
+  std::string path;
+  explicit Job(const std::string& body, bool with_cluster = true) {
+    dir.write("tiny.toml", tiny_profile);
+    path = dir.write("job.toml", std::string("[model]\nprofile = \"tiny.toml\"\n") + body + (with_cluster ? inline_cluster : ""));
+  }
+};
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+Error expect_error(const Result<JobSpec>& result) {
+  BOOST_REQUIRE_MESSAGE(!result.ok(), "expected the job to be rejected");
+  BOOST_TEST(exit_status(result.error().code) == 2);
+  return result.error();
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(valid_job_reads_every_section_and_resolves_paths) {
+  Job job("[job]\nname = \"t\"\nseed = 7\n[train]\nbatch_size = 32\noptimizer = \"adam\"\n"
+          "[plan]\nstages = 2\nmicro_batches = 4\n[plan.options.uniform]\nfoo = 3\n");
+  auto spec = load_job(job.path);
+  BOOST_REQUIRE_MESSAGE(spec.ok(), (spec.ok() ? "" : spec.error().message));
+  BOOST_TEST(spec->job.name == "t");
+  BOOST_TEST(spec->job.seed == 7u);
+  BOOST_TEST(spec->train.batch_size == 32u);
+  BOOST_TEST(spec->train.optimizer == "adam");
+  BOOST_TEST(spec->plan.stages == 2u);
+  BOOST_TEST(spec->plan.micro_batches == 4u);
+  BOOST_TEST(spec->plan.options.at("uniform").at("foo") == "3");
+  BOOST_TEST(spec->profile.blocks.size() == 2u);
+  BOOST_TEST(spec->cluster.devices.size() == 2u);
+  // Relative paths are taken from the job file's folder, not the current one.
+  BOOST_TEST(spec->model.profile == (job.dir.path() / "tiny.toml").string());
+  // Defaults that were not written.
+  BOOST_TEST(spec->plan.partitioner == "uniform");
+  BOOST_TEST(spec->plan.pipelines == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(syntax_error_names_file_line_and_column) {
+  Job job("[plan\nstages = 2\n");
+  const Error error = expect_error(load_job(job.path));
+  BOOST_TEST(contains(error.message, job.path + ":3:"), error.message);
+}
+
+BOOST_AUTO_TEST_CASE(unknown_key_suggests_the_closest) {
+  Job job("[plan]\npartitionr = \"uniform\"\n");
+  const Error error = expect_error(load_job(job.path));
+  BOOST_TEST(contains(error.message, job.path + ":4:1: plan.partitionr: unknown key, did you mean 'partitioner'?"),
+             error.message);
+}
+
+BOOST_AUTO_TEST_CASE(unknown_section_suggests_the_closest) {
+  Job job("[tarin]\nbatch_size = 3\n");
+  const Error error = expect_error(load_job(job.path));
+  BOOST_TEST(contains(error.message, "tarin: unknown key, did you mean 'train'?"), error.message);
+}
+
+BOOST_AUTO_TEST_CASE(wrong_type_names_expected_and_found) {
+  Job job("[plan]\nstages = \"four\"\n");
+  const Error error = expect_error(load_job(job.path));
+  BOOST_TEST(contains(error.message, job.path + ":4:10: plan.stages: expected an integer, found a string"), error.message);
+}
+
+BOOST_AUTO_TEST_CASE(out_of_range_value_is_rejected) {
+  Job job("[plan]\npipelines = 0\n");
+  const Error error = expect_error(load_job(job.path));
+  BOOST_TEST(contains(error.message, job.path + ":4:13: plan.pipelines: 0 is out of range [1, "), error.message);
+}
+
+BOOST_AUTO_TEST_CASE(bad_choice_lists_the_allowed_values) {
+  Job job("[train]\noptimizer = \"adamw\"\n");
+  const Error error = expect_error(load_job(job.path));
+  BOOST_TEST(contains(error.message, "train.optimizer: 'adamw' is not one of sgd, adam, did you mean 'adam'?"), error.message);
+}
+
+BOOST_AUTO_TEST_CASE(bad_unit_in_cluster_names_the_nested_key) {
+  Job job(R"(
+[cluster]
+name = "x"
+[[cluster.servers]]
+name = "s"
+nic = { bandwidth = "25 Gbps" }
+devices = [{ count = 2, memory = "8 GiB" }]
+)", false);
+  const Error error = expect_error(load_job(job.path));
+  BOOST_TEST(contains(error.message, "cluster.servers[0].nic.bandwidth: '25 Gbps': unknown bandwidth unit 'Gbps'"),
+             error.message);
+}
+
+BOOST_AUTO_TEST_CASE(cluster_validation_names_the_entry) {
+  Job job(R"(
+[cluster]
+name = "x"
+[[cluster.servers]]
+name = "s"
+devices = [{ count = 2, memory = "8 GiB", speed = 0 }]
+)", false);
+  const Error error = expect_error(load_job(job.path));
+  BOOST_TEST(contains(error.message, "cluster.servers[0].devices[0].speed: 0.000000 is out of range"), error.message);
+}
+
+BOOST_AUTO_TEST_CASE(missing_cluster_file_is_reported_where_it_is_named) {
+  Job job("cluster = \"nowhere.toml\"\n", false);
+  // "cluster = ..." after [model] would land in [model]; put it at the top instead.
+  const std::string path = job.dir.write("top.toml", "cluster = \"nowhere.toml\"\n[model]\nprofile = \"tiny.toml\"\n");
+  const Error error = expect_error(load_job(path));
+  BOOST_TEST(contains(error.message, path + ":1:11: cluster: "), error.message);
+  BOOST_TEST(contains(error.message, "nowhere.toml: file not found"), error.message);
+}
+
+BOOST_AUTO_TEST_CASE(missing_profile_names_the_key_and_file) {
+  ScratchDir dir;
+  const std::string path = dir.write("job.toml", std::string("[model]\nprofile = \"gone.txt\"\n") + inline_cluster);
+  const Error error = expect_error(load_job(path));
+  BOOST_TEST(contains(error.message, path + ":2:11: model.profile: "), error.message);
+  BOOST_TEST(contains(error.message, "gone.txt: file not found"), error.message);
+}
+
+BOOST_AUTO_TEST_CASE(missing_required_key_is_named) {
+  ScratchDir dir;
+  const std::string path = dir.write("job.toml", std::string("[job]\nname = \"x\"\n") + inline_cluster);
+  const Error error = expect_error(load_job(path));
+  BOOST_TEST(contains(error.message, "model: missing (this key is required)"), error.message);
+}
+
+BOOST_AUTO_TEST_CASE(overrides_apply_and_are_checked_like_the_file) {
+  Job job("[plan]\nstages = 2\n");
+  auto spec = load_job(job.path, {"plan.stages=1", "plan.partitioner=parameters", "train.lr=0.5"});
+  BOOST_REQUIRE(spec.ok());
+  BOOST_TEST(spec->plan.stages == 1u);
+  BOOST_TEST(spec->plan.partitioner == "parameters");
+  BOOST_TEST(spec->train.lr == 0.5);
+  BOOST_TEST(spec->where("plan.stages") == "--set plan.stages=1: plan.stages: ");
+
+  const Error bad = expect_error(load_job(job.path, {"plan.stages=two"}));
+  BOOST_TEST(contains(bad.message, "--set plan.stages=two: plan.stages: expected an integer, found a string"), bad.message);
+  const Error typo = expect_error(load_job(job.path, {"plan.stagse=2"}));
+  BOOST_TEST(contains(typo.message, "plan.stagse: unknown key, did you mean 'stages'?"), typo.message);
+  const Error shape = expect_error(load_job(job.path, {"novalue"}));
+  BOOST_TEST(contains(shape.message, "expected key.path=value"), shape.message);
+}

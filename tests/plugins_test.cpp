@@ -1,0 +1,120 @@
+// The plugin loader: the shipped plugins are found and work; every broken module is
+// refused with one message naming its file.
+#define BOOST_TEST_MODULE plugins
+#include <boost/test/unit_test.hpp>
+
+#include <actorpipe/job.hpp>
+#include <actorpipe/planner.hpp>
+#include <actorpipe/plugin_registry.hpp>
+
+#include "test_support.hpp"
+
+using namespace actorpipe;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::string broken(const std::string& name) { return (test::broken_plugins() / (name + ".so")).string(); }
+
+Error discover_error(const std::string& module) {
+  std::vector<std::string> folders = PluginRegistry::default_folders();
+  folders.push_back(module);
+  auto registry = PluginRegistry::discover(folders);
+  BOOST_REQUIRE_MESSAGE(!registry.ok(), module + " should have been refused");
+  BOOST_TEST(exit_status(registry.error().code) == 2);
+  BOOST_TEST(contains(registry.error().message, module + ": "), registry.error().message);
+  return registry.error();
+}
+
+JobSpec vgg16_job(const std::vector<std::string>& overrides = {}) {
+  auto job = load_job((test::source_root() / "configs/vgg16-4dev.toml").string(), overrides);
+  BOOST_REQUIRE_MESSAGE(job.ok(), (job.ok() ? "" : job.error().message));
+  return *job;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(shipped_plugins_are_found_with_their_info) {
+  auto registry = PluginRegistry::discover(PluginRegistry::default_folders());
+  BOOST_REQUIRE_MESSAGE(registry.ok(), (registry.ok() ? "" : registry.error().message));
+  const PluginRecord* uniform = registry->find(PluginKind::partitioner, "uniform");
+  const PluginRecord* parameters = registry->find(PluginKind::partitioner, "parameters");
+  const PluginRecord* sequential = registry->find(PluginKind::mapper, "sequential");
+  BOOST_REQUIRE(uniform);
+  BOOST_REQUIRE(parameters);
+  BOOST_REQUIRE(sequential);
+  BOOST_TEST(uniform->version == "1.0.0");
+  BOOST_TEST(contains(uniform->file, "partitioner_uniform.so"));
+  BOOST_TEST(!sequential->description.empty());
+  BOOST_TEST(registry->plugins().size() == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(wrong_abi_is_refused_before_the_factory_runs) {
+  const Error e = discover_error(broken("wrong_abi"));
+  BOOST_TEST(contains(e.message, "plugin ABI version " + std::to_string(plugin_abi_version + 41)), e.message);
+}
+
+BOOST_AUTO_TEST_CASE(a_library_that_is_not_a_plugin_is_refused) {
+  const Error e = discover_error(broken("not_a_plugin"));
+  BOOST_TEST(contains(e.message, "not an actorpipe plugin"), e.message);
+}
+
+BOOST_AUTO_TEST_CASE(a_plugin_without_factory_is_refused) {
+  const Error e = discover_error(broken("no_factory"));
+  BOOST_TEST(contains(e.message, "plugin 'no-factory' has no factory"), e.message);
+}
+
+BOOST_AUTO_TEST_CASE(two_plugins_with_one_name_are_refused) {
+  const Error e = discover_error(broken("duplicate_uniform"));
+  BOOST_TEST(contains(e.message, "a partitioner named 'uniform' is already loaded from"), e.message);
+  BOOST_TEST(contains(e.message, "partitioner_uniform.so"), e.message);
+}
+
+BOOST_AUTO_TEST_CASE(a_missing_plugin_folder_is_named) {
+  auto registry = PluginRegistry::discover({(test::broken_plugins() / "no-such-folder").string()});
+  BOOST_REQUIRE(!registry.ok());
+  BOOST_TEST(contains(registry.error().message, "no-such-folder: plugin folder not found"));
+}
+
+BOOST_AUTO_TEST_CASE(a_plugin_error_names_the_plugin_and_its_file) {
+  std::vector<std::string> folders = PluginRegistry::default_folders();
+  folders.push_back(broken("failing"));
+  auto registry = PluginRegistry::discover(folders);
+  BOOST_REQUIRE(registry.ok());
+  auto plan = make_plan(vgg16_job({"plan.partitioner=\"refuses\""}), *registry);
+  BOOST_REQUIRE(!plan.ok());
+  BOOST_TEST(contains(plan.error().message, "partitioner 'refuses' (" + broken("failing") + "): refuses every model"),
+             plan.error().message);
+  BOOST_TEST(exit_status(plan.error().code) == 2);
+}
+
+BOOST_AUTO_TEST_CASE(a_throwing_plugin_returns_an_error_instead) {
+  std::vector<std::string> folders = PluginRegistry::default_folders();
+  folders.push_back(broken("throwing"));
+  auto registry = PluginRegistry::discover(folders);
+  BOOST_REQUIRE(registry.ok());
+  auto plan = make_plan(vgg16_job({"plan.mapper=throws"}), *registry);
+  BOOST_REQUIRE(!plan.ok());
+  BOOST_TEST(contains(plan.error().message, "mapper 'throws'"), plan.error().message);
+  BOOST_TEST(contains(plan.error().message, "map threw: mapper exploded"), plan.error().message);
+}
+
+BOOST_AUTO_TEST_CASE(an_unknown_plugin_name_points_at_the_key) {
+  auto registry = PluginRegistry::discover(PluginRegistry::default_folders());
+  BOOST_REQUIRE(registry.ok());
+  auto plan = make_plan(vgg16_job({"plan.partitioner=paramters"}), *registry);
+  BOOST_REQUIRE(!plan.ok());
+  BOOST_TEST(contains(plan.error().message,
+                      "plan.partitioner: no partitioner named 'paramters', did you mean 'parameters'? (found: parameters, uniform)"),
+             plan.error().message);
+}
+
+BOOST_AUTO_TEST_CASE(unknown_plugin_options_are_refused_by_the_plugin) {
+  auto registry = PluginRegistry::discover(PluginRegistry::default_folders());
+  BOOST_REQUIRE(registry.ok());
+  auto plan = make_plan(vgg16_job({"plan.options.uniform.depth=3"}), *registry);
+  BOOST_REQUIRE(!plan.ok());
+  BOOST_TEST(contains(plan.error().message, "partitioner 'uniform'"), plan.error().message);
+  BOOST_TEST(contains(plan.error().message, "unknown option 'depth'"), plan.error().message);
+}
