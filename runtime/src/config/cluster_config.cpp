@@ -45,34 +45,25 @@ Status read_server(const toml::table& table, const std::string& path, ServerOpti
   if (auto s = reader.string("name", server.name); !s) return s;
   if (auto s = reader.integer("count", server.count, 1u, 100000u); !s) return s;
 
-  auto pcie = reader.subtable("pcie");
-  if (!pcie) return std::move(pcie).error();
-  if (*pcie) {
-    TableReader r(**pcie, reader.key_path("pcie"));
+  const auto pcie = [&](TableReader& r) -> Status {
     if (auto s = r.integer("devices_per_switch", server.devices_per_switch, 1u, 4096u); !s) return s;
     if (auto s = r.bandwidth("switch_bandwidth", server.switch_bandwidth); !s) return s;
     if (auto s = r.integer("switches_per_bridge", server.switches_per_bridge, 1u, 4096u); !s) return s;
     if (auto s = r.bandwidth("bridge_bandwidth", server.bridge_bandwidth); !s) return s;
-    if (auto s = r.bandwidth("inter_bridge_bandwidth", server.inter_bridge_bandwidth); !s) return s;
-    if (auto s = r.finish(); !s) return s;
-  }
-  auto nvlink = reader.subtable("nvlink");
-  if (!nvlink) return std::move(nvlink).error();
-  if (*nvlink) {
-    TableReader r(**nvlink, reader.key_path("nvlink"));
+    return r.bandwidth("inter_bridge_bandwidth", server.inter_bridge_bandwidth);
+  };
+  const auto nvlink = [&](TableReader& r) -> Status {
     if (auto s = r.require("bandwidth"); !s) return s;
     if (auto s = r.bandwidth("bandwidth", server.nvlink_bandwidth); !s) return s;
-    if (auto s = r.integer("devices_per_group", server.devices_per_nvlink_group, 1u, 4096u); !s) return s;
-    if (auto s = r.finish(); !s) return s;
-  }
-  auto nic = reader.subtable("nic");
-  if (!nic) return std::move(nic).error();
-  if (*nic) {
-    TableReader r(**nic, reader.key_path("nic"));
+    return r.integer("devices_per_group", server.devices_per_nvlink_group, 1u, 4096u);
+  };
+  const auto nic = [&](TableReader& r) -> Status {
     if (auto s = r.integer("count", server.nics, 1u, 64u); !s) return s;
-    if (auto s = r.bandwidth("bandwidth", server.nic_bandwidth); !s) return s;
-    if (auto s = r.finish(); !s) return s;
-  }
+    return r.bandwidth("bandwidth", server.nic_bandwidth);
+  };
+  if (auto s = reader.optional_table("pcie", pcie); !s) return s;
+  if (auto s = reader.optional_table("nvlink", nvlink); !s) return s;
+  if (auto s = reader.optional_table("nic", nic); !s) return s;
 
   if (auto s = reader.require("devices"); !s) return s;
   auto devices = reader.table_array("devices");
@@ -96,7 +87,8 @@ Status read_server(const toml::table& table, const std::string& path, ServerOpti
 void add_server(ClusterSpec& cluster, const ServerOptions& options, const std::vector<DeviceGroup>& groups,
                 const std::string& name) {
   std::size_t device_count = 0;
-  for (const auto& g : groups) device_count += g.count;
+  for (const auto& g : groups)
+    device_count += g.count;
   const std::size_t per_switch = options.devices_per_switch ? options.devices_per_switch : device_count;
   const std::size_t switch_count = (device_count + per_switch - 1) / per_switch;
   const std::size_t per_bridge = options.switches_per_bridge ? options.switches_per_bridge : switch_count;
@@ -138,14 +130,13 @@ Result<ClusterSpec> read_cluster(const toml::table& table, const std::string& pa
   ClusterSpec cluster;
   cluster.network = {25e9 / 8, 5e-6};
   if (auto s = reader.string("name", cluster.name); !s) return std::move(s).error();
-  auto network = reader.subtable("network");
-  if (!network) return std::move(network).error();
-  if (*network) {
-    TableReader r(**network, reader.key_path("network"));
-    if (auto s = r.bandwidth("bandwidth", cluster.network.bandwidth); !s) return std::move(s).error();
-    if (auto s = r.duration("latency", cluster.network.latency); !s) return std::move(s).error();
-    if (auto s = r.finish(); !s) return std::move(s).error();
-  }
+  if (auto s = reader.optional_table("network",
+                                     [&](TableReader& r) -> Status {
+                                       if (auto s = r.bandwidth("bandwidth", cluster.network.bandwidth); !s) return s;
+                                       return r.duration("latency", cluster.network.latency);
+                                     });
+      !s)
+    return std::move(s).error();
   if (auto s = reader.require("servers"); !s) return std::move(s).error();
   auto servers = reader.table_array("servers");
   if (!servers) return std::move(servers).error();

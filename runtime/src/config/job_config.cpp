@@ -31,8 +31,7 @@ void record_origins(const toml::table& table, const std::string& prefix, std::ma
 Status apply_override(toml::table& root, const std::string& assignment) {
   const std::string origin = "--set " + assignment;
   const auto eq = assignment.find('=');
-  if (eq == std::string::npos || eq == 0)
-    return Error::bad_input(origin + ": expected key.path=value");
+  if (eq == std::string::npos || eq == 0) return Error::bad_input(origin + ": expected key.path=value");
   const std::string key_path(text::trim(std::string_view(assignment).substr(0, eq)));
   const std::string value_text(text::trim(std::string_view(assignment).substr(eq + 1)));
   const std::vector<std::string> keys = text::split(key_path, '.');
@@ -54,8 +53,8 @@ Status apply_override(toml::table& root, const std::string& assignment) {
       next = table->get(keys[i]);
     }
     if (!next->is_table())
-      return Error::bad_input(origin + ": " + text::join({keys.begin(), keys.begin() + i + 1}, ".") +
-                              " is " + config::type_name(*next) + ", not a table");
+      return Error::bad_input(origin + ": " + text::join({keys.begin(), keys.begin() + i + 1}, ".") + " is " +
+                              config::type_name(*next) + ", not a table");
     table = next->as_table();
   }
   if (keys.back().empty()) return Error::bad_input(origin + ": empty key in '" + key_path + "'");
@@ -64,14 +63,12 @@ Status apply_override(toml::table& root, const std::string& assignment) {
 }
 
 Status read_job_section(TableReader& top, JobOptions& job) {
-  auto table = top.subtable("job");
-  if (!table) return std::move(table).error();
-  if (!*table) return Ok{};
-  TableReader r(**table, "job");
-  if (auto s = r.string("name", job.name); !s) return s;
-  if (auto s = r.string("description", job.description); !s) return s;
-  if (auto s = r.integer("seed", job.seed); !s) return s;
-  return r.finish();
+  return top.optional_table("job", [&](TableReader& r) -> Status {
+    if (auto s = r.string("name", job.name); !s) return s;
+    if (auto s = r.string("description", job.description); !s) return s;
+    if (auto s = r.integer("seed", job.seed); !s) return s;
+    return Ok{};
+  });
 }
 
 Status read_model(TableReader& top, ModelOptions& model) {
@@ -87,30 +84,26 @@ Status read_model(TableReader& top, ModelOptions& model) {
 }
 
 Status read_data(TableReader& top, DataOptions& data) {
-  auto table = top.subtable("data");
-  if (!table) return std::move(table).error();
-  if (!*table) return Ok{};
-  TableReader r(**table, "data");
-  if (auto s = r.choice("dataset", data.dataset, {"fashion-mnist", "synthetic", "text"}); !s) return s;
-  if (auto s = r.path("path", data.path); !s) return s;
-  if (auto s = r.boolean("shuffle", data.shuffle); !s) return s;
-  if (auto s = r.integer("seed", data.seed); !s) return s;
-  return r.finish();
+  return top.optional_table("data", [&](TableReader& r) -> Status {
+    if (auto s = r.choice("dataset", data.dataset, {"fashion-mnist", "synthetic", "text"}); !s) return s;
+    if (auto s = r.path("path", data.path); !s) return s;
+    if (auto s = r.boolean("shuffle", data.shuffle); !s) return s;
+    if (auto s = r.integer("seed", data.seed); !s) return s;
+    return Ok{};
+  });
 }
 
 Status read_train(TableReader& top, TrainOptions& train) {
-  auto table = top.subtable("train");
-  if (!table) return std::move(table).error();
-  if (!*table) return Ok{};
-  TableReader r(**table, "train");
-  if (auto s = r.integer("batch_size", train.batch_size, 1u, 1u << 24); !s) return s;
-  if (auto s = r.integer("epochs", train.epochs, 1u, 1u << 20); !s) return s;
-  if (auto s = r.integer("steps", train.steps); !s) return s;
-  if (auto s = r.choice("optimizer", train.optimizer, {"sgd", "adam"}); !s) return s;
-  if (auto s = r.number("lr", train.lr, 0, unlimited); !s) return s;
-  if (auto s = r.number("momentum", train.momentum, 0, 0.999999); !s) return s;
-  if (auto s = r.number("weight_decay", train.weight_decay, 0, unlimited); !s) return s;
-  return r.finish();
+  return top.optional_table("train", [&](TableReader& r) -> Status {
+    if (auto s = r.integer("batch_size", train.batch_size, 1u, 1u << 24); !s) return s;
+    if (auto s = r.integer("epochs", train.epochs, 1u, 1u << 20); !s) return s;
+    if (auto s = r.integer("steps", train.steps); !s) return s;
+    if (auto s = r.choice("optimizer", train.optimizer, {"sgd", "adam"}); !s) return s;
+    if (auto s = r.number("lr", train.lr, 0, unlimited); !s) return s;
+    if (auto s = r.number("momentum", train.momentum, 0, 0.999999); !s) return s;
+    if (auto s = r.number("weight_decay", train.weight_decay, 0, unlimited); !s) return s;
+    return Ok{};
+  });
 }
 
 /// A TOML value as the text a plugin receives: strings bare, everything else as TOML.
@@ -122,43 +115,40 @@ std::string option_text(const toml::node& node) {
 }
 
 Status read_plan(TableReader& top, PlanOptions& plan) {
-  auto table = top.subtable("plan");
-  if (!table) return std::move(table).error();
-  if (!*table) return Ok{};
-  TableReader r(**table, "plan");
-  if (auto s = r.string("partitioner", plan.partitioner); !s) return s;
-  if (auto s = r.string("mapper", plan.mapper); !s) return s;
-  if (auto s = r.string("scheduler", plan.scheduler); !s) return s;
-  if (auto s = r.string("sync", plan.sync); !s) return s;
-  if (auto s = r.integer("stages", plan.stages, 1u, 1u << 20); !s) return s;
-  if (auto s = r.integer("pipelines", plan.pipelines, 1u, 1u << 20); !s) return s;
-  if (auto s = r.integer("micro_batches", plan.micro_batches, 1u, 1u << 20); !s) return s;
-  if (auto s = r.boolean("sub_blocks", plan.sub_blocks); !s) return s;
-  if (auto s = r.path_list("plugin_path", plan.plugin_path); !s) return s;
-  auto options = r.subtable("options");
-  if (!options) return std::move(options).error();
-  if (*options) {
-    for (auto&& [name, value] : **options) {
-      const std::string path = "plan.options." + std::string(name.str());
-      if (!value.is_table()) return config::error_at(value, path, std::string("expected a table, found ") + config::type_name(value));
-      PluginOptions& entries = plan.options[std::string(name.str())];
-      for (auto&& [key, v] : *value.as_table()) {
-        if (v.is_table() || v.is_array_of_tables())
-          return config::error_at(v, path + "." + std::string(key.str()), "plugin options are plain values");
-        entries[std::string(key.str())] = option_text(v);
+  return top.optional_table("plan", [&](TableReader& r) -> Status {
+    if (auto s = r.string("partitioner", plan.partitioner); !s) return s;
+    if (auto s = r.string("mapper", plan.mapper); !s) return s;
+    if (auto s = r.string("scheduler", plan.scheduler); !s) return s;
+    if (auto s = r.string("sync", plan.sync); !s) return s;
+    if (auto s = r.integer("stages", plan.stages, 1u, 1u << 20); !s) return s;
+    if (auto s = r.integer("pipelines", plan.pipelines, 1u, 1u << 20); !s) return s;
+    if (auto s = r.integer("micro_batches", plan.micro_batches, 1u, 1u << 20); !s) return s;
+    if (auto s = r.boolean("sub_blocks", plan.sub_blocks); !s) return s;
+    if (auto s = r.path_list("plugin_path", plan.plugin_path); !s) return s;
+    auto options = r.subtable("options");
+    if (!options) return std::move(options).error();
+    if (*options) {
+      for (auto&& [name, value] : **options) {
+        const std::string path = "plan.options." + std::string(name.str());
+        if (!value.is_table())
+          return config::error_at(value, path, std::string("expected a table, found ") + config::type_name(value));
+        PluginOptions& entries = plan.options[std::string(name.str())];
+        for (auto&& [key, v] : *value.as_table()) {
+          if (v.is_table() || v.is_array_of_tables())
+            return config::error_at(v, path + "." + std::string(key.str()), "plugin options are plain values");
+          entries[std::string(key.str())] = option_text(v);
+        }
       }
     }
-  }
-  return r.finish();
+    return Ok{};
+  });
 }
 
 Status read_output(TableReader& top, OutputOptions& output) {
-  auto table = top.subtable("output");
-  if (!table) return std::move(table).error();
-  if (!*table) return Ok{};
-  TableReader r(**table, "output");
-  if (auto s = r.path("dir", output.dir); !s) return s;
-  return r.finish();
+  return top.optional_table("output", [&](TableReader& r) -> Status {
+    if (auto s = r.path("dir", output.dir); !s) return s;
+    return Ok{};
+  });
 }
 
 Status read_cluster_entry(TableReader& top, JobSpec& spec) {
@@ -184,7 +174,8 @@ Status read_cluster_entry(TableReader& top, JobSpec& spec) {
     return Ok{};
   }
   return config::error_at(*node, "cluster",
-                          std::string("expected a table or the name of a cluster file, found ") + config::type_name(*node));
+                          std::string("expected a table or the name of a cluster file, found ") +
+                              config::type_name(*node));
 }
 
 } // namespace

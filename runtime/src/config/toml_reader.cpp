@@ -208,6 +208,15 @@ Result<const toml::table*> TableReader::subtable(std::string_view key) {
   return n->as_table();
 }
 
+Status TableReader::optional_table(std::string_view key, const std::function<Status(TableReader&)>& read) {
+  auto sub = subtable(key);
+  if (!sub) return std::move(sub).error();
+  if (!*sub) return Ok{};
+  TableReader reader(**sub, key_path(key));
+  if (auto s = read(reader); !s) return s;
+  return reader.finish();
+}
+
 Result<std::vector<const toml::table*>> TableReader::table_array(std::string_view key) {
   std::vector<const toml::table*> tables;
   const toml::node* n = node(key);

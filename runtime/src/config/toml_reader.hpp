@@ -9,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include <concepts>
+#include <functional>
 #include <cstdint>
 #include <limits>
 #include <set>
@@ -62,6 +63,10 @@ public:
 
   /// A sub-table, or nullptr when absent; an error when the key holds something else.
   Result<const toml::table*> subtable(std::string_view key);
+  /// Reads the sub-table `key`, if present, with `read`, then checks it has no unknown
+  /// keys. An absent table leaves everything `read` would set at its defaults.
+  Status optional_table(std::string_view key, const std::function<Status(TableReader&)>& read);
+
   /// An array of tables ([[key]]), empty when absent.
   Result<std::vector<const toml::table*>> table_array(std::string_view key);
 
