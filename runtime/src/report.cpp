@@ -67,7 +67,7 @@ std::string format_plan(const Plan& plan, const ModelProfile& profile, const Clu
 }
 
 std::string plan_to_json(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster) {
-  using nlohmann::json;
+  using json = nlohmann::ordered_json; // fields in the order a reader expects them
   json stages = json::array();
   for (std::size_t s = 0; s < plan.stages.size(); ++s) {
     const StagePlan& stage = plan.stages[s];
