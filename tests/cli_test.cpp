@@ -114,6 +114,9 @@ BOOST_AUTO_TEST_CASE(bad_input_exits_2_with_one_message_and_writes_nothing) {
       {config("vgg16-4dev.toml"), "--plugin-path '" + (test::broken_plugins() / "wrong_abi.so").string() + "'",
        "wrong_abi.so: plugin ABI version"},
       {(dir.path() / "absent.toml").string(), "", "absent.toml: file not found"},
+      {config("vgg16-4dev.toml"),
+       "--mapper throws --plugin-path '" + (test::broken_plugins() / "throwing.so").string() + "'",
+       "throwing.so): map threw: mapper exploded"},
   };
   for (const Case& c : cases) {
     BOOST_TEST_CONTEXT(c.message) {

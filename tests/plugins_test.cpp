@@ -98,6 +98,7 @@ BOOST_AUTO_TEST_CASE(a_throwing_plugin_returns_an_error_instead) {
   BOOST_REQUIRE(!plan.ok());
   BOOST_TEST(contains(plan.error().message, "mapper 'throws'"), plan.error().message);
   BOOST_TEST(contains(plan.error().message, "map threw: mapper exploded"), plan.error().message);
+  BOOST_TEST(exit_status(plan.error().code) == 2);
 }
 
 BOOST_AUTO_TEST_CASE(an_unknown_plugin_name_points_at_the_key) {

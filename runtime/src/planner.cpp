@@ -17,6 +17,12 @@ std::string plugin_label(const PluginRegistry& plugins, PluginKind kind, const s
   return std::string(to_string(kind)) + " '" + name + "'" + (record ? " (" + record->file + ")" : "") + ": ";
 }
 
+/// A plugin that cannot plan this job is bad input (exit 2), whatever code it chose:
+/// the job named the plugin, and planning runs nothing.
+Error plugin_failed(Error error, const std::string& label) {
+  return Error::bad_input(label + error.message);
+}
+
 /// Checks what a partitioner returned before anything relies on it.
 Status check_partition(const Partition& partition, const ModelProfile& profile, std::size_t stages, bool sub_blocks) {
   if (partition.cuts.size() != stages + 1)
@@ -146,24 +152,24 @@ Result<Plan> make_plan(const JobSpec& job, const PluginRegistry& plugins) {
   context.sub_blocks = job.plan.sub_blocks;
 
   auto partitioner = plugins.partitioner(plan.partitioner);
-  if (!partitioner) return std::move(partitioner).error().with_context(job.where("plan.partitioner"));
+  if (!partitioner) return plugin_failed(std::move(partitioner).error(), job.where("plan.partitioner"));
   if (const auto it = job.plan.options.find(plan.partitioner); it != job.plan.options.end()) context.options = it->second;
   auto partition = (*partitioner)->partition(context);
   const std::string partitioner_label = plugin_label(plugins, PluginKind::partitioner, plan.partitioner);
-  if (!partition) return std::move(partition).error().with_context(partitioner_label);
+  if (!partition) return plugin_failed(std::move(partition).error(), partitioner_label);
   if (auto s = check_partition(*partition, job.profile, stages, job.plan.sub_blocks); !s)
-    return std::move(s).error().with_context(partitioner_label);
+    return plugin_failed(std::move(s).error(), partitioner_label);
   for (std::size_t s = 0; s < stages; ++s) plan.stages.push_back({partition->cuts[s], partition->cuts[s + 1], {}});
 
   auto mapper = plugins.mapper(plan.mapper);
-  if (!mapper) return std::move(mapper).error().with_context(job.where("plan.mapper"));
+  if (!mapper) return plugin_failed(std::move(mapper).error(), job.where("plan.mapper"));
   context.options.clear();
   if (const auto it = job.plan.options.find(plan.mapper); it != job.plan.options.end()) context.options = it->second;
   auto mapping = (*mapper)->map(context, *partition);
   const std::string mapper_label = plugin_label(plugins, PluginKind::mapper, plan.mapper);
-  if (!mapping) return std::move(mapping).error().with_context(mapper_label);
+  if (!mapping) return plugin_failed(std::move(mapping).error(), mapper_label);
   plan.devices = std::move(mapping->devices);
-  if (auto s = plan.validate(job.profile, cluster); !s) return std::move(s).error().with_context(mapper_label);
+  if (auto s = plan.validate(job.profile, cluster); !s) return plugin_failed(std::move(s).error(), mapper_label);
 
   estimate(plan, job);
   plan.search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();

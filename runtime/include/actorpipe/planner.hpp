@@ -11,7 +11,7 @@
 namespace actorpipe {
 
 /// Plans `job` with the partitioner and mapper it names, loaded from `plugins`.
-/// Plugin errors come back prefixed with the plugin's kind, name and file.
+/// Plugin errors come back as bad input, prefixed with the plugin's kind, name and file.
 Result<Plan> make_plan(const JobSpec& job, const PluginRegistry& plugins);
 
 /// Splits one pipeline's share of the batch into `micro_batches` sizes that differ by
