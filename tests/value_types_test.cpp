@@ -71,6 +71,12 @@ BOOST_AUTO_TEST_CASE(profile_checks_sub_blocks_against_their_block) {
   BOOST_TEST(p.units(true).size() == 4u);
   BOOST_TEST(p.units(false).size() == 3u);
   BOOST_TEST((p.units(true)[3].begin == Cut{2, 1}));
+  p.blocks[2].sub_blocks[1].backward_ms = -1.0;
+  auto negative = p.validate();
+  BOOST_REQUIRE(!negative.ok());
+  BOOST_TEST(contains(negative.error().message, "block 2 'b2' sub-block 1 'mlp': times must be non-negative"),
+             negative.error().message);
+  p.blocks[2].sub_blocks[1].backward_ms = 1.0;
   p.blocks[2].sub_blocks[1].parameter_bytes = 51;
   auto s = p.validate();
   BOOST_REQUIRE(!s.ok());

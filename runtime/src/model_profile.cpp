@@ -43,8 +43,8 @@ Status ModelProfile::validate() const {
     std::uint64_t parameters = 0, stash = 0;
     for (std::size_t s = 0; s < block.sub_blocks.size(); ++s) {
       const SubBlock& sub = block.sub_blocks[s];
-      const std::string sub_where = model + describe(*this, {b, s}) + " sub-block " +
-                                    std::to_string(s) + quoted(sub.name) + ": ";
+      const std::string sub_where =
+          model + describe(*this, {b, 0}) + " sub-block " + std::to_string(s) + quoted(sub.name) + ": ";
       if (bad_time(sub.forward_ms) || bad_time(sub.backward_ms))
         return Error::bad_input(sub_where + "times must be non-negative numbers");
       forward += sub.forward_ms;
