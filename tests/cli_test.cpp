@@ -52,7 +52,10 @@ BOOST_AUTO_TEST_CASE(plugins_json_lists_the_shipped_plugins) {
     BOOST_TEST(std::filesystem::exists(p["file"].get<std::string>()));
     seen.insert(p["kind"].get<std::string>() + "/" + p["name"].get<std::string>());
   }
-  BOOST_TEST((seen == std::set<std::string>{"partitioner/uniform", "partitioner/parameters", "mapper/sequential"}));
+  BOOST_TEST((seen == std::set<std::string>{"partitioner/autopipe", "partitioner/dapple", "partitioner/parameters",
+                                           "partitioner/pipedream", "partitioner/piper", "partitioner/uniform",
+                                           "mapper/hetero", "mapper/sequential", "scheduler/1f1b", "scheduler/gpipe",
+                                           "scheduler/sliced-1f1b"}));
 }
 
 BOOST_AUTO_TEST_CASE(plan_prints_a_table_and_json) {

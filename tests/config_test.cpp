@@ -70,8 +70,9 @@ BOOST_AUTO_TEST_CASE(valid_job_reads_every_section_and_resolves_paths) {
   // Relative paths are taken from the job file's folder, not the current one.
   BOOST_TEST(spec->model.profile == (job.dir.path() / "tiny.toml").string());
   // Defaults that were not written.
-  BOOST_TEST(spec->plan.partitioner == "uniform");
-  BOOST_TEST(spec->plan.pipelines == 1u);
+  BOOST_TEST(spec->plan.partitioner == "autopipe");
+  BOOST_TEST(spec->plan.mapper == "hetero");
+  BOOST_TEST(spec->plan.pipelines == auto_count);
 }
 
 BOOST_AUTO_TEST_CASE(syntax_error_names_file_line_and_column) {
@@ -96,7 +97,7 @@ BOOST_AUTO_TEST_CASE(unknown_section_suggests_the_closest) {
 BOOST_AUTO_TEST_CASE(wrong_type_names_expected_and_found) {
   Job job("[plan]\nstages = \"four\"\n");
   const Error error = expect_error(load_job(job.path));
-  BOOST_TEST(contains(error.message, job.path + ":4:10: plan.stages: expected an integer, found a string"), error.message);
+  BOOST_TEST(contains(error.message, job.path + ":4:10: plan.stages: expected \"auto\" or a positive integer, found 'four'"), error.message);
 }
 
 BOOST_AUTO_TEST_CASE(out_of_range_value_is_rejected) {
@@ -171,7 +172,7 @@ BOOST_AUTO_TEST_CASE(overrides_apply_and_are_checked_like_the_file) {
   BOOST_TEST(spec->where("plan.stages") == "--set plan.stages=1: plan.stages: ");
 
   const Error bad = expect_error(load_job(job.path, {"plan.stages=two"}));
-  BOOST_TEST(contains(bad.message, "--set plan.stages=two: plan.stages: expected an integer, found a string"), bad.message);
+  BOOST_TEST(contains(bad.message, "--set plan.stages=two: plan.stages: expected \"auto\" or a positive integer, found 'two'"), bad.message);
   const Error typo = expect_error(load_job(job.path, {"plan.stagse=2"}));
   BOOST_TEST(contains(typo.message, "plan.stagse: unknown key, did you mean 'stages'?"), typo.message);
   const Error shape = expect_error(load_job(job.path, {"novalue"}));

@@ -47,7 +47,7 @@ BOOST_AUTO_TEST_CASE(shipped_plugins_are_found_with_their_info) {
   BOOST_TEST(uniform->version == "1.0.0");
   BOOST_TEST(contains(uniform->file, "partitioner_uniform.so"));
   BOOST_TEST(!sequential->description.empty());
-  BOOST_TEST(registry->plugins().size() == 3u);
+  BOOST_TEST(registry->plugins().size() == 11u);
 }
 
 BOOST_AUTO_TEST_CASE(wrong_abi_is_refused_before_the_factory_runs) {
@@ -107,7 +107,7 @@ BOOST_AUTO_TEST_CASE(an_unknown_plugin_name_points_at_the_key) {
   auto plan = make_plan(vgg16_job({"plan.partitioner=paramters"}), *registry);
   BOOST_REQUIRE(!plan.ok());
   BOOST_TEST(contains(plan.error().message,
-                      "plan.partitioner: no partitioner named 'paramters', did you mean 'parameters'? (found: parameters, uniform)"),
+                      "plan.partitioner: no partitioner named 'paramters', did you mean 'parameters'? (found: autopipe, dapple, parameters, pipedream, piper, uniform)"),
              plan.error().message);
 }
 

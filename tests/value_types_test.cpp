@@ -36,7 +36,7 @@ ClusterSpec two_devices() {
   s.pcie_switches = {{16e9, 0}};
   s.host_bridges = {{16e9}};
   c.servers = {s};
-  c.devices = {{"s/gpu0", "g", 1.0, 1ull << 30, 0, 0, -1}, {"s/gpu1", "g", 1.0, 1ull << 30, 0, 0, -1}};
+  c.devices = {{"s/gpu0", "g", 1.0, 1ull << 30, 500e9, 0, 0, -1}, {"s/gpu1", "g", 1.0, 1ull << 30, 500e9, 0, 0, -1}};
   return c;
 }
 

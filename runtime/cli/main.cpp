@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   cli::Run run;
   cli::add_plugins_command(app, common, run);
   cli::add_plan_command(app, common, run);
+  cli::add_simulate_command(app, common, run);
   cli::add_devices_command(app, run);
 
   try {

@@ -62,6 +62,7 @@ Status ClusterSpec::validate() const {
       return Error::bad_input(where + "PCIe switch " + std::to_string(device.pcie_switch) + " does not exist");
     if (!positive(device.speed)) return Error::bad_input(where + "speed must be positive");
     if (device.memory_bytes == 0) return Error::bad_input(where + "memory must be positive");
+    if (!positive(device.memory_bandwidth)) return Error::bad_input(where + "memory bandwidth must be positive");
     if (device.nvlink_group >= 0 && servers[device.server].nvlink_bandwidth <= 0)
       return Error::bad_input(where + "is in an NVLink group but its server has no NVLink bandwidth");
   }

@@ -41,12 +41,15 @@ std::string format_plan(const Plan& plan, const ModelProfile& profile, const Clu
   out += "batch        " + std::to_string(plan.batch_size) + " samples; " + std::to_string(plan.micro_batch_sizes.size()) +
          " micro-batches of " +
          (*smallest == *largest ? std::to_string(*largest) : std::to_string(*smallest) + "-" + std::to_string(*largest)) +
-         " per pipeline\n\n";
+         " per pipeline\n";
+  out += "predicted    " + format_fixed(plan.iteration_time_ms, 3) + " ms per iteration, " +
+         format_fixed(plan.samples_per_s, 1) + " samples/s\n\n";
 
   text::Table table({{"stage", text::Table::Align::right},
                      {"blocks"},
                      {"device"},
                      {"compute ms", text::Table::Align::right},
+                     {"bubble", text::Table::Align::right},
                      {"parameters", text::Table::Align::right},
                      {"optimizer", text::Table::Align::right},
                      {"activations", text::Table::Align::right},
@@ -56,18 +59,22 @@ std::string format_plan(const Plan& plan, const ModelProfile& profile, const Clu
     const StageEstimate& e = plan.stages[s].estimate;
     const double share = 100.0 * static_cast<double>(e.memory_bytes) / static_cast<double>(stage_capacity(plan, cluster, s));
     table.add_row({std::to_string(s), describe_blocks(plan.stages[s]), devices_cell(plan, cluster, s),
-                   format_fixed(e.compute_ms, 2), format_bytes(e.parameter_bytes), format_bytes(e.optimizer_bytes),
+                   format_fixed(e.compute_ms, 2), format_fixed(100.0 * e.bubble, 1) + "%", format_bytes(e.parameter_bytes), format_bytes(e.optimizer_bytes),
                    format_bytes(e.activation_bytes), format_bytes(e.memory_bytes), format_fixed(share, 1) + "%"});
   }
   out += table.str();
   out += "\nbalance      " + format_fixed(plan.balance, 3) + " (max stage compute / mean)\n";
   out += "parameters   " + format_fixed(plan.parameter_balance, 3) + " (max stage parameter bytes / mean)\n";
-  out += "search       " + format_fixed(plan.search_ms, 3) + " ms\n";
+  out += "search       " + format_fixed(plan.search_ms, 3) + " ms (" + std::to_string(plan.candidates) +
+         (plan.candidates == 1 ? " shape" : " shapes") + " simulated)\n";
   return out;
 }
 
-std::string plan_to_json(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster) {
-  using json = nlohmann::ordered_json; // fields in the order a reader expects them
+namespace {
+
+using json = nlohmann::ordered_json; // fields in the order a reader expects them
+
+json plan_document(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster) {
   json stages = json::array();
   for (std::size_t s = 0; s < plan.stages.size(); ++s) {
     const StagePlan& stage = plan.stages[s];
@@ -86,12 +93,19 @@ std::string plan_to_json(const Plan& plan, const ModelProfile& profile, const Cl
         {"forward_ms", e.forward_ms},
         {"backward_ms", e.backward_ms},
         {"compute_ms", e.compute_ms},
+        {"bubble", e.bubble},
         {"parameter_bytes", e.parameter_bytes},
         {"optimizer_bytes", e.optimizer_bytes},
         {"activation_bytes", e.activation_bytes},
         {"memory_bytes", e.memory_bytes},
         {"device_memory_bytes", stage_capacity(plan, cluster, s)},
     });
+  }
+  json schedule_actions = json::array();
+  for (const auto& actions : plan.schedule.stages) {
+    std::string line;
+    for (const Action& a : actions) line += (line.empty() ? "" : " ") + to_string(a);
+    schedule_actions.push_back(line);
   }
   const json document = {
       {"model", plan.model},
@@ -106,12 +120,60 @@ std::string plan_to_json(const Plan& plan, const ModelProfile& profile, const Cl
       {"batch_size", plan.batch_size},
       {"micro_batches", plan.micro_batch_sizes.size()},
       {"micro_batch_sizes", plan.micro_batch_sizes},
+      {"iteration_time_ms", plan.iteration_time_ms},
+      {"samples_per_s", plan.samples_per_s},
       {"balance", plan.balance},
       {"parameter_balance", plan.parameter_balance},
       {"search_ms", plan.search_ms},
+      {"candidates", plan.candidates},
       {"stages", stages},
+      {"schedule_actions", schedule_actions},
   };
-  return document.dump(2) + "\n";
+  return document;
+}
+
+/// The largest share of a device's memory any stage of the plan uses.
+double fullest(const Plan& plan, const ClusterSpec& cluster) {
+  double share = 0;
+  for (std::size_t s = 0; s < plan.stages.size(); ++s)
+    share = std::max(share, static_cast<double>(plan.stages[s].estimate.memory_bytes) /
+                                static_cast<double>(stage_capacity(plan, cluster, s)));
+  return share;
+}
+
+} // namespace
+
+std::string plan_to_json(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster) {
+  return plan_document(plan, profile, cluster).dump(2) + "\n";
+}
+
+std::string comparison_to_json(const std::vector<Plan>& plans, const ModelProfile& profile, const ClusterSpec& cluster) {
+  json out = json::array();
+  for (const Plan& plan : plans) out.push_back(plan_document(plan, profile, cluster));
+  return out.dump(2) + "\n";
+}
+
+std::string format_comparison(const std::vector<Plan>& plans, const ClusterSpec& cluster) {
+  using text::format_fixed;
+  text::Table table({{"partitioner"},
+                     {"mapper"},
+                     {"scheduler"},
+                     {"pipelines × stages", text::Table::Align::right},
+                     {"micro-batches", text::Table::Align::right},
+                     {"iteration ms", text::Table::Align::right},
+                     {"samples/s", text::Table::Align::right},
+                     {"vs first", text::Table::Align::right},
+                     {"balance", text::Table::Align::right},
+                     {"memory", text::Table::Align::right},
+                     {"search ms", text::Table::Align::right}});
+  for (const Plan& plan : plans)
+    table.add_row({plan.partitioner, plan.mapper, plan.scheduler,
+                   std::to_string(plan.pipelines) + " × " + std::to_string(plan.stages.size()),
+                   std::to_string(plan.micro_batch_sizes.size()), format_fixed(plan.iteration_time_ms, 2),
+                   format_fixed(plan.samples_per_s, 1),
+                   format_fixed(plan.samples_per_s / plans.front().samples_per_s, 2) + "×", format_fixed(plan.balance, 3),
+                   format_fixed(100.0 * fullest(plan, cluster), 1) + "%", format_fixed(plan.search_ms, 2)});
+  return table.str() + "\nmemory: the fullest device's share in use; vs first: samples/s against the first row\n";
 }
 
 } // namespace actorpipe

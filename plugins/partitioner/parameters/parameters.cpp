@@ -1,11 +1,11 @@
 /// Partitioner `parameters`: contiguous stages whose parameter bytes are balanced.
 ///
-/// Exact, in two dynamic programmes over blocks: the first finds the smallest possible
+/// Exact, in two dynamic programmes over blocks: the first (min_max_split) finds the smallest possible
 /// largest stage; the second, among partitions within that bound, the one with the
 /// least sum of squared stage sizes, so that stages off the critical one are even too.
 /// O(stages · blocks²).
 
-#include <actorpipe/plugin.hpp>
+#include "../unit_costs.hpp"
 
 #include <limits>
 
@@ -28,14 +28,10 @@ public:
     auto size = [&](std::size_t from, std::size_t to) { return prefix[to] - prefix[from]; };
     constexpr double none = std::numeric_limits<double>::infinity();
 
-    // largest[s][i]: the least possible largest stage when s stages hold blocks [0, i).
-    std::vector<std::vector<double>> largest(stages + 1, std::vector<double>(n + 1, none));
-    largest[0][0] = 0;
-    for (std::size_t s = 1; s <= stages; ++s)
-      for (std::size_t i = s; i <= n - (stages - s); ++i)
-        for (std::size_t j = s - 1; j < i; ++j)
-          if (largest[s - 1][j] < none) largest[s][i] = std::min(largest[s][i], std::max(largest[s - 1][j], size(j, i)));
-    const double bound = largest[stages][n];
+    const std::vector<std::size_t> first = partitioning::min_max_split(
+        stages, n, [&](std::size_t, std::size_t i, std::size_t j) { return size(i, j); });
+    double bound = 0;
+    for (std::size_t s = 0; s < stages; ++s) bound = std::max(bound, size(first[s], first[s + 1]));
 
     // squares[s][i]: the least sum of squared stage sizes with every stage within bound.
     std::vector<std::vector<double>> squares(stages + 1, std::vector<double>(n + 1, none));

@@ -42,6 +42,7 @@ struct Device {
   std::string kind;   ///< e.g. "V100"; informative
   double speed = 1.0; ///< relative to the profile's reference device
   std::uint64_t memory_bytes = 0;
+  double memory_bandwidth = 500e9; ///< bytes/s; bounds the optimizer step
   std::size_t server = 0;       ///< index into ClusterSpec::servers
   std::size_t pcie_switch = 0;  ///< index into that server's pcie_switches
   int nvlink_group = -1;        ///< devices of one group share NVLink; -1 when none

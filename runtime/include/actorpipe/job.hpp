@@ -51,19 +51,32 @@ struct TrainOptions {
   double weight_decay = 0.0;
 };
 
+/// `plan.stages`, `plan.pipelines` and `plan.micro_batches` may be "auto": the planner
+/// searches them.
+inline constexpr std::uint32_t auto_count = 0;
+
 /// [plan]
 struct PlanOptions {
-  std::string partitioner = "uniform";
-  std::string mapper = "sequential";
+  std::string partitioner = "autopipe";
+  std::string mapper = "hetero";
   std::string scheduler = "1f1b";
   std::string sync = "allreduce";
-  std::uint32_t stages = 0;        ///< 0: every device of the cluster, over `pipelines`
-  std::uint32_t pipelines = 1;
-  std::uint32_t micro_batches = 0; ///< 0: as many as stages
+  std::string schedule_file;       ///< a schedule file to run instead of the scheduler's
+  std::uint32_t stages = auto_count;
+  std::uint32_t pipelines = auto_count;
+  std::uint32_t micro_batches = auto_count;
   bool sub_blocks = true;          ///< may stages start or end inside a block
+  double action_overhead_ms = 0.1; ///< fixed cost of every forward or backward (launches, messages)
   std::vector<std::string> plugin_path; ///< resolved against the job file's folder
   /// [plan.options.NAME]: settings passed to the plugin called NAME.
   std::map<std::string, PluginOptions> options;
+};
+
+/// [simulate]
+struct SimulateOptions {
+  std::uint32_t iterations = 10;
+  std::string stragglers; ///< a straggler spec (docs/simulate.md); empty: none
+  std::string trace;      ///< write a Perfetto trace here; empty: none
 };
 
 /// [output]
@@ -78,6 +91,7 @@ struct JobSpec {
   DataOptions data;
   TrainOptions train;
   PlanOptions plan;
+  SimulateOptions simulate;
   OutputOptions output;
   std::string cluster_file; ///< where [cluster] came from, when it named a file
   ClusterSpec cluster;

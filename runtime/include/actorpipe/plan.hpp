@@ -6,6 +6,7 @@
 #include <actorpipe/cluster_spec.hpp>
 #include <actorpipe/error.hpp>
 #include <actorpipe/model_profile.hpp>
+#include <actorpipe/schedule.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -14,11 +15,13 @@
 
 namespace actorpipe {
 
-/// What the planner predicts of one stage index (over all its pipelines' replicas).
+/// What the planner predicts of one stage index (over all its pipelines' replicas),
+/// from simulating one iteration.
 struct StageEstimate {
-  double forward_ms = 0;  ///< per micro-batch on the slowest replica's device
+  double forward_ms = 0;  ///< per full micro-batch on the slowest replica's device
   double backward_ms = 0;
   double compute_ms = 0;  ///< forward_ms + backward_ms
+  double bubble = 0;      ///< fraction of the iteration the slowest replica is idle
   std::uint64_t parameter_bytes = 0;
   std::uint64_t optimizer_bytes = 0;  ///< gradients and optimizer state
   std::uint64_t activation_bytes = 0; ///< stashed activations at the schedule's peak
@@ -46,12 +49,19 @@ struct Plan {
   std::vector<std::vector<DeviceId>> devices;
 
   std::uint32_t batch_size = 0; ///< samples per iteration, all pipelines together
-  /// Micro-batch sizes of one pipeline's share of the batch, in feeding order.
+  /// Micro-batch sizes of one pipeline's share of the batch, in feeding order (the
+  /// schedule's: sliced schedules split the first micro-batch).
   std::vector<std::uint32_t> micro_batch_sizes;
+  /// What every stage does, in order, each iteration (every pipeline runs the same).
+  Schedule schedule;
+
+  double iteration_time_ms = 0; ///< predicted by the simulator
+  double samples_per_s = 0;
 
   double balance = 0;           ///< max stage compute / mean stage compute
   double parameter_balance = 0; ///< max stage parameter bytes / mean
   double search_ms = 0;         ///< time the planner took
+  std::size_t candidates = 0;   ///< shapes (stages × pipelines × micro-batches) it simulated
 
   /// Checks shape, ranges and devices against the model and cluster it was made for.
   /// Messages name the stage, pipeline or device ("pipeline 1 stage 2: device 17 ...").

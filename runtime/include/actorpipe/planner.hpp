@@ -1,7 +1,8 @@
 #pragma once
 
-/// Turns a job into a plan: micro-batching, partition, mapping and the estimates that
-/// let plans be compared.
+/// Turns a job into a plan: searches pipeline depth × number of pipelines ×
+/// micro-batches (each fixed by the job or "auto"), and for each shape calls the
+/// partitioner, mapper and scheduler plugins and prices the result with the simulator.
 
 #include <actorpipe/error.hpp>
 #include <actorpipe/job.hpp>
@@ -10,8 +11,9 @@
 
 namespace actorpipe {
 
-/// Plans `job` with the partitioner and mapper it names, loaded from `plugins`.
-/// Plugin errors come back as bad input, prefixed with the plugin's kind, name and file.
+/// The fastest plan (predicted samples/s) among the shapes that fit in memory. Plugin
+/// errors come back as bad input, prefixed with the plugin's kind, name and file; a
+/// job no shape of which fits is bad input naming the stage and device that overflow.
 Result<Plan> make_plan(const JobSpec& job, const PluginRegistry& plugins);
 
 /// Splits one pipeline's share of the batch into `micro_batches` sizes that differ by

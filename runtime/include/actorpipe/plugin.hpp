@@ -21,6 +21,7 @@
 #include <exception>
 #include <initializer_list>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -60,6 +61,38 @@ inline Status check_options(const PluginOptions& options, std::initializer_list<
   return Ok{};
 }
 
+/// Option `key` as a number in [min, max], or `fallback` when it is not set.
+inline Result<double> number_option(const PluginOptions& options, const std::string& key, double fallback, double min,
+                                    double max) {
+  const auto it = options.find(key);
+  if (it == options.end()) return fallback;
+  double value = 0;
+  try {
+    std::size_t used = 0;
+    value = std::stod(it->second, &used);
+    if (used != it->second.size()) throw std::invalid_argument(key);
+  } catch (const std::exception&) {
+    return Error::bad_input("option '" + key + "': '" + it->second + "' is not a number");
+  }
+  if (!(value >= min && value <= max))
+    return Error::bad_input("option '" + key + "': " + it->second + " is outside [" + std::to_string(min) + ", " +
+                            std::to_string(max) + "]");
+  return value;
+}
+
+/// Option `key` as one of `allowed`, or `fallback` when it is not set.
+inline Result<std::string> choice_option(const PluginOptions& options, const std::string& key, std::string fallback,
+                                         std::initializer_list<std::string_view> allowed) {
+  const auto it = options.find(key);
+  if (it == options.end()) return fallback;
+  std::string list;
+  for (std::string_view a : allowed) {
+    if (a == it->second) return it->second;
+    list += (list.empty() ? "" : ", ") + std::string(a);
+  }
+  return Error::bad_input("option '" + key + "': '" + it->second + "' is not one of " + list);
+}
+
 /// Everything a partitioner or mapper may need to know about the job.
 struct PlanContext {
   const ModelProfile& profile;
@@ -70,6 +103,13 @@ struct PlanContext {
   std::vector<std::uint32_t> micro_batch_sizes{}; ///< one pipeline's, in order
   std::string scheduler{};
   bool sub_blocks = true; ///< whether cuts inside blocks are allowed
+  double optimizer_factor = 1; ///< bytes of gradients and optimizer state per parameter byte
+  double action_overhead_ms = 0; ///< fixed cost of every forward or backward
+  /// Where a previous round placed each stage: the speed of its slowest replica and
+  /// the memory of its smallest device. Empty on the first round, before any mapping;
+  /// a heterogeneity-aware partitioner balances against these when they are given.
+  std::vector<double> stage_speeds{};
+  std::vector<std::uint64_t> stage_memory{};
   PluginOptions options{};
 };
 
@@ -84,12 +124,15 @@ struct Mapping {
   std::vector<std::vector<DeviceId>> devices;
 };
 
-/// What a scheduler is asked for: one pipeline's iteration.
+/// What a scheduler is asked for: one pipeline's iteration. Times are per sample on
+/// the stage's slowest device, so a scheduler can weigh start-up against overheads.
 struct ScheduleRequest {
   std::size_t stages = 1;
   std::vector<std::uint32_t> micro_batch_sizes;
-  std::vector<double> stage_forward_ms;  ///< per sample, per stage
+  std::vector<double> stage_forward_ms;
   std::vector<double> stage_backward_ms;
+  std::vector<double> send_ms;   ///< per sample, from stage s to s + 1 (stages − 1 entries)
+  double action_overhead_ms = 0; ///< fixed cost of every forward or backward
   PluginOptions options{};
 };
 

@@ -36,6 +36,7 @@ struct DeviceGroup {
   std::uint32_t count = 1;
   double speed = 1.0;
   std::uint64_t memory = 0;
+  double memory_bandwidth = 500e9;
 };
 
 Status read_server(const toml::table& table, const std::string& path, ServerOptions& server,
@@ -77,6 +78,7 @@ Status read_server(const toml::table& table, const std::string& path, ServerOpti
     if (auto s = r.require("memory"); !s) return s;
     if (auto s = r.bytes("memory", group.memory); !s) return s;
     if (group.memory == 0) return error_at(*r.node("memory"), r.key_path("memory"), "must be positive");
+    if (auto s = r.bandwidth("memory_bandwidth", group.memory_bandwidth); !s) return s;
     if (auto s = r.finish(); !s) return s;
     groups.push_back(group);
   }
@@ -115,6 +117,7 @@ void add_server(ClusterSpec& cluster, const ServerOptions& options, const std::v
       device.kind = group.kind;
       device.speed = group.speed;
       device.memory_bytes = group.memory;
+      device.memory_bandwidth = group.memory_bandwidth;
       device.server = server_index;
       device.pcie_switch = local / per_switch;
       device.nvlink_group = options.nvlink_bandwidth > 0 ? static_cast<int>(local / per_nvlink) : -1;
@@ -153,17 +156,6 @@ Result<ClusterSpec> read_cluster(const toml::table& table, const std::string& pa
   if (auto s = cluster.validate(); !s)
     return std::move(s).error().with_context(where(table.source()) + ": " + (path.empty() ? "" : path + ": "));
   return cluster;
-}
-
-Result<toml::table> parse_toml_file(const std::string& path) {
-  if (!std::filesystem::is_regular_file(path)) return Error::bad_input(path + ": file not found");
-  auto text = read_file(path);
-  if (!text) return std::move(text).error();
-  try {
-    return toml::parse(*text, path);
-  } catch (const toml::parse_error& e) {
-    return Error::bad_input(where(e.source()) + ": " + std::string(e.description()));
-  }
 }
 
 } // namespace actorpipe::config

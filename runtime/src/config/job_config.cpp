@@ -114,16 +114,32 @@ std::string option_text(const toml::node& node) {
   return out.str();
 }
 
+/// A positive count, or "auto" (auto_count) for the planner to choose.
+Status count_or_auto(TableReader& r, std::string_view key, std::uint32_t& out) {
+  const toml::node* node = r.node(key);
+  if (node && node->is_string()) {
+    if (node->as_string()->get() == "auto") {
+      out = auto_count;
+      return Ok{};
+    }
+    return config::error_at(*node, r.key_path(key), "expected \"auto\" or a positive integer, found '" +
+                                                        node->as_string()->get() + "'");
+  }
+  return r.integer(key, out, 1u, 1u << 20);
+}
+
 Status read_plan(TableReader& top, PlanOptions& plan) {
   return top.optional_table("plan", [&](TableReader& r) -> Status {
     if (auto s = r.string("partitioner", plan.partitioner); !s) return s;
     if (auto s = r.string("mapper", plan.mapper); !s) return s;
     if (auto s = r.string("scheduler", plan.scheduler); !s) return s;
     if (auto s = r.string("sync", plan.sync); !s) return s;
-    if (auto s = r.integer("stages", plan.stages, 1u, 1u << 20); !s) return s;
-    if (auto s = r.integer("pipelines", plan.pipelines, 1u, 1u << 20); !s) return s;
-    if (auto s = r.integer("micro_batches", plan.micro_batches, 1u, 1u << 20); !s) return s;
+    if (auto s = count_or_auto(r, "stages", plan.stages); !s) return s;
+    if (auto s = count_or_auto(r, "pipelines", plan.pipelines); !s) return s;
+    if (auto s = count_or_auto(r, "micro_batches", plan.micro_batches); !s) return s;
     if (auto s = r.boolean("sub_blocks", plan.sub_blocks); !s) return s;
+    if (auto s = r.path("schedule_file", plan.schedule_file); !s) return s;
+    if (auto s = r.number("action_overhead_ms", plan.action_overhead_ms, 0, 1e6); !s) return s;
     if (auto s = r.path_list("plugin_path", plan.plugin_path); !s) return s;
     auto options = r.subtable("options");
     if (!options) return std::move(options).error();
@@ -140,6 +156,15 @@ Status read_plan(TableReader& top, PlanOptions& plan) {
         }
       }
     }
+    return Ok{};
+  });
+}
+
+Status read_simulate(TableReader& top, SimulateOptions& simulate) {
+  return top.optional_table("simulate", [&](TableReader& r) -> Status {
+    if (auto s = r.integer("iterations", simulate.iterations, 1u, 1u << 24); !s) return s;
+    if (auto s = r.string("stragglers", simulate.stragglers); !s) return s;
+    if (auto s = r.path("trace", simulate.trace); !s) return s;
     return Ok{};
   });
 }
@@ -207,6 +232,7 @@ Result<JobSpec> load_job(const std::string& path, const std::vector<std::string>
   if (auto s = read_data(top, spec.data); !s) return std::move(s).error();
   if (auto s = read_train(top, spec.train); !s) return std::move(s).error();
   if (auto s = read_plan(top, spec.plan); !s) return std::move(s).error();
+  if (auto s = read_simulate(top, spec.simulate); !s) return std::move(s).error();
   if (auto s = read_output(top, spec.output); !s) return std::move(s).error();
   if (auto s = read_cluster_entry(top, spec); !s) return std::move(s).error();
   if (auto s = top.finish(); !s) return std::move(s).error();

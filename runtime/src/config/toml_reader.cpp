@@ -1,5 +1,6 @@
 #include "config/toml_reader.hpp"
 
+#include "atomic_file.hpp"
 #include "text.hpp"
 #include "units.hpp"
 
@@ -26,6 +27,18 @@ std::string resolve_path(const toml::node& node, const std::string& path) {
   if (!source || source->starts_with("--")) return path;
   return (fs::path(*source).parent_path() / path).lexically_normal().string();
 }
+
+Result<toml::table> parse_toml_file(const std::string& path) {
+  if (!std::filesystem::is_regular_file(path)) return Error::bad_input(path + ": file not found");
+  auto text = read_file(path);
+  if (!text) return std::move(text).error();
+  try {
+    return toml::parse(*text, path);
+  } catch (const toml::parse_error& e) {
+    return Error::bad_input(where(e.source()) + ": " + std::string(e.description()));
+  }
+}
+
 
 const char* type_name(const toml::node& node) {
   switch (node.type()) {

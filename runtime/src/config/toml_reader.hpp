@@ -25,6 +25,9 @@ std::string where(const toml::source_region& region);
 /// An error about `node`, reached as `key_path`.
 Error error_at(const toml::node& node, std::string_view key_path, std::string_view what);
 
+/// Parses a TOML file; a syntax error comes back as "FILE:LINE:COL: what".
+Result<toml::table> parse_toml_file(const std::string& path);
+
 /// The folder a path written in `node` is relative to: the folder of the file it came
 /// from, or the current folder for command-line values.
 std::string resolve_path(const toml::node& node, const std::string& path);

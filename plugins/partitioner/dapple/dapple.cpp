@@ -1,0 +1,103 @@
+/// Partitioner `dapple`: DAPPLE's planner (Fan et al., PPoPP 2021) for a plan where every
+/// stage has the plan's pipeline count of replicas.
+///
+/// DAPPLE minimises the latency of one synchronous 1F1B iteration,
+///   L = Σ_s (F_s + B_s) + Σ_cuts 2 c_k + (M − 1) · (F_Q + B_Q) + AR_0,
+/// where the pivot Q is the stage of most work per micro-batch, c_k a cut's transfer
+/// time and AR_0 the first stage's gradient all-reduce, which nothing overlaps. It
+/// tries its three device placement policies for where replicas and neighbours land:
+///   fresh_first   each stage takes devices of fresh servers: replicas share a server,
+///                 neighbours talk across servers;
+///   append_first  stages fill a server before the next: neighbours mostly share one;
+///   scatter_first replicas spread over servers: neighbours share one, replicas do not.
+/// For each policy a dynamic programme over (stages, layers) keeps, per state, the
+/// prefix whose latency so far is least, weighing the pivot term with M − 1; the
+/// policy with the least total latency wins. Layers are whole blocks; devices are taken
+/// as identical. O(3 · S · N²).
+
+#include "../unit_costs.hpp"
+
+#include <limits>
+
+namespace {
+
+using namespace actorpipe;
+using partitioning::UnitCosts;
+
+struct Prefix {
+  double sum = std::numeric_limits<double>::infinity(); ///< work + cuts so far
+  double pivot = 0;                                      ///< most work of one stage
+  double allreduce_first = 0;
+  std::size_t from = 0;
+  double latency(double weight) const { return sum + weight * pivot; }
+};
+
+class DapplePartitioner : public Partitioner {
+public:
+  Result<Partition> partition(const PlanContext& context) override {
+    if (auto s = check_options(context.options, {"placement"}); !s) return std::move(s).error();
+    auto placement = choice_option(context.options, "placement", "best", {"best", "fresh_first", "append_first", "scatter_first"});
+    if (!placement) return std::move(placement).error();
+    const UnitCosts costs(context.profile, false, partitioning::largest_micro_batch(context));
+    if (auto s = partitioning::check_stage_count(costs, context, "blocks"); !s) return std::move(s).error();
+
+    double best_latency = std::numeric_limits<double>::infinity();
+    std::vector<std::size_t> best;
+    for (const char* policy : {"fresh_first", "append_first", "scatter_first"}) {
+      if (*placement != "best" && *placement != policy) continue;
+      double latency = 0;
+      std::vector<std::size_t> boundaries = plan(context, costs, policy, latency);
+      if (latency < best_latency) {
+        best_latency = latency;
+        best = std::move(boundaries);
+      }
+    }
+    return costs.to_partition(best);
+  }
+
+private:
+  static std::vector<std::size_t> plan(const PlanContext& context, const UnitCosts& costs, const std::string& policy,
+                                       double& latency) {
+    const std::size_t N = costs.size(), S = context.stages, P = context.pipelines;
+    const double weight = static_cast<double>(std::max<std::size_t>(context.micro_batch_sizes.size(), 1)) - 1.0;
+    const auto bw = partitioning::cluster_bandwidths(context.cluster);
+    const std::size_t per_server = bw.devices_per_server;
+    // Which link a cut after stage s (0-based) and the replicas' ring cross.
+    auto cut_bandwidth = [&](std::size_t s) {
+      if (policy == "fresh_first") return bw.inter_server;
+      if (policy == "scatter_first") return bw.intra_server;
+      // append_first: stage s occupies devices [s·P, (s+1)·P) in server order.
+      return ((s + 1) * P - 1) / per_server == ((s + 1) * P) / per_server ? bw.intra_server : bw.inter_server;
+    };
+    const bool scattered = policy == "scatter_first" && context.cluster.servers.size() > 1;
+    const double ring_bandwidth = scattered || P > per_server ? bw.inter_server : bw.intra_server;
+
+    std::vector<std::vector<Prefix>> best(S + 1, std::vector<Prefix>(N + 1));
+    best[0][0].sum = 0;
+    for (std::size_t s = 1; s <= S; ++s)
+      for (std::size_t j = s; j <= N - (S - s); ++j)
+        for (std::size_t i = s - 1; i < j; ++i) {
+          const Prefix& before = best[s - 1][i];
+          if (before.sum == std::numeric_limits<double>::infinity()) continue;
+          const double work = costs.compute_ms(i, j);
+          const double cut = i > 0 ? 2.0 * costs.boundary_bytes(i) / cut_bandwidth(s - 2) * 1000.0 : 0.0;
+          Prefix next;
+          next.sum = before.sum + work + cut;
+          next.pivot = std::max(before.pivot, work);
+          next.allreduce_first =
+              s == 1 ? partitioning::allreduce_ms(costs.parameter_bytes(i, j), P, ring_bandwidth) : before.allreduce_first;
+          next.from = i;
+          if (next.latency(weight) + next.allreduce_first < best[s][j].latency(weight) + best[s][j].allreduce_first)
+            best[s][j] = next;
+        }
+    latency = best[S][N].latency(weight) + best[S][N].allreduce_first;
+    std::vector<std::size_t> boundaries(S + 1, N);
+    for (std::size_t s = S; s > 0; --s) boundaries[s - 1] = best[s][boundaries[s]].from;
+    return boundaries;
+  }
+};
+
+} // namespace
+
+ACTORPIPE_PLUGIN(DapplePartitioner, "dapple", "1.0.0",
+                 "DAPPLE's planner: least 1F1B latency over its three device placement policies")

@@ -1,0 +1,144 @@
+#pragma once
+
+/// Prefix sums over a profile's units (blocks, or sub-blocks where allowed), shared by
+/// the partitioner plugins: what a contiguous range of units costs, per micro-batch,
+/// and how unit boundaries become cuts. Header-only: each plugin stays one module.
+
+#include <actorpipe/plugin.hpp>
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace actorpipe::partitioning {
+
+class UnitCosts {
+public:
+  /// `sub_blocks`: whether cuts inside blocks are allowed. Times and bytes are scaled
+  /// from the profile's batch to a micro-batch of `micro_batch` samples.
+  UnitCosts(const ModelProfile& profile, bool sub_blocks, std::uint32_t micro_batch)
+      : units_(profile.units(sub_blocks)), model_end_{profile.blocks.size(), 0},
+        scale_(static_cast<double>(micro_batch) / profile.batch_size), micro_batch_(micro_batch),
+        input_bytes_(static_cast<double>(profile.input_bytes) * scale_) {
+    forward_.assign(units_.size() + 1, 0.0);
+    backward_ = parameters_ = stash_ = forward_;
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+      forward_[u + 1] = forward_[u] + units_[u].forward_ms * scale_;
+      backward_[u + 1] = backward_[u] + units_[u].backward_ms * scale_;
+      parameters_[u + 1] = parameters_[u] + static_cast<double>(units_[u].parameter_bytes);
+      stash_[u + 1] = stash_[u] + static_cast<double>(units_[u].stash_bytes_per_sample) * micro_batch;
+    }
+  }
+
+  std::size_t size() const { return units_.size(); }
+  std::uint32_t micro_batch() const { return micro_batch_; }
+
+  /// Units [i, j), per micro-batch on the reference device.
+  double forward_ms(std::size_t i, std::size_t j) const { return forward_[j] - forward_[i]; }
+  double backward_ms(std::size_t i, std::size_t j) const { return backward_[j] - backward_[i]; }
+  double compute_ms(std::size_t i, std::size_t j) const { return forward_ms(i, j) + backward_ms(i, j); }
+  double parameter_bytes(std::size_t i, std::size_t j) const { return parameters_[j] - parameters_[i]; }
+  /// Activations one micro-batch leaves stashed between forward and backward.
+  double stash_bytes(std::size_t i, std::size_t j) const { return stash_[j] - stash_[i]; }
+  /// Activations crossing boundary j (before unit j) for one micro-batch.
+  double boundary_bytes(std::size_t j) const {
+    return j == 0 ? input_bytes_ : static_cast<double>(units_[j - 1].output_bytes) * scale_;
+  }
+
+  /// Unit boundaries 0 = b_0 < b_1 < ... < b_S = size() as cuts.
+  Partition to_partition(const std::vector<std::size_t>& boundaries) const {
+    Partition partition;
+    for (std::size_t b : boundaries) partition.cuts.push_back(b < units_.size() ? units_[b].begin : model_end_);
+    return partition;
+  }
+
+private:
+  std::vector<Unit> units_;
+  Cut model_end_;
+  double scale_;
+  std::uint32_t micro_batch_;
+  double input_bytes_;
+  std::vector<double> forward_, backward_, parameters_, stash_;
+};
+
+/// The largest micro-batch: what memory and per-micro-batch times are sized for.
+inline std::uint32_t largest_micro_batch(const PlanContext& context) {
+  return context.micro_batch_sizes.empty()
+             ? 1
+             : *std::max_element(context.micro_batch_sizes.begin(), context.micro_batch_sizes.end());
+}
+
+/// Micro-batches whose activations stage s holds at once: all of them under GPipe,
+/// at most stages − s under the one-forward-one-backward family.
+inline std::size_t in_flight(const PlanContext& context, std::size_t stage) {
+  const std::size_t m = std::max<std::size_t>(context.micro_batch_sizes.size(), 1);
+  if (context.scheduler == "gpipe") return m;
+  return std::min(m, context.stages - stage);
+}
+
+/// Memory of stage s holding units [i, j): parameters, optimizer state, stash.
+inline double stage_memory(const UnitCosts& costs, const PlanContext& context, std::size_t stage, std::size_t i,
+                           std::size_t j) {
+  return costs.parameter_bytes(i, j) * (1.0 + context.optimizer_factor) +
+         costs.stash_bytes(i, j) * static_cast<double>(in_flight(context, stage));
+}
+
+/// An error for asking more stages than there are units.
+inline Status check_stage_count(const UnitCosts& costs, const PlanContext& context, const char* granularity) {
+  if (context.stages == 0 || context.stages > costs.size())
+    return Error::bad_input("cannot cut " + std::to_string(costs.size()) + " " + granularity + " into " +
+                            std::to_string(context.stages) + " stages");
+  return Ok{};
+}
+
+/// Bytes/s between two devices of one server (a PCIe switch's) and between servers
+/// (a NIC's, at most the network's), from the first server: the baselines plan for a
+/// homogeneous cluster.
+struct Bandwidths {
+  double intra_server = 0;
+  double inter_server = 0;
+  std::size_t devices_per_server = 1;
+};
+inline Bandwidths cluster_bandwidths(const ClusterSpec& cluster) {
+  const Server& server = cluster.servers.front();
+  Bandwidths b;
+  b.intra_server = server.pcie_switches.front().bandwidth;
+  b.inter_server = std::min(server.nic_bandwidth, cluster.network.bandwidth);
+  b.devices_per_server = std::max<std::size_t>(1, cluster.devices_of(0).size());
+  return b;
+}
+
+/// Unit boundaries 0 = b_0 < ... < b_S = N of the contiguous split that minimises the
+/// largest cost(s, i, j) of stage s holding units [i, j), exactly, by dynamic
+/// programming in O(S · N²); infinite costs rule a stage out. Empty when no split has
+/// a finite cost.
+template <class Cost>
+std::vector<std::size_t> min_max_split(std::size_t S, std::size_t N, const Cost& cost) {
+  constexpr double none = std::numeric_limits<double>::infinity();
+  // best[s][j]: the least largest cost when s stages hold units [0, j).
+  std::vector<std::vector<double>> best(S + 1, std::vector<double>(N + 1, none));
+  std::vector<std::vector<std::size_t>> from(S + 1, std::vector<std::size_t>(N + 1, 0));
+  best[0][0] = 0;
+  for (std::size_t s = 1; s <= S; ++s)
+    for (std::size_t j = s; j <= N - (S - s); ++j)
+      for (std::size_t i = s - 1; i < j; ++i) {
+        if (best[s - 1][i] == none) continue;
+        const double value = std::max(best[s - 1][i], cost(s - 1, i, j));
+        if (value < best[s][j]) {
+          best[s][j] = value;
+          from[s][j] = i;
+        }
+      }
+  if (best[S][N] == none) return {};
+  std::vector<std::size_t> boundaries(S + 1, N);
+  for (std::size_t s = S; s > 0; --s) boundaries[s - 1] = from[s][boundaries[s]];
+  return boundaries;
+}
+
+/// Ring all-reduce of `bytes` over n replicas at `bandwidth` bytes/s, in ms.
+inline double allreduce_ms(double bytes, std::size_t n, double bandwidth) {
+  return n < 2 ? 0.0 : 2.0 * (n - 1) / static_cast<double>(n) * bytes / bandwidth * 1000.0;
+}
+
+} // namespace actorpipe::partitioning

@@ -1,0 +1,60 @@
+#include "job_arguments.hpp"
+
+#include "text.hpp"
+
+namespace actorpipe::cli {
+
+namespace {
+
+/// The dedicated flags are shorthands for --set; they come after it, so they win.
+std::vector<std::string> overrides(const JobArguments& a) {
+  std::vector<std::string> out = a.set;
+  auto quoted = [&](const char* key, const std::string& value) {
+    if (!value.empty()) out.push_back(std::string(key) + "=" + text::toml_quote(value));
+  };
+  quoted("model.profile", a.profile);
+  quoted("cluster", a.cluster);
+  quoted("plan.partitioner", a.partitioner);
+  quoted("plan.mapper", a.mapper);
+  quoted("plan.scheduler", a.scheduler);
+  // Numbers stay numbers; anything else ("auto", or a mistake) goes in as a string and
+  // the job reader names what is wrong with it.
+  auto count = [&](const char* key, const std::optional<std::string>& value) {
+    if (!value) return;
+    const bool digits = !value->empty() && value->find_first_not_of("0123456789") == std::string::npos;
+    out.push_back(std::string(key) + "=" + (digits ? *value : text::toml_quote(*value)));
+  };
+  count("plan.stages", a.stages);
+  count("plan.pipelines", a.pipelines);
+  count("plan.micro_batches", a.micro_batches);
+  return out;
+}
+
+} // namespace
+
+void add_job_arguments(CLI::App& command, JobArguments& args, CommonOptions& common) {
+  command.add_option("JOB", args.job, "job file (TOML)")->required();
+  command.add_option("--profile", args.profile, "model profile (overrides model.profile)");
+  command.add_option("--cluster", args.cluster, "cluster file (overrides cluster)");
+  command.add_option("--partitioner", args.partitioner, "partitioner plugin (overrides plan.partitioner)");
+  command.add_option("--mapper", args.mapper, "mapper plugin (overrides plan.mapper)");
+  command.add_option("--scheduler", args.scheduler, "scheduler plugin (overrides plan.scheduler)");
+  command.add_option("--stages", args.stages, "stages per pipeline, or auto (overrides plan.stages)");
+  command.add_option("--pipelines", args.pipelines, "parallel pipelines, or auto (overrides plan.pipelines)");
+  command.add_option("--micro-batches", args.micro_batches, "micro-batches per pipeline, or auto (overrides plan.micro_batches)");
+  command.add_option("--set", args.set, "override any job key: --set train.batch_size=128 (repeatable)");
+  command.add_option("--plugin-path", common.plugin_path, "also search this folder or file for plugins (repeatable)");
+}
+
+Result<LoadedJob> load(const JobArguments& args, const CommonOptions& common) {
+  auto job = load_job(args.job, overrides(args));
+  if (!job) return std::move(job).error();
+  std::vector<std::string> folders = PluginRegistry::default_folders();
+  folders.insert(folders.end(), job->plan.plugin_path.begin(), job->plan.plugin_path.end());
+  folders.insert(folders.end(), common.plugin_path.begin(), common.plugin_path.end());
+  auto registry = PluginRegistry::discover(folders);
+  if (!registry) return std::move(registry).error();
+  return LoadedJob{std::move(*job), std::move(*registry)};
+}
+
+} // namespace actorpipe::cli

@@ -1,0 +1,246 @@
+#include "planner/candidate.hpp"
+
+#include <actorpipe/planner.hpp>
+#include <actorpipe/schedule_io.hpp>
+
+#include "sim/topology.hpp"
+#include "stage_figures.hpp"
+#include "text.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace actorpipe::planning {
+
+namespace {
+
+std::string plugin_label(const PluginRegistry& plugins, PluginKind kind, const std::string& name) {
+  const PluginRecord* record = plugins.find(kind, name);
+  return std::string(to_string(kind)) + " '" + name + "'" + (record ? " (" + record->file + ")" : "") + ": ";
+}
+
+/// A plugin that cannot plan this job is bad input (exit 2), whatever code it chose:
+/// the job named the plugin, and planning runs nothing.
+Error plugin_failed(Error error, const std::string& label) { return Error::bad_input(label + error.message); }
+
+PluginOptions options_for(const JobSpec& job, const std::string& name) {
+  const auto it = job.plan.options.find(name);
+  return it == job.plan.options.end() ? PluginOptions{} : it->second;
+}
+
+/// Bytes of gradients and optimizer state per byte of parameters.
+double optimizer_factor(const TrainOptions& train) {
+  if (train.optimizer == "adam") return 3.0; // gradient, first and second moments
+  return train.momentum > 0 ? 2.0 : 1.0;     // gradient (+ momentum buffer)
+}
+
+/// Checks what a partitioner returned before anything relies on it.
+Status check_partition(const Partition& partition, const ModelProfile& profile, std::size_t stages, bool sub_blocks) {
+  if (partition.cuts.size() != stages + 1)
+    return Error::run_failed("returned " + std::to_string(partition.cuts.size()) + " cuts for " +
+                             std::to_string(stages) + " stages (expected " + std::to_string(stages + 1) + ")");
+  if (partition.cuts.front() != Cut{0, 0}) return Error::run_failed("the first cut is not at the model's start");
+  if (partition.cuts.back() != Cut{profile.blocks.size(), 0})
+    return Error::run_failed("the last cut is not at the model's end");
+  for (std::size_t i = 1; i < partition.cuts.size(); ++i) {
+    const Cut& cut = partition.cuts[i];
+    if (!(partition.cuts[i - 1] < cut)) return Error::run_failed("stage " + std::to_string(i - 1) + " is empty");
+    if (cut.sub > 0) {
+      if (!sub_blocks) return Error::run_failed("cuts inside " + describe(profile, cut) + " but plan.sub_blocks is false");
+      if (cut.block >= profile.blocks.size() || cut.sub >= profile.blocks[cut.block].sub_blocks.size())
+        return Error::run_failed("cuts at a sub-block that " + describe(profile, {cut.block, 0}) + " does not have");
+    }
+  }
+  return Ok{};
+}
+
+/// Where the mapping put each stage: its slowest replica's speed, smallest memory.
+void placement_hints(const Plan& plan, const ClusterSpec& cluster, std::vector<double>& speeds,
+                     std::vector<std::uint64_t>& memory) {
+  const std::size_t S = plan.stages.size();
+  speeds.assign(S, std::numeric_limits<double>::infinity());
+  memory.assign(S, std::numeric_limits<std::uint64_t>::max());
+  for (const auto& pipeline : plan.devices)
+    for (std::size_t s = 0; s < S; ++s) {
+      speeds[s] = std::min(speeds[s], cluster.devices[pipeline[s]].speed);
+      memory[s] = std::min(memory[s], cluster.devices[pipeline[s]].memory_bytes);
+    }
+}
+
+Result<Schedule> make_schedule(const Planning& planning, const Plan& plan, const std::vector<Cut>& cuts) {
+  const JobSpec& job = planning.job;
+  if (planning.schedule_file) return *planning.schedule_file;
+  const std::vector<StageFigures> figures = stage_figures(job.profile, cuts);
+  const sim::Topology topology(job.cluster);
+  std::vector<double> speeds;
+  std::vector<std::uint64_t> memory;
+  placement_hints(plan, job.cluster, speeds, memory);
+  ScheduleRequest request;
+  request.stages = plan.stages.size();
+  request.micro_batch_sizes = plan.micro_batch_sizes;
+  request.action_overhead_ms = job.plan.action_overhead_ms;
+  request.options = options_for(job, job.plan.scheduler);
+  for (std::size_t s = 0; s < request.stages; ++s) {
+    request.stage_forward_ms.push_back(figures[s].forward_ms / speeds[s]);
+    request.stage_backward_ms.push_back(figures[s].backward_ms / speeds[s]);
+    if (s + 1 < request.stages) {
+      const sim::Route route = topology.route(plan.devices[0][s], plan.devices[0][s + 1]);
+      request.send_ms.push_back(std::isinf(route.bytes_per_ms) ? 0.0 : figures[s].output_bytes / route.bytes_per_ms);
+    }
+  }
+  auto schedule = planning.scheduler->schedule(request);
+  if (!schedule) return plugin_failed(std::move(schedule).error(), planning.scheduler_label);
+  if (auto s = validate(*schedule); !s) return plugin_failed(std::move(s).error(), planning.scheduler_label);
+  const std::uint64_t expected = std::accumulate(plan.micro_batch_sizes.begin(), plan.micro_batch_sizes.end(), std::uint64_t{0});
+  if (schedule->stages.size() != request.stages || schedule->samples() != expected)
+    return plugin_failed(Error::run_failed("returned a schedule of " + std::to_string(schedule->stages.size()) +
+                                           " stages and " + std::to_string(schedule->samples()) + " samples for " +
+                                           std::to_string(request.stages) + " stages and " + std::to_string(expected)),
+                         planning.scheduler_label);
+  return schedule;
+}
+
+/// Partition, map, schedule and simulate with `context` as it stands.
+Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContext& context) {
+  const JobSpec& job = planning.job;
+  context.options = options_for(job, job.plan.partitioner);
+  auto partition = planning.partitioner->partition(context);
+  if (!partition) return plugin_failed(std::move(partition).error(), planning.partitioner_label);
+  if (auto s = check_partition(*partition, job.profile, shape.stages, job.plan.sub_blocks); !s)
+    return plugin_failed(std::move(s).error(), planning.partitioner_label);
+
+  Candidate candidate;
+  Plan& plan = candidate.plan;
+  plan.model = job.profile.name;
+  plan.cluster = job.cluster.name;
+  plan.partitioner = job.plan.partitioner;
+  plan.mapper = job.plan.mapper;
+  plan.scheduler = planning.schedule_file ? planning.schedule_file->name : job.plan.scheduler;
+  plan.sync = job.plan.sync;
+  plan.pipelines = shape.pipelines;
+  plan.batch_size = job.train.batch_size;
+  plan.micro_batch_sizes = context.micro_batch_sizes;
+  for (std::size_t s = 0; s < shape.stages; ++s) plan.stages.push_back({partition->cuts[s], partition->cuts[s + 1], {}});
+
+  context.options = options_for(job, job.plan.mapper);
+  auto mapping = planning.mapper->map(context, *partition);
+  if (!mapping) return plugin_failed(std::move(mapping).error(), planning.mapper_label);
+  plan.devices = std::move(mapping->devices);
+  if (auto s = plan.validate(job.profile, job.cluster); !s) return plugin_failed(std::move(s).error(), planning.mapper_label);
+
+  auto schedule = make_schedule(planning, plan, partition->cuts);
+  if (!schedule) return std::move(schedule).error();
+  plan.schedule = std::move(*schedule);
+  plan.micro_batch_sizes = plan.schedule.micro_batch_sizes;
+
+  SimulationOptions options;
+  options.iterations = 1;
+  options.action_overhead_ms = job.plan.action_overhead_ms;
+  options.optimizer_factor = planning.optimizer_factor;
+  auto report = simulate(plan, job.profile, job.cluster, options);
+  if (!report) return std::move(report).error().with_context(planning.scheduler_label);
+  candidate.report = std::move(*report);
+
+  const SimulationReport& r = candidate.report;
+  plan.iteration_time_ms = r.iteration_time_ms;
+  plan.samples_per_s = r.samples_per_s;
+  std::vector<double> compute, parameters;
+  for (std::size_t s = 0; s < shape.stages; ++s) {
+    StageEstimate& e = plan.stages[s].estimate;
+    e.forward_ms = r.stages[s].forward_ms;
+    e.backward_ms = r.stages[s].backward_ms;
+    e.compute_ms = e.forward_ms + e.backward_ms;
+    e.bubble = r.stages[s].bubble;
+    for (std::size_t p = 0; p < shape.pipelines; ++p) {
+      const DeviceReport& d = r.devices[p * shape.stages + s];
+      e.parameter_bytes = d.parameter_bytes;
+      e.optimizer_bytes = d.optimizer_bytes;
+      e.activation_bytes = std::max(e.activation_bytes, d.activation_bytes);
+      e.memory_bytes = std::max(e.memory_bytes, d.peak_memory_bytes);
+      const double ratio = static_cast<double>(d.peak_memory_bytes) / static_cast<double>(d.memory_capacity);
+      if (ratio > 1 && ratio > candidate.overflow_ratio) {
+        candidate.overflow_ratio = ratio;
+        candidate.overflow = "stage " + std::to_string(s) + " (blocks " + describe_blocks(plan.stages[s]) + ") on device " +
+                             job.cluster.devices[d.device].name + " needs " + text::format_bytes(d.peak_memory_bytes) +
+                             " (parameters " + text::format_bytes(d.parameter_bytes) + ", optimizer " +
+                             text::format_bytes(d.optimizer_bytes) + ", activations " +
+                             text::format_bytes(d.activation_bytes) + ") but has " + text::format_bytes(d.memory_capacity);
+      }
+    }
+    compute.push_back(e.compute_ms);
+    parameters.push_back(static_cast<double>(e.parameter_bytes));
+  }
+  auto ratio = [](const std::vector<double>& values) {
+    const double mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+    return mean > 0 ? *std::max_element(values.begin(), values.end()) / mean : 1.0;
+  };
+  plan.balance = ratio(compute);
+  plan.parameter_balance = ratio(parameters);
+  return candidate;
+}
+
+} // namespace
+
+Result<Planning> prepare(const JobSpec& job, const PluginRegistry& plugins) {
+  Planning planning{.job = job};
+  auto partitioner = plugins.partitioner(job.plan.partitioner);
+  if (!partitioner) return plugin_failed(std::move(partitioner).error(), job.where("plan.partitioner"));
+  auto mapper = plugins.mapper(job.plan.mapper);
+  if (!mapper) return plugin_failed(std::move(mapper).error(), job.where("plan.mapper"));
+  planning.partitioner = *partitioner;
+  planning.mapper = *mapper;
+  planning.partitioner_label = plugin_label(plugins, PluginKind::partitioner, job.plan.partitioner);
+  planning.mapper_label = plugin_label(plugins, PluginKind::mapper, job.plan.mapper);
+  if (!job.plan.schedule_file.empty()) {
+    auto schedule = load_schedule(job.plan.schedule_file);
+    if (!schedule) return std::move(schedule).error().with_context(job.where("plan.schedule_file"));
+    planning.schedule_file = std::move(*schedule);
+    planning.scheduler_label = "schedule file " + job.plan.schedule_file + ": ";
+  } else {
+    auto scheduler = plugins.scheduler(job.plan.scheduler);
+    if (!scheduler) return plugin_failed(std::move(scheduler).error(), job.where("plan.scheduler"));
+    planning.scheduler = *scheduler;
+    planning.scheduler_label = plugin_label(plugins, PluginKind::scheduler, job.plan.scheduler);
+  }
+  planning.optimizer_factor = optimizer_factor(job.train);
+  return planning;
+}
+
+bool better(const Candidate& a, const Candidate& b) {
+  if (a.overflow.has_value() != b.overflow.has_value()) return !a.overflow;
+  if (a.overflow) return a.overflow_ratio < b.overflow_ratio;
+  return a.plan.samples_per_s > b.plan.samples_per_s;
+}
+
+Result<Candidate> evaluate(const Planning& planning, const Shape& shape) {
+  const JobSpec& job = planning.job;
+  PlanContext context{.profile = job.profile, .cluster = job.cluster};
+  context.stages = shape.stages;
+  context.pipelines = shape.pipelines;
+  context.batch_size = job.train.batch_size;
+  context.micro_batch_sizes = planning.schedule_file
+                                  ? planning.schedule_file->micro_batch_sizes
+                                  : split_batch(job.train.batch_size / static_cast<std::uint32_t>(shape.pipelines),
+                                                shape.micro_batches);
+  context.scheduler = job.plan.scheduler;
+  context.sub_blocks = job.plan.sub_blocks;
+  context.optimizer_factor = planning.optimizer_factor;
+  context.action_overhead_ms = job.plan.action_overhead_ms;
+
+  auto first = price(planning, shape, context);
+  if (!first) return first;
+  // A second round tells the partitioner where its stages landed (device speeds and
+  // memory), so a heterogeneity-aware one can rebalance; keep whichever is better.
+  placement_hints(first->plan, job.cluster, context.stage_speeds, context.stage_memory);
+  const bool uniform = std::all_of(context.stage_speeds.begin(), context.stage_speeds.end(),
+                                   [&](double v) { return v == context.stage_speeds.front(); }) &&
+                       std::all_of(context.stage_memory.begin(), context.stage_memory.end(),
+                                   [&](std::uint64_t v) { return v == context.stage_memory.front(); });
+  if (uniform && !first->overflow) return first;
+  auto second = price(planning, shape, context);
+  if (!second) return second;
+  return better(*second, *first) ? second : first;
+}
+
+} // namespace actorpipe::planning

@@ -1,0 +1,52 @@
+#pragma once
+
+/// One candidate shape of a plan (stages × pipelines × micro-batches), carried through
+/// partitioner, mapper and scheduler plugins and priced by the simulator. The search
+/// over shapes (planner.cpp) compares these.
+
+#include <actorpipe/job.hpp>
+#include <actorpipe/plan.hpp>
+#include <actorpipe/plugin_registry.hpp>
+#include <actorpipe/simulator.hpp>
+
+#include <memory>
+#include <optional>
+
+namespace actorpipe::planning {
+
+struct Shape {
+  std::size_t stages = 1;
+  std::size_t pipelines = 1;
+  std::uint32_t micro_batches = 1;
+};
+
+/// What every candidate of one planning run shares: the job and its loaded plugins.
+struct Planning {
+  const JobSpec& job;
+  std::shared_ptr<Partitioner> partitioner{};
+  std::shared_ptr<Mapper> mapper{};
+  std::shared_ptr<Scheduler> scheduler{}; ///< null when the job names a schedule file
+  std::optional<Schedule> schedule_file{};
+  std::string partitioner_label{}, mapper_label{}, scheduler_label{}; ///< "partitioner 'x' (FILE): "
+  double optimizer_factor = 1;
+};
+
+/// Loads the plugins the job names (and its schedule file, if any).
+Result<Planning> prepare(const JobSpec& job, const PluginRegistry& plugins);
+
+struct Candidate {
+  Plan plan;
+  SimulationReport report;
+  /// When some device cannot hold its stage: which, and by how much (need / have).
+  std::optional<std::string> overflow;
+  double overflow_ratio = 0;
+};
+
+/// Fits before does not; then more samples/s; then less memory over capacity.
+bool better(const Candidate& a, const Candidate& b);
+
+/// Plans and simulates one shape. Plugin failures are errors; not fitting in memory is
+/// not (the candidate says so, and the search goes on).
+Result<Candidate> evaluate(const Planning& planning, const Shape& shape);
+
+} // namespace actorpipe::planning

@@ -1,0 +1,95 @@
+/// Schedule files (docs/schedules.md): TOML with one string of actions per stage.
+
+#include <actorpipe/schedule_io.hpp>
+
+#include "atomic_file.hpp"
+#include "config/toml_reader.hpp"
+#include "text.hpp"
+
+#include <charconv>
+#include <filesystem>
+
+namespace actorpipe {
+
+namespace {
+
+using config::error_at;
+
+/// "F12" → forward of micro-batch 12.
+Result<Action> parse_action(std::string_view token, const std::vector<std::uint32_t>& sizes) {
+  if (token.size() < 2 || (token[0] != 'F' && token[0] != 'B'))
+    return Error::bad_input("'" + std::string(token) + "' is not an action (F<k> or B<k>)");
+  std::size_t k = 0;
+  const auto [end, ec] = std::from_chars(token.data() + 1, token.data() + token.size(), k);
+  if (ec != std::errc{} || end != token.data() + token.size())
+    return Error::bad_input("'" + std::string(token) + "' is not an action (F<k> or B<k>)");
+  if (k >= sizes.size())
+    return Error::bad_input("'" + std::string(token) + "': micro-batch " + std::to_string(k) + " does not exist (there are " +
+                            std::to_string(sizes.size()) + ")");
+  return Action{token[0] == 'F' ? Op::forward : Op::backward, k, sizes[k]};
+}
+
+} // namespace
+
+std::string format_schedule(const Schedule& schedule) {
+  std::string out = "name = " + text::toml_quote(schedule.name) + "\nmicro_batch_sizes = [";
+  for (std::size_t k = 0; k < schedule.micro_batch_sizes.size(); ++k)
+    out += (k ? ", " : "") + std::to_string(schedule.micro_batch_sizes[k]);
+  out += "]\nstages = [\n";
+  for (const auto& actions : schedule.stages) {
+    std::string line;
+    for (const Action& a : actions) line += (line.empty() ? "" : " ") + to_string(a);
+    out += "  \"" + line + "\",\n";
+  }
+  return out + "]\n";
+}
+
+Result<Schedule> parse_schedule(std::string_view text, const std::string& source) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    return Error::bad_input(config::where(e.source()) + ": " + std::string(e.description()));
+  }
+  config::TableReader reader(root, "");
+  Schedule schedule;
+  schedule.name = "custom";
+  if (auto s = reader.string("name", schedule.name); !s) return std::move(s).error();
+  if (auto s = reader.require("micro_batch_sizes"); !s) return std::move(s).error();
+  const toml::node* sizes = reader.node("micro_batch_sizes");
+  if (!sizes->is_array()) return error_at(*sizes, "micro_batch_sizes", "expected an array of sample counts");
+  for (const toml::node& size : *sizes->as_array()) {
+    const auto value = size.value<std::int64_t>();
+    if (!value || *value < 1 || *value > (1 << 24))
+      return error_at(size, "micro_batch_sizes", "expected a positive sample count");
+    schedule.micro_batch_sizes.push_back(static_cast<std::uint32_t>(*value));
+  }
+  if (auto s = reader.require("stages"); !s) return std::move(s).error();
+  const toml::node* stages = reader.node("stages");
+  if (!stages->is_array()) return error_at(*stages, "stages", "expected an array of strings, one per stage");
+  std::size_t index = 0;
+  for (const toml::node& line : *stages->as_array()) {
+    const std::string key = "stages[" + std::to_string(index++) + "]";
+    const auto* actions = line.as_string();
+    if (!actions) return error_at(line, key, "expected a string of actions such as \"F0 F1 B0 B1\"");
+    auto& out = schedule.stages.emplace_back();
+    for (const std::string& token : text::split(actions->get(), ' ')) {
+      if (token.empty()) continue;
+      auto action = parse_action(token, schedule.micro_batch_sizes);
+      if (!action) return error_at(line, key, action.error().message);
+      out.push_back(*action);
+    }
+  }
+  if (auto s = reader.finish(); !s) return std::move(s).error();
+  if (auto s = validate(schedule); !s) return std::move(s).error().with_context(source + ": ");
+  return schedule;
+}
+
+Result<Schedule> load_schedule(const std::string& path) {
+  if (!std::filesystem::is_regular_file(path)) return Error::bad_input(path + ": file not found");
+  auto text = read_file(path);
+  if (!text) return std::move(text).error();
+  return parse_schedule(*text, path);
+}
+
+} // namespace actorpipe

@@ -1,0 +1,225 @@
+#include "sim/engine.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+#include <random>
+
+namespace actorpipe::sim {
+
+namespace {
+
+constexpr double unknown = std::numeric_limits<double>::quiet_NaN();
+
+struct Event {
+  double time;
+  std::uint32_t instance;
+  std::uint32_t kind; ///< action_done or iteration_start
+  bool operator>(const Event& other) const {
+    return time != other.time ? time > other.time : instance > other.instance;
+  }
+};
+enum : std::uint32_t { action_done = 0, iteration_start = 1 };
+
+struct InstanceState {
+  std::size_t next = 0;      ///< action index
+  bool busy = false;
+  bool waiting_step = false; ///< finished its actions, waiting for sync and the step
+  double idle_since = 0;
+  double iteration_start = 0;
+  double action_start = 0;
+  double action_ms = 0;
+  double last_backward = 0;
+  std::size_t iteration = 0;
+};
+
+class Simulation {
+public:
+  Simulation(const Model& model, std::size_t iterations)
+      : model_(model), iterations_(iterations), actions_(model.schedule->stages),
+        m_(model.schedule->micro_batch_sizes.size()), state_(model.instances.size()),
+        forward_in_(model.instances.size() * m_, unknown), backward_in_(model.instances.size() * m_, unknown),
+        lane_free_(model.lane_bytes_per_ms.size(), 0.0), group_ready_(model.groups.size(), 0),
+        group_ready_at_(model.groups.size(), 0.0), random_(model.stragglers.seed) {
+    out_.iteration_end_ms.assign(iterations, 0.0);
+    out_.busy_ms.assign(model.instances.size(), 0.0);
+    out_.sync_ms.assign(model.instances.size(), 0.0);
+    out_.lane_busy_ms.assign(lane_free_.size(), 0.0);
+    out_.lane_bytes.assign(lane_free_.size(), 0.0);
+  }
+
+  Outcome run() {
+    if (iterations_ == 0 || m_ == 0) return std::move(out_);
+    for (std::uint32_t i = 0; i < model_.instances.size(); ++i) try_start(i, 0.0);
+    while (!queue_.empty()) {
+      const Event event = queue_.top();
+      queue_.pop();
+      ++out_.events;
+      if (event.kind == action_done) finish_action(event.instance, event.time);
+      else start_iteration(event.instance, event.time);
+    }
+    return std::move(out_);
+  }
+
+private:
+  double& forward_in(std::uint32_t i, std::size_t k) { return forward_in_[i * m_ + k]; }
+  double& backward_in(std::uint32_t i, std::size_t k) { return backward_in_[i * m_ + k]; }
+
+  double duration(const Instance& instance, const Action& action, double start) {
+    double ms = model_.action_overhead_ms +
+                action.size * (action.op == Op::forward ? instance.forward_ms_per_sample : instance.backward_ms_per_sample);
+    for (const SlowWindow& w : model_.stragglers.windows)
+      if (w.device == instance.device && start >= w.from_ms && start < w.to_ms) ms *= w.factor;
+    for (const RandomDelay& d : model_.stragglers.delays)
+      if ((!d.device || *d.device == instance.device) && std::uniform_real_distribution<double>(0, 1)(random_) < d.probability)
+        ms += d.delay_ms;
+    return ms;
+  }
+
+  /// Starts instance i's next action if its input is there; `now` is when i is known idle.
+  void try_start(std::uint32_t i, double) {
+    InstanceState& st = state_[i];
+    if (st.busy || st.waiting_step) return;
+    const Instance& instance = model_.instances[i];
+    const Action& action = actions_[instance.stage][st.next];
+    double input;
+    if (action.op == Op::forward)
+      input = instance.stage == 0 ? st.iteration_start : forward_in(i, action.micro_batch);
+    else
+      input = backward_in(i, action.micro_batch);
+    if (std::isnan(input)) return;
+    (action.op == Op::forward ? forward_in(i, action.micro_batch) : backward_in(i, action.micro_batch)) = unknown;
+    st.busy = true;
+    st.action_start = std::max(input, st.idle_since);
+    st.action_ms = duration(instance, action, st.action_start);
+    queue_.push({st.action_start + st.action_ms, i, action_done});
+  }
+
+  /// Starts a transfer when every lane on its route is free (from `ready` on) and
+  /// returns its arrival: latency plus bytes at the bottleneck's bandwidth. Each lane
+  /// is occupied for as long as it takes to carry the bytes at its own bandwidth, so a
+  /// slow NIC does not block a fast switch for its whole transfer.
+  double transfer(const Route& route, double bytes, double ready, std::uint32_t from, const std::string* label) {
+    double start = ready;
+    for (std::uint8_t l = 0; l < route.count; ++l) start = std::max(start, lane_free_[route.lanes[l]]);
+    const double ms = route.latency_ms + (std::isinf(route.bytes_per_ms) ? 0.0 : bytes / route.bytes_per_ms);
+    for (std::uint8_t l = 0; l < route.count; ++l) occupy(route.lanes[l], start, bytes);
+    if (label && ms > 0) {
+      const Instance& instance = model_.instances[from];
+      out_.spans.push_back({"send " + *label, instance.pipeline, instance.stage, 1, start, ms});
+    }
+    return start + ms;
+  }
+
+  void occupy(LaneId lane, double start, double bytes) {
+    const double ms = bytes / model_.lane_bytes_per_ms[lane];
+    lane_free_[lane] = start + ms;
+    out_.lane_busy_ms[lane] += ms;
+    out_.lane_bytes[lane] += bytes;
+  }
+
+  void finish_action(std::uint32_t i, double now) {
+    InstanceState& st = state_[i];
+    const Instance& instance = model_.instances[i];
+    const Action& action = actions_[instance.stage][st.next];
+    out_.busy_ms[i] += st.action_ms;
+    std::string label;
+    if (model_.trace) {
+      label = to_string(action);
+      out_.spans.push_back({label, instance.pipeline, instance.stage, 0, st.action_start, st.action_ms});
+    }
+    const std::string* trace_label = model_.trace ? &label : nullptr;
+    const std::size_t k = action.micro_batch;
+    if (action.op == Op::forward) {
+      if (instance.stage + 1 < model_.stages) {
+        forward_in(i + 1, k) = transfer(instance.to_next, action.size * instance.send_bytes_per_sample, now, i, trace_label);
+        try_start(i + 1, now);
+      } else {
+        backward_in(i, k) = now; // the loss is computed where the forward ends
+      }
+    } else {
+      st.last_backward = now;
+      if (instance.stage > 0) {
+        backward_in(i - 1, k) = transfer(instance.to_previous, action.size * instance.grad_bytes_per_sample, now, i, trace_label);
+        try_start(i - 1, now);
+      }
+    }
+    st.busy = false;
+    st.idle_since = now;
+    if (++st.next < actions_[instance.stage].size()) {
+      try_start(i, now);
+      return;
+    }
+    st.waiting_step = true;
+    gradients_ready(instance.stage, now);
+  }
+
+  /// The last replica of a stage to finish its backwards starts the all-reduce.
+  void gradients_ready(std::size_t stage, double now) {
+    const Group& group = model_.groups[stage];
+    group_ready_at_[stage] = std::max(group_ready_at_[stage], now);
+    if (++group_ready_[stage] < group.instances.size()) return;
+    group_ready_[stage] = 0;
+    double end = group_ready_at_[stage];
+    if (group.instances.size() > 1 && group.bytes > 0) {
+      double start = end;
+      for (LaneId lane : group.lanes) start = std::max(start, lane_free_[lane]);
+      const double ms = ring_allreduce_ms(group);
+      const double n = static_cast<double>(group.instances.size());
+      for (std::size_t l = 0; l < group.lanes.size(); ++l)
+        occupy(group.lanes[l], start, group.lane_uses[l] * 2.0 * (n - 1) / n * group.bytes);
+      end = start + ms;
+      if (model_.trace)
+        for (std::uint32_t i : group.instances)
+          out_.spans.push_back({"allreduce", model_.instances[i].pipeline, stage, 2, start, ms});
+    }
+    group_ready_at_[stage] = 0;
+    for (std::uint32_t i : group.instances) {
+      const Instance& instance = model_.instances[i];
+      const double step_end = end + instance.optimizer_ms;
+      if (model_.trace && instance.optimizer_ms > 0)
+        out_.spans.push_back({"step", instance.pipeline, stage, 2, end, instance.optimizer_ms});
+      out_.sync_ms[i] += step_end - state_[i].last_backward;
+      double& iteration_end = out_.iteration_end_ms[state_[i].iteration];
+      iteration_end = std::max(iteration_end, step_end);
+      queue_.push({step_end, i, iteration_start});
+    }
+  }
+
+  void start_iteration(std::uint32_t i, double now) {
+    InstanceState& st = state_[i];
+    if (++st.iteration >= iterations_) return;
+    st.next = 0;
+    st.waiting_step = false;
+    st.iteration_start = now;
+    st.idle_since = now;
+    try_start(i, now);
+  }
+
+  const Model& model_;
+  std::size_t iterations_;
+  const std::vector<std::vector<Action>>& actions_;
+  std::size_t m_;
+  std::vector<InstanceState> state_;
+  std::vector<double> forward_in_, backward_in_; ///< arrival times; NaN until sent
+  std::vector<double> lane_free_;
+  std::vector<std::size_t> group_ready_;
+  std::vector<double> group_ready_at_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
+  std::mt19937_64 random_;
+  Outcome out_;
+};
+
+} // namespace
+
+double ring_allreduce_ms(const Group& group) {
+  const double n = static_cast<double>(group.instances.size());
+  if (n < 2) return 0;
+  const double transfer = std::isinf(group.bytes_per_ms) ? 0.0 : 2.0 * (n - 1) / n * group.bytes / group.bytes_per_ms;
+  return transfer + 2.0 * (n - 1) * group.latency_ms;
+}
+
+Outcome run(const Model& model, std::size_t iterations) { return Simulation(model, iterations).run(); }
+
+} // namespace actorpipe::sim

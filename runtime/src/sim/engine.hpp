@@ -1,0 +1,67 @@
+#pragma once
+
+/// The discrete-event core shared by simulate() and simulate_pipeline(): stage
+/// instances execute their schedule in order as inputs arrive; transfers and collectives
+/// reserve the lanes they cross in the order they are requested (time order), so a lane
+/// busy with one transfer delays the next.
+
+#include <actorpipe/schedule.hpp>
+#include <actorpipe/simulator.hpp>
+
+#include "sim/topology.hpp"
+
+#include <vector>
+
+namespace actorpipe::sim {
+
+/// One stage of one pipeline on its device.
+struct Instance {
+  std::size_t pipeline = 0;
+  std::size_t stage = 0;
+  DeviceId device = 0;
+  double forward_ms_per_sample = 0;  ///< on this device
+  double backward_ms_per_sample = 0;
+  double send_bytes_per_sample = 0;  ///< activations to the next stage
+  double grad_bytes_per_sample = 0;  ///< gradients to the previous stage
+  Route to_next, to_previous;
+  double optimizer_ms = 0;
+};
+
+/// The replicas of one stage index and the ring they all-reduce gradients over.
+struct Group {
+  std::vector<std::uint32_t> instances;
+  std::vector<LaneId> lanes;   ///< every lane the ring crosses
+  std::vector<int> lane_uses;  ///< how many ring steps cross each of them
+  double bytes = 0;            ///< gradients to reduce
+  double bytes_per_ms = 0;     ///< bottleneck, shared lanes divided among their uses
+  double latency_ms = 0;       ///< per ring step
+};
+
+struct Model {
+  const Schedule* schedule = nullptr;
+  std::size_t stages = 0;
+  std::size_t pipelines = 0;
+  std::vector<Instance> instances; ///< pipeline-major
+  std::vector<Group> groups;       ///< one per stage
+  std::vector<double> lane_bytes_per_ms;
+  double action_overhead_ms = 0;
+  Stragglers stragglers;
+  bool trace = false;
+};
+
+struct Outcome {
+  std::vector<double> iteration_end_ms;  ///< when every instance finished each step
+  std::vector<double> busy_ms;           ///< per instance, computing
+  std::vector<double> sync_ms;           ///< per instance, last backward to step end
+  std::vector<double> lane_busy_ms, lane_bytes;
+  std::vector<Span> spans;
+  std::size_t events = 0;
+};
+
+/// Runs `iterations` iterations of the model.
+Outcome run(const Model& model, std::size_t iterations);
+
+/// Ring all-reduce time for a group: 2(n − 1)/n · bytes / bandwidth + 2(n − 1) · latency.
+double ring_allreduce_ms(const Group& group);
+
+} // namespace actorpipe::sim

@@ -1,0 +1,216 @@
+/// simulate() and simulate_pipeline(): build the engine's model from a plan (stage
+/// figures from the profile, device speeds, routes and rings from the topology), run
+/// it, and turn what happened into a report.
+
+#include <actorpipe/simulator.hpp>
+
+#include "sim/engine.hpp"
+#include "stage_figures.hpp"
+#include "sim/topology.hpp"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+namespace actorpipe {
+
+namespace {
+
+/// The ring a stage's replicas all-reduce over: ordered by server and switch, as NCCL
+/// orders its rings, so that the ring crosses each server boundary once each way.
+sim::Group make_group(const sim::Topology& topology, const ClusterSpec& cluster, std::vector<std::uint32_t> instances,
+                      const std::vector<DeviceId>& devices, double bytes) {
+  sim::Group group;
+  group.bytes = bytes;
+  std::vector<std::size_t> order(instances.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const Device& x = cluster.devices[devices[a]];
+    const Device& y = cluster.devices[devices[b]];
+    return std::tie(x.server, x.pcie_switch, devices[a]) < std::tie(y.server, y.pcie_switch, devices[b]);
+  });
+  group.instances = std::move(instances);
+  group.bytes_per_ms = std::numeric_limits<double>::infinity();
+  if (order.size() < 2) return group;
+  std::map<sim::LaneId, int> uses;
+  for (std::size_t j = 0; j < order.size(); ++j) {
+    const sim::Route route = topology.route(devices[order[j]], devices[order[(j + 1) % order.size()]]);
+    for (std::uint8_t l = 0; l < route.count; ++l) ++uses[route.lanes[l]];
+    group.latency_ms = std::max(group.latency_ms, route.latency_ms);
+    group.bytes_per_ms = std::min(group.bytes_per_ms, route.bytes_per_ms);
+  }
+  for (const auto& [lane, count] : uses) {
+    group.lanes.push_back(lane);
+    group.lane_uses.push_back(count);
+    group.bytes_per_ms = std::min(group.bytes_per_ms, topology.bytes_per_ms(lane) / count);
+  }
+  return group;
+}
+
+Status check_inputs(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster) {
+  if (auto s = plan.validate(profile, cluster); !s) return s;
+  if (auto s = validate(plan.schedule); !s) return s;
+  if (plan.schedule.stages.size() != plan.stages.size())
+    return Error::bad_input("schedule '" + plan.schedule.name + "' has " + std::to_string(plan.schedule.stages.size()) +
+                            " stages, the plan " + std::to_string(plan.stages.size()));
+  if (plan.schedule.micro_batch_sizes != plan.micro_batch_sizes)
+    return Error::bad_input("schedule '" + plan.schedule.name + "' has other micro-batches than the plan");
+  return Ok{};
+}
+
+} // namespace
+
+Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster,
+                                  const SimulationOptions& options) {
+  if (auto s = check_inputs(plan, profile, cluster); !s) return std::move(s).error();
+  const std::size_t S = plan.stages.size();
+  const std::size_t P = plan.pipelines;
+  std::vector<Cut> cuts{plan.stages.front().begin};
+  for (const StagePlan& stage : plan.stages) cuts.push_back(stage.end);
+  const std::vector<StageFigures> figures = stage_figures(profile, cuts);
+  const std::vector<std::uint64_t> stashed = peak_stashed_samples(plan.schedule);
+  const sim::Topology topology(cluster);
+
+  sim::Model model;
+  model.schedule = &plan.schedule;
+  model.stages = S;
+  model.pipelines = P;
+  model.action_overhead_ms = options.action_overhead_ms;
+  model.stragglers = options.stragglers;
+  model.trace = options.trace;
+  model.lane_bytes_per_ms.resize(topology.lane_count());
+  for (sim::LaneId l = 0; l < topology.lane_count(); ++l) model.lane_bytes_per_ms[l] = topology.bytes_per_ms(l);
+
+  SimulationReport report;
+  for (std::size_t p = 0; p < P; ++p)
+    for (std::size_t s = 0; s < S; ++s) {
+      const DeviceId d = plan.devices[p][s];
+      const Device& device = cluster.devices[d];
+      const StageFigures& f = figures[s];
+      sim::Instance instance;
+      instance.pipeline = p;
+      instance.stage = s;
+      instance.device = d;
+      instance.forward_ms_per_sample = f.forward_ms / device.speed;
+      instance.backward_ms_per_sample = f.backward_ms / device.speed;
+      instance.send_bytes_per_sample = s + 1 < S ? f.output_bytes : 0;
+      instance.grad_bytes_per_sample = s > 0 ? figures[s - 1].output_bytes : 0;
+      if (s + 1 < S) instance.to_next = topology.route(d, plan.devices[p][s + 1]);
+      if (s > 0) instance.to_previous = topology.route(d, plan.devices[p][s - 1]);
+      // The step reads parameters and gradients and reads and writes its state.
+      const double touched = static_cast<double>(f.parameter_bytes) * (1.0 + 2.0 * options.optimizer_factor);
+      instance.optimizer_ms = touched / device.memory_bandwidth * 1000.0;
+      model.instances.push_back(instance);
+
+      DeviceReport& r = report.devices.emplace_back();
+      r.device = d;
+      r.pipeline = p;
+      r.stage = s;
+      r.parameter_bytes = f.parameter_bytes;
+      r.optimizer_bytes = static_cast<std::uint64_t>(static_cast<double>(f.parameter_bytes) * options.optimizer_factor);
+      r.activation_bytes = stashed[s] * f.stash_bytes_per_sample;
+      r.peak_memory_bytes = r.parameter_bytes + r.optimizer_bytes + r.activation_bytes;
+      r.memory_capacity = device.memory_bytes;
+    }
+  for (std::size_t s = 0; s < S; ++s) {
+    std::vector<std::uint32_t> members;
+    std::vector<DeviceId> devices;
+    for (std::size_t p = 0; p < P; ++p) {
+      members.push_back(static_cast<std::uint32_t>(p * S + s));
+      devices.push_back(plan.devices[p][s]);
+    }
+    model.groups.push_back(make_group(topology, cluster, std::move(members), devices,
+                                      static_cast<double>(figures[s].parameter_bytes)));
+  }
+
+  sim::Outcome outcome = sim::run(model, options.iterations);
+  report.iterations = options.iterations;
+  report.events = outcome.events;
+  double previous = 0;
+  for (double end : outcome.iteration_end_ms) {
+    report.iteration_ms.push_back(end - previous);
+    previous = end;
+  }
+  report.total_ms = previous;
+  report.iteration_time_ms = options.iterations ? report.total_ms / static_cast<double>(options.iterations) : 0;
+  report.samples_per_s = report.iteration_time_ms > 0 ? plan.batch_size / report.iteration_time_ms * 1000.0 : 0;
+
+  const std::uint32_t full = *std::max_element(plan.micro_batch_sizes.begin(), plan.micro_batch_sizes.end());
+  report.stages.resize(S);
+  for (std::size_t i = 0; i < model.instances.size(); ++i) {
+    const sim::Instance& instance = model.instances[i];
+    DeviceReport& device = report.devices[i];
+    device.busy = report.total_ms > 0 ? outcome.busy_ms[i] / report.total_ms : 0;
+    StageReport& stage = report.stages[instance.stage];
+    stage.forward_ms = std::max(stage.forward_ms, instance.forward_ms_per_sample * full + options.action_overhead_ms);
+    stage.backward_ms = std::max(stage.backward_ms, instance.backward_ms_per_sample * full + options.action_overhead_ms);
+    stage.busy = std::max(stage.busy, device.busy);
+    stage.sync_ms = std::max(stage.sync_ms, options.iterations ? outcome.sync_ms[i] / options.iterations : 0.0);
+  }
+  for (StageReport& stage : report.stages) stage.bubble = std::max(0.0, 1.0 - stage.busy);
+  for (sim::LaneId l = 0; l < outcome.lane_busy_ms.size(); ++l)
+    if (outcome.lane_bytes[l] > 0)
+      report.links.push_back({topology.lane_name(l), report.total_ms > 0 ? outcome.lane_busy_ms[l] / report.total_ms : 0,
+                              outcome.lane_bytes[l]});
+  std::stable_sort(report.links.begin(), report.links.end(),
+                   [](const LinkReport& a, const LinkReport& b) { return a.busy > b.busy; });
+  report.spans = std::move(outcome.spans);
+  return report;
+}
+
+PipelineTiming simulate_pipeline(const Schedule& schedule, const std::vector<double>& forward_ms_per_sample,
+                                 const std::vector<double>& backward_ms_per_sample,
+                                 const std::vector<double>& send_ms_per_sample, double action_overhead_ms) {
+  // Without shared lanes nothing depends on the order in which actions are priced, so
+  // a dependency pass (each action starts when its stage is free and its input has
+  // arrived) gives the same times as the event engine in O(actions), with no queue.
+  const std::size_t S = schedule.stages.size();
+  const std::size_t m = schedule.micro_batch_sizes.size();
+  PipelineTiming timing;
+  timing.busy_ms.assign(S, 0.0);
+  std::vector<double> forward_end(S * m, -1.0), backward_end(S * m, -1.0), free_at(S, 0.0);
+  std::vector<std::size_t> next(S, 0);
+  auto send = [&](std::size_t boundary, std::uint32_t size) {
+    return boundary < send_ms_per_sample.size() ? send_ms_per_sample[boundary] * size : 0.0;
+  };
+  std::vector<std::size_t> work(S);
+  for (std::size_t s = 0; s < S; ++s) work[s] = s;
+  while (!work.empty()) {
+    const std::size_t s = work.back();
+    work.pop_back();
+    bool advanced = false;
+    while (next[s] < schedule.stages[s].size()) {
+      const Action& a = schedule.stages[s][next[s]];
+      double input = 0;
+      if (a.op == Op::forward && s > 0) {
+        if (forward_end[(s - 1) * m + a.micro_batch] < 0) break;
+        input = forward_end[(s - 1) * m + a.micro_batch] + send(s - 1, a.size);
+      } else if (a.op == Op::backward) {
+        if (s + 1 < S) {
+          if (backward_end[(s + 1) * m + a.micro_batch] < 0) break;
+          input = backward_end[(s + 1) * m + a.micro_batch] + send(s, a.size);
+        } else {
+          input = forward_end[s * m + a.micro_batch];
+        }
+      }
+      const double ms = action_overhead_ms +
+                        a.size * (a.op == Op::forward ? forward_ms_per_sample[s] : backward_ms_per_sample[s]);
+      const double end = std::max(input, free_at[s]) + ms;
+      (a.op == Op::forward ? forward_end : backward_end)[s * m + a.micro_batch] = end;
+      free_at[s] = end;
+      timing.busy_ms[s] += ms;
+      timing.makespan_ms = std::max(timing.makespan_ms, end);
+      ++next[s];
+      advanced = true;
+    }
+    if (advanced) {
+      if (s > 0) work.push_back(s - 1);
+      if (s + 1 < S) work.push_back(s + 1);
+    }
+  }
+  timing.critical_stage = static_cast<std::size_t>(
+      std::max_element(timing.busy_ms.begin(), timing.busy_ms.end()) - timing.busy_ms.begin());
+  return timing;
+}
+
+} // namespace actorpipe

@@ -1,0 +1,122 @@
+/// Straggler specs (docs/simulate.md): "delay:p=0.05,ms=20;slow:device=fast/gpu3,factor=2,from=1s,to=3s".
+
+#include <actorpipe/simulator.hpp>
+
+#include "text.hpp"
+#include "units.hpp"
+
+#include <charconv>
+#include <limits>
+#include <map>
+
+namespace actorpipe {
+
+namespace {
+
+Result<double> number(const std::string& entry, const std::string& key, const std::string& value) {
+  double out = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
+  if (ec != std::errc{} || end != value.data() + value.size())
+    return Error::bad_input("stragglers: '" + entry + "': " + key + " '" + value + "' is not a number");
+  return out;
+}
+
+/// Times are written with units ("100ms", "2 s"); a bare number is milliseconds.
+Result<double> milliseconds(const std::string& entry, const std::string& key, const std::string& value) {
+  if (auto plain = number(entry, key, value)) return *plain;
+  auto seconds = units::parse_duration(value);
+  if (!seconds) return Error::bad_input("stragglers: '" + entry + "': " + key + ": " + seconds.error().message);
+  return *seconds * 1000.0;
+}
+
+Result<DeviceId> device(const std::string& entry, const std::string& value, const ClusterSpec& cluster) {
+  for (DeviceId d = 0; d < cluster.devices.size(); ++d)
+    if (cluster.devices[d].name == value) return d;
+  std::size_t index = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), index);
+  if (ec == std::errc{} && end == value.data() + value.size() && index < cluster.devices.size()) return index;
+  std::vector<std::string> names;
+  for (const Device& d : cluster.devices) names.push_back(d.name);
+  return Error::bad_input("stragglers: '" + entry + "': no device '" + value + "' in cluster '" + cluster.name + "'" +
+                          text::did_you_mean(value, names));
+}
+
+} // namespace
+
+Result<Stragglers> parse_stragglers(std::string_view spec, const ClusterSpec& cluster) {
+  Stragglers out;
+  for (const std::string& raw : text::split(spec, ';')) {
+    const std::string entry(text::trim(raw));
+    if (entry.empty()) continue;
+    const auto colon = entry.find(':');
+    const std::string kind = entry.substr(0, colon);
+    if (colon == std::string::npos || (kind != "delay" && kind != "slow"))
+      return Error::bad_input("stragglers: '" + entry + "': expected delay:... or slow:...");
+    std::map<std::string, std::string> fields;
+    for (const std::string& field : text::split(entry.substr(colon + 1), ',')) {
+      const auto eq = field.find('=');
+      if (eq == std::string::npos) return Error::bad_input("stragglers: '" + entry + "': expected key=value, found '" + field + "'");
+      fields[std::string(text::trim(field.substr(0, eq)))] = std::string(text::trim(field.substr(eq + 1)));
+    }
+    auto take = [&](const std::string& key) -> Result<std::string> {
+      const auto it = fields.find(key);
+      if (it == fields.end()) return Error::bad_input("stragglers: '" + entry + "': needs " + key + "=");
+      std::string value = it->second;
+      fields.erase(it);
+      return value;
+    };
+    if (kind == "delay") {
+      RandomDelay delay;
+      auto p = take("p");
+      if (!p) return std::move(p).error();
+      auto probability = number(entry, "p", *p);
+      if (!probability) return std::move(probability).error();
+      if (*probability < 0 || *probability > 1) return Error::bad_input("stragglers: '" + entry + "': p must be in [0, 1]");
+      delay.probability = *probability;
+      auto ms = take("ms");
+      if (!ms) return std::move(ms).error();
+      auto delay_ms = milliseconds(entry, "ms", *ms);
+      if (!delay_ms) return std::move(delay_ms).error();
+      if (*delay_ms < 0) return Error::bad_input("stragglers: '" + entry + "': ms must not be negative");
+      delay.delay_ms = *delay_ms;
+      if (fields.count("device")) {
+        auto d = device(entry, *take("device"), cluster);
+        if (!d) return std::move(d).error();
+        delay.device = *d;
+      }
+      out.delays.push_back(delay);
+    } else {
+      SlowWindow window;
+      auto name = take("device");
+      if (!name) return std::move(name).error();
+      auto d = device(entry, *name, cluster);
+      if (!d) return std::move(d).error();
+      window.device = *d;
+      auto factor_text = take("factor");
+      if (!factor_text) return std::move(factor_text).error();
+      auto factor = number(entry, "factor", *factor_text);
+      if (!factor) return std::move(factor).error();
+      if (!(*factor >= 1)) return Error::bad_input("stragglers: '" + entry + "': factor must be at least 1");
+      window.factor = *factor;
+      window.from_ms = 0;
+      window.to_ms = std::numeric_limits<double>::infinity();
+      if (fields.count("from")) {
+        auto from = milliseconds(entry, "from", *take("from"));
+        if (!from) return std::move(from).error();
+        window.from_ms = *from;
+      }
+      if (fields.count("to")) {
+        auto to = milliseconds(entry, "to", *take("to"));
+        if (!to) return std::move(to).error();
+        window.to_ms = *to;
+      }
+      if (!(window.to_ms > window.from_ms)) return Error::bad_input("stragglers: '" + entry + "': 'to' must be after 'from'");
+      out.windows.push_back(window);
+    }
+    if (!fields.empty())
+      return Error::bad_input("stragglers: '" + entry + "': unknown key '" + fields.begin()->first + "'");
+  }
+  return out;
+}
+
+} // namespace actorpipe
