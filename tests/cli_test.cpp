@@ -32,7 +32,7 @@ BOOST_AUTO_TEST_CASE(version_and_help) {
   const auto version = run_cli("--version");
   BOOST_TEST(version.status == 0);
   BOOST_TEST(contains(version.out, version_string));
-  for (const char* command : {"plan", "plugins", "devices"}) {
+  for (const char* command : {"plan", "simulate", "plugins", "devices"}) {
     const auto help = run_cli(std::string(command) + " --help");
     BOOST_TEST(help.status == 0, command);
     BOOST_TEST(contains(help.out, "Usage"), command);
@@ -156,4 +156,51 @@ BOOST_AUTO_TEST_CASE(devices_reports_instead_of_crashing_without_a_gpu) {
     BOOST_TEST((nccl.status == 1 || nccl.status == 2));
     BOOST_TEST(contains(nccl.out, "cuda"));
   }
+}
+
+BOOST_AUTO_TEST_CASE(plan_json_has_predictions_and_compare_prints_rows) {
+  const auto plan = run_cli("plan " + config("gpt2-xl-hetero-2x8.toml") + " --json");
+  BOOST_REQUIRE_MESSAGE(plan.status == 0, plan.err);
+  const auto json = nlohmann::json::parse(plan.out);
+  for (const char* key : {"iteration_time_ms", "samples_per_s", "balance", "search_ms", "pipelines", "micro_batches",
+                          "schedule", "stages"})
+    BOOST_TEST(json.contains(key), key);
+  for (const char* key : {"index", "first_block", "last_block", "device", "compute_ms", "memory_bytes", "bubble"})
+    BOOST_TEST(json["stages"][0].contains(key), key);
+  BOOST_TEST(json["samples_per_s"].get<double>() > 0);
+
+  const auto compare =
+      run_cli("plan " + config("gpt2-xl-hetero-2x8.toml") + " --compare autopipe+hetero,dapple+sequential,piper,pipedream,uniform");
+  BOOST_REQUIRE_MESSAGE(compare.status == 0, compare.err);
+  for (const char* name : {"autopipe", "dapple", "piper", "pipedream", "uniform", "samples/s"})
+    BOOST_TEST(contains(compare.out, name), name);
+
+  const auto unknown = run_cli("plan " + config("vgg16-4dev.toml") + " --compare autopipe,nosuch");
+  BOOST_TEST(unknown.status == 2);
+  BOOST_TEST(contains(unknown.err, "--compare nosuch: plan.partitioner: no partitioner named 'nosuch'"), unknown.err);
+}
+
+BOOST_AUTO_TEST_CASE(simulate_reports_and_writes_a_trace) {
+  ScratchDir dir;
+  const std::string trace = (dir.path() / "trace.json").string();
+  const auto run = run_cli("simulate " + config("vgg16-4dev.toml") + " --iterations 3 --stragglers 'delay:p=0.5,ms=5' --trace '" +
+                           trace + "' --json");
+  BOOST_REQUIRE_MESSAGE(run.status == 0, run.err);
+  const auto json = nlohmann::json::parse(run.out);
+  BOOST_TEST(json["iterations"] == 3);
+  BOOST_TEST(json["iteration_ms"].size() == 3u);
+  BOOST_TEST(json["stages"].size() == 4u);
+  BOOST_TEST(json["links"].size() > 0u);
+  std::ifstream file(trace);
+  const auto events = nlohmann::json::parse(file)["traceEvents"];
+  BOOST_TEST(events.size() > 3u * 4 * 16);
+
+  const auto table = run_cli("simulate " + config("vgg16-4dev.toml"));
+  BOOST_TEST(table.status == 0);
+  for (const char* part : {"iteration", "bubble", "busiest links", "fullest devices"}) BOOST_TEST(contains(table.out, part), part);
+
+  const auto bad = run_cli("simulate " + config("vgg16-4dev.toml") + " --stragglers 'slow:device=node/gpu7,factor=2'");
+  BOOST_TEST(bad.status == 2);
+  BOOST_TEST(lines(bad.err) == 1u);
+  BOOST_TEST(contains(bad.err, "--stragglers: stragglers: 'slow:device=node/gpu7,factor=2': no device 'node/gpu7'"), bad.err);
 }

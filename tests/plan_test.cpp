@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <random>
 
 using namespace actorpipe;
 
@@ -160,4 +162,133 @@ BOOST_AUTO_TEST_CASE(impossible_shapes_are_bad_input_naming_the_key) {
   BOOST_REQUIRE(!tiny.ok());
   BOOST_TEST(contains(tiny.error().message, "plan.micro_batches: 8 micro-batches need at least as many samples"),
              tiny.error().message);
+}
+
+namespace {
+
+/// A random chain of `blocks` blocks, each with two sub-blocks.
+ModelProfile random_profile(std::mt19937& random, std::size_t blocks) {
+  std::uniform_real_distribution<double> time(0.2, 5.0);
+  ModelProfile p;
+  p.name = "random";
+  p.batch_size = 4;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    Block block;
+    block.name = "b" + std::to_string(b);
+    for (const char* half : {"attention", "mlp"}) {
+      SubBlock sub{half, time(random), time(random), 1000, 1000, 10};
+      block.sub_blocks.push_back(sub);
+      block.forward_ms += sub.forward_ms;
+      block.backward_ms += sub.backward_ms;
+      block.parameter_bytes += sub.parameter_bytes;
+      block.stash_bytes_per_sample += sub.stash_bytes_per_sample;
+    }
+    block.output_bytes = 1000;
+    p.blocks.push_back(block);
+  }
+  return p;
+}
+
+/// The least largest stage (forward + backward) over every split of `units` into
+/// `stages`, by trying them all.
+double brute_force_min_max(const std::vector<Unit>& units, std::size_t stages) {
+  std::vector<double> cost;
+  for (const Unit& u : units) cost.push_back(u.forward_ms + u.backward_ms);
+  double best = std::numeric_limits<double>::infinity();
+  std::vector<std::size_t> cuts(stages - 1);
+  std::function<void(std::size_t, std::size_t, double, double)> place = [&](std::size_t k, std::size_t from, double largest,
+                                                                           double) {
+    if (k == stages - 1) {
+      double last = 0;
+      for (std::size_t u = from; u < units.size(); ++u) last += cost[u];
+      best = std::min(best, std::max(largest, last));
+      return;
+    }
+    double stage = 0;
+    for (std::size_t end = from + 1; end + (stages - 1 - k) <= units.size(); ++end) {
+      stage += cost[end - 1];
+      place(k + 1, end, std::max(largest, stage), 0);
+    }
+  };
+  place(0, 0, 0, 0);
+  return best;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(autopipe_is_never_worse_than_the_exact_min_max_partition) {
+  auto autopipe = registry().partitioner("autopipe");
+  BOOST_REQUIRE(autopipe.ok());
+  std::mt19937 random(42);
+  const ClusterSpec cluster = job("vgg16-4dev.toml").cluster;
+  for (int trial = 0; trial < 40; ++trial) {
+    const ModelProfile profile = random_profile(random, 3 + trial % 5);
+    const std::size_t stages = 2 + trial % 3;
+    const std::vector<Unit> units = profile.units(true);
+    PlanContext context{.profile = profile, .cluster = cluster};
+    context.stages = stages;
+    context.micro_batch_sizes = std::vector<std::uint32_t>(8, 4);
+    context.scheduler = "1f1b";
+    auto partition = (*autopipe)->partition(context);
+    BOOST_REQUIRE_MESSAGE(partition.ok(), (partition.ok() ? "" : partition.error().message));
+    double largest = 0;
+    for (std::size_t s = 0; s < stages; ++s) {
+      double stage = 0;
+      for (const Unit& u : units)
+        if (!(u.begin < partition->cuts[s]) && u.begin < partition->cuts[s + 1]) stage += u.forward_ms + u.backward_ms;
+      largest = std::max(largest, stage);
+    }
+    const double optimum = brute_force_min_max(units, stages);
+    BOOST_TEST_CONTEXT("trial " << trial << ": " << units.size() << " units, " << stages << " stages") {
+      // Within 1% of the optimum: the room autopipe's simulated search may use.
+      BOOST_TEST(largest <= optimum * 1.01 + 1e-9);
+      BOOST_TEST(largest >= optimum - 1e-9);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(hetero_keeps_pipeline_neighbours_on_one_server) {
+  for (const auto& [stages, pipelines] : {std::pair{4, 2}, std::pair{8, 1}, std::pair{2, 4}}) {
+    const JobSpec spec = job("resnet50-hetero-2x8.toml", {"plan.mapper=hetero", "plan.stages=" + std::to_string(stages),
+                                                          "plan.pipelines=" + std::to_string(pipelines)});
+    const Plan p = plan(spec);
+    BOOST_TEST_CONTEXT(pipelines << " × " << stages) {
+      for (const auto& pipeline : p.devices)
+        for (std::size_t s = 1; s < pipeline.size(); ++s)
+          BOOST_TEST(spec.cluster.devices[pipeline[s]].server == spec.cluster.devices[pipeline[0]].server);
+      // Small jobs land on the fast server.
+      BOOST_TEST(spec.cluster.servers[spec.cluster.devices[p.devices[0][0]].server].name == "fast");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(autopipe_and_hetero_beat_dapple_and_sequential_on_a_mixed_cluster) {
+  const Plan ours = plan(job("gpt2-xl-hetero-2x8.toml"));
+  const Plan theirs = plan(job("gpt2-xl-hetero-2x8.toml", {"plan.partitioner=dapple", "plan.mapper=sequential"}));
+  BOOST_TEST(ours.samples_per_s > 1.2 * theirs.samples_per_s, ours.samples_per_s << " vs " << theirs.samples_per_s);
+}
+
+BOOST_AUTO_TEST_CASE(a_plan_that_cannot_fit_names_the_stage_and_device) {
+  auto result = make_plan(job("gpt2-xl-hetero-2x8.toml", {"cluster=\"" + (test::source_root() / "configs/clusters/4dev-one-server.toml").string() + "\"", "plan.stages=1",
+                                                          "plan.pipelines=1", "plan.micro_batches=1"}),
+                          registry());
+  BOOST_REQUIRE(!result.ok());
+  BOOST_TEST(exit_status(result.error().code) == 2);
+  BOOST_TEST(contains(result.error().message, "no plan fits in memory: stage 0 (blocks 0-49) on device node/gpu0 needs"),
+             result.error().message);
+  BOOST_TEST(contains(result.error().message, "but has 16.0 GiB"), result.error().message);
+}
+
+BOOST_AUTO_TEST_CASE(auto_searches_shapes_and_sliced_1f1b_fills_sooner) {
+  const Plan searched = plan(job("vgg16-4dev.toml", {"plan.stages=\"auto\"", "plan.micro_batches=\"auto\""}));
+  BOOST_TEST(searched.candidates > 1u);
+  const Plan fixed = plan(job("vgg16-4dev.toml"));
+  BOOST_TEST(searched.samples_per_s >= fixed.samples_per_s);
+
+  const Plan plain = plan(job("bert-large-mix-3gen.toml", {"plan.scheduler=1f1b", "plan.stages=4", "plan.pipelines=1",
+                                                          "plan.micro_batches=4", "train.batch_size=32"}));
+  const Plan sliced = plan(job("bert-large-mix-3gen.toml", {"plan.scheduler=sliced-1f1b", "plan.stages=4",
+                                                           "plan.pipelines=1", "plan.micro_batches=4", "train.batch_size=32"}));
+  BOOST_TEST(sliced.micro_batch_sizes.size() > plain.micro_batch_sizes.size());
+  BOOST_TEST(sliced.iteration_time_ms < plain.iteration_time_ms);
 }

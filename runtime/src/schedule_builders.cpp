@@ -33,17 +33,24 @@ Schedule one_f_one_b_schedule(std::size_t stages, const std::vector<std::uint32_
   if (reference == 0 && !sizes.empty()) reference = *std::max_element(sizes.begin(), sizes.end());
   const std::size_t m = sizes.size();
   for (std::size_t s = 0; s < stages; ++s) {
-    // Warm-up: the forwards that fit in (stages − s − 1) reference micro-batches; the
-    // steady state's next forward brings the stage to its bound of stages − s.
-    const std::uint64_t budget = static_cast<std::uint64_t>(stages - s - 1) * reference;
-    std::size_t warm_up = 0;
-    for (std::uint64_t held = 0; warm_up < m && held + sizes[warm_up] <= budget; ++warm_up) held += sizes[warm_up];
+    // Stage s may hold the samples of stages − s reference micro-batches. Warm-up runs
+    // forwards up to one micro-batch short of that; then each forward is followed by
+    // backwards until the next forward fits again (one, when sizes are equal).
+    const std::uint64_t bound = static_cast<std::uint64_t>(stages - s) * reference;
     auto& actions = schedule.stages[s];
-    for (std::size_t k = 0; k < warm_up; ++k) actions.push_back(forward(sizes, k));
-    std::size_t next_backward = 0;
-    for (std::size_t k = warm_up; k < m; ++k) {
-      actions.push_back(forward(sizes, k));
-      actions.push_back(backward(sizes, next_backward++));
+    std::uint64_t held = 0;
+    std::size_t next_forward = 0, next_backward = 0;
+    while (next_forward < m && held + sizes[next_forward] + reference <= bound) {
+      held += sizes[next_forward];
+      actions.push_back(forward(sizes, next_forward++));
+    }
+    while (next_forward < m) {
+      held += sizes[next_forward];
+      actions.push_back(forward(sizes, next_forward++));
+      do {
+        held -= sizes[next_backward];
+        actions.push_back(backward(sizes, next_backward++));
+      } while (next_forward < m && next_backward < next_forward && held + sizes[next_forward] > bound);
     }
     while (next_backward < m) actions.push_back(backward(sizes, next_backward++));
   }

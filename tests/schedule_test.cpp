@@ -1,0 +1,104 @@
+// The schedule IR: builders, validation (counts, sizes, order, deadlock), files.
+#define BOOST_TEST_MODULE schedule
+#include <boost/test/unit_test.hpp>
+
+#include <actorpipe/schedule.hpp>
+#include <actorpipe/schedule_builders.hpp>
+#include <actorpipe/schedule_io.hpp>
+
+using namespace actorpipe;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::string error_of(const Schedule& schedule) {
+  const Status status = validate(schedule);
+  BOOST_REQUIRE(!status.ok());
+  return status.error().message;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(builders_make_valid_schedules_with_the_expected_stash) {
+  for (std::size_t stages : {1, 2, 3, 4, 8})
+    for (std::uint32_t m : {1u, 2u, 4u, 7u, 16u}) {
+      const std::vector<std::uint32_t> sizes(m, 4);
+      const Schedule gpipe = gpipe_schedule(stages, sizes);
+      const Schedule ofob = one_f_one_b_schedule(stages, sizes);
+      BOOST_TEST_CONTEXT("stages " << stages << ", micro-batches " << m) {
+        BOOST_TEST(validate(gpipe).ok());
+        BOOST_TEST(validate(ofob).ok());
+        const auto gpipe_peak = peak_stashed_samples(gpipe);
+        const auto ofob_peak = peak_stashed_samples(ofob);
+        for (std::size_t s = 0; s < stages; ++s) {
+          BOOST_TEST(gpipe_peak[s] == 4u * m);
+          BOOST_TEST(ofob_peak[s] == 4u * std::min<std::size_t>(m, stages - s));
+        }
+      }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(sliced_warm_up_is_counted_in_samples) {
+  // The first micro-batch of 8 cut into four slices of 2: no stage stashes more samples
+  // than plain 1F1B would.
+  const Schedule sliced = one_f_one_b_schedule(4, {2, 2, 2, 2, 8, 8, 8}, 8);
+  BOOST_REQUIRE(validate(sliced).ok());
+  const auto peaks = peak_stashed_samples(sliced);
+  for (std::size_t s = 0; s < 4; ++s) BOOST_TEST(peaks[s] <= 8u * (4 - s));
+  // The last stage starts its first backward right after the first slice.
+  BOOST_TEST(to_string(sliced.stages[3][1]) == "B0");
+}
+
+BOOST_AUTO_TEST_CASE(counts_sizes_and_order_are_checked) {
+  Schedule s = one_f_one_b_schedule(2, {4, 4});
+  s.stages[1].pop_back();
+  BOOST_TEST(contains(error_of(s), "stage 1 never runs the backward of micro-batch 1"));
+
+  s = one_f_one_b_schedule(2, {4, 4});
+  s.stages[0][0].size = 3;
+  BOOST_TEST(contains(error_of(s), "stage 0 action 0 (F0): size 3 differs from micro-batch 0's 4"));
+
+  s = gpipe_schedule(1, {4, 4});
+  std::swap(s.stages[0][0], s.stages[0][2]); // B0 F1 F0 B1
+  BOOST_TEST(contains(error_of(s), "backward before the micro-batch's forward"));
+
+  s = gpipe_schedule(1, {4});
+  s.stages[0].push_back(s.stages[0][0]);
+  BOOST_TEST(contains(error_of(s), "a second forward"));
+}
+
+BOOST_AUTO_TEST_CASE(a_deadlock_names_who_waits_for_what) {
+  // Stage 0 wants B0 before sending F1; stage 1 wants F1 before sending B0.
+  Schedule s;
+  s.name = "bad";
+  s.micro_batch_sizes = {1, 1};
+  s.stages = {{{Op::forward, 0, 1}, {Op::backward, 0, 1}, {Op::forward, 1, 1}, {Op::backward, 1, 1}},
+              {{Op::forward, 0, 1}, {Op::forward, 1, 1}, {Op::backward, 0, 1}, {Op::backward, 1, 1}}};
+  const std::string message = error_of(s);
+  BOOST_TEST(contains(message, "schedule 'bad': deadlock"), message);
+  BOOST_TEST(contains(message, "stage 0 waits at B0 for B0 of stage 1"), message);
+  BOOST_TEST(contains(message, "stage 1 waits at F1 for F1 of stage 0"), message);
+}
+
+BOOST_AUTO_TEST_CASE(files_round_trip_and_errors_name_the_line) {
+  const Schedule original = one_f_one_b_schedule(3, {2, 2, 1, 1});
+  const std::string text = format_schedule(original);
+  auto parsed = parse_schedule(text, "s.toml");
+  BOOST_REQUIRE_MESSAGE(parsed.ok(), (parsed.ok() ? "" : parsed.error().message));
+  BOOST_TEST(parsed->name == original.name);
+  BOOST_TEST(parsed->micro_batch_sizes == original.micro_batch_sizes);
+  BOOST_TEST((parsed->stages == original.stages));
+
+  auto typo = parse_schedule("micro_batch_sizes = [1]\nstages = [\n  \"F0 X0\",\n]\n", "s.toml");
+  BOOST_REQUIRE(!typo.ok());
+  BOOST_TEST(contains(typo.error().message, "s.toml:3:3: stages[0]: 'X0' is not an action"), typo.error().message);
+
+  auto deadlock = parse_schedule("micro_batch_sizes = [1, 1]\nstages = [\"F0 B0 F1 B1\", \"F0 F1 B0 B1\"]\n", "d.toml");
+  BOOST_REQUIRE(!deadlock.ok());
+  BOOST_TEST(contains(deadlock.error().message, "d.toml: schedule 'custom': deadlock"), deadlock.error().message);
+
+  auto missing = load_schedule("/nonexistent/schedule.toml");
+  BOOST_REQUIRE(!missing.ok());
+  BOOST_TEST(contains(missing.error().message, "/nonexistent/schedule.toml: file not found"));
+}

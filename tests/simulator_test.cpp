@@ -1,0 +1,183 @@
+// The simulator: closed forms of GPipe and 1F1B, agreement with the contention-free
+// pipeline pass, contention on a shared NIC, stragglers, traces.
+#define BOOST_TEST_MODULE simulator
+#include <boost/test/unit_test.hpp>
+
+#include <actorpipe/schedule_builders.hpp>
+#include <actorpipe/simulator.hpp>
+
+#include <nlohmann/json.hpp>
+
+using namespace actorpipe;
+namespace tt = boost::test_tools;
+
+namespace {
+
+/// `blocks` blocks taking `forward` and `backward` ms per sample each.
+ModelProfile chain(std::size_t blocks, double forward, double backward, std::uint64_t output_bytes = 0,
+                   std::uint64_t parameter_bytes = 0) {
+  ModelProfile p;
+  p.name = "chain";
+  p.batch_size = 1;
+  for (std::size_t b = 0; b < blocks; ++b)
+    p.blocks.push_back({"b" + std::to_string(b), forward, backward, output_bytes, parameter_bytes, 1, {}});
+  return p;
+}
+
+/// `servers` servers of `per_server` identical devices, one switch each.
+ClusterSpec cluster(std::size_t servers, std::size_t per_server) {
+  ClusterSpec c;
+  c.name = "test";
+  c.network = {1e9, 0};
+  for (std::size_t s = 0; s < servers; ++s) {
+    Server server;
+    server.name = "s" + std::to_string(s);
+    server.nic_bandwidth = 1e9;
+    server.pcie_switches = {{16e9, 0}};
+    server.host_bridges = {{16e9}};
+    c.servers.push_back(server);
+    for (std::size_t d = 0; d < per_server; ++d)
+      c.devices.push_back({server.name + "/gpu" + std::to_string(d), "g", 1.0, 1ull << 34, 500e9, s, 0, -1});
+  }
+  return c;
+}
+
+/// One stage per block; pipeline p on devices p·S.. (or as given).
+Plan plan_for(const ModelProfile& profile, std::size_t pipelines, const Schedule& schedule,
+              std::vector<std::vector<DeviceId>> devices = {}) {
+  Plan plan;
+  plan.pipelines = pipelines;
+  const std::size_t S = schedule.stages.size();
+  for (std::size_t s = 0; s < S; ++s) plan.stages.push_back({{s, 0}, {s + 1, 0}, {}});
+  if (devices.empty())
+    for (std::size_t p = 0; p < pipelines; ++p) {
+      devices.emplace_back();
+      for (std::size_t s = 0; s < S; ++s) devices.back().push_back(p * S + s);
+    }
+  plan.devices = devices;
+  plan.micro_batch_sizes = schedule.micro_batch_sizes;
+  plan.batch_size = static_cast<std::uint32_t>(schedule.samples() * pipelines);
+  plan.schedule = schedule;
+  return plan;
+}
+
+SimulationReport run(const Plan& plan, const ModelProfile& profile, const ClusterSpec& c, SimulationOptions options = {}) {
+  auto report = simulate(plan, profile, c, options);
+  BOOST_REQUIRE_MESSAGE(report.ok(), (report.ok() ? "" : report.error().message));
+  return *report;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(equal_stages_match_the_closed_form) {
+  const double tf = 1.5, tb = 3.0;
+  for (std::size_t S : {1, 2, 4, 6})
+    for (std::uint32_t m : {1u, 3u, 8u}) {
+      const ModelProfile profile = chain(S, tf, tb);
+      const ClusterSpec c = cluster(1, S);
+      const std::vector<std::uint32_t> sizes(m, 1);
+      for (const Schedule& schedule : {gpipe_schedule(S, sizes), one_f_one_b_schedule(S, sizes)}) {
+        BOOST_TEST_CONTEXT(schedule.name << " with " << S << " stages and " << m << " micro-batches") {
+          const SimulationReport r = run(plan_for(profile, 1, schedule), profile, c);
+          const double expected = (m + S - 1) * (tf + tb);
+          BOOST_TEST(r.iteration_time_ms == expected, tt::tolerance(1e-9));
+          const double bubble = static_cast<double>(S - 1) / static_cast<double>(m + S - 1);
+          for (const StageReport& stage : r.stages) BOOST_TEST(stage.bubble == bubble, tt::tolerance(1e-9));
+          // The dependency pass used by partitioners agrees.
+          const PipelineTiming t = simulate_pipeline(schedule, std::vector<double>(S, tf), std::vector<double>(S, tb),
+                                                     std::vector<double>(S, 0.0));
+          BOOST_TEST(t.makespan_ms == expected, tt::tolerance(1e-9));
+        }
+      }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(the_pipeline_pass_agrees_with_the_engine_on_uneven_stages_and_links) {
+  ModelProfile profile = chain(4, 1.0, 2.0, 4'000'000);
+  profile.blocks[1].forward_ms = 2.5;
+  profile.blocks[2].backward_ms = 0.5;
+  const ClusterSpec c = cluster(1, 4);
+  const Schedule schedule = one_f_one_b_schedule(4, std::vector<std::uint32_t>(6, 2));
+  SimulationOptions options;
+  options.action_overhead_ms = 0.05;
+  const SimulationReport r = run(plan_for(profile, 1, schedule), profile, c, options);
+  // 4 MB per sample over the 16 GB/s device links: 0.25 ms per sample.
+  const PipelineTiming t = simulate_pipeline(schedule, {1.0, 2.5, 1.0, 1.0}, {2.0, 2.0, 0.5, 2.0},
+                                             {0.25, 0.25, 0.25}, 0.05);
+  BOOST_TEST(r.iteration_time_ms == t.makespan_ms, tt::tolerance(1e-9));
+  BOOST_TEST(t.critical_stage == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(transfers_sharing_a_nic_contend) {
+  // Stage 0 on server 0, stage 1 on server 1: activations cross the NICs.
+  const ModelProfile profile = chain(2, 1.0, 1.0, 10'000'000);
+  const ClusterSpec c = cluster(2, 2);
+  const Schedule schedule = one_f_one_b_schedule(2, std::vector<std::uint32_t>(4, 1));
+  const SimulationReport one = run(plan_for(profile, 1, schedule, {{0, 2}}), profile, c);
+  const SimulationReport two = run(plan_for(profile, 2, schedule, {{0, 2}, {1, 3}}), profile, c);
+  // 10 MB at 1 GB/s is 10 ms a transfer; two pipelines queue on one NIC each way.
+  BOOST_TEST(two.iteration_time_ms > one.iteration_time_ms * 1.5);
+  BOOST_REQUIRE(!two.links.empty());
+  BOOST_TEST(two.links.front().name.find("nic0") != std::string::npos, two.links.front().name);
+  BOOST_TEST(two.links.front().busy > 0.5);
+}
+
+BOOST_AUTO_TEST_CASE(replicas_all_reduce_and_memory_follows_the_schedule) {
+  const ModelProfile profile = chain(2, 1.0, 1.0, 0, 100'000'000);
+  const ClusterSpec c = cluster(2, 2);
+  const Schedule schedule = gpipe_schedule(2, std::vector<std::uint32_t>(4, 1));
+  SimulationOptions options;
+  options.optimizer_factor = 2;
+  const SimulationReport r = run(plan_for(profile, 2, schedule, {{0, 1}, {2, 3}}), profile, c, options);
+  // 100 MB over a ring of 2 across 1 GB/s NICs: 2·(1/2)·0.1 s = 100 ms.
+  BOOST_TEST(r.iteration_time_ms > 100.0);
+  BOOST_TEST(r.stages[0].sync_ms >= 100.0);
+  // Parameters, two bytes of state per parameter byte, four samples stashed (GPipe).
+  BOOST_TEST(r.devices[0].peak_memory_bytes == 100'000'000u * 3 + 4u);
+}
+
+BOOST_AUTO_TEST_CASE(stragglers_slow_the_run_and_are_parsed_with_clear_errors) {
+  const ModelProfile profile = chain(2, 1.0, 1.0);
+  const ClusterSpec c = cluster(1, 2);
+  const Plan plan = plan_for(profile, 1, one_f_one_b_schedule(2, std::vector<std::uint32_t>(4, 1)));
+  SimulationOptions options;
+  options.iterations = 5;
+  const double base = run(plan, profile, c, options).iteration_time_ms;
+
+  auto slow = parse_stragglers("slow:device=s0/gpu1,factor=3,from=0,to=1s", c);
+  BOOST_REQUIRE_MESSAGE(slow.ok(), (slow.ok() ? "" : slow.error().message));
+  options.stragglers = *slow;
+  BOOST_TEST(run(plan, profile, c, options).iteration_time_ms > 2 * base);
+
+  auto delay = parse_stragglers("delay:p=1,ms=2", c);
+  BOOST_REQUIRE(delay.ok());
+  options.stragglers = *delay;
+  const SimulationReport delayed = run(plan, profile, c, options);
+  BOOST_TEST(delayed.iteration_time_ms > base + 2);
+
+  auto bad_device = parse_stragglers("slow:device=s0/gpu9,factor=2", c);
+  BOOST_REQUIRE(!bad_device.ok());
+  BOOST_TEST(bad_device.error().message.find("no device 's0/gpu9'") != std::string::npos, bad_device.error().message);
+  auto bad_p = parse_stragglers("delay:p=2,ms=1", c);
+  BOOST_REQUIRE(!bad_p.ok());
+  BOOST_TEST(bad_p.error().message.find("p must be in [0, 1]") != std::string::npos);
+  BOOST_TEST(!parse_stragglers("jitter:p=1", c).ok());
+}
+
+BOOST_AUTO_TEST_CASE(traces_hold_every_action) {
+  const ModelProfile profile = chain(2, 1.0, 1.0, 1000);
+  const ClusterSpec c = cluster(1, 2);
+  const Plan plan = plan_for(profile, 1, one_f_one_b_schedule(2, {1, 1, 1}));
+  SimulationOptions options;
+  options.trace = true;
+  const SimulationReport r = run(plan, profile, c, options);
+  const auto trace = nlohmann::json::parse(trace_json(r, plan, c));
+  std::size_t compute = 0, sends = 0;
+  for (const auto& event : trace["traceEvents"]) {
+    if (event["ph"] != "X") continue;
+    compute += event["cat"] == "compute";
+    sends += event["cat"] == "send";
+  }
+  BOOST_TEST(compute == 12u); // 2 stages × 3 micro-batches × forward and backward
+  BOOST_TEST(sends == 6u);    // 3 activations forward, 3 gradients back
+}
