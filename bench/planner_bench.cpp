@@ -1,0 +1,157 @@
+/// Planner benchmark: for each model × stage count × partitioner, the partitioner's
+/// search time (median of repeats), its balance (slowest stage / mean, by compute) and
+/// the predicted iteration time of one pipeline under 1F1B with 2S micro-batches on
+/// the homogeneous 64-device cluster. Ratios are against autopipe in the same run.
+///   build/bench/planner_bench [SOURCE_ROOT]
+
+#include <actorpipe/job.hpp>
+#include <actorpipe/plugin_registry.hpp>
+#include <actorpipe/profile_io.hpp>
+#include <actorpipe/schedule_builders.hpp>
+#include <actorpipe/simulator.hpp>
+
+#include "text.hpp"
+#include "text_table.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <map>
+
+using namespace actorpipe;
+
+namespace {
+
+/// A chain of `blocks` blocks of uneven cost, with attention/MLP-like sub-blocks.
+ModelProfile synthetic_chain(std::size_t blocks) {
+  ModelProfile p;
+  p.name = "chain-1000";
+  p.batch_size = 8;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const double scale = 1.0 + 0.5 * static_cast<double>((b * 7919) % 13) / 13.0;
+    Block block;
+    block.name = "b" + std::to_string(b);
+    block.sub_blocks = {{"attention", 0.4 * scale, 0.8 * scale, 1 << 20, 4 << 20, 1 << 16},
+                        {"mlp", 0.6 * scale, 1.2 * scale, 1 << 20, 8 << 20, 1 << 16}};
+    for (const SubBlock& s : block.sub_blocks) {
+      block.forward_ms += s.forward_ms;
+      block.backward_ms += s.backward_ms;
+      block.parameter_bytes += s.parameter_bytes;
+      block.stash_bytes_per_sample += s.stash_bytes_per_sample;
+    }
+    block.output_bytes = 1 << 20;
+    p.blocks.push_back(block);
+  }
+  return p;
+}
+
+struct Row {
+  double search_ms = 0, balance = 0, iteration_ms = 0;
+  bool ok = false;
+};
+
+Row measure(Partitioner& partitioner, const ModelProfile& profile, const ClusterSpec& cluster, std::size_t stages) {
+  PlanContext context{.profile = profile, .cluster = cluster};
+  context.stages = stages;
+  context.micro_batch_sizes = std::vector<std::uint32_t>(2 * stages, profile.batch_size);
+  context.batch_size = static_cast<std::uint32_t>(2 * stages * profile.batch_size);
+  context.scheduler = "1f1b";
+  context.action_overhead_ms = 0.1;
+  std::vector<double> times;
+  Result<Partition> partition = Error::bad_input("not run");
+  for (int repeat = 0; repeat < 5; ++repeat) {
+    const auto start = std::chrono::steady_clock::now();
+    partition = partitioner.partition(context);
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    if (!partition) return {};
+  }
+  std::sort(times.begin(), times.end());
+  Row row;
+  row.ok = true;
+  row.search_ms = times[times.size() / 2];
+
+  Plan plan;
+  plan.pipelines = 1;
+  for (std::size_t s = 0; s < stages; ++s) plan.stages.push_back({partition->cuts[s], partition->cuts[s + 1], {}});
+  plan.devices.emplace_back();
+  for (std::size_t s = 0; s < stages; ++s) plan.devices[0].push_back(s);
+  plan.micro_batch_sizes = context.micro_batch_sizes;
+  plan.batch_size = context.batch_size;
+  plan.schedule = one_f_one_b_schedule(stages, plan.micro_batch_sizes);
+  SimulationOptions options;
+  options.action_overhead_ms = 0.1;
+  auto report = simulate(plan, profile, cluster, options);
+  if (!report) return {};
+  row.iteration_ms = report->iteration_time_ms;
+  double largest = 0, total = 0;
+  for (const StageReport& s : report->stages) {
+    largest = std::max(largest, s.forward_ms + s.backward_ms);
+    total += s.forward_ms + s.backward_ms;
+  }
+  row.balance = largest / (total / static_cast<double>(stages));
+  return row;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  const std::string root = argc > 1 ? argv[1] : ".";
+  auto cluster = load_cluster(root + "/configs/clusters/homo-64.toml");
+  auto registry = PluginRegistry::discover(PluginRegistry::default_folders());
+  if (!cluster || !registry) {
+    std::cerr << "planner_bench: " << (!cluster ? cluster.error().message : registry.error().message)
+              << " (run from the source folder, or pass it)\n";
+    return 2;
+  }
+  std::vector<ModelProfile> models;
+  for (const char* name : {"vgg16", "resnet50", "gnmt"}) {
+    ProfileImportOptions options;
+    options.batch_size = 128;
+    auto profile = load_profile(root + "/configs/profiles/pipedream/" + name + ".txt", options);
+    if (!profile) return std::cerr << "planner_bench: " << profile.error().message << "\n", 2;
+    models.push_back(std::move(*profile));
+  }
+  for (const char* name : {"bert-large", "gpt2-xl"}) {
+    auto profile = load_profile(root + "/configs/profiles/" + name + ".toml");
+    if (!profile) return std::cerr << "planner_bench: " << profile.error().message << "\n", 2;
+    models.push_back(std::move(*profile));
+  }
+  models.push_back(synthetic_chain(1000));
+
+  const std::vector<std::string> partitioners = {"autopipe", "dapple", "piper", "pipedream", "uniform"};
+  std::map<std::string, std::shared_ptr<Partitioner>> loaded;
+  for (const auto& name : partitioners) loaded[name] = *registry->partitioner(name);
+
+  text::Table table({{"model"},
+                     {"stages", text::Table::Align::right},
+                     {"partitioner"},
+                     {"search ms", text::Table::Align::right},
+                     {"autopipe faster", text::Table::Align::right},
+                     {"balance", text::Table::Align::right},
+                     {"iteration ms", text::Table::Align::right},
+                     {"vs autopipe", text::Table::Align::right}});
+  for (const ModelProfile& model : models) {
+    const std::size_t units = model.units(true).size();
+    for (std::size_t stages : {2, 4, 8, 16, 32, 64}) {
+      if (stages > units) continue;
+      std::map<std::string, Row> rows;
+      for (const auto& name : partitioners) rows[name] = measure(*loaded[name], model, *cluster, stages);
+      const Row& ours = rows["autopipe"];
+      for (const auto& name : partitioners) {
+        const Row& r = rows[name];
+        if (!r.ok) {
+          table.add_row({model.name, std::to_string(stages), name, "n/a (stages > blocks)", "", "", "", ""});
+          continue;
+        }
+        table.add_row({model.name, std::to_string(stages), name, text::format_fixed(r.search_ms, 3),
+                       name == "autopipe" ? "" : text::format_fixed(r.search_ms / ours.search_ms, 1) + "×",
+                       text::format_fixed(r.balance, 4), text::format_fixed(r.iteration_ms, 2),
+                       text::format_fixed(r.iteration_ms / ours.iteration_ms, 3) + "×"});
+      }
+    }
+  }
+  std::cout << "planner: search time (median of 5), balance (slowest stage / mean) and predicted 1F1B iteration\n"
+               "time of one pipeline on homo-64; 'autopipe faster' = this search time / autopipe's\n\n"
+            << table.str();
+  return 0;
+}
