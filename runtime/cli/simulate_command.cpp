@@ -40,7 +40,7 @@ int simulate_job(const SimulateArguments& a, const CommonOptions& common) {
   SimulationOptions options;
   options.iterations = a.iterations.value_or(job.simulate.iterations);
   options.action_overhead_ms = job.plan.action_overhead_ms;
-  options.optimizer_factor = job.train.optimizer == "adam" ? 3.0 : job.train.momentum > 0 ? 2.0 : 1.0;
+  options.optimizer_factor = optimizer_state_factor(job.train);
   options.stragglers = *stragglers;
   const std::string trace = a.trace.value_or(job.simulate.trace);
   options.trace = !trace.empty();

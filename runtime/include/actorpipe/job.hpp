@@ -55,6 +55,13 @@ struct TrainOptions {
 /// searches them.
 inline constexpr std::uint32_t auto_count = 0;
 
+/// Bytes of gradients and optimizer state per byte of parameters under `train`: 1 for
+/// SGD (the gradient), 2 with momentum, 3 for Adam (gradient and two moments).
+inline double optimizer_state_factor(const TrainOptions& train) {
+  if (train.optimizer == "adam") return 3.0;
+  return train.momentum > 0 ? 2.0 : 1.0;
+}
+
 /// [plan]
 struct PlanOptions {
   std::string partitioner = "autopipe";

@@ -29,12 +29,6 @@ PluginOptions options_for(const JobSpec& job, const std::string& name) {
   return it == job.plan.options.end() ? PluginOptions{} : it->second;
 }
 
-/// Bytes of gradients and optimizer state per byte of parameters.
-double optimizer_factor(const TrainOptions& train) {
-  if (train.optimizer == "adam") return 3.0; // gradient, first and second moments
-  return train.momentum > 0 ? 2.0 : 1.0;     // gradient (+ momentum buffer)
-}
-
 /// Checks what a partitioner returned before anything relies on it.
 Status check_partition(const Partition& partition, const ModelProfile& profile, std::size_t stages, bool sub_blocks) {
   if (partition.cuts.size() != stages + 1)
@@ -203,7 +197,7 @@ Result<Planning> prepare(const JobSpec& job, const PluginRegistry& plugins) {
     planning.scheduler = *scheduler;
     planning.scheduler_label = plugin_label(plugins, PluginKind::scheduler, job.plan.scheduler);
   }
-  planning.optimizer_factor = optimizer_factor(job.train);
+  planning.optimizer_factor = optimizer_state_factor(job.train);
   return planning;
 }
 
