@@ -4,13 +4,14 @@
 /// 1. The exact min-max partition: the least bound T on any stage's time (its units'
 ///    forward + backward divided by its device's speed) such that stages fit in their
 ///    devices' memory. Feasibility of a bound is a greedy scan (each stage takes as many
-///    units as fit), so T comes from bisection in O(S log N) per probe.
+///    units as fit) in O(S log N); T comes from a bisection whose feasible probes jump
+///    to the greedy split's largest stage.
 /// 2. An even spread within T: each stage takes its speed's share of what is left,
 ///    as long as the rest still fits under T, so that slack is not piled on the last.
-/// 3. A search guided by the simulated critical stage: simulate one pipeline under the
-///    job's schedule, find the stage that is idle least, and move a unit at either of
-///    its edges to the neighbour when that shortens the simulated iteration and keeps
-///    every stage within 1% of T. Repeats until no move helps.
+/// 3. A search guided by the simulated critical stage: the stage that is idle least in
+///    a simulated iteration of one pipeline under the job's schedule gives a unit at
+///    either edge to its neighbour when that shortens the simulated iteration and
+///    keeps every stage within 1% of T. Repeats until no move helps.
 ///
 /// Without placement hints (the planner's first round) all stages count as speed 1 and
 /// memory is not limited; the second round passes the mapped devices' speed and memory.
@@ -22,6 +23,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 namespace {
 
@@ -56,47 +58,75 @@ public:
     return lo;
   }
 
-  /// Whether stages s.. can hold units [i, N) under `bound`.
-  bool suffix_fits(std::size_t s, std::size_t i, double bound) const {
-    for (; s < S_; ++s) {
+  /// The largest stage time of the greedy split under `bound` (each stage takes as
+  /// many units as fit), or infinity when the units do not all fit.
+  double greedy(double bound) const {
+    std::size_t i = 0;
+    double largest = 0;
+    for (std::size_t s = 0; s < S_; ++s) {
       const std::size_t j = s + 1 == S_ ? (within(s, i, N_, bound) ? N_ : i) : furthest(s, i, bound);
-      if (j == i) return false;
+      if (j == i) return std::numeric_limits<double>::infinity();
+      largest = std::max(largest, time(s, i, j));
       i = j;
     }
-    return i == N_;
+    return largest;
   }
 
   /// The exact min-max bound, or infinity when memory rules every partition out.
+  /// Bisection where a feasible probe lowers the upper end to the largest stage time
+  /// the greedy split reached, an achievable value: few probes land on the optimum.
   double min_max_bound() const {
-    double hi = 0;
-    for (std::size_t s = 0; s < S_; ++s) hi = std::max(hi, time(s, 0, N_));
-    hi *= 1.000001;
-    if (!suffix_fits(0, 0, hi)) return std::numeric_limits<double>::infinity();
-    double lo = 0;
-    for (int iteration = 0; iteration < 100 && hi - lo > 1e-9 * hi; ++iteration) {
+    double speed_sum = 0, fastest = 0, slowest_unit = 0;
+    for (double v : speeds_) speed_sum += v, fastest = std::max(fastest, v);
+    for (std::size_t u = 0; u < N_; ++u) slowest_unit = std::max(slowest_unit, costs_.compute_ms(u, u + 1));
+    double lo = std::max(costs_.compute_ms(0, N_) / speed_sum, slowest_unit / fastest) * (1 - 1e-12);
+    double hi = greedy(2 * lo);
+    if (std::isinf(hi)) {
+      double whole = 0;
+      for (std::size_t s = 0; s < S_; ++s) whole = std::max(whole, time(s, 0, N_));
+      hi = greedy(whole * 1.000001);
+      if (std::isinf(hi)) return hi;
+    }
+    while (hi - lo > 1e-9 * hi) {
       const double mid = 0.5 * (lo + hi);
-      (suffix_fits(0, 0, mid) ? hi : lo) = mid;
+      const double reached = greedy(mid);
+      if (std::isinf(reached)) lo = mid;
+      else hi = reached;
     }
     return hi;
   }
 
+  /// Per stage, the earliest unit at which stages s.. can still hold the rest under
+  /// `bound` (a backward greedy: each later stage takes as many units as fit).
+  std::vector<std::size_t> earliest_starts(double bound) const {
+    std::vector<std::size_t> start(S_ + 1, N_);
+    for (std::size_t s = S_; s-- > 0;) {
+      const std::size_t end = start[s + 1];
+      // Leave one unit for each earlier stage; take the earliest start that fits.
+      std::size_t lo = s, hi = end - 1; // answer in [lo, hi]; end - 1 always fits when feasible
+      while (lo < hi) {
+        const std::size_t mid = (lo + hi) / 2;
+        if (within(s, mid, end, bound)) hi = mid;
+        else lo = mid + 1;
+      }
+      start[s] = lo;
+    }
+    return start;
+  }
+
   /// Boundaries that spread the work evenly by speed, every stage within `bound`.
   std::vector<std::size_t> spread(double bound) const {
+    const std::vector<std::size_t> earliest = earliest_starts(bound);
+    double speed_left = 0;
+    for (double v : speeds_) speed_left += v;
     std::vector<std::size_t> b{0};
     std::size_t i = 0;
     for (std::size_t s = 0; s + 1 < S_; ++s) {
-      double speed_left = 0;
-      for (std::size_t t = s; t < S_; ++t) speed_left += speeds_[t];
       const double target = costs_.compute_ms(i, N_) * speeds_[s] / speed_left;
+      speed_left -= speeds_[s];
       const std::size_t most = furthest(s, i, bound);
       // The smallest end that still lets the rest fit; more work here is allowed.
-      std::size_t lo = i + 1, hi = most;
-      while (lo < hi) {
-        const std::size_t mid = (lo + hi) / 2;
-        if (suffix_fits(s + 1, mid, bound)) hi = mid;
-        else lo = mid + 1;
-      }
-      std::size_t j = lo;
+      std::size_t j = std::max(i + 1, earliest[s + 1]);
       while (j < most && costs_.compute_ms(i, j + 1) <= target) ++j;
       if (j < most && std::abs(costs_.compute_ms(i, j + 1) - target) < std::abs(costs_.compute_ms(i, j) - target)) ++j;
       b.push_back(j);
@@ -106,8 +136,16 @@ public:
     return b;
   }
 
-  double simulate(const std::vector<std::size_t>& b, const Schedule& schedule, double send_bytes_per_ms,
-                  std::size_t* critical) const {
+  /// The stage busiest in a simulated iteration: the one of most compute, since busy
+  /// time is compute plus a per-action overhead that every stage pays alike.
+  std::size_t critical_stage(const std::vector<std::size_t>& b) const {
+    std::size_t critical = 0;
+    for (std::size_t s = 1; s < S_; ++s)
+      if (time(s, b[s], b[s + 1]) > time(critical, b[critical], b[critical + 1])) critical = s;
+    return critical;
+  }
+
+  double simulate(const std::vector<std::size_t>& b, const Schedule& schedule, double send_bytes_per_ms) const {
     const double per_sample = 1.0 / costs_.micro_batch();
     std::vector<double> forward, backward, send;
     for (std::size_t s = 0; s < S_; ++s) {
@@ -115,46 +153,50 @@ public:
       backward.push_back(costs_.backward_ms(b[s], b[s + 1]) * per_sample / speeds_[s]);
       if (s + 1 < S_) send.push_back(costs_.boundary_bytes(b[s + 1]) * per_sample / send_bytes_per_ms);
     }
-    const PipelineTiming timing = simulate_pipeline(schedule, forward, backward, send, c_.action_overhead_ms);
-    if (critical) *critical = timing.critical_stage;
-    return timing.makespan_ms;
+    return simulate_pipeline(schedule, forward, backward, send, c_.action_overhead_ms).makespan_ms;
   }
 
-  /// Moves single units off the simulated critical stage while that helps.
+  /// Moves single units off the critical stage while that shortens the simulated
+  /// iteration. Simulates only when a move is allowed at all: a critical stage of one
+  /// unit, or neighbours with no room under the bound, end the search at once.
   void improve(std::vector<std::size_t>& b, double bound) const {
+    const double limit = bound * 1.01;
+    auto allowed = [&](const std::vector<std::size_t>& next) {
+      for (std::size_t s = 0; s < S_; ++s)
+        if (next[s + 1] <= next[s] || time(s, next[s], next[s + 1]) > limit || !fits(s, next[s], next[s + 1]))
+          return false;
+      return true;
+    };
     // The critical stage does not depend on how many micro-batches follow the first
     // few, so the guiding simulation is capped at 2S of them to stay cheap.
     const std::size_t m = std::min<std::size_t>(std::max<std::size_t>(c_.micro_batch_sizes.size(), 1), 2 * S_);
-    const std::vector<std::uint32_t> sizes(m, costs_.micro_batch());
-    const Schedule schedule = c_.scheduler == "gpipe" ? gpipe_schedule(S_, sizes) : one_f_one_b_schedule(S_, sizes);
-    const auto bandwidths = partitioning::cluster_bandwidths(c_.cluster);
-    const double bytes_per_ms = bandwidths.intra_server / 1000.0;
-    const double limit = bound * 1.01;
-    std::size_t critical = 0;
-    double current = simulate(b, schedule, bytes_per_ms, &critical);
+    std::optional<Schedule> schedule;
+    const double bytes_per_ms = partitioning::cluster_bandwidths(c_.cluster).intra_server / 1000.0;
+    double current = std::numeric_limits<double>::infinity();
     for (std::size_t round = 0; round < 4 * S_ + 16; ++round) {
-      std::vector<std::size_t> best;
-      double best_time = current * (1 - 1e-9);
-      std::size_t best_critical = critical;
-      auto consider = [&](std::size_t boundary, bool forward) {
+      const std::size_t critical = critical_stage(b);
+      std::vector<std::vector<std::size_t>> moves;
+      for (const bool to_previous : {true, false}) {
+        if (to_previous ? critical == 0 : critical + 1 == S_) continue;
         std::vector<std::size_t> next = b;
-        next[boundary] = forward ? next[boundary] + 1 : next[boundary] - 1;
-        for (std::size_t s = 0; s < S_; ++s)
-          if (next[s + 1] <= next[s] || time(s, next[s], next[s + 1]) > limit || !fits(s, next[s], next[s + 1])) return;
-        std::size_t next_critical = 0;
-        const double t = simulate(next, schedule, bytes_per_ms, &next_critical);
-        if (t < best_time) {
-          best = std::move(next);
-          best_time = t;
-          best_critical = next_critical;
-        }
-      };
-      if (critical > 0) consider(critical, true);         // its first unit to the stage before
-      if (critical + 1 < S_) consider(critical + 1, false); // its last unit to the stage after
-      if (best.empty()) return;
-      b = std::move(best);
+        // Its first unit to the stage before, or its last unit to the stage after.
+        if (to_previous) ++next[critical];
+        else --next[critical + 1];
+        if (allowed(next)) moves.push_back(std::move(next));
+      }
+      if (moves.empty()) return;
+      if (!schedule) {
+        const std::vector<std::uint32_t> sizes(m, costs_.micro_batch());
+        schedule = c_.scheduler == "gpipe" ? gpipe_schedule(S_, sizes) : one_f_one_b_schedule(S_, sizes);
+        current = simulate(b, *schedule, bytes_per_ms);
+      }
+      double best_time = current * (1 - 1e-9);
+      std::size_t best = moves.size();
+      for (std::size_t k = 0; k < moves.size(); ++k)
+        if (const double t = simulate(moves[k], *schedule, bytes_per_ms); t < best_time) best_time = t, best = k;
+      if (best == moves.size()) return;
+      b = std::move(moves[best]);
       current = best_time;
-      critical = best_critical;
     }
   }
 
