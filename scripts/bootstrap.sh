@@ -20,7 +20,7 @@ build=${ACTORPIPE_BUILD_DIR:-$root/build}
 packages=(
   g++ meson ninja-build pkg-config cmake ccache
   libcaf-dev libtorch-dev libtomlplusplus-dev liblua5.4-dev libboost-test-dev
-  nlohmann-json3-dev libcli11-dev
+  nlohmann-json3-dev libcli11-dev zlib1g-dev
   dataset-fashion-mnist
 )
 missing=()
@@ -46,8 +46,8 @@ echo "==> building"
 ninja -C "$build"
 
 if [ "$mode" = run ]; then
-  echo "==> actorpipe plan configs/vgg16-4dev.toml"
-  "$build/runtime/cli/actorpipe" plan "$root/configs/vgg16-4dev.toml"
+  echo "==> actorpipe run configs/fashion-mnist.toml"
+  "$build/runtime/cli/actorpipe" run "$root/configs/fashion-mnist.toml"
   echo
   echo "The actorpipe binary is $build/runtime/cli/actorpipe"
   exit 0

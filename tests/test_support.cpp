@@ -28,6 +28,15 @@ std::string slurp(const fs::path& path) {
 
 } // namespace
 
+const PluginRegistry& plugins() {
+  static PluginRegistry instance = [] {
+    auto r = PluginRegistry::discover(PluginRegistry::default_folders());
+    if (!r) throw std::runtime_error(r.error().message);
+    return std::move(*r);
+  }();
+  return instance;
+}
+
 fs::path source_root() { return env("ACTORPIPE_SOURCE_ROOT"); }
 fs::path build_root() { return env("ACTORPIPE_BUILD_ROOT"); }
 fs::path broken_plugins() { return env("ACTORPIPE_BROKEN_PLUGINS"); }

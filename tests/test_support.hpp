@@ -3,10 +3,15 @@
 /// Paths and helpers shared by the test suites: where the source and build trees are,
 /// scratch folders, and running the `actorpipe` binary.
 
+#include <actorpipe/plugin_registry.hpp>
+
 #include <filesystem>
 #include <string>
 
 namespace actorpipe::test {
+
+/// The plugins of the default search path (the build tree's), discovered once.
+const PluginRegistry& plugins();
 
 std::filesystem::path source_root();
 std::filesystem::path build_root();

@@ -23,6 +23,8 @@ struct CommonOptions {
 void add_plugins_command(CLI::App& app, CommonOptions& common, Run& run);
 void add_plan_command(CLI::App& app, CommonOptions& common, Run& run);
 void add_simulate_command(CLI::App& app, CommonOptions& common, Run& run);
+void add_run_command(CLI::App& app, CommonOptions& common, Run& run);
+void add_profile_command(CLI::App& app, Run& run);
 void add_devices_command(CLI::App& app, Run& run);
 
 /// Prints "actorpipe: MESSAGE" to stderr and returns the error's exit status.

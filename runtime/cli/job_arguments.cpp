@@ -1,5 +1,9 @@
 #include "job_arguments.hpp"
 
+#include <actorpipe/training.hpp>
+
+#include <iostream>
+
 #include "text.hpp"
 
 namespace actorpipe::cli {
@@ -54,6 +58,13 @@ Result<LoadedJob> load(const JobArguments& args, const CommonOptions& common) {
   folders.insert(folders.end(), common.plugin_path.begin(), common.plugin_path.end());
   auto registry = PluginRegistry::discover(folders);
   if (!registry) return std::move(registry).error();
+  // A zoo model named without a profile is measured here, as `actorpipe profile` would.
+  if (job->profile.blocks.empty()) {
+    std::cerr << "actorpipe: measuring the profile of model '" << job->model.zoo << "' (no model.profile given)\n";
+    auto profile = measure_profile(*job, {});
+    if (!profile) return std::move(profile).error();
+    job->profile = std::move(*profile);
+  }
   return LoadedJob{std::move(*job), std::move(*registry)};
 }
 

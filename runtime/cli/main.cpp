@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
   cli::add_plugins_command(app, common, run);
   cli::add_plan_command(app, common, run);
   cli::add_simulate_command(app, common, run);
+  cli::add_run_command(app, common, run);
+  cli::add_profile_command(app, run);
   cli::add_devices_command(app, run);
 
   try {

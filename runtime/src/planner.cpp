@@ -124,6 +124,9 @@ std::vector<std::uint32_t> split_batch(std::uint32_t samples, std::uint32_t micr
 
 Result<Plan> make_plan(const JobSpec& job, const PluginRegistry& plugins) {
   const auto started = std::chrono::steady_clock::now();
+  if (job.profile.blocks.empty())
+    return Error::bad_input(job.where("model.profile") +
+                            "no profile to plan with (`actorpipe profile JOB` measures one for a zoo model)");
   auto planning = planning::prepare(job, plugins);
   if (!planning) return std::move(planning).error();
   auto candidates = shapes(job, *planning);

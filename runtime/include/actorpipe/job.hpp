@@ -26,8 +26,17 @@ struct JobOptions {
 
 /// [model]
 struct ModelOptions {
-  std::string zoo;                 ///< a built-in model; may be empty when a profile is given
-  std::string profile;             ///< profile file, resolved against the job file's folder
+  /// A built-in model to train: "mlp", "cnn", "resnet", "gpt", or "torchscript" (a
+  /// scripted nn.Sequential in `file`). Empty: the job can be planned, not run.
+  std::string zoo;
+  std::string file;                ///< the TorchScript file of zoo = "torchscript"
+  std::uint32_t layers = 0;        ///< hidden layers (mlp), residual blocks (resnet), transformer blocks (gpt); 0: the model's default
+  std::uint32_t width = 0;         ///< hidden units (mlp), channels (cnn, resnet), embedding (gpt); 0: the model's default
+  std::uint32_t heads = 4;         ///< attention heads (gpt)
+  std::uint32_t context = 64;      ///< tokens per sample (gpt)
+  /// Profile file, resolved against the job file's folder. Optional for a zoo model:
+  /// `run` then measures one (`actorpipe profile`).
+  std::string profile;
   std::string profile_format = "auto"; ///< "auto", "toml" or "pipedream"
   std::uint32_t profile_batch_size = 0; ///< samples a PipeDream profile was measured with; required for one
 };
@@ -35,7 +44,12 @@ struct ModelOptions {
 /// [data]
 struct DataOptions {
   std::string dataset = "synthetic"; ///< "fashion-mnist", "synthetic" or "text"
-  std::string path;                  ///< folder or file of the data set
+  /// Folder (fashion-mnist) or file (text) of the data set; empty: the Debian package's
+  /// folder for fashion-mnist.
+  std::string path;
+  std::uint32_t samples = 4096;           ///< training samples of synthetic data (test: a quarter)
+  std::vector<std::int64_t> shape{32};    ///< one synthetic sample's shape
+  std::uint32_t classes = 10;             ///< synthetic labels
   bool shuffle = true;
   std::uint64_t seed = 0;
 };

@@ -76,7 +76,16 @@ Status read_model(TableReader& top, ModelOptions& model) {
   auto table = top.subtable("model");
   if (!table) return std::move(table).error();
   TableReader r(**table, "model");
-  if (auto s = r.require("profile"); !s) return s;
+  if (auto s = r.choice("zoo", model.zoo, {"", "mlp", "cnn", "resnet", "gpt", "torchscript"}); !s) return s;
+  if (auto s = r.path("file", model.file); !s) return s;
+  if (auto s = r.integer("layers", model.layers, 0u, 4096u); !s) return s;
+  if (auto s = r.integer("width", model.width, 0u, 1u << 20); !s) return s;
+  if (auto s = r.integer("heads", model.heads, 1u, 1024u); !s) return s;
+  if (auto s = r.integer("context", model.context, 1u, 1u << 20); !s) return s;
+  if (model.zoo.empty())
+    if (auto s = r.require("profile"); !s) return s;
+  if (model.zoo == "torchscript")
+    if (auto s = r.require("file"); !s) return s;
   if (auto s = r.path("profile", model.profile); !s) return s;
   if (auto s = r.choice("profile_format", model.profile_format, {"auto", "toml", "pipedream"}); !s) return s;
   if (auto s = r.integer("profile_batch_size", model.profile_batch_size, 1u, 1u << 24); !s) return s;
@@ -88,6 +97,9 @@ Status read_data(TableReader& top, DataOptions& data) {
     if (auto s = r.choice("dataset", data.dataset, {"fashion-mnist", "synthetic", "text"}); !s) return s;
     if (auto s = r.path("path", data.path); !s) return s;
     if (auto s = r.boolean("shuffle", data.shuffle); !s) return s;
+    if (auto s = r.integer("samples", data.samples, 1u, 1u << 30); !s) return s;
+    if (auto s = r.integer_list("shape", data.shape, 1, 1 << 20); !s) return s;
+    if (auto s = r.integer("classes", data.classes, 2u, 1u << 20); !s) return s;
     if (auto s = r.integer("seed", data.seed); !s) return s;
     return Ok{};
   });
@@ -242,6 +254,8 @@ Result<JobSpec> load_job(const std::string& path, const std::vector<std::string>
   import.format = spec.model.profile_format == "toml"        ? ProfileFormat::toml
                   : spec.model.profile_format == "pipedream" ? ProfileFormat::pipedream
                                                              : ProfileFormat::automatic;
+  // A zoo model without a profile is measured by whoever runs it.
+  if (spec.model.profile.empty()) return spec;
   if (!std::filesystem::is_regular_file(spec.model.profile))
     return Error::bad_input(spec.where("model.profile") + spec.model.profile + ": file not found");
   auto profile = load_profile(spec.model.profile, import);

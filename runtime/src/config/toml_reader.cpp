@@ -200,6 +200,25 @@ Status TableReader::string_list(std::string_view key, std::vector<std::string>& 
   return Ok{};
 }
 
+Status TableReader::integer_list(std::string_view key, std::vector<std::int64_t>& out, std::int64_t min,
+                                 std::int64_t max) {
+  const toml::node* n = node(key);
+  if (!n) return Ok{};
+  if (!n->is_array() || n->as_array()->empty()) return wrong_type(*n, key, "a non-empty array of integers");
+  std::vector<std::int64_t> values;
+  for (const auto& element : *n->as_array()) {
+    if (!element.is_integer())
+      return error_at(element, key_path(key), std::string("expected integers, found ") + type_name(element));
+    const std::int64_t v = element.as_integer()->get();
+    if (v < min || v > max)
+      return error_at(element, key_path(key),
+                      std::to_string(v) + " is out of range [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+    values.push_back(v);
+  }
+  out = std::move(values);
+  return Ok{};
+}
+
 Status TableReader::path(std::string_view key, std::string& out) {
   if (auto s = string(key, out); !s) return s;
   if (const toml::node* n = table_.get(key)) out = resolve_path(*n, out);

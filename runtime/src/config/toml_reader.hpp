@@ -52,6 +52,8 @@ public:
   Status bandwidth(std::string_view key, double& out);
   Status duration(std::string_view key, double& out);
   Status string_list(std::string_view key, std::vector<std::string>& out);
+  /// An array of integers, each in [min, max].
+  Status integer_list(std::string_view key, std::vector<std::int64_t>& out, std::int64_t min, std::int64_t max);
   Status path(std::string_view key, std::string& out);
   Status path_list(std::string_view key, std::vector<std::string>& out);
 

@@ -1,0 +1,67 @@
+/// Pipeline actor: one step of one pipeline.
+
+#include "pipeline_actor.hpp"
+
+#include "messages.hpp"
+
+namespace actorpipe::actors {
+
+namespace {
+
+struct PipelineState {
+  std::vector<caf::actor> stages;
+  std::vector<std::uint32_t> sizes;
+  std::size_t pipelines = 1;
+  std::uint32_t batch_size = 0;
+  caf::typed_response_promise<double> reply;
+  std::size_t done = 0;
+  double loss_sum = 0;
+  static inline const char* name = "pipeline";
+};
+
+caf::behavior pipeline_behavior(caf::stateful_actor<PipelineState>* self, std::vector<caf::actor> stages,
+                                std::vector<std::uint32_t> sizes, std::size_t pipelines, std::uint32_t batch_size) {
+  auto& st = self->state;
+  st.stages = std::move(stages);
+  st.sizes = std::move(sizes);
+  st.pipelines = pipelines;
+  st.batch_size = batch_size;
+  return {
+      [=](step_atom, train::Payload& inputs, train::Payload& labels) -> caf::result<double> {
+        auto& st = self->state;
+        st.reply = self->make_response_promise<double>();
+        st.done = 0;
+        st.loss_sum = 0;
+        const auto input_parts = train::split_rows(inputs, st.sizes);
+        const auto label_parts = train::split_rows(labels, st.sizes);
+        const caf::actor& first = st.stages.front();
+        const caf::actor& last = st.stages.back();
+        for (std::size_t m = 0; m < st.sizes.size(); ++m) {
+          // mean loss of the micro-batch × its share of the whole batch, × pipelines
+          // because the sync group averages (not sums) over pipelines.
+          const double scale = static_cast<double>(st.sizes[m]) * static_cast<double>(st.pipelines) / st.batch_size;
+          self->send(last, labels_atom::value, static_cast<std::uint64_t>(m), label_parts[m], scale);
+          self->send(first, forward_atom::value, static_cast<std::uint64_t>(m), input_parts[m]);
+        }
+        return st.reply;
+      },
+      [=](done_atom, std::uint64_t, double loss_sum) {
+        auto& st = self->state;
+        st.loss_sum += loss_sum;
+        if (++st.done < st.stages.size()) return;
+        std::uint32_t share = 0;
+        for (auto n : st.sizes) share += n;
+        st.reply.deliver(st.loss_sum / share);
+      },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_pipeline(caf::actor_system& system, std::vector<caf::actor> stages,
+                          std::vector<std::uint32_t> micro_batch_sizes, std::size_t pipelines,
+                          std::uint32_t batch_size) {
+  return system.spawn(pipeline_behavior, std::move(stages), std::move(micro_batch_sizes), pipelines, batch_size);
+}
+
+} // namespace actorpipe::actors

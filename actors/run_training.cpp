@@ -1,0 +1,220 @@
+/// run_training(): a plan becomes actors; steps run until the job's steps or epochs are done,
+/// with evaluation, checkpoints, metrics and a trace along the way.
+
+#include <actorpipe/report.hpp>
+#include <actorpipe/training.hpp>
+
+#include "job_actor.hpp"
+#include "messages.hpp"
+#include "pipeline_actor.hpp"
+#include "stage_actor.hpp"
+#include "sync_group_actor.hpp"
+
+#include "../runtime/src/atomic_file.hpp"
+#include "../runtime/src/chrome_trace.hpp"
+#include "../runtime/src/train/session.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+namespace actorpipe {
+
+namespace {
+
+using actors::Clock;
+using json = nlohmann::json;
+
+/// The actors of one run, and their shutdown.
+struct Actors {
+  std::vector<caf::actor> all;
+  caf::actor job;
+  std::vector<actors::StageTrace> traces;
+};
+
+void spawn_actors(caf::actor_system& system, const Plan& plan, train::Session& session, const RunOptions& options,
+                  Clock::time_point origin, const std::shared_ptr<actors::Failure>& failure, Actors& out) {
+  const std::size_t P = plan.pipelines, S = plan.stages.size();
+  out.traces.resize(P * S);
+  std::vector<std::vector<caf::actor>> stages(P);
+  std::vector<std::pair<caf::actor, std::string>> watched;
+  for (std::size_t p = 0; p < P; ++p)
+    for (std::size_t s = 0; s < S; ++s) {
+      actors::StageConfig config;
+      config.worker = &session.worker(p, s);
+      config.actions = plan.schedule.stages[s];
+      config.pipeline = p;
+      config.stage = s;
+      config.stages = S;
+      config.synchronised = P > 1;
+      config.trace = &out.traces[p * S + s];
+      config.trace->pipeline = p;
+      config.trace->stage = s;
+      config.origin = origin;
+      config.inject_failure = options.inject_failure;
+      stages[p].push_back(actors::spawn_stage(system, std::move(config)));
+      watched.emplace_back(stages[p].back(), "stage " + std::to_string(s) + " of pipeline " + std::to_string(p));
+    }
+  std::vector<caf::actor> pipelines;
+  for (std::size_t p = 0; p < P; ++p) {
+    pipelines.push_back(actors::spawn_pipeline(system, stages[p], plan.micro_batch_sizes, P, plan.batch_size));
+    watched.emplace_back(pipelines.back(), "pipeline " + std::to_string(p));
+  }
+  std::vector<std::uint32_t> shares;
+  for (std::size_t p = 0; p < P; ++p) {
+    std::uint32_t share = 0;
+    for (auto n : plan.micro_batch_sizes) share += n;
+    shares.push_back(share);
+  }
+  // The job watches stages and pipelines; sync groups, spawned after it, report
+  // failures to it by message.
+  std::vector<caf::actor> groups(S);
+  out.job = actors::spawn_job(system, pipelines, shares, watched, failure);
+  for (std::size_t s = 0; s < S && P > 1; ++s) {
+    std::vector<caf::actor> replicas;
+    for (std::size_t p = 0; p < P; ++p) replicas.push_back(stages[p][s]);
+    groups[s] = actors::spawn_sync_group(system, session.replicas(s), replicas, out.job);
+  }
+  for (std::size_t p = 0; p < P; ++p)
+    for (std::size_t s = 0; s < S; ++s)
+      caf::anon_send(stages[p][s], actors::connect_atom::value, s > 0 ? stages[p][s - 1] : caf::actor{},
+                     s + 1 < S ? stages[p][s + 1] : caf::actor{}, pipelines[p], groups[s], out.job);
+  for (auto& row : stages) out.all.insert(out.all.end(), row.begin(), row.end());
+  out.all.insert(out.all.end(), pipelines.begin(), pipelines.end());
+  for (auto& g : groups)
+    if (g) out.all.push_back(g);
+  out.all.push_back(out.job);
+}
+
+std::string trace_of(const std::vector<actors::StageTrace>& traces, const Plan& plan, const ClusterSpec& cluster) {
+  ChromeTrace trace;
+  for (std::size_t p = 0; p < plan.pipelines; ++p) trace.process(p, "pipeline " + std::to_string(p));
+  for (const auto& t : traces) {
+    const DeviceId device = plan.devices[t.pipeline][t.stage];
+    trace.thread(t.pipeline, t.stage,
+                 "stage " + std::to_string(t.stage) + " (" + cluster.devices[device].name + ")");
+    for (const auto& span : t.spans)
+      trace.span(t.pipeline, t.stage,
+                 std::string(span.kind) + (std::string_view(span.kind) == "sync" ? "" : " " + std::to_string(span.micro_batch)),
+                 span.kind, span.start_us, span.duration_us);
+  }
+  return trace.finish();
+}
+
+} // namespace
+
+Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunOptions& options) {
+  if (auto s = plan.validate(job.profile, job.cluster); !s) return std::move(s).error();
+  if (auto s = validate(plan.schedule); !s) return std::move(s).error();
+  std::error_code ec;
+  std::filesystem::create_directories(options.output_dir, ec);
+  if (ec) return Error::run_failed(options.output_dir + ": cannot create the output folder: " + ec.message());
+  auto opened = train::Session::open(job, plan);
+  if (!opened) return std::move(opened).error();
+  train::Session& session = **opened;
+
+  train::Progress progress;
+  if (!options.resume.empty()) {
+    auto loaded = session.load_checkpoint(options.resume + "/checkpoint.pt");
+    if (!loaded) return std::move(loaded).error();
+    progress = *loaded;
+  }
+  const std::uint64_t per_epoch = session.steps_per_epoch();
+  const std::uint64_t epochs = options.epochs ? options.epochs : job.train.epochs;
+  const std::uint64_t total = options.steps ? options.steps : job.train.steps ? job.train.steps : epochs * per_epoch;
+
+  if (auto s = write_file_atomically(options.output_dir + "/plan.json", plan_to_json(plan, job.profile, job.cluster));
+      !s)
+    return std::move(s).error();
+  std::ofstream metrics(options.output_dir + "/metrics.jsonl", progress.step > 0 ? std::ios::app : std::ios::trunc);
+  if (!metrics) return Error::run_failed(options.output_dir + "/metrics.jsonl: cannot write");
+
+  caf::actor_system_config config;
+  caf::actor_system system{config};
+  const auto origin = Clock::now();
+  auto failure = std::make_shared<actors::Failure>();
+  Actors run;
+  spawn_actors(system, plan, session, options, origin, failure, run);
+  // The driver's own actor, which must be gone before the system can wait for the rest.
+  auto self = std::make_unique<caf::scoped_actor>(system);
+
+  RunSummary summary;
+  summary.output_dir = options.output_dir;
+  std::optional<Error> error;
+  double step_seconds = 0;
+  std::uint64_t steps_here = 0;
+  // After the last step of `epoch` (1-based).
+  auto evaluate = [&](std::uint64_t epoch) {
+    const train::Evaluation e = session.evaluate();
+    summary.test_accuracy = e.accuracy;
+    summary.test_loss = e.loss;
+    metrics << json{{"kind", "evaluation"}, {"step", progress.step}, {"epoch", epoch},
+                    {"test_accuracy", e.accuracy}, {"test_loss", e.loss}}
+                   .dump()
+            << "\n"
+            << std::flush;
+    if (options.on_evaluation) options.on_evaluation({progress.step, epoch, e.accuracy, e.loss});
+  };
+  auto checkpoint = [&]() -> Status { return session.save_checkpoint(options.output_dir + "/checkpoint.pt", progress); };
+
+  while (progress.step < total && !error) {
+    const train::Batch batch = session.batch(progress.epoch, progress.index);
+    const auto started = Clock::now();
+    double loss = 0;
+    (*self)->request(run.job, caf::infinite, actors::step_atom::value, batch.inputs, batch.labels)
+        .receive([&](double l) { loss = l; },
+                 [&](caf::error&) {
+                   std::lock_guard<std::mutex> lock(failure->mutex);
+                   error = Error::run_failed(failure->what.empty() ? "the run failed" : failure->what);
+                 });
+    if (error) break;
+    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    step_seconds += seconds;
+    ++steps_here;
+    ++progress.step;
+    ++progress.index;
+    summary.final_loss = loss;
+    StepMetrics m;
+    m.step = progress.step;
+    m.epoch = progress.epoch;
+    m.steps_per_epoch = per_epoch;
+    m.total_steps = total;
+    m.loss = loss;
+    m.step_ms = seconds * 1000.0;
+    m.samples_per_s = static_cast<double>(steps_here * plan.batch_size) / step_seconds;
+    m.eta_s = step_seconds / static_cast<double>(steps_here) * static_cast<double>(total - progress.step);
+    metrics << json{{"kind", "step"}, {"step", m.step}, {"epoch", m.epoch}, {"loss", loss}, {"step_ms", m.step_ms},
+                    {"samples_per_s", m.samples_per_s}}
+                   .dump()
+            << "\n";
+    if (options.on_step) options.on_step(m);
+    const std::uint64_t epoch = progress.epoch + 1;
+    const bool epoch_done = progress.index == per_epoch;
+    if (epoch_done) {
+      ++progress.epoch;
+      progress.index = 0;
+    }
+    if (epoch_done || progress.step == total) {
+      evaluate(epoch);
+      if (auto s = checkpoint(); !s) error = std::move(s).error();
+    }
+  }
+  for (const caf::actor& a : run.all) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  self.reset();
+  run.all.clear();
+  run.job = nullptr;
+  system.await_all_actors_done();
+  metrics.close();
+  if (auto s = write_file_atomically(options.output_dir + "/trace.json", trace_of(run.traces, plan, job.cluster));
+      !s && !error)
+    error = std::move(s).error();
+  if (error) return *std::move(error);
+  summary.steps = progress.step;
+  summary.epochs = progress.epoch;
+  summary.seconds = step_seconds;
+  summary.samples_per_s = step_seconds > 0 ? static_cast<double>(steps_here * plan.batch_size) / step_seconds : 0;
+  return summary;
+}
+
+} // namespace actorpipe

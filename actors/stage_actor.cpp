@@ -1,0 +1,186 @@
+/// Stage actor: executes its schedule as inputs arrive, sends activations forward and
+/// gradients back, has its gradients averaged, steps its optimizer and reports.
+
+#include "stage_actor.hpp"
+
+#include "messages.hpp"
+#include "../runtime/src/train/stage_worker.hpp"
+
+#include <map>
+
+namespace actorpipe::actors {
+
+namespace {
+
+/// An exception's message without the C++ backtrace LibTorch appends to its own.
+std::string first_line(const std::exception& e) {
+  const std::string what = e.what();
+  return what.substr(0, what.find('\n'));
+}
+
+struct StageState {
+  StageConfig config;
+  caf::actor previous, next, pipeline, sync_group, job;
+  std::size_t cursor = 0; ///< the next action of this step
+  std::uint64_t step = 1;
+  std::map<std::size_t, train::Payload> inputs, gradients;
+  std::map<std::size_t, std::pair<train::Payload, double>> labels;
+  double loss_sum = 0; ///< Σ loss × samples over this step's micro-batches (last stage)
+  bool syncing = false;
+  bool failed = false;
+  std::optional<Clock::time_point> waiting_since, sync_since;
+  static inline const char* name = "stage";
+};
+
+using StageActor = caf::stateful_actor<StageState>;
+
+double now_us(const StageState& st) { return microseconds_since(st.config.origin, Clock::now()); }
+
+void record(StageState& st, const char* kind, std::size_t micro, Clock::time_point start) {
+  if (!st.config.trace) return;
+  const double begin = microseconds_since(st.config.origin, start);
+  st.config.trace->spans.push_back({kind, micro, begin, now_us(st) - begin});
+}
+
+/// The optimizer step once gradients are final, then the report to the pipeline.
+void finish_step(StageActor* self) {
+  auto& st = self->state;
+  st.config.worker->step();
+  self->send(st.pipeline, done_atom::value, static_cast<std::uint64_t>(st.config.stage), st.loss_sum);
+  st.cursor = 0;
+  st.loss_sum = 0;
+  st.syncing = false;
+  ++st.step;
+}
+
+/// Whether the inputs of action `a` are here.
+bool ready(const StageState& st, const Action& a) {
+  const bool last = st.config.stage + 1 == st.config.stages;
+  if (a.op == Op::forward) return st.inputs.count(a.micro_batch) && (!last || st.labels.count(a.micro_batch));
+  return last || st.gradients.count(a.micro_batch);
+}
+
+void run_action(StageActor* self, const Action& a) {
+  auto& st = self->state;
+  train::StageWorker& worker = *st.config.worker;
+  const bool last = worker.last();
+  if (st.config.inject_failure && st.config.inject_failure->stage == st.config.stage &&
+      st.config.inject_failure->step == st.step && st.cursor == 0)
+    throw std::runtime_error("injected failure");
+  const auto started = Clock::now();
+  if (a.op == Op::forward) {
+    const train::Payload input = std::move(st.inputs[a.micro_batch]);
+    st.inputs.erase(a.micro_batch);
+    if (last) {
+      const auto [labels, scale] = st.labels[a.micro_batch];
+      st.labels.erase(a.micro_batch);
+      st.loss_sum += worker.forward_loss(a.micro_batch, input, labels, scale) * a.size;
+      record(st, "forward", a.micro_batch, started);
+    } else {
+      train::Payload output = worker.forward(a.micro_batch, input);
+      record(st, "forward", a.micro_batch, started);
+      const auto sending = Clock::now();
+      self->send(st.next, forward_atom::value, static_cast<std::uint64_t>(a.micro_batch), std::move(output));
+      record(st, "send", a.micro_batch, sending);
+    }
+    return;
+  }
+  train::Payload gradient;
+  if (!last) {
+    gradient = std::move(st.gradients[a.micro_batch]);
+    st.gradients.erase(a.micro_batch);
+  }
+  train::Payload input_gradient = worker.backward(a.micro_batch, gradient);
+  record(st, "backward", a.micro_batch, started);
+  if (!worker.first() && input_gradient) {
+    const auto sending = Clock::now();
+    self->send(st.previous, backward_atom::value, static_cast<std::uint64_t>(a.micro_batch), std::move(input_gradient));
+    record(st, "send", a.micro_batch, sending);
+  }
+}
+
+/// Runs every action whose inputs are here, in schedule order; at the end of the
+/// schedule hands the gradients to the sync group (or steps at once without one).
+void advance(StageActor* self) {
+  auto& st = self->state;
+  if (st.failed || st.syncing) return;
+  const auto& actions = st.config.actions;
+  std::size_t micro = 0;
+  try {
+    while (st.cursor < actions.size() && ready(st, actions[st.cursor])) {
+      if (st.waiting_since) {
+        record(st, "wait", actions[st.cursor].micro_batch, *st.waiting_since);
+        st.waiting_since.reset();
+      }
+      micro = actions[st.cursor].micro_batch;
+      run_action(self, actions[st.cursor]);
+      ++st.cursor;
+    }
+    if (st.cursor < actions.size()) {
+      if (!st.waiting_since) st.waiting_since = Clock::now();
+      return;
+    }
+    if (st.config.synchronised) {
+      st.syncing = true;
+      st.sync_since = Clock::now();
+      self->send(st.sync_group, grads_atom::value, static_cast<std::uint64_t>(st.config.pipeline));
+    } else {
+      finish_step(self);
+    }
+  } catch (const std::exception& e) {
+    st.failed = true;
+    const Action& a = actions[std::min(st.cursor, actions.size() - 1)];
+    self->send(st.job, failed_atom::value,
+               "stage " + std::to_string(st.config.stage) + " of pipeline " + std::to_string(st.config.pipeline) +
+                   ", " + (a.op == Op::forward ? "forward" : "backward") + " of micro-batch " + std::to_string(micro) +
+                   " in step " + std::to_string(st.step) + ": " + first_line(e));
+  }
+}
+
+caf::behavior stage_behavior(StageActor* self, StageConfig config) {
+  self->state.config = std::move(config);
+  return {
+      [=](connect_atom, caf::actor previous, caf::actor next, caf::actor pipeline, caf::actor sync_group,
+          caf::actor job) {
+        auto& st = self->state;
+        st.previous = std::move(previous);
+        st.next = std::move(next);
+        st.pipeline = std::move(pipeline);
+        st.sync_group = std::move(sync_group);
+        st.job = std::move(job);
+      },
+      [=](forward_atom, std::uint64_t micro, train::Payload& input) {
+        self->state.inputs[micro] = std::move(input);
+        advance(self);
+      },
+      [=](labels_atom, std::uint64_t micro, train::Payload& labels, double scale) {
+        self->state.labels[micro] = {std::move(labels), scale};
+        advance(self);
+      },
+      [=](backward_atom, std::uint64_t micro, train::Payload& gradient) {
+        self->state.gradients[micro] = std::move(gradient);
+        advance(self);
+      },
+      [=](synced_atom) {
+        auto& st = self->state;
+        if (st.sync_since) record(st, "sync", 0, *st.sync_since);
+        st.sync_since.reset();
+        try {
+          finish_step(self);
+        } catch (const std::exception& e) {
+          st.failed = true;
+          self->send(st.job, failed_atom::value,
+                     "stage " + std::to_string(st.config.stage) + " of pipeline " + std::to_string(st.config.pipeline) +
+                         ", optimizer step " + std::to_string(st.step) + ": " + first_line(e));
+        }
+      },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_stage(caf::actor_system& system, StageConfig config) {
+  return system.spawn<caf::detached>(stage_behavior, std::move(config));
+}
+
+} // namespace actorpipe::actors

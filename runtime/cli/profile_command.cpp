@@ -1,0 +1,57 @@
+/// `actorpipe profile JOB.toml [-o FILE]`: measure every block and sub-block of the
+/// job's zoo model on this machine and write the profile as TOML.
+
+#include "commands.hpp"
+#include "job_arguments.hpp"
+
+#include <actorpipe/profile_io.hpp>
+#include <actorpipe/training.hpp>
+
+#include <iostream>
+
+namespace actorpipe::cli {
+
+namespace {
+
+struct ProfileArguments {
+  std::string job, output;
+  std::vector<std::string> set;
+  std::uint32_t batch_size = 0, repeats = 5;
+};
+
+int profile_job(const ProfileArguments& a) {
+  auto job = load_job(a.job, a.set);
+  if (!job) return report(job.error());
+  if (job->model.zoo.empty())
+    return report(Error::bad_input(job->where("model.zoo") + "the job names no model to measure (model.zoo)"));
+  MeasureOptions options;
+  options.batch_size = a.batch_size;
+  options.repeats = a.repeats;
+  options.on_unit = [](std::size_t done, std::size_t all) {
+    std::cerr << "\rmeasuring unit " << done << "/" << all << (done == all ? "\n" : "") << std::flush;
+  };
+  auto profile = measure_profile(*job, options);
+  if (!profile) return report(profile.error());
+  if (a.output.empty()) {
+    std::cout << to_toml(*profile);
+    return 0;
+  }
+  if (auto s = save_profile(*profile, a.output); !s) return report(s.error());
+  std::cerr << "wrote " << a.output << "\n";
+  return 0;
+}
+
+} // namespace
+
+void add_profile_command(CLI::App& app, Run& run) {
+  auto args = std::make_shared<ProfileArguments>();
+  auto* command = app.add_subcommand("profile", "Measure the job's model block by block and write its profile");
+  command->add_option("job", args->job, "the job file")->required();
+  command->add_option("-o,--output", args->output, "write the profile here (default: print it)");
+  command->add_option("--set", args->set, "override any job key (repeatable)");
+  command->add_option("--batch-size", args->batch_size, "samples per measurement (default: train.batch_size)");
+  command->add_option("--repeats", args->repeats, "timed runs per unit; the median counts")->check(CLI::PositiveNumber);
+  command->callback([&run, args] { run = [args] { return profile_job(*args); }; });
+}
+
+} // namespace actorpipe::cli

@@ -1,0 +1,130 @@
+/// `actorpipe run JOB.toml`: plan the job and train it with the actor runtime, showing
+/// progress, evaluating after every epoch, and leaving plan.json, metrics.jsonl,
+/// trace.json and a checkpoint in the run's output folder.
+
+#include "commands.hpp"
+#include "job_arguments.hpp"
+
+#include <actorpipe/planner.hpp>
+#include <actorpipe/training.hpp>
+
+#include "text.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <unistd.h>
+
+namespace actorpipe::cli {
+
+namespace {
+
+struct RunArguments {
+  JobArguments job;
+  std::optional<std::uint64_t> steps;
+  std::optional<std::uint32_t> epochs;
+  std::string resume, output, inject_failure;
+  bool json = false;
+};
+
+std::string duration(double seconds) {
+  const auto s = static_cast<long>(seconds + 0.5);
+  if (s >= 3600) return std::to_string(s / 3600) + "h" + std::to_string(s / 60 % 60) + "m";
+  if (s >= 60) return std::to_string(s / 60) + "m" + std::to_string(s % 60) + "s";
+  return std::to_string(s) + "s";
+}
+
+/// "STAGE:STEP" → InjectedFailure.
+Result<InjectedFailure> parse_failure(const std::string& text) {
+  InjectedFailure f;
+  unsigned long stage = 0, step = 0;
+  char rest = 0;
+  if (std::sscanf(text.c_str(), "%lu:%lu%c", &stage, &step, &rest) != 2 || step == 0)
+    return Error::bad_input("--inject-failure: expected STAGE:STEP (step ≥ 1), found '" + text + "'");
+  f.stage = stage;
+  f.step = step;
+  return f;
+}
+
+int run_job(const RunArguments& a, const CommonOptions& common) {
+  auto loaded = load(a.job, common);
+  if (!loaded) return report(loaded.error());
+  const JobSpec& job = loaded->job;
+  if (job.model.zoo.empty())
+    return report(Error::bad_input(job.where("model.zoo") + "the job names no model to train (model.zoo)"));
+  auto plan = make_plan(job, loaded->plugins);
+  if (!plan) return report(plan.error());
+
+  RunOptions options;
+  options.steps = a.steps.value_or(0);
+  options.epochs = a.epochs.value_or(0);
+  options.resume = a.resume;
+  options.output_dir = !a.output.empty() ? a.output : !a.resume.empty() ? a.resume : job.output.dir;
+  if (const auto at = options.output_dir.find("{job}"); at != std::string::npos)
+    options.output_dir.replace(at, 5, job.job.name);
+  if (!a.inject_failure.empty()) {
+    auto failure = parse_failure(a.inject_failure);
+    if (!failure) return report(failure.error());
+    options.inject_failure = *failure;
+  }
+  const bool terminal = ::isatty(STDERR_FILENO);
+  std::uint64_t shown = 0;
+  options.on_step = [&](const StepMetrics& m) {
+    // On a terminal the line is rewritten in place; in a log, about twenty lines a run.
+    const std::uint64_t every = std::max<std::uint64_t>(1, m.total_steps / 20);
+    if (!terminal && m.step % every != 0 && m.step != m.total_steps) return;
+    std::cerr << (terminal ? "\r" : "") << "epoch " << m.epoch + 1 << " step " << m.step << "/" << m.total_steps
+              << "  loss " << text::format_fixed(m.loss, 4) << "  " << text::format_fixed(m.samples_per_s, 0)
+              << " samples/s  ETA " << duration(m.eta_s) << (terminal ? "   " : "\n") << std::flush;
+    ++shown;
+  };
+  options.on_evaluation = [&](const EvaluationMetrics& e) {
+    std::cerr << (terminal && shown ? "\n" : "") << "epoch " << e.epoch << ", step " << e.step
+              << ": test accuracy " << text::format_fixed(100.0 * e.test_accuracy, 2) << "%, test loss "
+              << text::format_fixed(e.test_loss, 4) << "\n";
+  };
+  std::cerr << "actorpipe: training '" << job.job.name << "': " << plan->stages.size() << " stages × "
+            << plan->pipelines << " pipelines, " << plan->scheduler << ", " << plan->micro_batch_sizes.size()
+            << " micro-batches; output in " << options.output_dir << "\n";
+  auto summary = run_training(job, *plan, options);
+  if (terminal && shown) std::cerr << "\n";
+  if (!summary) return report(summary.error());
+  if (a.json) {
+    nlohmann::json out{{"steps", summary->steps},
+                       {"epochs", summary->epochs},
+                       {"final_loss", summary->final_loss},
+                       {"test_accuracy", summary->test_accuracy},
+                       {"test_loss", summary->test_loss},
+                       {"samples_per_s", summary->samples_per_s},
+                       {"seconds", summary->seconds},
+                       {"output_dir", summary->output_dir}};
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << "trained " << summary->steps << " steps in " << duration(summary->seconds) << " ("
+              << text::format_fixed(summary->samples_per_s, 0) << " samples/s): final loss "
+              << text::format_fixed(summary->final_loss, 4) << ", test accuracy "
+              << text::format_fixed(100.0 * summary->test_accuracy, 2) << "%\n"
+              << "wrote " << summary->output_dir << "/{plan.json, metrics.jsonl, trace.json, checkpoint.pt}\n";
+  }
+  return 0;
+}
+
+} // namespace
+
+void add_run_command(CLI::App& app, CommonOptions& common, Run& run) {
+  auto args = std::make_shared<RunArguments>();
+  auto* command = app.add_subcommand("run", "Plan a job and train it with the actor runtime");
+  add_job_arguments(*command, args->job, common);
+  command->add_option("--steps", args->steps, "steps to run (overrides train.steps)")->check(CLI::PositiveNumber);
+  command->add_option("--epochs", args->epochs, "epochs to run (overrides train.epochs)")->check(CLI::PositiveNumber);
+  command->add_option("--resume", args->resume, "continue from the checkpoint in this run folder");
+  command->add_option("-o,--output", args->output, "the run's output folder (default: output.dir)");
+  command->add_flag("--json", args->json, "print a JSON summary at the end");
+  command->add_option("--inject-failure", args->inject_failure,
+                      "testing aid: make stage STAGE throw in step STEP (STAGE:STEP)")
+      ->group("Testing");
+  command->callback([&run, &common, args] { run = [&common, args] { return run_job(*args, common); }; });
+}
+
+} // namespace actorpipe::cli

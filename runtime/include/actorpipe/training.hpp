@@ -1,0 +1,88 @@
+#pragma once
+
+/// Training a planned job: the plan becomes CAF actors (a job actor, one pipeline actor
+/// per pipeline, one stage actor per pipeline × stage, one sync-group actor per stage
+/// index) that pass micro-batches to each other and train the job's model with LibTorch.
+/// No CAF or LibTorch types show here.
+
+#include <actorpipe/error.hpp>
+#include <actorpipe/job.hpp>
+#include <actorpipe/plan.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace actorpipe {
+
+/// One finished step, as the progress line and metrics.jsonl see it.
+struct StepMetrics {
+  std::uint64_t step = 0;  ///< 1-based, over the whole run
+  std::uint64_t epoch = 0; ///< 0-based
+  std::uint64_t steps_per_epoch = 0;
+  std::uint64_t total_steps = 0;
+  double loss = 0;          ///< training loss of this step's batch
+  double step_ms = 0;       ///< wall time of this step
+  double samples_per_s = 0; ///< since the run (or resume) began
+  double eta_s = 0;         ///< until the last step, at the rate so far
+};
+
+/// An evaluation at the end of an epoch.
+struct EvaluationMetrics {
+  std::uint64_t step = 0;
+  std::uint64_t epoch = 0; ///< 1-based: the epoch the last step belonged to
+  double test_accuracy = 0;
+  double test_loss = 0;
+};
+
+/// Makes stage `stage` throw at its first action of step `step` (1-based): how tests
+/// check that a failing stage ends the run, named, instead of hanging it.
+struct InjectedFailure {
+  std::size_t stage = 0;
+  std::uint64_t step = 1;
+};
+
+struct RunOptions {
+  std::uint64_t steps = 0;  ///< overrides train.steps when > 0
+  std::uint32_t epochs = 0; ///< overrides train.epochs when > 0
+  std::string output_dir;   ///< where plan.json, metrics.jsonl, trace.json and the checkpoint go
+  std::string resume;       ///< a run's output folder whose checkpoint to continue from
+  std::optional<InjectedFailure> inject_failure;
+  std::function<void(const StepMetrics&)> on_step;
+  std::function<void(const EvaluationMetrics&)> on_evaluation;
+};
+
+struct RunSummary {
+  std::uint64_t steps = 0;  ///< steps done in all, counting those before a resume
+  std::uint64_t epochs = 0; ///< epochs finished
+  double final_loss = 0;    ///< training loss of the last step
+  double test_accuracy = 0; ///< at the last evaluation
+  double test_loss = 0;
+  double samples_per_s = 0; ///< training samples per second of this process's steps
+  double seconds = 0;       ///< wall time of the steps (without evaluation)
+  std::string output_dir;
+};
+
+/// Trains `job` (which must name a zoo model) as `plan` says. Writes to
+/// `options.output_dir`: metrics.jsonl (a line per step and per evaluation), trace.json
+/// (a Perfetto track per stage actor) and checkpoint.pt (atomically, after every epoch
+/// and at the end). A failing actor ends the run with an error naming the stage and
+/// micro-batch.
+Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunOptions& options);
+
+struct MeasureOptions {
+  std::uint32_t batch_size = 0; ///< samples per measurement; 0: the job's batch
+  std::uint32_t warmup = 2;     ///< untimed runs first
+  std::uint32_t repeats = 5;    ///< timed runs; the median counts
+  /// Called after each unit with (units done, units in all).
+  std::function<void(std::size_t, std::size_t)> on_unit;
+};
+
+/// The profile of the job's zoo model measured on this machine's CPU at
+/// `options.batch_size` samples of the job's data: per block and sub-block, forward
+/// and backward time (median of the repeats, each unit fed the real output of the
+/// units before it), output, parameter and stashed bytes.
+Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& options);
+
+} // namespace actorpipe

@@ -1,0 +1,44 @@
+#include "chrome_trace.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace actorpipe {
+
+ChromeTrace::ChromeTrace() {
+  out_.precision(12);
+  out_ << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+}
+
+void ChromeTrace::comma() {
+  if (!first_) out_ << ",\n";
+  first_ = false;
+}
+
+void ChromeTrace::process(std::size_t pid, const std::string& name) {
+  comma();
+  out_ << R"({"name":"process_name","ph":"M","pid":)" << pid << R"(,"args":{"name":)" << nlohmann::json(name).dump()
+       << "}}";
+}
+
+void ChromeTrace::thread(std::size_t pid, std::size_t tid, const std::string& name) {
+  comma();
+  out_ << R"({"name":"thread_name","ph":"M","pid":)" << pid << ",\"tid\":" << tid << R"(,"args":{"name":)"
+       << nlohmann::json(name).dump() << "}}";
+  comma();
+  out_ << R"({"name":"thread_sort_index","ph":"M","pid":)" << pid << ",\"tid\":" << tid
+       << R"(,"args":{"sort_index":)" << tid << "}}";
+}
+
+void ChromeTrace::span(std::size_t pid, std::size_t tid, const std::string& name, const char* category,
+                       double start_us, double duration_us) {
+  comma();
+  out_ << "{\"name\":" << nlohmann::json(name).dump() << ",\"cat\":\"" << category << "\",\"ph\":\"X\",\"pid\":" << pid
+       << ",\"tid\":" << tid << ",\"ts\":" << start_us << ",\"dur\":" << duration_us << "}";
+}
+
+std::string ChromeTrace::finish() {
+  out_ << "\n]}\n";
+  return out_.str();
+}
+
+} // namespace actorpipe

@@ -1,0 +1,31 @@
+#pragma once
+
+/// A trace in the Chrome trace event format, which Perfetto and chrome://tracing open:
+/// processes and threads with names, and complete spans on them. Written as text as
+/// it grows, since a large trace holds millions of spans.
+
+#include <cstddef>
+#include <sstream>
+#include <string>
+
+namespace actorpipe {
+
+class ChromeTrace {
+public:
+  ChromeTrace();
+  void process(std::size_t pid, const std::string& name);
+  /// A thread (track) of `pid`; tracks sort by `tid`.
+  void thread(std::size_t pid, std::size_t tid, const std::string& name);
+  /// A span from `start_us` lasting `duration_us` microseconds.
+  void span(std::size_t pid, std::size_t tid, const std::string& name, const char* category, double start_us,
+            double duration_us);
+  /// The whole trace; the writer is done after this.
+  std::string finish();
+
+private:
+  void comma();
+  std::ostringstream out_;
+  bool first_ = true;
+};
+
+} // namespace actorpipe

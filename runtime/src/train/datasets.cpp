@@ -1,0 +1,165 @@
+/// Data sets: Fashion-MNIST (gzipped IDX, read with zlib), synthetic, byte-level text.
+
+#include "datasets.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <random>
+
+namespace actorpipe::train {
+
+namespace {
+
+/// The whole decompressed content of a gzip file (or a plain file: zlib passes it through).
+Result<std::vector<std::uint8_t>> read_gzip(const std::string& path) {
+  if (!std::filesystem::is_regular_file(path)) return Error::bad_input(path + ": file not found");
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (!file) return Error::bad_input(path + ": cannot open");
+  std::vector<std::uint8_t> out;
+  std::uint8_t buffer[1 << 16];
+  int n = 0;
+  while ((n = gzread(file, buffer, sizeof buffer)) > 0) out.insert(out.end(), buffer, buffer + n);
+  int code = 0;
+  const char* message = n < 0 ? gzerror(file, &code) : nullptr;
+  const std::string why = message ? message : "";
+  gzclose(file);
+  if (n < 0) return Error::bad_input(path + ": cannot decompress: " + why);
+  return out;
+}
+
+std::uint32_t big_endian(const std::vector<std::uint8_t>& bytes, std::size_t at) {
+  return (std::uint32_t{bytes[at]} << 24) | (std::uint32_t{bytes[at + 1]} << 16) | (std::uint32_t{bytes[at + 2]} << 8) |
+         bytes[at + 3];
+}
+
+/// An IDX file of unsigned bytes: its dimensions and data, checked against the magic
+/// number and the length the header promises.
+Result<std::pair<std::vector<std::int64_t>, std::vector<std::uint8_t>>> read_idx(const std::string& path,
+                                                                                std::uint32_t dimensions) {
+  auto bytes = read_gzip(path);
+  if (!bytes) return std::move(bytes).error();
+  const std::uint32_t magic = 0x800 + dimensions; // unsigned byte data
+  if (bytes->size() < 4 + 4 * dimensions || big_endian(*bytes, 0) != magic)
+    return Error::bad_input(path + ": not an IDX file of " + std::to_string(dimensions) +
+                            " dimensions (wrong magic number)");
+  std::vector<std::int64_t> shape;
+  std::size_t count = 1;
+  for (std::uint32_t d = 0; d < dimensions; ++d) {
+    shape.push_back(big_endian(*bytes, 4 + 4 * d));
+    count *= static_cast<std::size_t>(shape.back());
+  }
+  const std::size_t header = 4 + 4 * dimensions;
+  if (bytes->size() != header + count)
+    return Error::bad_input(path + ": truncated: the header promises " + std::to_string(count) + " bytes of data, " +
+                            std::to_string(bytes->size() - header) + " follow");
+  return std::make_pair(std::move(shape), std::vector<std::uint8_t>(bytes->begin() + header, bytes->end()));
+}
+
+Result<Split> fashion_mnist_split(const std::string& folder, const std::string& prefix) {
+  const auto images = read_idx(folder + "/" + prefix + "-images-idx3-ubyte.gz", 3);
+  if (!images) return images.error();
+  const auto labels = read_idx(folder + "/" + prefix + "-labels-idx1-ubyte.gz", 1);
+  if (!labels) return labels.error();
+  const auto& [shape, pixels] = *images;
+  if (labels->first[0] != shape[0])
+    return Error::bad_input(folder + "/" + prefix + "-labels-idx1-ubyte.gz: " + std::to_string(labels->first[0]) +
+                            " labels for " + std::to_string(shape[0]) + " images");
+  Split split;
+  auto raw = torch::from_blob(const_cast<std::uint8_t*>(pixels.data()), {shape[0], 1, shape[1], shape[2]}, torch::kUInt8);
+  // Normalised by the training set's mean and standard deviation.
+  split.inputs = (raw.to(torch::kFloat32) / 255.0 - 0.2860) / 0.3530;
+  split.labels = torch::from_blob(const_cast<std::uint8_t*>(labels->second.data()), {shape[0]}, torch::kUInt8)
+                     .to(torch::kLong);
+  return split;
+}
+
+Result<DataSets> fashion_mnist(const DataOptions& data) {
+  const std::string folder = data.path.empty() ? default_fashion_mnist : data.path;
+  DataSets sets;
+  auto train = fashion_mnist_split(folder, "train");
+  if (!train) return std::move(train).error();
+  auto test = fashion_mnist_split(folder, "t10k");
+  if (!test) return std::move(test).error();
+  sets.train = std::move(*train);
+  sets.test = std::move(*test);
+  sets.shape.sample = {1, sets.train.inputs.size(2), sets.train.inputs.size(3)};
+  sets.shape.classes = 10;
+  return sets;
+}
+
+/// Gaussian inputs labelled by a fixed random linear teacher: learnable, and the same
+/// for the same seed.
+DataSets synthetic(const DataOptions& data) {
+  torch::manual_seed(data.seed + 0x5eed);
+  DataSets sets;
+  sets.shape.sample = data.shape;
+  sets.shape.classes = data.classes;
+  std::int64_t features = 1;
+  for (auto d : data.shape) features *= d;
+  const auto teacher = torch::randn({features, static_cast<std::int64_t>(data.classes)});
+  auto make = [&](std::int64_t n) {
+    std::vector<std::int64_t> shape{n};
+    shape.insert(shape.end(), data.shape.begin(), data.shape.end());
+    Split s;
+    s.inputs = torch::randn(shape);
+    s.labels = torch::matmul(s.inputs.reshape({n, features}), teacher).argmax(1);
+    return s;
+  };
+  sets.train = make(data.samples);
+  sets.test = make(std::max<std::int64_t>(1, data.samples / 4));
+  return sets;
+}
+
+/// Non-overlapping windows of `context` + 1 bytes: inputs are the first `context`,
+/// labels the next byte of each. The last tenth of the file is the test split.
+Result<DataSets> text(const DataOptions& data, const ModelOptions& model) {
+  if (data.path.empty()) return Error::bad_input("data.path: a text data set needs a file");
+  std::ifstream in(data.path, std::ios::binary);
+  if (!in || !std::filesystem::is_regular_file(data.path)) return Error::bad_input(data.path + ": file not found");
+  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::int64_t T = model.context;
+  const std::int64_t windows = static_cast<std::int64_t>(bytes.size() > 0 ? (bytes.size() - 1) / T : 0);
+  if (windows < 2)
+    return Error::bad_input(data.path + ": " + std::to_string(bytes.size()) + " bytes make fewer than two windows of " +
+                            std::to_string(T + 1) + " bytes (model.context + 1)");
+  auto all = torch::from_blob(bytes.data(), {static_cast<std::int64_t>(bytes.size())}, torch::kUInt8).to(torch::kLong);
+  auto inputs = torch::empty({windows, T}, torch::kLong), labels = torch::empty({windows, T}, torch::kLong);
+  for (std::int64_t w = 0; w < windows; ++w) {
+    inputs[w] = all.slice(0, w * T, w * T + T);
+    labels[w] = all.slice(0, w * T + 1, w * T + T + 1);
+  }
+  const std::int64_t test = std::max<std::int64_t>(1, windows / 10);
+  DataSets sets;
+  sets.train = {inputs.slice(0, 0, windows - test), labels.slice(0, 0, windows - test)};
+  sets.test = {inputs.slice(0, windows - test), labels.slice(0, windows - test)};
+  sets.shape.sample = {T};
+  sets.shape.classes = 256;
+  sets.shape.tokens = true;
+  return sets;
+}
+
+} // namespace
+
+Result<DataSets> load_data(const DataOptions& data, const ModelOptions& model) {
+  if (data.dataset == "fashion-mnist") return fashion_mnist(data);
+  if (data.dataset == "text") return text(data, model);
+  return synthetic(data);
+}
+
+std::vector<std::int64_t> epoch_order(std::int64_t samples, std::uint64_t seed, std::uint64_t epoch, bool shuffle) {
+  std::vector<std::int64_t> order(static_cast<std::size_t>(samples));
+  std::iota(order.begin(), order.end(), 0);
+  if (shuffle) {
+    std::mt19937_64 random(seed * 0x9e3779b97f4a7c15ULL + epoch);
+    // Fisher–Yates with our own draws: std::shuffle's use of the engine is not fixed
+    // by the standard, and orders must not change between library versions.
+    for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[random() % i]);
+  }
+  return order;
+}
+
+} // namespace actorpipe::train

@@ -1,0 +1,256 @@
+/// The built-in models (mlp, cnn, resnet, gpt) and TorchScript import, each as blocks
+/// of units that a plan can cut between.
+
+#include "model_zoo.hpp"
+
+#include <torch/script.h>
+
+#include <cmath>
+#include <filesystem>
+
+namespace actorpipe::train {
+
+namespace nn = torch::nn;
+
+namespace {
+
+/// Residual block of the small resnet: two 3×3 convolutions with group norm (batch
+/// norm would make micro-batched training differ from whole-batch training).
+struct ResidualImpl : nn::Module {
+  explicit ResidualImpl(std::int64_t channels)
+      : conv1(register_module("conv1", nn::Conv2d(nn::Conv2dOptions(channels, channels, 3).padding(1)))),
+        norm1(register_module("norm1", nn::GroupNorm(nn::GroupNormOptions(4, channels)))),
+        conv2(register_module("conv2", nn::Conv2d(nn::Conv2dOptions(channels, channels, 3).padding(1)))),
+        norm2(register_module("norm2", nn::GroupNorm(nn::GroupNormOptions(4, channels)))) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    auto y = torch::relu(norm1(conv1(x)));
+    return torch::relu(x + norm2(conv2(y)));
+  }
+  nn::Conv2d conv1;
+  nn::GroupNorm norm1;
+  nn::Conv2d conv2;
+  nn::GroupNorm norm2;
+};
+TORCH_MODULE(Residual);
+
+/// Token and position embeddings of the gpt.
+struct EmbeddingImpl : nn::Module {
+  EmbeddingImpl(std::int64_t vocab, std::int64_t context, std::int64_t width)
+      : tokens(register_module("tokens", nn::Embedding(vocab, width))),
+        positions(register_module("positions", nn::Embedding(context, width))) {
+    torch::NoGradGuard no_grad;
+    tokens->weight.normal_(0, 0.02);
+    positions->weight.normal_(0, 0.02);
+  }
+  torch::Tensor forward(const torch::Tensor& ids) {
+    const auto position = torch::arange(ids.size(1), ids.options().dtype(torch::kLong));
+    return tokens(ids) + positions(position).unsqueeze(0);
+  }
+  nn::Embedding tokens;
+  nn::Embedding positions;
+};
+TORCH_MODULE(Embedding);
+
+/// Causal self-attention with its residual: x + proj(attention(norm(x))).
+struct AttentionImpl : nn::Module {
+  AttentionImpl(std::int64_t width, std::int64_t heads)
+      : heads_(heads), norm(register_module("norm", nn::LayerNorm(nn::LayerNormOptions({width})))),
+        qkv(register_module("qkv", nn::Linear(width, 3 * width))),
+        proj(register_module("proj", nn::Linear(width, width))) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    const auto B = x.size(0), T = x.size(1), C = x.size(2), D = C / heads_;
+    auto parts = qkv(norm(x)).split(C, 2);
+    auto heads = [&](const torch::Tensor& t) { return t.view({B, T, heads_, D}).transpose(1, 2); };
+    const auto q = heads(parts[0]), k = heads(parts[1]), v = heads(parts[2]);
+    auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(D));
+    const auto mask = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool)).triu(1);
+    scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
+    const auto y = torch::matmul(torch::softmax(scores, -1), v).transpose(1, 2).reshape({B, T, C});
+    return x + proj(y);
+  }
+  std::int64_t heads_;
+  nn::LayerNorm norm;
+  nn::Linear qkv;
+  nn::Linear proj;
+};
+TORCH_MODULE(Attention);
+
+/// The transformer's MLP with its residual: x + down(gelu(up(norm(x)))).
+struct FeedForwardImpl : nn::Module {
+  explicit FeedForwardImpl(std::int64_t width)
+      : norm(register_module("norm", nn::LayerNorm(nn::LayerNormOptions({width})))),
+        up(register_module("up", nn::Linear(width, 4 * width))),
+        down(register_module("down", nn::Linear(4 * width, width))) {}
+  torch::Tensor forward(const torch::Tensor& x) { return x + down(torch::gelu(up(norm(x)))); }
+  nn::LayerNorm norm;
+  nn::Linear up;
+  nn::Linear down;
+};
+TORCH_MODULE(FeedForward);
+
+template <class Holder>
+ModelUnit unit(std::string name, Holder module) {
+  ModelUnit u;
+  u.name = std::move(name);
+  u.parameters = module->parameters();
+  u.forward = [module](const torch::Tensor& x) mutable { return module->forward(x); };
+  u.set_training = [module](bool on) mutable { module->train(on); };
+  u.owner = module.ptr();
+  return u;
+}
+
+template <class Holder>
+ModelBlock block(std::string name, Holder module) {
+  ModelBlock b;
+  b.units.push_back(unit(name, std::move(module)));
+  b.name = std::move(name);
+  return b;
+}
+
+std::int64_t flat_size(const std::vector<std::int64_t>& shape) {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+Result<Model> mlp(const ModelOptions& o, const DataShape& shape) {
+  const std::int64_t width = o.width ? o.width : 128, layers = o.layers ? o.layers : 2;
+  Model m;
+  std::int64_t inputs = flat_size(shape.sample);
+  for (std::int64_t l = 0; l < layers; ++l) {
+    nn::Sequential layer;
+    if (l == 0) layer->push_back(nn::Flatten());
+    layer->push_back(nn::Linear(inputs, width));
+    layer->push_back(nn::ReLU());
+    m.blocks.push_back(block("layer" + std::to_string(l), layer));
+    inputs = width;
+  }
+  nn::Sequential output;
+  if (layers == 0) output->push_back(nn::Flatten());
+  output->push_back(nn::Linear(inputs, shape.classes));
+  m.blocks.push_back(block("output", output));
+  return m;
+}
+
+Status need_image(const DataShape& shape, const char* model) {
+  if (shape.sample.size() != 3 || shape.tokens)
+    return Error::bad_input(std::string("model.zoo = \"") + model +
+                            "\" needs image samples of shape [channels, height, width]");
+  return Ok{};
+}
+
+Result<Model> cnn(const ModelOptions& o, const DataShape& shape) {
+  if (auto s = need_image(shape, "cnn"); !s) return std::move(s).error();
+  const std::int64_t width = o.width ? o.width : 16, C = shape.sample[0];
+  const std::int64_t H = shape.sample[1] / 4, W = shape.sample[2] / 4;
+  Model m;
+  m.blocks.push_back(block("conv1", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(C, width, 3).padding(1)), nn::ReLU(),
+                                                   nn::MaxPool2d(2))));
+  m.blocks.push_back(block("conv2", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(width, 2 * width, 3).padding(1)),
+                                                   nn::ReLU(), nn::MaxPool2d(2))));
+  ModelBlock head;
+  head.name = "head";
+  head.has_sub_blocks = true;
+  head.units.push_back(unit("hidden", nn::Sequential(nn::Flatten(), nn::Linear(2 * width * H * W, 128), nn::ReLU())));
+  head.units.push_back(unit("classifier", nn::Sequential(nn::Linear(128, shape.classes))));
+  m.blocks.push_back(std::move(head));
+  return m;
+}
+
+Result<Model> resnet(const ModelOptions& o, const DataShape& shape) {
+  if (auto s = need_image(shape, "resnet"); !s) return std::move(s).error();
+  const std::int64_t width = o.width ? o.width : 16, layers = o.layers ? o.layers : 3;
+  Model m;
+  m.blocks.push_back(block("stem", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(shape.sample[0], width, 3).padding(1)),
+                                                  nn::GroupNorm(nn::GroupNormOptions(4, width)), nn::ReLU())));
+  for (std::int64_t l = 0; l < layers; ++l) m.blocks.push_back(block("residual" + std::to_string(l), Residual(width)));
+  m.blocks.push_back(block("head", nn::Sequential(nn::AdaptiveAvgPool2d(nn::AdaptiveAvgPool2dOptions(1)), nn::Flatten(),
+                                                  nn::Linear(width, shape.classes))));
+  return m;
+}
+
+Result<Model> gpt(const ModelOptions& o, const DataShape& shape) {
+  if (!shape.tokens) return Error::bad_input("model.zoo = \"gpt\" needs token data (data.dataset = \"text\")");
+  const std::int64_t width = o.width ? o.width : 64, layers = o.layers ? o.layers : 2, heads = o.heads;
+  if (width % heads != 0)
+    return Error::bad_input("model.width (" + std::to_string(width) + ") must be a multiple of model.heads (" +
+                            std::to_string(heads) + ")");
+  Model m;
+  m.blocks.push_back(block("embedding", Embedding(shape.classes, shape.sample.at(0), width)));
+  for (std::int64_t l = 0; l < layers; ++l) {
+    ModelBlock b;
+    b.name = "block" + std::to_string(l);
+    b.has_sub_blocks = true;
+    b.units.push_back(unit("attention", Attention(width, heads)));
+    b.units.push_back(unit("mlp", FeedForward(width)));
+    m.blocks.push_back(std::move(b));
+  }
+  m.blocks.push_back(block("head", nn::Sequential(nn::LayerNorm(nn::LayerNormOptions({width})),
+                                                  nn::Linear(width, shape.classes))));
+  return m;
+}
+
+/// A scripted nn.Sequential: its top-level children, in order, are the blocks.
+Result<Model> torchscript(const ModelOptions& o) {
+  if (!std::filesystem::is_regular_file(o.file)) return Error::bad_input(o.file + ": file not found");
+  std::shared_ptr<torch::jit::Module> module;
+  try {
+    module = std::make_shared<torch::jit::Module>(torch::jit::load(o.file));
+  } catch (const std::exception& e) {
+    return Error::bad_input(o.file + ": not a TorchScript module: " + std::string(e.what()).substr(0, 300));
+  }
+  Model m;
+  for (const auto& child : module->named_children()) {
+    ModelUnit u;
+    u.name = child.name;
+    for (const auto& p : child.value.parameters()) u.parameters.push_back(p);
+    u.forward = [c = child.value](const torch::Tensor& x) mutable { return c.forward({x}).toTensor(); };
+    u.set_training = [c = child.value](bool on) mutable { c.train(on); };
+    u.owner = module;
+    ModelBlock b;
+    b.name = child.name;
+    b.units.push_back(std::move(u));
+    m.blocks.push_back(std::move(b));
+  }
+  if (m.blocks.empty()) return Error::bad_input(o.file + ": the module has no children to use as blocks");
+  return m;
+}
+
+} // namespace
+
+std::vector<const ModelUnit*> Model::units(const Cut& begin, const Cut& end) const {
+  std::vector<const ModelUnit*> out;
+  for (Cut c = begin; c < end;) {
+    out.push_back(&unit(c));
+    if (++c.sub == blocks[c.block].units.size()) c = {c.block + 1, 0};
+  }
+  return out;
+}
+
+ModelProfile Model::skeleton() const {
+  ModelProfile p;
+  p.name = name;
+  for (const ModelBlock& b : blocks) {
+    Block block;
+    block.name = b.name;
+    if (b.has_sub_blocks)
+      for (const ModelUnit& u : b.units) block.sub_blocks.push_back(SubBlock{.name = u.name});
+    p.blocks.push_back(std::move(block));
+  }
+  return p;
+}
+
+Result<Model> build_model(const ModelOptions& options, const DataShape& shape, std::uint64_t seed) {
+  torch::manual_seed(seed);
+  Result<Model> model = Error::bad_input("model.zoo: no model named '" + options.zoo + "'");
+  if (options.zoo == "mlp") model = mlp(options, shape);
+  else if (options.zoo == "cnn") model = cnn(options, shape);
+  else if (options.zoo == "resnet") model = resnet(options, shape);
+  else if (options.zoo == "gpt") model = gpt(options, shape);
+  else if (options.zoo == "torchscript") model = torchscript(options);
+  else if (options.zoo.empty()) model = Error::bad_input("model.zoo: the job names no model to train");
+  if (model) model->name = options.zoo;
+  return model;
+}
+
+} // namespace actorpipe::train

@@ -1,0 +1,59 @@
+#pragma once
+
+/// The built-in models, as the runtime sees them: an ordered list of blocks, each cut
+/// into units (its sub-blocks, or the whole block) that line up with a profile's
+/// blocks and sub-blocks, so that any plan's cuts fall between units.
+/// LibTorch inside: include only from the training code.
+
+#include <actorpipe/error.hpp>
+#include <actorpipe/job.hpp>
+#include <actorpipe/model_profile.hpp>
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace actorpipe::train {
+
+/// One unit: a block, or one sub-block of it.
+struct ModelUnit {
+  std::string name;
+  std::function<torch::Tensor(const torch::Tensor&)> forward;
+  std::vector<torch::Tensor> parameters;
+  std::function<void(bool)> set_training;
+  std::shared_ptr<void> owner; ///< keeps the modules the functions use alive
+};
+
+struct ModelBlock {
+  std::string name;
+  std::vector<ModelUnit> units; ///< one per sub-block, or one for the whole block
+  bool has_sub_blocks = false;
+};
+
+/// What the data looks like to a model.
+struct DataShape {
+  std::vector<std::int64_t> sample; ///< one input sample's shape
+  std::int64_t classes = 10;        ///< logits per output position
+  bool tokens = false;              ///< inputs are token ids (gpt)
+};
+
+struct Model {
+  std::string name;
+  std::vector<ModelBlock> blocks;
+
+  /// The unit where `cut` starts; `cut` must fall on a unit.
+  const ModelUnit& unit(const Cut& cut) const { return blocks[cut.block].units[cut.sub]; }
+  /// Units from `begin` to `end` (exclusive) in order.
+  std::vector<const ModelUnit*> units(const Cut& begin, const Cut& end) const;
+  /// A profile with this model's blocks and sub-blocks and no figures yet.
+  ModelProfile skeleton() const;
+};
+
+/// Builds `options.zoo` for data of `shape`, its parameters drawn from `seed`: the
+/// same seed gives the same parameters.
+Result<Model> build_model(const ModelOptions& options, const DataShape& shape, std::uint64_t seed);
+
+} // namespace actorpipe::train

@@ -1,0 +1,20 @@
+#pragma once
+
+/// A tensor as actors pass it around: a shared handle, so that sending an activation
+/// or a gradient to another actor of the same process copies nothing. Its contents are
+/// LibTorch's (tensor_box.hpp); code that only routes payloads needs no LibTorch.
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace actorpipe::train {
+
+struct TensorBox;
+using Payload = std::shared_ptr<const TensorBox>;
+
+/// Consecutive slices of `payload`'s rows (samples), `sizes[i]` rows each: views that
+/// share its storage.
+std::vector<Payload> split_rows(const Payload& payload, const std::vector<std::uint32_t>& sizes);
+
+} // namespace actorpipe::train

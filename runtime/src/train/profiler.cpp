@@ -1,0 +1,84 @@
+/// measure_profile(): time and size every unit of a zoo model.
+
+#include <actorpipe/training.hpp>
+
+#include "datasets.hpp"
+#include "model_zoo.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace actorpipe {
+
+using namespace train;
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::uint64_t bytes_of(const torch::Tensor& t) { return static_cast<std::uint64_t>(t.numel() * t.element_size()); }
+
+} // namespace
+
+Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& options) {
+  auto data = load_data(job.data, job.model);
+  if (!data) return std::move(data).error().with_context(job.where("data.path"));
+  auto model = build_model(job.model, data->shape, job.job.seed);
+  if (!model) return std::move(model).error();
+  const std::int64_t n =
+      std::min<std::int64_t>(options.batch_size ? options.batch_size : job.train.batch_size, data->train.size());
+  ModelProfile profile = model->skeleton();
+  profile.name = job.model.zoo;
+  profile.reference_device = "cpu";
+  profile.batch_size = static_cast<std::uint32_t>(n);
+  torch::Tensor x = data->train.inputs.narrow(0, 0, n);
+  profile.input_bytes = bytes_of(x);
+
+  std::size_t done = 0, units = 0;
+  for (const ModelBlock& b : model->blocks) units += b.units.size();
+  using Clock = std::chrono::steady_clock;
+  for (std::size_t bi = 0; bi < model->blocks.size(); ++bi) {
+    const ModelBlock& block = model->blocks[bi];
+    Block& out = profile.blocks[bi];
+    for (std::size_t ui = 0; ui < block.units.size(); ++ui) {
+      const ModelUnit& unit = block.units[ui];
+      std::vector<double> forward, backward;
+      torch::Tensor y;
+      for (std::uint32_t r = 0; r < options.warmup + options.repeats; ++r) {
+        torch::Tensor input = x.is_floating_point() ? x.detach().requires_grad_(true) : x;
+        const auto t0 = Clock::now();
+        y = unit.forward(input);
+        const auto t1 = Clock::now();
+        if (y.requires_grad()) y.backward(torch::ones_like(y));
+        const auto t2 = Clock::now();
+        for (const auto& p : unit.parameters) p.mutable_grad() = torch::Tensor();
+        if (r < options.warmup) continue;
+        forward.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        backward.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+      }
+      SubBlock figures;
+      figures.name = unit.name;
+      figures.forward_ms = median(forward);
+      figures.backward_ms = median(backward);
+      figures.output_bytes = bytes_of(y);
+      for (const auto& p : unit.parameters) figures.parameter_bytes += bytes_of(p);
+      // What autograd keeps between forward and backward is at least the unit's input
+      // and output; intermediate buffers inside a unit are not seen from here.
+      figures.stash_bytes_per_sample = (bytes_of(x) + bytes_of(y)) / static_cast<std::uint64_t>(n);
+      if (block.has_sub_blocks) out.sub_blocks.at(ui) = figures;
+      out.forward_ms += figures.forward_ms;
+      out.backward_ms += figures.backward_ms;
+      out.parameter_bytes += figures.parameter_bytes;
+      out.stash_bytes_per_sample += figures.stash_bytes_per_sample;
+      out.output_bytes = figures.output_bytes;
+      x = y.detach();
+      if (options.on_unit) options.on_unit(++done, units);
+    }
+  }
+  return profile;
+}
+
+} // namespace actorpipe

@@ -1,0 +1,184 @@
+/// Session: data, replicas and workers of a run; batches, evaluation, checkpoints.
+
+#include "session.hpp"
+
+#include "../atomic_file.hpp"
+#include "datasets.hpp"
+#include "stage_worker_impl.hpp"
+#include "tensor_box.hpp"
+
+#include <sstream>
+
+namespace actorpipe::train {
+
+struct Session::Data {
+  JobSpec job;
+  Plan plan;
+  DataSets data;
+  std::vector<std::shared_ptr<const Model>> replicas;            ///< one model per pipeline
+  std::vector<std::vector<std::unique_ptr<StageWorker>>> workers; ///< [pipeline][stage]
+  mutable std::uint64_t order_epoch = ~0ULL;
+  mutable std::vector<std::int64_t> order;
+};
+
+Session::Session() : d_(std::make_unique<Data>()) {}
+Session::~Session() = default;
+
+Result<std::unique_ptr<Session>> Session::open(const JobSpec& job, const Plan& plan) {
+  std::unique_ptr<Session> session(new Session());
+  Data& d = *session->d_;
+  d.job = job;
+  d.plan = plan;
+  auto data = load_data(job.data, job.model);
+  if (!data) return std::move(data).error().with_context(job.where("data.path"));
+  d.data = std::move(*data);
+  if (d.data.train.size() < plan.batch_size)
+    return Error::bad_input(job.where("train.batch_size") + std::to_string(plan.batch_size) +
+                            " samples per batch, but the training data has " + std::to_string(d.data.train.size()));
+  for (std::size_t p = 0; p < plan.pipelines; ++p) {
+    auto model = build_model(job.model, d.data.shape, job.job.seed);
+    if (!model) return std::move(model).error();
+    if (model->blocks.size() != job.profile.blocks.size() && !job.profile.blocks.empty())
+      return Error::bad_input(job.where("model.profile") + "the profile has " + std::to_string(job.profile.blocks.size()) +
+                              " blocks, model '" + job.model.zoo + "' " + std::to_string(model->blocks.size()));
+    d.replicas.push_back(std::make_shared<const Model>(std::move(*model)));
+    d.workers.emplace_back();
+    for (std::size_t s = 0; s < plan.stages.size(); ++s) {
+      StageSetup setup{p, s, plan.stages.size(), plan.stages[s].begin, plan.stages[s].end, job.train};
+      d.workers.back().push_back(std::make_unique<StageWorker>(d.replicas.back(), setup));
+    }
+  }
+  return session;
+}
+
+std::uint64_t Session::steps_per_epoch() const {
+  return static_cast<std::uint64_t>(d_->data.train.size()) / d_->plan.batch_size;
+}
+
+std::int64_t Session::train_samples() const { return d_->data.train.size(); }
+
+Batch Session::batch(std::uint64_t epoch, std::uint64_t index) const {
+  if (d_->order_epoch != epoch) {
+    d_->order = epoch_order(d_->data.train.size(), d_->job.data.seed, epoch, d_->job.data.shuffle);
+    d_->order_epoch = epoch;
+  }
+  const std::int64_t n = d_->plan.batch_size;
+  const auto picked =
+      torch::from_blob(d_->order.data() + index * n, {n}, torch::kLong).clone();
+  return {wrap(d_->data.train.inputs.index_select(0, picked)), wrap(d_->data.train.labels.index_select(0, picked)),
+          static_cast<std::uint32_t>(n)};
+}
+
+StageWorker& Session::worker(std::size_t pipeline, std::size_t stage) { return *d_->workers[pipeline][stage]; }
+
+std::vector<StageWorker*> Session::replicas(std::size_t stage) {
+  std::vector<StageWorker*> out;
+  for (auto& pipeline : d_->workers) out.push_back(pipeline[stage].get());
+  return out;
+}
+
+Evaluation Session::evaluate() {
+  torch::NoGradGuard no_grad;
+  const auto& pipeline = d_->workers.front();
+  for (auto& w : pipeline)
+    for (const ModelUnit* u : w->impl().units) u->set_training(false);
+  const Split& test = d_->data.test;
+  Evaluation e;
+  double loss_sum = 0, right = 0, positions = 0;
+  for (std::int64_t at = 0; at < test.size(); at += 500) {
+    const std::int64_t n = std::min<std::int64_t>(500, test.size() - at);
+    torch::Tensor x = test.inputs.narrow(0, at, n);
+    for (auto& w : pipeline) x = w->impl().run(x);
+    const torch::Tensor logits = x.reshape({-1, x.size(-1)});
+    const torch::Tensor labels = test.labels.narrow(0, at, n).reshape({-1});
+    loss_sum += torch::nn::functional::cross_entropy(
+                    logits, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                    .item<double>();
+    right += logits.argmax(1).eq(labels).sum().item<double>();
+    positions += static_cast<double>(labels.size(0));
+  }
+  for (auto& w : pipeline)
+    for (const ModelUnit* u : w->impl().units) u->set_training(true);
+  e.samples = test.size();
+  e.accuracy = positions > 0 ? right / positions : 0;
+  e.loss = positions > 0 ? loss_sum / positions : 0;
+  return e;
+}
+
+Status Session::save_checkpoint(const std::string& path, const Progress& progress) {
+  try {
+    torch::serialize::OutputArchive archive;
+    archive.write("step", torch::tensor(static_cast<std::int64_t>(progress.step)));
+    archive.write("epoch", torch::tensor(static_cast<std::int64_t>(progress.epoch)));
+    archive.write("index", torch::tensor(static_cast<std::int64_t>(progress.index)));
+    archive.write("stages", torch::tensor(static_cast<std::int64_t>(d_->plan.stages.size())));
+    // Pipelines hold equal parameters and optimizer state after a synchronous step,
+    // so pipeline 0 speaks for all.
+    for (std::size_t s = 0; s < d_->plan.stages.size(); ++s) {
+      const StageWorker::Impl& w = d_->workers.front()[s]->impl();
+      torch::serialize::OutputArchive stage;
+      for (std::size_t i = 0; i < w.parameters.size(); ++i) stage.write("p" + std::to_string(i), w.parameters[i]);
+      if (w.optimizer) {
+        torch::serialize::OutputArchive optimizer;
+        w.optimizer->save(optimizer);
+        stage.write("optimizer", optimizer);
+      }
+      archive.write("stage" + std::to_string(s), stage);
+    }
+    std::ostringstream bytes;
+    archive.save_to(bytes);
+    return write_file_atomically(path, bytes.str());
+  } catch (const std::exception& e) {
+    return Error::run_failed(path + ": cannot write the checkpoint: " + e.what());
+  }
+}
+
+Result<Progress> Session::load_checkpoint(const std::string& path) {
+  auto content = read_file(path);
+  if (!content) return std::move(content).error();
+  try {
+    torch::serialize::InputArchive archive;
+    std::istringstream bytes(*content);
+    archive.load_from(bytes);
+    auto integer = [&](const char* key) {
+      torch::Tensor t;
+      archive.read(key, t);
+      return static_cast<std::uint64_t>(t.item<std::int64_t>());
+    };
+    if (integer("stages") != d_->plan.stages.size())
+      return Error::bad_input(path + ": the checkpoint has " + std::to_string(integer("stages")) +
+                              " stages, the plan " + std::to_string(d_->plan.stages.size()));
+    Progress progress{integer("step"), integer("epoch"), integer("index")};
+    torch::NoGradGuard no_grad;
+    // Each pipeline reads its own copy: tensors read from one archive are shared, and
+    // optimizer state shared between pipelines would be updated once per pipeline.
+    for (std::size_t p = 0; p < d_->workers.size(); ++p) {
+      torch::serialize::InputArchive copy;
+      std::istringstream copy_bytes(*content);
+      copy.load_from(copy_bytes);
+      for (std::size_t s = 0; s < d_->plan.stages.size(); ++s) {
+        torch::serialize::InputArchive stage;
+        copy.read("stage" + std::to_string(s), stage);
+        StageWorker::Impl& w = d_->workers[p][s]->impl();
+        for (std::size_t i = 0; i < w.parameters.size(); ++i) {
+          torch::Tensor saved;
+          stage.read("p" + std::to_string(i), saved);
+          if (!saved.sizes().equals(w.parameters[i].sizes()))
+            return Error::bad_input(path + ": stage " + std::to_string(s) + " parameter " + std::to_string(i) +
+                                    " has another shape than the model's");
+          w.parameters[i].copy_(saved);
+        }
+        if (w.optimizer) {
+          torch::serialize::InputArchive optimizer;
+          stage.read("optimizer", optimizer);
+          w.optimizer->load(optimizer);
+        }
+      }
+    }
+    return progress;
+  } catch (const std::exception& e) {
+    return Error::bad_input(path + ": not a checkpoint of this job: " + std::string(e.what()).substr(0, 300));
+  }
+}
+
+} // namespace actorpipe::train

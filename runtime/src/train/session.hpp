@@ -1,0 +1,71 @@
+#pragma once
+
+/// The LibTorch side of one training run: the data, one model replica per pipeline
+/// (all drawn from the job's seed, so they start equal), a StageWorker per pipeline ×
+/// stage, batches in a resumable order, test evaluation and checkpoints. The actors
+/// drive it; no LibTorch types show here.
+
+#include "payload.hpp"
+#include "stage_worker.hpp"
+
+#include <actorpipe/job.hpp>
+#include <actorpipe/plan.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace actorpipe::train {
+
+struct Batch {
+  Payload inputs;
+  Payload labels;
+  std::uint32_t samples = 0;
+};
+
+struct Evaluation {
+  double accuracy = 0; ///< fraction of test predictions (positions, for gpt) that are right
+  double loss = 0;     ///< mean test cross-entropy
+  std::int64_t samples = 0;
+};
+
+/// Where a run is: what a checkpoint records besides the parameters.
+struct Progress {
+  std::uint64_t step = 0;  ///< steps done in all
+  std::uint64_t epoch = 0; ///< the epoch the next step belongs to
+  std::uint64_t index = 0; ///< the next step's batch within that epoch
+};
+
+class Session {
+public:
+  /// Loads the data and builds the replicas and workers for `plan`.
+  static Result<std::unique_ptr<Session>> open(const JobSpec& job, const Plan& plan);
+  ~Session();
+
+  std::uint64_t steps_per_epoch() const;
+  std::int64_t train_samples() const;
+  /// Batch `index` of epoch `epoch`: `plan.batch_size` samples in the epoch's order.
+  Batch batch(std::uint64_t epoch, std::uint64_t index) const;
+
+  StageWorker& worker(std::size_t pipeline, std::size_t stage);
+  /// The replicas of stage `stage`, one per pipeline.
+  std::vector<StageWorker*> replicas(std::size_t stage);
+
+  /// Accuracy and loss on the test split, through pipeline 0's stages in order (all
+  /// pipelines hold the same parameters after a synchronous step).
+  Evaluation evaluate();
+
+  /// Writes parameters and optimizer state of every stage, and `progress`, to `path`
+  /// atomically (a temporary file renamed over it).
+  Status save_checkpoint(const std::string& path, const Progress& progress);
+  /// Loads a checkpoint written for the same job and plan into every pipeline.
+  Result<Progress> load_checkpoint(const std::string& path);
+
+private:
+  Session();
+  struct Data;
+  std::unique_ptr<Data> d_;
+};
+
+} // namespace actorpipe::train

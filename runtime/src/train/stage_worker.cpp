@@ -1,0 +1,90 @@
+/// StageWorker: forward, backward and optimizer step of one stage; gradient averaging.
+
+#include "stage_worker_impl.hpp"
+#include "tensor_box.hpp"
+
+namespace actorpipe::train {
+
+namespace {
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& parameters,
+                                                        const TrainOptions& o) {
+  if (o.optimizer == "adam")
+    return std::make_unique<torch::optim::Adam>(parameters, torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
+  return std::make_unique<torch::optim::SGD>(
+      parameters, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay));
+}
+
+} // namespace
+
+StageWorker::StageWorker(std::shared_ptr<const Model> model, const StageSetup& setup) : impl_(std::make_unique<Impl>()) {
+  impl_->model = std::move(model);
+  impl_->setup = setup;
+  impl_->units = impl_->model->units(setup.begin, setup.end);
+  for (const ModelUnit* u : impl_->units) {
+    u->set_training(true);
+    impl_->parameters.insert(impl_->parameters.end(), u->parameters.begin(), u->parameters.end());
+  }
+  // A stage may hold no trainable parameters (a pooling block); the optimizer then
+  // has nothing to do.
+  if (!impl_->parameters.empty()) impl_->optimizer = make_optimizer(impl_->parameters, setup.train);
+}
+
+StageWorker::~StageWorker() = default;
+
+const StageSetup& StageWorker::setup() const { return impl_->setup; }
+
+Payload StageWorker::forward(std::size_t micro, const Payload& input) {
+  torch::Tensor x = input->tensor;
+  // Floating-point inputs from the stage before become leaves that collect the
+  // gradient to send back; the storage is shared, not copied.
+  if (!first() && x.is_floating_point()) x = x.detach().requires_grad_(true);
+  torch::Tensor y = impl_->run(x);
+  impl_->stash[micro] = {x, y};
+  return wrap(y.detach());
+}
+
+double StageWorker::forward_loss(std::size_t micro, const Payload& input, const Payload& labels, double loss_scale) {
+  torch::Tensor x = input->tensor;
+  if (!first() && x.is_floating_point()) x = x.detach().requires_grad_(true);
+  const torch::Tensor logits = impl_->run(x);
+  const torch::Tensor loss =
+      torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), labels->tensor.reshape({-1}));
+  impl_->stash[micro] = {x, loss * loss_scale};
+  return loss.item<double>();
+}
+
+Payload StageWorker::backward(std::size_t micro, const Payload& output_gradient) {
+  auto it = impl_->stash.find(micro);
+  if (it == impl_->stash.end())
+    throw std::logic_error("backward of micro-batch " + std::to_string(micro) + " before its forward");
+  Impl::Stash stash = std::move(it->second);
+  impl_->stash.erase(it);
+  if (last()) stash.output.backward();
+  else stash.output.backward(output_gradient->tensor);
+  if (first() || !stash.input.requires_grad()) return nullptr;
+  return wrap(stash.input.grad());
+}
+
+std::size_t StageWorker::stashed() const { return impl_->stash.size(); }
+
+void StageWorker::step() {
+  if (!impl_->optimizer) return;
+  impl_->optimizer->step();
+  impl_->optimizer->zero_grad();
+}
+
+void average_gradients(const std::vector<StageWorker*>& replicas) {
+  if (replicas.size() < 2) return;
+  torch::NoGradGuard no_grad;
+  const auto& first = replicas.front()->impl().parameters;
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    torch::Tensor sum = first[i].mutable_grad();
+    if (!sum.defined()) continue;
+    for (std::size_t r = 1; r < replicas.size(); ++r) sum.add_(replicas[r]->impl().parameters[i].grad());
+    sum.div_(static_cast<double>(replicas.size()));
+    for (std::size_t r = 1; r < replicas.size(); ++r) replicas[r]->impl().parameters[i].mutable_grad().copy_(sum);
+  }
+}
+
+} // namespace actorpipe::train

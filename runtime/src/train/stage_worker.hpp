@@ -1,0 +1,70 @@
+#pragma once
+
+/// The compute of one stage of one pipeline: its units of the model, the activations
+/// it keeps between a micro-batch's forward and backward, and its optimizer. A stage
+/// actor drives it; no LibTorch types show here.
+
+#include "payload.hpp"
+
+#include <actorpipe/error.hpp>
+#include <actorpipe/job.hpp>
+#include <actorpipe/model_profile.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+namespace actorpipe::train {
+
+struct Model;
+
+struct StageSetup {
+  std::size_t pipeline = 0;
+  std::size_t stage = 0;
+  std::size_t stages = 1;
+  Cut begin;
+  Cut end;
+  TrainOptions train;
+};
+
+class StageWorker {
+public:
+  /// The units [setup.begin, setup.end) of `model`, which the worker keeps alive.
+  StageWorker(std::shared_ptr<const Model> model, const StageSetup& setup);
+  ~StageWorker();
+  StageWorker(const StageWorker&) = delete;
+  StageWorker& operator=(const StageWorker&) = delete;
+
+  const StageSetup& setup() const;
+  bool first() const { return setup().stage == 0; }
+  bool last() const { return setup().stage + 1 == setup().stages; }
+
+  /// Forward of micro-batch `micro`, keeping what its backward needs; returns the
+  /// activation for the next stage. Not for the last stage.
+  Payload forward(std::size_t micro, const Payload& input);
+  /// The last stage's forward: the mean cross-entropy against `labels`, returned as is,
+  /// and kept multiplied by `loss_scale` for the backward (so that gradients over all
+  /// micro-batches and pipelines add up to the batch mean).
+  double forward_loss(std::size_t micro, const Payload& input, const Payload& labels, double loss_scale);
+  /// Backward of micro-batch `micro` from the gradient of its output (none on the last
+  /// stage); returns the gradient of its input for the stage before (none on stage 0).
+  Payload backward(std::size_t micro, const Payload& output_gradient);
+  /// Micro-batches whose activations are kept.
+  std::size_t stashed() const;
+
+  /// The optimizer step on the accumulated gradients, which it then clears.
+  void step();
+
+  struct Impl;
+  Impl& impl() { return *impl_; }
+  const Impl& impl() const { return *impl_; }
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Replaces the gradients of every replica by their mean, in place: summed into the
+/// first replica's, scaled, then copied back.
+void average_gradients(const std::vector<StageWorker*>& replicas);
+
+} // namespace actorpipe::train

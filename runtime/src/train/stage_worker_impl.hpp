@@ -1,0 +1,35 @@
+#pragma once
+
+/// StageWorker's insides, for the training code that saves, loads or evaluates
+/// stages. LibTorch inside.
+
+#include "model_zoo.hpp"
+#include "stage_worker.hpp"
+
+#include <torch/torch.h>
+
+#include <map>
+
+namespace actorpipe::train {
+
+struct StageWorker::Impl {
+  std::shared_ptr<const Model> model;
+  StageSetup setup;
+  std::vector<const ModelUnit*> units;
+  std::vector<torch::Tensor> parameters;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  /// Per micro-batch in flight: the input (a leaf that collects its gradient) and the
+  /// output (the scaled loss on the last stage).
+  struct Stash {
+    torch::Tensor input;
+    torch::Tensor output;
+  };
+  std::map<std::size_t, Stash> stash;
+
+  torch::Tensor run(torch::Tensor x) const {
+    for (const ModelUnit* u : units) x = u->forward(x);
+    return x;
+  }
+};
+
+} // namespace actorpipe::train

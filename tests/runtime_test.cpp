@@ -1,0 +1,258 @@
+/// The training runtime: pipeline + data-parallel training equals single-process
+/// training (every schedule, 2 and 4 stages, 1 and 2 pipelines, mlp and gpt); gpt's
+/// loss falls on text; a resumed run equals an uninterrupted one; failures end runs
+/// with the right exit status and message; a TorchScript model trains.
+
+#define BOOST_TEST_MODULE runtime
+#include <boost/test/unit_test.hpp>
+
+#include "test_support.hpp"
+
+#include <actorpipe/planner.hpp>
+#include <actorpipe/plugin_registry.hpp>
+#include <actorpipe/training.hpp>
+
+#include "train/datasets.hpp"
+#include "train/model_zoo.hpp"
+
+#include <torch/script.h>
+
+#include <fstream>
+#include <sstream>
+
+using namespace actorpipe;
+
+namespace {
+
+/// Some English for the byte-level gpt.
+std::string some_text() {
+  const char* lines[] = {"the quick brown fox jumps over the lazy dog. ", "pipelines pass micro-batches between stages. ",
+                         "actors exchange messages and never share state. ", "gradients flow backwards through the stages. "};
+  std::string text;
+  for (int i = 0; text.size() < 12000; ++i) text += lines[(i * 7) % 4];
+  return text;
+}
+
+/// A job for `zoo` on eight CPU "devices", with `extra` TOML appended to [plan].
+std::string job_toml(const std::string& zoo, const std::string& data, std::size_t stages, std::size_t pipelines,
+                     const std::string& scheduler) {
+  std::ostringstream t;
+  t << "[cluster]\nname = \"cpu-8\"\nnetwork = { bandwidth = \"10 GB/s\", latency = \"1 us\" }\n"
+    << "[[cluster.servers]]\nname = \"local\"\n"
+    << "pcie = { devices_per_switch = 8, switch_bandwidth = \"10 GB/s\", inter_bridge_bandwidth = \"10 GB/s\" }\n"
+    << "nic = { count = 1, bandwidth = \"10 GB/s\" }\n"
+    << "devices = [{ kind = \"cpu\", count = 8, speed = 1.0, memory = \"4 GiB\" }]\n"
+    << "[job]\nname = \"equivalence\"\nseed = 7\n"
+    << "[model]\nzoo = \"" << zoo << "\"\n"
+    << (zoo == "mlp" ? "layers = 3\nwidth = 32\n" : "layers = 2\nwidth = 32\nheads = 4\ncontext = 16\n") << data
+    << "[train]\nbatch_size = 16\noptimizer = \"sgd\"\nlr = 0.05\nmomentum = 0.9\n"
+    << "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nscheduler = \"" << scheduler << "\"\n"
+    << "sub_blocks = true\nstages = " << stages << "\npipelines = " << pipelines << "\nmicro_batches = 4\n";
+  return t.str();
+}
+
+struct Prepared {
+  JobSpec job;
+  Plan plan;
+};
+
+Prepared prepare(const test::ScratchDir& dir, const std::string& toml) {
+  const std::string file = dir.write("job.toml", toml);
+  auto job = load_job(file);
+  BOOST_REQUIRE_MESSAGE(job.ok(), (job.ok() ? "" : job.error().message));
+  MeasureOptions measure;
+  measure.warmup = 0;
+  measure.repeats = 1;
+  auto profile = measure_profile(*job, measure);
+  BOOST_REQUIRE_MESSAGE(profile.ok(), (profile.ok() ? "" : profile.error().message));
+  job->profile = *profile;
+  auto plan = make_plan(*job, test::plugins());
+  BOOST_REQUIRE_MESSAGE(plan.ok(), (plan.ok() ? "" : plan.error().message));
+  return {*job, *plan};
+}
+
+/// Every parameter of a run's checkpoint, in model order.
+std::vector<torch::Tensor> checkpoint_parameters(const std::string& path, std::size_t stages) {
+  torch::serialize::InputArchive archive;
+  archive.load_from(path);
+  std::vector<torch::Tensor> out;
+  for (std::size_t s = 0; s < stages; ++s) {
+    torch::serialize::InputArchive stage;
+    archive.read("stage" + std::to_string(s), stage);
+    for (std::size_t i = 0;; ++i) {
+      torch::Tensor t;
+      if (!stage.try_read("p" + std::to_string(i), t)) break;
+      out.push_back(t);
+    }
+  }
+  return out;
+}
+
+/// The same job trained the plain way: one process, the whole batch at once.
+std::vector<torch::Tensor> single_process(const JobSpec& job, std::uint64_t steps) {
+  auto data = train::load_data(job.data, job.model);
+  BOOST_REQUIRE(data.ok());
+  auto model = train::build_model(job.model, data->shape, job.job.seed);
+  BOOST_REQUIRE(model.ok());
+  std::vector<torch::Tensor> parameters;
+  std::vector<const train::ModelUnit*> units;
+  for (const auto& block : model->blocks)
+    for (const auto& unit : block.units) {
+      units.push_back(&unit);
+      parameters.insert(parameters.end(), unit.parameters.begin(), unit.parameters.end());
+    }
+  torch::optim::SGD sgd(parameters, torch::optim::SGDOptions(job.train.lr).momentum(job.train.momentum));
+  const std::int64_t B = job.train.batch_size;
+  const auto order = train::epoch_order(data->train.size(), job.data.seed, 0, job.data.shuffle);
+  for (std::uint64_t step = 0; step < steps; ++step) {
+    const auto picked = torch::tensor(std::vector<std::int64_t>(order.begin() + step * B, order.begin() + (step + 1) * B));
+    torch::Tensor x = data->train.inputs.index_select(0, picked);
+    const torch::Tensor y = data->train.labels.index_select(0, picked);
+    for (const auto* u : units) x = u->forward(x);
+    torch::nn::functional::cross_entropy(x.reshape({-1, x.size(-1)}), y.reshape({-1})).backward();
+    sgd.step();
+    sgd.zero_grad();
+  }
+  return parameters;
+}
+
+double relative_difference(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  BOOST_REQUIRE_EQUAL(a.size(), b.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    BOOST_REQUIRE(a[i].sizes() == b[i].sizes());
+    const double scale = std::max(b[i].norm().item<double>(), 1e-12);
+    worst = std::max(worst, (a[i] - b[i]).norm().item<double>() / scale);
+  }
+  return worst;
+}
+
+Result<RunSummary> run(const Prepared& p, const std::string& out, std::uint64_t steps, const std::string& resume = "") {
+  RunOptions options;
+  options.steps = steps;
+  options.output_dir = out;
+  options.resume = resume;
+  return run_training(p.job, p.plan, options);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(pipelines_train_exactly_like_one_process) {
+  test::ScratchDir dir;
+  const std::string text = dir.write("corpus.txt", some_text());
+  const std::map<std::string, std::string> data = {
+      {"mlp", "[data]\ndataset = \"synthetic\"\nsamples = 512\nshape = [12]\nclasses = 5\n"},
+      {"gpt", "[data]\ndataset = \"text\"\npath = \"" + text + "\"\n"}};
+  for (const auto& [zoo, data_toml] : data)
+    for (const std::size_t stages : {2, 4})
+      for (const std::size_t pipelines : {1, 2})
+        for (const char* scheduler : {"gpipe", "1f1b", "sliced-1f1b"})
+          BOOST_TEST_CONTEXT(zoo << ", " << stages << " stages × " << pipelines << " pipelines, " << scheduler) {
+            const Prepared p = prepare(dir, job_toml(zoo, data_toml, stages, pipelines, scheduler));
+            BOOST_REQUIRE_EQUAL(p.plan.stages.size(), stages);
+            BOOST_REQUIRE_EQUAL(p.plan.pipelines, pipelines);
+            const std::string out = (dir.path() / "run").string();
+            auto summary = run(p, out, 20);
+            BOOST_REQUIRE_MESSAGE(summary.ok(), (summary.ok() ? "" : summary.error().message));
+            BOOST_TEST(summary->steps == 20u);
+            const double difference =
+                relative_difference(checkpoint_parameters(out + "/checkpoint.pt", stages), single_process(p.job, 20));
+            BOOST_TEST(difference < 1e-5);
+          }
+}
+
+BOOST_AUTO_TEST_CASE(gpt_loss_falls_on_text) {
+  test::ScratchDir dir;
+  const std::string text = dir.write("corpus.txt", some_text());
+  const Prepared p = prepare(dir, job_toml("gpt", "[data]\ndataset = \"text\"\npath = \"" + text + "\"\n", 2, 2, "1f1b"));
+  RunOptions options;
+  options.steps = 60;
+  options.output_dir = (dir.path() / "run").string();
+  std::vector<double> losses;
+  options.on_step = [&](const StepMetrics& m) { losses.push_back(m.loss); };
+  auto summary = run_training(p.job, p.plan, options);
+  BOOST_REQUIRE(summary.ok());
+  BOOST_REQUIRE_EQUAL(losses.size(), 60u);
+  // Byte-level cross-entropy starts near ln 256 ≈ 5.5 and must come well down.
+  BOOST_TEST(losses.front() > 4.5);
+  BOOST_TEST(losses.back() < 0.7 * losses.front());
+}
+
+BOOST_AUTO_TEST_CASE(a_resumed_run_equals_an_uninterrupted_one) {
+  test::ScratchDir dir;
+  const Prepared p = prepare(
+      dir, job_toml("mlp", "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [12]\nclasses = 5\n", 2, 2, "1f1b"));
+  // 16 steps an epoch: the resumed run crosses an epoch boundary.
+  const std::string whole = (dir.path() / "whole").string(), parts = (dir.path() / "parts").string();
+  BOOST_REQUIRE(run(p, whole, 24).ok());
+  BOOST_REQUIRE(run(p, parts, 10).ok());
+  auto resumed = run(p, parts, 24, parts);
+  BOOST_REQUIRE_MESSAGE(resumed.ok(), (resumed.ok() ? "" : resumed.error().message));
+  BOOST_TEST(resumed->steps == 24u);
+  const auto a = checkpoint_parameters(whole + "/checkpoint.pt", 2), b = checkpoint_parameters(parts + "/checkpoint.pt", 2);
+  BOOST_REQUIRE_EQUAL(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) BOOST_TEST(torch::equal(a[i], b[i]));
+}
+
+BOOST_AUTO_TEST_CASE(a_failing_stage_ends_the_run_naming_it) {
+  test::ScratchDir dir;
+  const std::string job = dir.write(
+      "job.toml", job_toml("mlp", "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [12]\nclasses = 5\n", 2, 2,
+                           "1f1b"));
+  const auto r = test::run_cli("run " + job + " --steps 5 -o " + (dir.path() / "run").string() + " --inject-failure 1:3");
+  BOOST_TEST(r.status == 1);
+  BOOST_TEST(r.err.find("stage 1 of pipeline") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("in step 3: injected failure") != std::string::npos, r.err);
+}
+
+BOOST_AUTO_TEST_CASE(a_missing_data_file_is_bad_input_naming_it) {
+  test::ScratchDir dir;
+  const std::string job = dir.write(
+      "job.toml", job_toml("gpt", "[data]\ndataset = \"text\"\npath = \"no-such-corpus.txt\"\n", 2, 1, "1f1b"));
+  const auto r = test::run_cli("run " + job + " --steps 2 -o " + (dir.path() / "run").string());
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.err.find("no-such-corpus.txt: file not found") != std::string::npos, r.err);
+  BOOST_TEST(!std::filesystem::exists(dir.path() / "run" / "checkpoint.pt"));
+
+  const std::string idx = dir.write("train-images-idx3-ubyte.gz", "not gzip, not idx");
+  const std::string mnist = dir.write(
+      "mnist.toml", "cluster = \"" + (test::source_root() / "configs/clusters/cpu-4.toml").string() +
+                        "\"\n[model]\nzoo = \"cnn\"\n[data]\ndataset = \"fashion-mnist\"\npath = \"" +
+                        dir.path().string() + "\"\n[plan]\nstages = 2\npipelines = 1\nmicro_batches = 2\n");
+  const auto bad = test::run_cli("run " + mnist + " --steps 1 -o " + (dir.path() / "run2").string());
+  BOOST_TEST(bad.status == 2);
+  BOOST_TEST(bad.err.find(idx + ": not an IDX file") != std::string::npos, bad.err);
+}
+
+BOOST_AUTO_TEST_CASE(a_scripted_sequential_trains) {
+  test::ScratchDir dir;
+  // A TorchScript module shaped like a scripted nn.Sequential: two children called in
+  // order (a scripted nn.Sequential names them "0" and "1", which source cannot spell).
+  torch::jit::Module top("Sequential");
+  auto linear = [](const std::string& name, std::int64_t in, std::int64_t out, bool relu) {
+    torch::jit::Module m(name);
+    m.register_parameter("weight", (torch::randn({out, in}) * 0.3).requires_grad_(), false);
+    m.register_parameter("bias", torch::zeros({out}).requires_grad_(), false);
+    m.define(std::string("def forward(self, x):\n  y = torch.matmul(x, self.weight.t()) + self.bias\n") +
+             (relu ? "  return torch.relu(y)\n" : "  return y\n"));
+    return m;
+  };
+  top.register_module("first", linear("Layer0", 12, 16, true));
+  top.register_module("second", linear("Layer1", 16, 5, false));
+  top.define("def forward(self, x):\n  return self.second.forward(self.first.forward(x))\n");
+  const std::string file = (dir.path() / "model.pt").string();
+  top.save(file);
+  std::string toml = job_toml("mlp", "[data]\ndataset = \"synthetic\"\nsamples = 512\nshape = [12]\nclasses = 5\n", 2, 1,
+                              "1f1b");
+  const std::string model = "[model]\nzoo = \"mlp\"\nlayers = 3\nwidth = 32\n";
+  toml.replace(toml.find(model), model.size(), "[model]\nzoo = \"torchscript\"\nfile = \"" + file + "\"\n");
+  const Prepared p = prepare(dir, toml);
+  RunOptions options;
+  options.steps = 40;
+  options.output_dir = (dir.path() / "run").string();
+  std::vector<double> losses;
+  options.on_step = [&](const StepMetrics& m) { losses.push_back(m.loss); };
+  auto summary = run_training(p.job, p.plan, options);
+  BOOST_REQUIRE_MESSAGE(summary.ok(), (summary.ok() ? "" : summary.error().message));
+  BOOST_TEST(losses.back() < 0.8 * losses.front());
+}
