@@ -13,6 +13,7 @@ struct PipelineState {
   std::vector<std::uint32_t> sizes;
   std::size_t pipelines = 1;
   std::uint32_t batch_size = 0;
+  std::uint32_t share = 0; ///< samples of this pipeline per batch
   caf::typed_response_promise<double> reply;
   std::size_t done = 0;
   double loss_sum = 0;
@@ -26,6 +27,7 @@ caf::behavior pipeline_behavior(caf::stateful_actor<PipelineState>* self, std::v
   st.sizes = std::move(sizes);
   st.pipelines = pipelines;
   st.batch_size = batch_size;
+  for (auto n : st.sizes) st.share += n;
   return {
       [=](step_atom, train::Payload& inputs, train::Payload& labels) -> caf::result<double> {
         auto& st = self->state;
@@ -49,9 +51,7 @@ caf::behavior pipeline_behavior(caf::stateful_actor<PipelineState>* self, std::v
         auto& st = self->state;
         st.loss_sum += loss_sum;
         if (++st.done < st.stages.size()) return;
-        std::uint32_t share = 0;
-        for (auto n : st.sizes) share += n;
-        st.reply.deliver(st.loss_sum / share);
+        st.reply.deliver(st.loss_sum / st.share);
       },
   };
 }

@@ -61,12 +61,9 @@ void spawn_actors(caf::actor_system& system, const Plan& plan, train::Session& s
     pipelines.push_back(actors::spawn_pipeline(system, stages[p], plan.micro_batch_sizes, P, plan.batch_size));
     watched.emplace_back(pipelines.back(), "pipeline " + std::to_string(p));
   }
-  std::vector<std::uint32_t> shares;
-  for (std::size_t p = 0; p < P; ++p) {
-    std::uint32_t share = 0;
-    for (auto n : plan.micro_batch_sizes) share += n;
-    shares.push_back(share);
-  }
+  std::uint32_t share = 0;
+  for (auto n : plan.micro_batch_sizes) share += n;
+  const std::vector<std::uint32_t> shares(P, share);
   // The job watches stages and pipelines; sync groups, spawned after it, report
   // failures to it by message.
   std::vector<caf::actor> groups(S);
