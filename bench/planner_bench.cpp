@@ -2,7 +2,7 @@
 /// search time (median of 5 timed batches), its balance (slowest stage / mean, by compute) and
 /// the predicted iteration time of one pipeline under 1F1B with 2S micro-batches on
 /// the homogeneous 64-device cluster. Ratios are against autopipe in the same run.
-///   build/bench/planner_bench [SOURCE_ROOT]
+///   build/bench/planner_bench [SOURCE_ROOT [MODEL [STAGES]]]   (MODEL, STAGES: only those rows)
 
 #include <actorpipe/job.hpp>
 #include <actorpipe/plugin_registry.hpp>
@@ -104,6 +104,8 @@ Row measure(Partitioner& partitioner, const ModelProfile& profile, const Cluster
 
 int main(int argc, char** argv) {
   const std::string root = argc > 1 ? argv[1] : ".";
+  const std::string only_model = argc > 2 ? argv[2] : "";
+  const std::size_t only_stages = argc > 3 ? std::stoul(argv[3]) : 0;
   auto cluster = load_cluster(root + "/configs/clusters/homo-64.toml");
   auto registry = PluginRegistry::discover(PluginRegistry::default_folders());
   if (!cluster || !registry) {
@@ -133,15 +135,16 @@ int main(int argc, char** argv) {
   text::Table table({{"model"},
                      {"stages", text::Table::Align::right},
                      {"partitioner"},
-                     {"search ms", text::Table::Align::right},
+                     {"search µs", text::Table::Align::right},
                      {"autopipe faster", text::Table::Align::right},
                      {"balance", text::Table::Align::right},
                      {"iteration ms", text::Table::Align::right},
                      {"vs autopipe", text::Table::Align::right}});
   for (const ModelProfile& model : models) {
+    if (!only_model.empty() && model.name != only_model) continue;
     const std::size_t units = model.units(true).size();
     for (std::size_t stages : {2, 4, 8, 16, 32, 64}) {
-      if (stages > units) continue;
+      if (stages > units || (only_stages != 0 && stages != only_stages)) continue;
       std::map<std::string, Row> rows;
       for (const auto& name : partitioners) rows[name] = measure(*loaded[name], model, *cluster, stages);
       const Row& ours = rows["autopipe"];
@@ -151,7 +154,7 @@ int main(int argc, char** argv) {
           table.add_row({model.name, std::to_string(stages), name, "n/a (stages > blocks)", "", "", "", ""});
           continue;
         }
-        table.add_row({model.name, std::to_string(stages), name, text::format_fixed(r.search_ms, 3),
+        table.add_row({model.name, std::to_string(stages), name, text::format_fixed(r.search_ms * 1000.0, 1),
                        name == "autopipe" ? "" : text::format_fixed(r.search_ms / ours.search_ms, 1) + "×",
                        text::format_fixed(r.balance, 4), text::format_fixed(r.iteration_ms, 2),
                        text::format_fixed(r.iteration_ms / ours.iteration_ms, 3) + "×"});

@@ -49,6 +49,7 @@ public:
   /// Unit boundaries 0 = b_0 < b_1 < ... < b_S = size() as cuts.
   Partition to_partition(const std::vector<std::size_t>& boundaries) const {
     Partition partition;
+    partition.cuts.reserve(boundaries.size());
     for (std::size_t b : boundaries) partition.cuts.push_back(b < units_.size() ? units_[b].begin : model_end_);
     return partition;
   }

@@ -11,13 +11,17 @@
 ///   pipeline-major each pipeline takes consecutive devices: neighbours share a switch
 ///                  or server, and the all-reduces cross servers instead.
 /// Each layout is priced by simulating one iteration of the job's schedule over the
-/// cluster's links (contention included); the faster wins. Option `layout` fixes it.
+/// cluster's links (contention included), with stage work rebalanced to the layout's
+/// stage speeds as the planner's second round will; the faster wins. Option `layout`
+/// fixes it.
 
 #include <actorpipe/plugin.hpp>
 #include <actorpipe/schedule_builders.hpp>
 #include <actorpipe/simulator.hpp>
 
 #include <algorithm>
+#include <functional>
+#include <limits>
 #include <numeric>
 
 namespace {
@@ -63,6 +67,43 @@ Mapping pipeline_major(const std::vector<DeviceId>& ranked, std::size_t stages, 
   return mapping;
 }
 
+/// Each stage's speed under a mapping: its slowest replica's, which its peers wait for.
+std::vector<double> stage_speeds(const ClusterSpec& cluster, const Mapping& mapping) {
+  std::vector<double> speeds(mapping.devices.front().size(), std::numeric_limits<double>::infinity());
+  for (const auto& pipeline : mapping.devices)
+    for (std::size_t s = 0; s < speeds.size(); ++s) speeds[s] = std::min(speeds[s], cluster.devices[pipeline[s]].speed);
+  return speeds;
+}
+
+/// The partition a speed-aware partitioner would move towards on these stage speeds:
+/// cuts where each stage's share of the compute matches its share of the speed. A
+/// layout whose stages differ in speed is priced with it, since the planner's second
+/// round rebalances for the devices chosen; pricing it on a speed-blind partition would
+/// always favour layouts that give every stage the same kind of device.
+Partition speed_balanced(const PlanContext& context, const Partition& partition, const std::vector<double>& speeds) {
+  if (std::adjacent_find(speeds.begin(), speeds.end(), std::not_equal_to<>()) == speeds.end()) return partition;
+  const std::vector<Unit> units = context.profile.units(context.sub_blocks);
+  std::vector<double> done(units.size() + 1, 0.0);
+  for (std::size_t u = 0; u < units.size(); ++u) done[u + 1] = done[u] + units[u].forward_ms + units[u].backward_ms;
+  const double speed_total = std::accumulate(speeds.begin(), speeds.end(), 0.0);
+  Partition balanced;
+  balanced.cuts.push_back(partition.cuts.front());
+  std::size_t u = 0;
+  double share = 0;
+  for (std::size_t s = 0; s + 1 < speeds.size(); ++s) {
+    share += speeds[s] / speed_total;
+    // At least one unit per stage, and one left for each stage after this one.
+    const std::size_t last = units.size() - (speeds.size() - s - 1);
+    std::size_t end = u + 1;
+    while (end < last && done[end + 1] <= share * done.back()) ++end;
+    if (end < last && done[end + 1] - share * done.back() < share * done.back() - done[end]) ++end;
+    balanced.cuts.push_back(units[end].begin);
+    u = end;
+  }
+  balanced.cuts.push_back(partition.cuts.back());
+  return balanced;
+}
+
 /// Predicted samples/s of a mapping: one simulated iteration.
 Result<double> price(const PlanContext& context, const Partition& partition, const Mapping& mapping) {
   Plan plan;
@@ -100,9 +141,11 @@ public:
 
     Mapping by_stage = stage_major(ranked, context.stages, context.pipelines);
     Mapping by_pipeline = pipeline_major(ranked, context.stages, context.pipelines);
-    auto stage_speed = price(context, partition, by_stage);
+    auto stage_speed =
+        price(context, speed_balanced(context, partition, stage_speeds(context.cluster, by_stage)), by_stage);
     if (!stage_speed) return std::move(stage_speed).error();
-    auto pipeline_speed = price(context, partition, by_pipeline);
+    auto pipeline_speed =
+        price(context, speed_balanced(context, partition, stage_speeds(context.cluster, by_pipeline)), by_pipeline);
     if (!pipeline_speed) return std::move(pipeline_speed).error();
     return *pipeline_speed > *stage_speed ? by_pipeline : by_stage;
   }

@@ -7,7 +7,8 @@
 ///    units as fit) in O(S log N); T comes from a bisection whose feasible probes jump
 ///    to the greedy split's largest stage.
 /// 2. An even spread within T: each stage takes its speed's share of what is left,
-///    as long as the rest still fits under T, so that slack is not piled on the last.
+///    as long as the rest still fits under T, so that slack is not piled on the last;
+///    then each cut slides, within T, to the unit boundary that sends the fewest bytes.
 /// 3. A search guided by the simulated critical stage: the stage that is idle least in
 ///    a simulated iteration of one pipeline under the job's schedule gives a unit at
 ///    either edge to its neighbour when that shortens the simulated iteration and
@@ -34,6 +35,7 @@ class Search {
 public:
   Search(const PlanContext& context, const UnitCosts& costs, bool limit_memory)
       : c_(context), costs_(costs), S_(context.stages), N_(costs.size()), limit_memory_(limit_memory) {
+    speeds_.reserve(S_);
     for (std::size_t s = 0; s < S_; ++s) speeds_.push_back(s < c_.stage_speeds.size() ? c_.stage_speeds[s] : 1.0);
   }
 
@@ -79,7 +81,11 @@ public:
     double speed_sum = 0, fastest = 0, slowest_unit = 0;
     for (double v : speeds_) speed_sum += v, fastest = std::max(fastest, v);
     for (std::size_t u = 0; u < N_; ++u) slowest_unit = std::max(slowest_unit, costs_.compute_ms(u, u + 1));
-    double lo = std::max(costs_.compute_ms(0, N_) / speed_sum, slowest_unit / fastest) * (1 - 1e-12);
+    // Often the floor itself is reached (one unit outweighs a fair share, or the work
+    // divides evenly): one probe settles it.
+    const double floor = std::max(costs_.compute_ms(0, N_) / speed_sum, slowest_unit / fastest);
+    if (const double reached = greedy(floor); !std::isinf(reached)) return reached;
+    double lo = floor;
     double hi = greedy(2 * lo);
     if (std::isinf(hi)) {
       double whole = 0;
@@ -119,7 +125,9 @@ public:
     const std::vector<std::size_t> earliest = earliest_starts(bound);
     double speed_left = 0;
     for (double v : speeds_) speed_left += v;
-    std::vector<std::size_t> b{0};
+    std::vector<std::size_t> b;
+    b.reserve(S_ + 1);
+    b.push_back(0);
     std::size_t i = 0;
     for (std::size_t s = 0; s + 1 < S_; ++s) {
       const double target = costs_.compute_ms(i, N_) * speeds_[s] / speed_left;
@@ -134,6 +142,21 @@ public:
     }
     b.push_back(N_);
     return b;
+  }
+
+  /// Moves each cut, within the room its two stages have under `bound`, to the unit
+  /// boundary that sends the fewest bytes: the largest stage stays at the optimum and
+  /// the pipeline's fill, drain and round trips carry less. Two sweeps settle it.
+  void quiet_cuts(std::vector<std::size_t>& b, double bound) const {
+    for (int sweep = 0; sweep < 2; ++sweep)
+      for (std::size_t s = 1; s < S_; ++s) {
+        std::size_t best = b[s];
+        for (std::size_t j = b[s - 1] + 1; j < b[s + 1]; ++j)
+          if (costs_.boundary_bytes(j) < costs_.boundary_bytes(best) && within(s - 1, b[s - 1], j, bound) &&
+              within(s, j, b[s + 1], bound))
+            best = j;
+        b[s] = best;
+      }
   }
 
   /// The stage busiest in a simulated iteration: the one of most compute, since busy
@@ -218,14 +241,16 @@ public:
     if (auto s = partitioning::check_stage_count(costs, context, context.sub_blocks ? "blocks and sub-blocks" : "blocks"); !s)
       return std::move(s).error();
 
-    Search with_memory(context, costs, true);
-    double bound = with_memory.min_max_bound();
-    // Nothing fits: balance time alone and let the planner report the overflow.
-    Search plain(context, costs, false);
-    const Search& used = std::isinf(bound) ? plain : with_memory;
-    if (std::isinf(bound)) bound = plain.min_max_bound();
-    std::vector<std::size_t> boundaries = used.spread(bound);
-    if (*search == "true") used.improve(boundaries, bound);
+    std::optional<Search> used(std::in_place, context, costs, true);
+    double bound = used->min_max_bound();
+    if (std::isinf(bound)) {
+      // Nothing fits: balance time alone and let the planner report the overflow.
+      used.emplace(context, costs, false);
+      bound = used->min_max_bound();
+    }
+    std::vector<std::size_t> boundaries = used->spread(bound);
+    used->quiet_cuts(boundaries, bound);
+    if (*search == "true") used->improve(boundaries, bound);
     return costs.to_partition(boundaries);
   }
 };
