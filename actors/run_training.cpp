@@ -128,6 +128,10 @@ Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunO
   if (!metrics) return Error::run_failed(options.output_dir + "/metrics.jsonl: cannot write");
 
   caf::actor_system_config config;
+  // The stage and sync-group actors compute on threads of their own; the job and
+  // pipeline actors left to the scheduler are light. Idle workers block instead of
+  // polling (work stealing polls every 50 µs), which would take cores from compute.
+  config.set("scheduler.policy", caf::atom("sharing"));
   caf::actor_system system{config};
   const auto origin = Clock::now();
   auto failure = std::make_shared<actors::Failure>();

@@ -12,8 +12,8 @@
 #include <actorpipe/plugin_registry.hpp>
 #include <actorpipe/training.hpp>
 
-#include "train/datasets.hpp"
 #include "train/model_zoo.hpp"
+#include "train/single_process.hpp"
 
 #include <torch/script.h>
 
@@ -90,30 +90,10 @@ std::vector<torch::Tensor> checkpoint_parameters(const std::string& path, std::s
 
 /// The same job trained the plain way: one process, the whole batch at once.
 std::vector<torch::Tensor> single_process(const JobSpec& job, std::uint64_t steps) {
-  auto data = train::load_data(job.data, job.model);
-  BOOST_REQUIRE(data.ok());
-  auto model = train::build_model(job.model, data->shape, job.job.seed);
-  BOOST_REQUIRE(model.ok());
-  std::vector<torch::Tensor> parameters;
-  std::vector<const train::ModelUnit*> units;
-  for (const auto& block : model->blocks)
-    for (const auto& unit : block.units) {
-      units.push_back(&unit);
-      parameters.insert(parameters.end(), unit.parameters.begin(), unit.parameters.end());
-    }
-  torch::optim::SGD sgd(parameters, torch::optim::SGDOptions(job.train.lr).momentum(job.train.momentum));
-  const std::int64_t B = job.train.batch_size;
-  const auto order = train::epoch_order(data->train.size(), job.data.seed, 0, job.data.shuffle);
-  for (std::uint64_t step = 0; step < steps; ++step) {
-    const auto picked = torch::tensor(std::vector<std::int64_t>(order.begin() + step * B, order.begin() + (step + 1) * B));
-    torch::Tensor x = data->train.inputs.index_select(0, picked);
-    const torch::Tensor y = data->train.labels.index_select(0, picked);
-    for (const auto* u : units) x = u->forward(x);
-    torch::nn::functional::cross_entropy(x.reshape({-1, x.size(-1)}), y.reshape({-1})).backward();
-    sgd.step();
-    sgd.zero_grad();
-  }
-  return parameters;
+  auto reference = train::SingleProcessTraining::open(job);
+  BOOST_REQUIRE_MESSAGE(reference.ok(), (reference.ok() ? "" : reference.error().message));
+  for (std::uint64_t step = 0; step < steps; ++step) (*reference)->step();
+  return (*reference)->parameters();
 }
 
 double relative_difference(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {

@@ -75,6 +75,10 @@ struct MeasureOptions {
   std::uint32_t batch_size = 0; ///< samples per measurement; 0: the job's batch
   std::uint32_t warmup = 2;     ///< untimed runs first
   std::uint32_t repeats = 5;    ///< timed runs; the median counts
+  /// LibTorch intra-op threads to measure with; 0: one device's share of this
+  /// machine's cores (cores / devices of the job's cluster, at least one), as a run
+  /// with one stage actor per device gives each.
+  int threads = 0;
   /// Called after each unit with (units done, units in all).
   std::function<void(std::size_t, std::size_t)> on_unit;
 };

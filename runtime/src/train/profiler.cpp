@@ -2,11 +2,14 @@
 
 #include <actorpipe/training.hpp>
 
+#include "compute_threads.hpp"
 #include "datasets.hpp"
 #include "model_zoo.hpp"
 
 #include <algorithm>
 #include <chrono>
+
+#include <ATen/Parallel.h>
 
 namespace actorpipe {
 
@@ -32,7 +35,10 @@ Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& o
       std::min<std::int64_t>(options.batch_size ? options.batch_size : job.train.batch_size, data->train.size());
   ModelProfile profile = model->skeleton();
   profile.name = job.model.zoo;
-  profile.reference_device = "cpu";
+  const int threads = options.threads > 0 ? options.threads : compute_threads_for(job.cluster.devices.size());
+  profile.reference_device = "cpu, " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+  const int caller_threads = at::get_num_threads();
+  use_compute_threads(threads);
   profile.batch_size = static_cast<std::uint32_t>(n);
   torch::Tensor x = data->train.inputs.narrow(0, 0, n);
   profile.input_bytes = bytes_of(x);
@@ -48,7 +54,9 @@ Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& o
       std::vector<double> forward, backward;
       torch::Tensor y;
       for (std::uint32_t r = 0; r < options.warmup + options.repeats; ++r) {
-        torch::Tensor input = x.is_floating_point() ? x.detach().requires_grad_(true) : x;
+        // As in a run, the model's input needs no gradient; every later unit's does.
+        const bool model_input = bi == 0 && ui == 0;
+        torch::Tensor input = x.is_floating_point() && !model_input ? x.detach().requires_grad_(true) : x;
         const auto t0 = Clock::now();
         y = unit.forward(input);
         const auto t1 = Clock::now();
@@ -78,6 +86,7 @@ Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& o
       if (options.on_unit) options.on_unit(++done, units);
     }
   }
+  use_compute_threads(caller_threads);
   return profile;
 }
 

@@ -3,6 +3,7 @@
 #include "session.hpp"
 
 #include "../atomic_file.hpp"
+#include "compute_threads.hpp"
 #include "datasets.hpp"
 #include "stage_worker_impl.hpp"
 #include "tensor_box.hpp"
@@ -19,16 +20,18 @@ struct Session::Data {
   std::vector<std::vector<std::unique_ptr<StageWorker>>> workers; ///< [pipeline][stage]
   mutable std::uint64_t order_epoch = ~0ULL;
   mutable std::vector<std::int64_t> order;
+  int caller_threads = 1; ///< the opening thread's LibTorch threads, given back at the end
 };
 
 Session::Session() : d_(std::make_unique<Data>()) {}
-Session::~Session() = default;
+Session::~Session() { use_compute_threads(d_->caller_threads); }
 
 Result<std::unique_ptr<Session>> Session::open(const JobSpec& job, const Plan& plan) {
   std::unique_ptr<Session> session(new Session());
   Data& d = *session->d_;
   d.job = job;
   d.plan = plan;
+  d.caller_threads = at::get_num_threads();
   auto data = load_data(job.data, job.model);
   if (!data) return std::move(data).error().with_context(job.where("data.path"));
   d.data = std::move(*data);
@@ -44,7 +47,8 @@ Result<std::unique_ptr<Session>> Session::open(const JobSpec& job, const Plan& p
     d.replicas.push_back(std::make_shared<const Model>(std::move(*model)));
     d.workers.emplace_back();
     for (std::size_t s = 0; s < plan.stages.size(); ++s) {
-      StageSetup setup{p, s, plan.stages.size(), plan.stages[s].begin, plan.stages[s].end, job.train};
+      StageSetup setup{p, s, plan.stages.size(), plan.stages[s].begin, plan.stages[s].end, job.train,
+                       compute_threads_for(plan.pipelines * plan.stages.size())};
       d.workers.back().push_back(std::make_unique<StageWorker>(d.replicas.back(), setup));
     }
   }
@@ -58,6 +62,9 @@ std::uint64_t Session::steps_per_epoch() const {
 std::int64_t Session::train_samples() const { return d_->data.train.size(); }
 
 Batch Session::batch(std::uint64_t epoch, std::uint64_t index) const {
+  // The driver slices batches while the stage actors compute: an OpenMP team here
+  // would spin on the cores they need.
+  use_compute_threads(1);
   if (d_->order_epoch != epoch) {
     d_->order = epoch_order(d_->data.train.size(), d_->job.data.seed, epoch, d_->job.data.shuffle);
     d_->order_epoch = epoch;
@@ -78,6 +85,8 @@ std::vector<StageWorker*> Session::replicas(std::size_t stage) {
 }
 
 Evaluation Session::evaluate() {
+  // Between steps the stage actors are idle: every core evaluates.
+  use_compute_threads(compute_threads_for(1));
   torch::NoGradGuard no_grad;
   const auto& pipeline = d_->workers.front();
   for (auto& w : pipeline)

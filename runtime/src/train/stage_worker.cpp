@@ -1,21 +1,11 @@
 /// StageWorker: forward, backward and optimizer step of one stage; gradient averaging.
 
+#include "compute_threads.hpp"
 #include "stage_worker_impl.hpp"
+#include "step_parts.hpp"
 #include "tensor_box.hpp"
 
 namespace actorpipe::train {
-
-namespace {
-
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& parameters,
-                                                        const TrainOptions& o) {
-  if (o.optimizer == "adam")
-    return std::make_unique<torch::optim::Adam>(parameters, torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
-  return std::make_unique<torch::optim::SGD>(
-      parameters, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay));
-}
-
-} // namespace
 
 StageWorker::StageWorker(std::shared_ptr<const Model> model, const StageSetup& setup) : impl_(std::make_unique<Impl>()) {
   impl_->model = std::move(model);
@@ -35,6 +25,7 @@ StageWorker::~StageWorker() = default;
 const StageSetup& StageWorker::setup() const { return impl_->setup; }
 
 Payload StageWorker::forward(std::size_t micro, const Payload& input) {
+  use_compute_threads(impl_->setup.threads);
   torch::Tensor x = input->tensor;
   // Floating-point inputs from the stage before become leaves that collect the
   // gradient to send back; the storage is shared, not copied.
@@ -45,16 +36,17 @@ Payload StageWorker::forward(std::size_t micro, const Payload& input) {
 }
 
 double StageWorker::forward_loss(std::size_t micro, const Payload& input, const Payload& labels, double loss_scale) {
+  use_compute_threads(impl_->setup.threads);
   torch::Tensor x = input->tensor;
   if (!first() && x.is_floating_point()) x = x.detach().requires_grad_(true);
   const torch::Tensor logits = impl_->run(x);
-  const torch::Tensor loss =
-      torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), labels->tensor.reshape({-1}));
+  const torch::Tensor loss = mean_loss(logits, labels->tensor);
   impl_->stash[micro] = {x, loss * loss_scale};
   return loss.item<double>();
 }
 
 Payload StageWorker::backward(std::size_t micro, const Payload& output_gradient) {
+  use_compute_threads(impl_->setup.threads);
   auto it = impl_->stash.find(micro);
   if (it == impl_->stash.end())
     throw std::logic_error("backward of micro-batch " + std::to_string(micro) + " before its forward");

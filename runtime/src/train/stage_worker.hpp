@@ -25,6 +25,7 @@ struct StageSetup {
   Cut begin;
   Cut end;
   TrainOptions train;
+  int threads = 1; ///< LibTorch intra-op threads for this stage's compute
 };
 
 class StageWorker {

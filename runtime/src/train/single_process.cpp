@@ -1,0 +1,47 @@
+/// SingleProcessTraining: the reference and baseline trainer.
+
+#include "single_process.hpp"
+#include "step_parts.hpp"
+
+namespace actorpipe::train {
+
+Result<std::unique_ptr<SingleProcessTraining>> SingleProcessTraining::open(const JobSpec& job) {
+  auto data = load_data(job.data, job.model);
+  if (!data) return std::move(data).error();
+  auto model = build_model(job.model, data->shape, job.job.seed);
+  if (!model) return std::move(model).error();
+  if (job.train.batch_size == 0 || data->train.size() < static_cast<std::int64_t>(job.train.batch_size))
+    return Error::bad_input("train.batch_size: " + std::to_string(job.train.batch_size) + " samples, but the data has " +
+                            std::to_string(data->train.size()));
+  std::unique_ptr<SingleProcessTraining> t(new SingleProcessTraining());
+  t->job_ = job;
+  t->data_ = std::move(*data);
+  t->model_ = std::move(*model);
+  for (const ModelBlock& block : t->model_.blocks)
+    for (const ModelUnit& unit : block.units) {
+      unit.set_training(true);
+      t->units_.push_back(&unit);
+      t->parameters_.insert(t->parameters_.end(), unit.parameters.begin(), unit.parameters.end());
+    }
+  t->optimizer_ = make_optimizer(t->parameters_, job.train);
+  return t;
+}
+
+double SingleProcessTraining::step() {
+  const std::int64_t B = job_.train.batch_size;
+  const std::uint64_t per_epoch = static_cast<std::uint64_t>(data_.train.size() / B);
+  const std::uint64_t epoch = steps_ / per_epoch, index = steps_ % per_epoch;
+  if (index == 0) order_ = epoch_order(data_.train.size(), job_.data.seed, epoch, job_.data.shuffle);
+  const auto picked = torch::from_blob(order_.data() + index * B, {B}, torch::kLong);
+  torch::Tensor x = data_.train.inputs.index_select(0, picked);
+  const torch::Tensor y = data_.train.labels.index_select(0, picked);
+  for (const ModelUnit* u : units_) x = u->forward(x);
+  const torch::Tensor loss = mean_loss(x, y);
+  loss.backward();
+  optimizer_->step();
+  optimizer_->zero_grad();
+  ++steps_;
+  return loss.item<double>();
+}
+
+} // namespace actorpipe::train

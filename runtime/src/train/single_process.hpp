@@ -1,0 +1,45 @@
+#pragma once
+
+/// The job's model trained the plain way: one process, one thread of control, whole
+/// batches, the samples in the order a run takes them. What pipeline + data-parallel
+/// runs are checked against (they must end with equal parameters) and the baseline
+/// the runtime benchmark measures them against. LibTorch inside.
+
+#include "datasets.hpp"
+#include "model_zoo.hpp"
+
+#include <actorpipe/error.hpp>
+#include <actorpipe/job.hpp>
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace actorpipe::train {
+
+class SingleProcessTraining {
+public:
+  /// Loads the job's data and builds its model from the job's seed.
+  static Result<std::unique_ptr<SingleProcessTraining>> open(const JobSpec& job);
+
+  /// Trains on the next batch of `train.batch_size` samples; returns its loss.
+  double step();
+  std::uint64_t steps_done() const { return steps_; }
+  /// Every parameter, in model order.
+  const std::vector<torch::Tensor>& parameters() const { return parameters_; }
+
+private:
+  SingleProcessTraining() = default;
+  JobSpec job_;
+  DataSets data_;
+  Model model_;
+  std::vector<const ModelUnit*> units_;
+  std::vector<torch::Tensor> parameters_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::vector<std::int64_t> order_;
+  std::uint64_t steps_ = 0;
+};
+
+} // namespace actorpipe::train
