@@ -4,7 +4,10 @@
 ///               with 1 and 2 threads and PyTorch eager (Debian's python3-torch) with 1
 ///               and 2 threads, on the same model and batch;
 ///   per hop     a tiny MLP, one micro-batch of 4 samples, through 8 stages and through
-///               1: the extra step time over the 14 extra hops (7 forward, 7 backward);
+///               1: the extra step time over the 14 extra hops (7 forward, 7 backward),
+///               which also counts each extra stage's own autograd and optimizer calls;
+///               and, from the 8-stage run's trace, the message latency of a hop: from
+///               a stage's compute end to its neighbour's compute start;
 ///   prediction  the measured iteration time of the default job per schedule against
 ///               the simulator's prediction from the profile measured here.
 /// Steps are timed after warm-up steps; a run's rate is samples over the summed step
@@ -20,11 +23,14 @@
 #include "text_table.hpp"
 #include "train/single_process.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -74,8 +80,54 @@ Prepared prepare(const std::string& file, const std::vector<std::string>& overri
   return {std::move(job), std::move(plan)};
 }
 
-/// Trains `p` for warm-up + `steps` steps; the step times of the timed ones.
-std::vector<double> run_steps(const Prepared& p, std::uint64_t steps, const fs::path& scratch) {
+/// Median message latency of forward and of backward hops in a run's trace (µs): for
+/// each micro-batch, from the end of its compute on one stage to the start of its
+/// compute on the next (forward) or previous (backward) stage of the same pipeline.
+struct HopLatency {
+  double forward_us = 0, backward_us = 0;
+};
+
+HopLatency hop_latency(const fs::path& trace_file) {
+  const auto trace = nlohmann::json::parse(std::ifstream(trace_file));
+  // "stage S (DEVICE)" per (pid, tid); spans "forward M" / "backward M" in order.
+  std::map<std::pair<int, int>, std::size_t> stage_of;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name")
+      stage_of[{e["pid"], e["tid"]}] = std::stoul(e["args"]["name"].get<std::string>().substr(6));
+  struct Span {
+    double begin, end;
+  };
+  // [pipeline pid][stage][kind] → spans in time order.
+  std::map<int, std::map<std::size_t, std::map<std::string, std::vector<Span>>>> spans;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const std::string name = e["name"];
+    const std::string kind = name.substr(0, name.find(' '));
+    if (kind != "forward" && kind != "backward") continue;
+    const double ts = e["ts"], dur = e["dur"];
+    spans[e["pid"]][stage_of[{e["pid"], e["tid"]}]][kind].push_back({ts, ts + dur});
+  }
+  std::vector<double> forward, backward;
+  for (auto& [pid, stages] : spans)
+    for (std::size_t s = 0; s + 1 < stages.size(); ++s) {
+      const auto& f0 = stages[s]["forward"];
+      const auto& f1 = stages[s + 1]["forward"];
+      const auto& b0 = stages[s]["backward"];
+      const auto& b1 = stages[s + 1]["backward"];
+      for (std::size_t k = 0; k < std::min(f0.size(), f1.size()); ++k) forward.push_back(f1[k].begin - f0[k].end);
+      for (std::size_t k = 0; k < std::min(b0.size(), b1.size()); ++k) backward.push_back(b0[k].begin - b1[k].end);
+    }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  return {median(forward), median(backward)};
+}
+
+/// Trains `p` for warm-up + `steps` steps; the step times of the timed ones, and the
+/// hop latencies of its trace when asked.
+std::vector<double> run_steps(const Prepared& p, std::uint64_t steps, const fs::path& scratch,
+                              HopLatency* hops = nullptr) {
   std::vector<double> times;
   RunOptions options;
   options.steps = warmup_steps + steps;
@@ -84,6 +136,7 @@ std::vector<double> run_steps(const Prepared& p, std::uint64_t steps, const fs::
     if (m.step > warmup_steps) times.push_back(m.step_ms);
   };
   need(run_training(p.job, p.plan, options));
+  if (hops) *hops = hop_latency(fs::path(options.output_dir) / "trace.json");
   fs::remove_all(options.output_dir);
   return times;
 }
@@ -194,16 +247,22 @@ int main(int argc, char** argv) {
   // Per-hop overhead.
   std::cerr << "per hop: a tiny MLP through 8 stages and through 1\n";
   const std::uint64_t hop_steps = 20 * steps;
-  auto hop_rate = [&](std::size_t stages) {
+  HopLatency latency;
+  auto hop_rate = [&](std::size_t stages, HopLatency* hops) {
     const fs::path file = scratch / ("hops-" + std::to_string(stages) + ".toml");
     std::ofstream(file) << hop_job(stages);
-    return rate_of(run_steps(prepare(file.string(), {}, plugins), hop_steps, scratch), 4);
+    return rate_of(run_steps(prepare(file.string(), {}, plugins), hop_steps, scratch, hops), 4);
   };
-  const Rate one_stage = hop_rate(1), eight_stages = hop_rate(8);
+  const Rate one_stage = hop_rate(1, nullptr), eight_stages = hop_rate(8, &latency);
   const double hop_us = (eight_stages.step_ms - one_stage.step_ms) * 1000.0 / 14.0;
-  text::Table hops({{"pipeline"}, {"step µs (median)", text::Table::Align::right}, {"µs per hop", text::Table::Align::right}});
-  hops.add_row({"1 stage", text::format_fixed(one_stage.step_ms * 1000.0, 1), ""});
-  hops.add_row({"8 stages", text::format_fixed(eight_stages.step_ms * 1000.0, 1), text::format_fixed(hop_us, 1)});
+  text::Table hops({{"pipeline"},
+                    {"step µs (median)", text::Table::Align::right},
+                    {"µs per hop, end to end", text::Table::Align::right},
+                    {"hop latency µs, forward / backward / mean", text::Table::Align::right}});
+  hops.add_row({"1 stage", text::format_fixed(one_stage.step_ms * 1000.0, 1), "", ""});
+  hops.add_row({"8 stages", text::format_fixed(eight_stages.step_ms * 1000.0, 1), text::format_fixed(hop_us, 1),
+                text::format_fixed(latency.forward_us, 1) + " / " + text::format_fixed(latency.backward_us, 1) + " / " +
+                    text::format_fixed((latency.forward_us + latency.backward_us) / 2, 1)});
 
   // Prediction error per schedule, one device per core.
   std::cerr << "prediction: the default job under each schedule\n";
@@ -228,7 +287,9 @@ int main(int argc, char** argv) {
 
   std::cout << "throughput: the default job's CNN, batch " << batch << ", " << cores << " cores; " << steps
             << " timed steps after " << warmup_steps << "\n\n"
-            << throughput.str() << "\nper hop: tiny MLP, 1 micro-batch of 4 samples, gpipe; (8-stage step − 1-stage step) / 14 hops\n\n"
+            << throughput.str()
+            << "\nper hop: tiny MLP, 1 micro-batch of 4 samples, gpipe; end to end = (8-stage step − 1-stage step) / 14 hops;\n"
+               "latency = a stage's compute end to its neighbour's compute start, from the 8-stage trace\n\n"
             << hops.str() << "\nprediction: measured median step against the simulator's iteration time (profile measured here)\n\n"
             << prediction.str();
   return 0;

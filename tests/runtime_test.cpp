@@ -1,6 +1,7 @@
 /// The training runtime: pipeline + data-parallel training equals single-process
-/// training (every schedule, 2 and 4 stages, 1 and 2 pipelines, mlp and gpt); gpt's
-/// loss falls on text; a resumed run equals an uninterrupted one; failures end runs
+/// training (every schedule, 2 and 4 stages, 1 and 2 pipelines, mlp and gpt; cnn and
+/// resnet); a measured profile covers every unit and saves and loads; gpt's loss falls
+/// on text; a resumed run equals an uninterrupted one; failures end runs
 /// with the right exit status and message; a TorchScript model trains.
 
 #define BOOST_TEST_MODULE runtime
@@ -9,6 +10,7 @@
 #include "test_support.hpp"
 
 #include <actorpipe/planner.hpp>
+#include <actorpipe/profile_io.hpp>
 #include <actorpipe/plugin_registry.hpp>
 #include <actorpipe/training.hpp>
 
@@ -139,6 +141,54 @@ BOOST_AUTO_TEST_CASE(pipelines_train_exactly_like_one_process) {
                 relative_difference(checkpoint_parameters(out + "/checkpoint.pt", stages), single_process(p.job, 20));
             BOOST_TEST(difference < 1e-5);
           }
+}
+
+BOOST_AUTO_TEST_CASE(convolutional_models_train_exactly_like_one_process) {
+  test::ScratchDir dir;
+  const std::string images = "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [1, 8, 8]\nclasses = 4\n";
+  for (const char* zoo : {"cnn", "resnet"})
+    BOOST_TEST_CONTEXT(zoo) {
+      const Prepared p = prepare(dir, job_toml(zoo, images, 2, 2, "1f1b"));
+      const std::string out = (dir.path() / "run").string();
+      auto summary = run(p, out, 10);
+      BOOST_REQUIRE_MESSAGE(summary.ok(), (summary.ok() ? "" : summary.error().message));
+      BOOST_TEST(relative_difference(checkpoint_parameters(out + "/checkpoint.pt", 2), single_process(p.job, 10)) < 1e-5);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_measured_profile_has_every_unit_and_round_trips) {
+  test::ScratchDir dir;
+  auto job = load_job(dir.write("job.toml", job_toml("mlp", "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [12]\nclasses = 5\n",
+                                                      2, 1, "1f1b")));
+  BOOST_REQUIRE(job.ok());
+  MeasureOptions measure;
+  measure.threads = 1;
+  std::size_t reported = 0, total = 0;
+  measure.on_unit = [&](std::size_t done, std::size_t all) {
+    reported = done;
+    total = all;
+  };
+  auto profile = measure_profile(*job, measure);
+  BOOST_REQUIRE_MESSAGE(profile.ok(), (profile.ok() ? "" : profile.error().message));
+  BOOST_TEST(reported == 4u);
+  BOOST_TEST(total == 4u);
+  // mlp: layer0 (12 → 32), layer1 and layer2 (32 → 32), output (32 → 5); batch 16.
+  BOOST_REQUIRE_EQUAL(profile->blocks.size(), 4u);
+  BOOST_TEST(profile->batch_size == 16u);
+  BOOST_TEST(profile->reference_device == "cpu, 1 thread");
+  BOOST_TEST(profile->blocks[0].parameter_bytes == (12u * 32 + 32) * 4);
+  BOOST_TEST(profile->blocks[0].output_bytes == 16u * 32 * 4);
+  BOOST_TEST(profile->blocks[3].output_bytes == 16u * 5 * 4);
+  for (const Block& b : profile->blocks) BOOST_TEST((b.forward_ms > 0 && b.backward_ms > 0), b.name);
+  const std::string file = (dir.path() / "measured.toml").string();
+  BOOST_REQUIRE(save_profile(*profile, file).ok());
+  auto loaded = load_profile(file);
+  BOOST_REQUIRE_MESSAGE(loaded.ok(), (loaded.ok() ? "" : loaded.error().message));
+  BOOST_REQUIRE_EQUAL(loaded->blocks.size(), 4u);
+  for (std::size_t b = 0; b < 4; ++b) {
+    BOOST_TEST(loaded->blocks[b].forward_ms == profile->blocks[b].forward_ms);
+    BOOST_TEST(loaded->blocks[b].output_bytes == profile->blocks[b].output_bytes);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(gpt_loss_falls_on_text) {

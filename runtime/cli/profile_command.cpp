@@ -17,6 +17,7 @@ struct ProfileArguments {
   std::string job, output;
   std::vector<std::string> set;
   std::uint32_t batch_size = 0, repeats = 5;
+  int threads = 0;
 };
 
 int profile_job(const ProfileArguments& a) {
@@ -27,6 +28,7 @@ int profile_job(const ProfileArguments& a) {
   MeasureOptions options;
   options.batch_size = a.batch_size;
   options.repeats = a.repeats;
+  options.threads = a.threads;
   options.on_unit = [](std::size_t done, std::size_t all) {
     std::cerr << "\rmeasuring unit " << done << "/" << all << (done == all ? "\n" : "") << std::flush;
   };
@@ -51,6 +53,9 @@ void add_profile_command(CLI::App& app, Run& run) {
   command->add_option("--set", args->set, "override any job key (repeatable)");
   command->add_option("--batch-size", args->batch_size, "samples per measurement (default: train.batch_size)");
   command->add_option("--repeats", args->repeats, "timed runs per unit; the median counts")->check(CLI::PositiveNumber);
+  command->add_option("--threads", args->threads,
+                      "LibTorch threads to measure with (default: one device's share of the cores)")
+      ->check(CLI::PositiveNumber);
   command->callback([&run, args] { run = [args] { return profile_job(*args); }; });
 }
 
