@@ -11,13 +11,11 @@
 ///   prediction  the measured iteration time of the default job per schedule against
 ///               the simulator's prediction from the profile measured here.
 /// Steps are timed after warm-up steps; a run's rate is samples over the summed step
-/// times of its timed steps.
+/// times of its timed steps. actorpipe runs as `actorpipe run` (built beside this), one
+/// process per run, on a profile `actorpipe profile` measured once.
 ///   build/bench/runtime_bench [SOURCE_ROOT] [--steps N]
 
 #include <actorpipe/job.hpp>
-#include <actorpipe/planner.hpp>
-#include <actorpipe/plugin_registry.hpp>
-#include <actorpipe/training.hpp>
 
 #include "text.hpp"
 #include "text_table.hpp"
@@ -66,19 +64,46 @@ T need(Result<T> result) {
   return std::move(*result);
 }
 
-/// A job with its profile measured on this machine and its plan.
-struct Prepared {
-  JobSpec job;
-  Plan plan;
-};
+/// Runs `actorpipe run` in a process of its own, so that no runner inherits another's
+/// threads or heap, and reads back what it wrote.
+struct Cli {
+  fs::path actorpipe, scratch;
+  fs::path profile; ///< measured once by `actorpipe profile`, shared by every run
 
-Prepared prepare(const std::string& file, const std::vector<std::string>& overrides, const PluginRegistry& plugins,
-                 const std::optional<ModelProfile>& profile = std::nullopt) {
-  JobSpec job = need(load_job(file, overrides));
-  job.profile = profile ? *profile : need(measure_profile(job, {}));
-  Plan plan = need(make_plan(job, plugins));
-  return {std::move(job), std::move(plan)};
-}
+  struct Outcome {
+    std::vector<double> step_ms; ///< of the timed steps
+    double predicted_ms = 0;     ///< the plan's simulated iteration time
+    fs::path trace;
+  };
+
+  void shell(const std::string& command) const {
+    const fs::path errors = scratch / "stderr.txt";
+    if (std::system((command + " >/dev/null 2>'" + errors.string() + "'").c_str()) != 0) {
+      std::ifstream in(errors);
+      fail(command + ":\n" + std::string(std::istreambuf_iterator<char>(in), {}));
+    }
+  }
+
+  Outcome run(const std::string& job, std::vector<std::string> sets, std::uint64_t steps) const {
+    if (!profile.empty()) sets.push_back("model.profile=\"" + profile.string() + "\"");
+    const fs::path out = scratch / "run";
+    fs::remove_all(out);
+    std::string command = "'" + actorpipe.string() + "' run '" + job + "' --steps " +
+                          std::to_string(warmup_steps + steps) + " -o '" + out.string() + "' --json";
+    for (const std::string& set : sets) command += " --set '" + set + "'";
+    shell(command);
+    Outcome o;
+    std::ifstream metrics(out / "metrics.jsonl");
+    for (std::string line; std::getline(metrics, line);) {
+      const auto m = nlohmann::json::parse(line);
+      if (m["kind"] == "step" && m["step"].get<std::uint64_t>() > warmup_steps) o.step_ms.push_back(m["step_ms"]);
+    }
+    o.predicted_ms = nlohmann::json::parse(std::ifstream(out / "plan.json"))["iteration_time_ms"];
+    o.trace = out / "trace.json";
+    if (o.step_ms.empty()) fail(command + ": no timed steps in " + (out / "metrics.jsonl").string());
+    return o;
+  }
+};
 
 /// Median message latency of forward and of backward hops in a run's trace (µs): for
 /// each micro-batch, from the end of its compute on one stage to the start of its
@@ -122,23 +147,6 @@ HopLatency hop_latency(const fs::path& trace_file) {
     return v.empty() ? 0.0 : v[v.size() / 2];
   };
   return {median(forward), median(backward)};
-}
-
-/// Trains `p` for warm-up + `steps` steps; the step times of the timed ones, and the
-/// hop latencies of its trace when asked.
-std::vector<double> run_steps(const Prepared& p, std::uint64_t steps, const fs::path& scratch,
-                              HopLatency* hops = nullptr) {
-  std::vector<double> times;
-  RunOptions options;
-  options.steps = warmup_steps + steps;
-  options.output_dir = (scratch / "run").string();
-  options.on_step = [&](const StepMetrics& m) {
-    if (m.step > warmup_steps) times.push_back(m.step_ms);
-  };
-  need(run_training(p.job, p.plan, options));
-  if (hops) *hops = hop_latency(fs::path(options.output_dir) / "trace.json");
-  fs::remove_all(options.output_dir);
-  return times;
 }
 
 Rate libtorch(const JobSpec& job, int threads, std::uint64_t steps) {
@@ -209,28 +217,32 @@ int main(int argc, char** argv) {
     if (a == "--steps" && i + 1 < argc) steps = std::stoull(argv[++i]);
     else root = a;
   }
-  const auto plugins = need(PluginRegistry::discover(PluginRegistry::default_folders()));
   const fs::path scratch = fs::temp_directory_path() / ("actorpipe-runtime-bench-" + std::to_string(::getpid()));
   fs::create_directories(scratch);
   const std::string default_job = root + "/configs/fashion-mnist.toml";
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  Cli cli{fs::canonical(argv[0]).parent_path().parent_path() / "runtime/cli/actorpipe", scratch, {}};
+  if (!fs::exists(cli.actorpipe)) fail(cli.actorpipe.string() + ": not built");
 
   // Throughput of the default model.
   std::cerr << "throughput: measuring the profile, then each runner (" << steps << " timed steps)\n";
-  const Prepared two_by_one = prepare(default_job, {"plan.pipelines=1"}, plugins);
-  const Prepared two_by_two = prepare(default_job, {"plan.pipelines=2"}, plugins, two_by_one.job.profile);
-  const std::uint32_t batch = two_by_one.job.train.batch_size;
-  const Rate single = libtorch(two_by_one.job, 1, steps);
+  cli.shell("'" + cli.actorpipe.string() + "' profile '" + default_job + "' -o '" + (scratch / "profile.toml").string() + "'");
+  cli.profile = scratch / "profile.toml";
+  const JobSpec job = need(load_job(default_job));
+  const std::uint32_t batch = job.train.batch_size;
+  const Rate single = libtorch(job, 1, steps);
   struct Row {
     std::string runner;
     std::optional<Rate> rate;
   };
   std::vector<Row> rows = {{"LibTorch, 1 thread", single},
-                           {"LibTorch, 2 threads", libtorch(two_by_one.job, 2, steps)},
+                           {"LibTorch, 2 threads", libtorch(job, 2, steps)},
                            {"PyTorch eager, 1 thread", pytorch(root, 1, batch, steps)},
                            {"PyTorch eager, 2 threads", pytorch(root, 2, batch, steps)},
-                           {"actorpipe, 2 stages × 1 pipeline", rate_of(run_steps(two_by_one, steps, scratch), batch)},
-                           {"actorpipe, 2 stages × 2 pipelines", rate_of(run_steps(two_by_two, steps, scratch), batch)}};
+                           {"actorpipe, 2 stages × 1 pipeline",
+                            rate_of(cli.run(default_job, {"plan.pipelines=1"}, steps).step_ms, batch)},
+                           {"actorpipe, 2 stages × 2 pipelines",
+                            rate_of(cli.run(default_job, {"plan.pipelines=2"}, steps).step_ms, batch)}};
   text::Table throughput({{"runner"},
                           {"samples/s", text::Table::Align::right},
                           {"step ms", text::Table::Align::right},
@@ -251,7 +263,11 @@ int main(int argc, char** argv) {
   auto hop_rate = [&](std::size_t stages, HopLatency* hops) {
     const fs::path file = scratch / ("hops-" + std::to_string(stages) + ".toml");
     std::ofstream(file) << hop_job(stages);
-    return rate_of(run_steps(prepare(file.string(), {}, plugins), hop_steps, scratch, hops), 4);
+    Cli tiny = cli;
+    tiny.profile.clear(); // the MLP's own, measured by the run
+    const Cli::Outcome o = tiny.run(file.string(), {}, hop_steps);
+    if (hops) *hops = hop_latency(o.trace);
+    return rate_of(o.step_ms, 4);
   };
   const Rate one_stage = hop_rate(1, nullptr), eight_stages = hop_rate(8, &latency);
   const double hop_us = (eight_stages.step_ms - one_stage.step_ms) * 1000.0 / 14.0;
@@ -273,14 +289,13 @@ int main(int argc, char** argv) {
                           {"error", text::Table::Align::right}});
   const std::string pipelines = std::to_string(std::max(1u, cores / 2));
   for (const char* scheduler : {"gpipe", "1f1b", "sliced-1f1b"}) {
-    const Prepared p = prepare(default_job,
-                               {std::string("plan.scheduler=\"") + scheduler + "\"", "plan.pipelines=" + pipelines,
-                                "plan.micro_batches=4"},
-                               plugins, two_by_one.job.profile);
-    const Rate measured = rate_of(run_steps(p, steps, scratch), batch);
-    const double error = (p.plan.iteration_time_ms - measured.step_ms) / measured.step_ms;
-    prediction.add_row({scheduler, std::to_string(p.plan.stages.size()) + " × " + pipelines + ", 4 micro-batches",
-                        text::format_fixed(measured.step_ms, 2), text::format_fixed(p.plan.iteration_time_ms, 2),
+    const Cli::Outcome o = cli.run(
+        default_job, {std::string("plan.scheduler=\"") + scheduler + "\"", "plan.pipelines=" + pipelines, "plan.micro_batches=4"},
+        steps);
+    const Rate measured = rate_of(o.step_ms, batch);
+    const double error = (o.predicted_ms - measured.step_ms) / measured.step_ms;
+    prediction.add_row({scheduler, std::to_string(job.plan.stages) + " × " + pipelines + ", 4 micro-batches",
+                        text::format_fixed(measured.step_ms, 2), text::format_fixed(o.predicted_ms, 2),
                         (error >= 0 ? "+" : "") + text::format_fixed(100.0 * error, 1) + "%"});
   }
   fs::remove_all(scratch);
