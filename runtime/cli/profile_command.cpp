@@ -9,6 +9,8 @@
 
 #include <iostream>
 
+#include <unistd.h>
+
 namespace actorpipe::cli {
 
 namespace {
@@ -29,8 +31,10 @@ int profile_job(const ProfileArguments& a) {
   options.batch_size = a.batch_size;
   options.repeats = a.repeats;
   options.threads = a.threads;
-  options.on_unit = [](std::size_t done, std::size_t all) {
-    std::cerr << "\rmeasuring unit " << done << "/" << all << (done == all ? "\n" : "") << std::flush;
+  // One line rewritten in place on a terminal; a line per unit in a log.
+  options.on_unit = [terminal = ::isatty(STDERR_FILENO) != 0](std::size_t done, std::size_t all) {
+    if (terminal) std::cerr << "\rmeasuring unit " << done << "/" << all << (done == all ? "\n" : "") << std::flush;
+    else std::cerr << "measuring unit " << done << "/" << all << "\n";
   };
   auto profile = measure_profile(*job, options);
   if (!profile) return report(profile.error());
