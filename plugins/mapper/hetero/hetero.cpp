@@ -51,19 +51,16 @@ std::vector<DeviceId> ranked_devices(const ClusterSpec& cluster) {
   return ranked;
 }
 
-Mapping stage_major(const std::vector<DeviceId>& ranked, std::size_t stages, std::size_t pipelines) {
-  Mapping mapping;
-  mapping.devices.assign(pipelines, std::vector<DeviceId>(stages));
-  for (std::size_t s = 0; s < stages; ++s)
-    for (std::size_t p = 0; p < pipelines; ++p) mapping.devices[p][s] = ranked[s * pipelines + p];
-  return mapping;
-}
+enum class Layout { stage_major, pipeline_major };
 
-Mapping pipeline_major(const std::vector<DeviceId>& ranked, std::size_t stages, std::size_t pipelines) {
+/// Lays the ranked devices out by stage (a stage's replicas consecutive) or by
+/// pipeline (a pipeline's stages consecutive).
+Mapping lay_out(const std::vector<DeviceId>& ranked, std::size_t stages, std::size_t pipelines, Layout layout) {
   Mapping mapping;
   mapping.devices.assign(pipelines, std::vector<DeviceId>(stages));
   for (std::size_t p = 0; p < pipelines; ++p)
-    for (std::size_t s = 0; s < stages; ++s) mapping.devices[p][s] = ranked[p * stages + s];
+    for (std::size_t s = 0; s < stages; ++s)
+      mapping.devices[p][s] = ranked[layout == Layout::stage_major ? s * pipelines + p : p * stages + s];
   return mapping;
 }
 
@@ -135,12 +132,12 @@ public:
                               " stages need " + std::to_string(needed) + " devices; cluster '" + context.cluster.name +
                               "' has " + std::to_string(context.cluster.devices.size()));
     const std::vector<DeviceId> ranked = ranked_devices(context.cluster);
-    if (*layout == "stage-major") return stage_major(ranked, context.stages, context.pipelines);
+    if (*layout == "stage-major") return lay_out(ranked, context.stages, context.pipelines, Layout::stage_major);
     if (*layout == "pipeline-major" || context.pipelines == 1 || context.stages == 1)
-      return pipeline_major(ranked, context.stages, context.pipelines);
+      return lay_out(ranked, context.stages, context.pipelines, Layout::pipeline_major);
 
-    Mapping by_stage = stage_major(ranked, context.stages, context.pipelines);
-    Mapping by_pipeline = pipeline_major(ranked, context.stages, context.pipelines);
+    Mapping by_stage = lay_out(ranked, context.stages, context.pipelines, Layout::stage_major);
+    Mapping by_pipeline = lay_out(ranked, context.stages, context.pipelines, Layout::pipeline_major);
     auto stage_speed =
         price(context, speed_balanced(context, partition, stage_speeds(context.cluster, by_stage)), by_stage);
     if (!stage_speed) return std::move(stage_speed).error();
