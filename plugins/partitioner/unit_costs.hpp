@@ -18,49 +18,56 @@ public:
   /// `sub_blocks`: whether cuts inside blocks are allowed. Times and bytes are scaled
   /// from the profile's batch to a micro-batch of `micro_batch` samples.
   UnitCosts(const ModelProfile& profile, bool sub_blocks, std::uint32_t micro_batch)
-      : units_(profile.units(sub_blocks)), model_end_{profile.blocks.size(), 0},
-        scale_(static_cast<double>(micro_batch) / profile.batch_size), micro_batch_(micro_batch),
+      : scale_(static_cast<double>(micro_batch) / profile.batch_size), micro_batch_(micro_batch),
         input_bytes_(static_cast<double>(profile.input_bytes) * scale_) {
-    forward_.assign(units_.size() + 1, 0.0);
-    backward_ = parameters_ = stash_ = forward_;
-    for (std::size_t u = 0; u < units_.size(); ++u) {
-      forward_[u + 1] = forward_[u] + units_[u].forward_ms * scale_;
-      backward_[u + 1] = backward_[u] + units_[u].backward_ms * scale_;
-      parameters_[u + 1] = parameters_[u] + static_cast<double>(units_[u].parameter_bytes);
-      stash_[u + 1] = stash_[u] + static_cast<double>(units_[u].stash_bytes_per_sample) * micro_batch;
-    }
+    entries_.reserve(profile.blocks.size() + 1);
+    entries_.emplace_back();
+    profile.for_each_unit(sub_blocks, [&](const Unit& unit) {
+      Entry& e = entries_.back();
+      e.begin = unit.begin;
+      e.output_bytes = static_cast<double>(unit.output_bytes) * scale_;
+      entries_.push_back({e.forward + unit.forward_ms * scale_, e.backward + unit.backward_ms * scale_,
+                          e.parameters + static_cast<double>(unit.parameter_bytes),
+                          e.stash + static_cast<double>(unit.stash_bytes_per_sample) * micro_batch});
+    });
+    entries_.back().begin = {profile.blocks.size(), 0};
   }
 
-  std::size_t size() const { return units_.size(); }
+  std::size_t size() const { return entries_.size() - 1; }
   std::uint32_t micro_batch() const { return micro_batch_; }
 
   /// Units [i, j), per micro-batch on the reference device.
-  double forward_ms(std::size_t i, std::size_t j) const { return forward_[j] - forward_[i]; }
-  double backward_ms(std::size_t i, std::size_t j) const { return backward_[j] - backward_[i]; }
+  double forward_ms(std::size_t i, std::size_t j) const { return entries_[j].forward - entries_[i].forward; }
+  double backward_ms(std::size_t i, std::size_t j) const { return entries_[j].backward - entries_[i].backward; }
   double compute_ms(std::size_t i, std::size_t j) const { return forward_ms(i, j) + backward_ms(i, j); }
-  double parameter_bytes(std::size_t i, std::size_t j) const { return parameters_[j] - parameters_[i]; }
+  double parameter_bytes(std::size_t i, std::size_t j) const { return entries_[j].parameters - entries_[i].parameters; }
   /// Activations one micro-batch leaves stashed between forward and backward.
-  double stash_bytes(std::size_t i, std::size_t j) const { return stash_[j] - stash_[i]; }
+  double stash_bytes(std::size_t i, std::size_t j) const { return entries_[j].stash - entries_[i].stash; }
   /// Activations crossing boundary j (before unit j) for one micro-batch.
   double boundary_bytes(std::size_t j) const {
-    return j == 0 ? input_bytes_ : static_cast<double>(units_[j - 1].output_bytes) * scale_;
+    return j == 0 ? input_bytes_ : entries_[j - 1].output_bytes;
   }
 
   /// Unit boundaries 0 = b_0 < b_1 < ... < b_S = size() as cuts.
   Partition to_partition(const std::vector<std::size_t>& boundaries) const {
     Partition partition;
     partition.cuts.reserve(boundaries.size());
-    for (std::size_t b : boundaries) partition.cuts.push_back(b < units_.size() ? units_[b].begin : model_end_);
+    for (std::size_t b : boundaries) partition.cuts.push_back(entries_[b].begin);
     return partition;
   }
 
 private:
-  std::vector<Unit> units_;
-  Cut model_end_;
+  /// Entry u: sums over units [0, u) side by side (a range's costs share cache lines),
+  /// and where unit u begins and what it sends on; entry size() is the model's end.
+  struct Entry {
+    double forward = 0, backward = 0, parameters = 0, stash = 0;
+    Cut begin;
+    double output_bytes = 0;
+  };
   double scale_;
   std::uint32_t micro_batch_;
   double input_bytes_;
-  std::vector<double> forward_, backward_, parameters_, stash_;
+  std::vector<Entry> entries_;
 };
 
 /// The largest micro-batch: what memory and per-micro-batch times are sized for.

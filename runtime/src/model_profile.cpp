@@ -65,19 +65,7 @@ Status ModelProfile::validate() const {
 std::vector<Unit> ModelProfile::units(bool sub_blocks) const {
   std::vector<Unit> out;
   out.reserve(blocks.size());
-  for (std::size_t b = 0; b < blocks.size(); ++b) {
-    const Block& block = blocks[b];
-    if (!sub_blocks || block.sub_blocks.empty()) {
-      out.push_back({{b, 0}, block.forward_ms, block.backward_ms, block.output_bytes,
-                     block.parameter_bytes, block.stash_bytes_per_sample});
-      continue;
-    }
-    for (std::size_t s = 0; s < block.sub_blocks.size(); ++s) {
-      const SubBlock& sub = block.sub_blocks[s];
-      out.push_back({{b, s}, sub.forward_ms, sub.backward_ms, sub.output_bytes,
-                     sub.parameter_bytes, sub.stash_bytes_per_sample});
-    }
-  }
+  for_each_unit(sub_blocks, [&](const Unit& unit) { out.push_back(unit); });
   return out;
 }
 

@@ -35,11 +35,16 @@ class Search {
 public:
   Search(const PlanContext& context, const UnitCosts& costs, bool limit_memory)
       : c_(context), costs_(costs), S_(context.stages), N_(costs.size()), limit_memory_(limit_memory) {
-    speeds_.reserve(S_);
-    for (std::size_t s = 0; s < S_; ++s) speeds_.push_back(s < c_.stage_speeds.size() ? c_.stage_speeds[s] : 1.0);
+    speeds_.resize(S_);
+    for (std::size_t s = 0; s < S_; ++s) {
+      const double speed = s < c_.stage_speeds.size() ? c_.stage_speeds[s] : 1.0;
+      speeds_[s] = {speed, 1.0 / speed};
+    }
   }
 
-  double time(std::size_t s, std::size_t i, std::size_t j) const { return costs_.compute_ms(i, j) / speeds_[s]; }
+  /// Every comparison goes through this one product, so a bound reached by one stage
+  /// time is met exactly by the same stage (a multiply, not a divide, per probe).
+  double time(std::size_t s, std::size_t i, std::size_t j) const { return costs_.compute_ms(i, j) * speeds_[s].slowness; }
   bool fits(std::size_t s, std::size_t i, std::size_t j) const {
     if (!limit_memory_ || s >= c_.stage_memory.size()) return true;
     return partitioning::stage_memory(costs_, c_, s, i, j) <= static_cast<double>(c_.stage_memory[s]);
@@ -49,9 +54,13 @@ public:
   }
 
   /// The furthest end for stage s starting at unit i under `bound`, leaving a unit for
-  /// each later stage; i when not even one unit fits.
+  /// each later stage; i when not even one unit fits. Gallops from i, so a stage of k
+  /// units costs O(log k) probes: stages are short when there are many.
   std::size_t furthest(std::size_t s, std::size_t i, double bound) const {
-    std::size_t lo = i, hi = N_ - (S_ - s - 1); // answer in [lo, hi]
+    const std::size_t last = N_ - (S_ - s - 1);
+    std::size_t lo = i, k = 1; // lo: an end known to fit (or i); probes i + 1, i + 2, i + 4, ...
+    while (i + k <= last && within(s, i, i + k, bound)) lo = i + k, k *= 2;
+    std::size_t hi = std::min(last, i + k - 1); // answer in [lo, hi]
     while (lo < hi) {
       const std::size_t mid = (lo + hi + 1) / 2;
       if (within(s, i, mid, bound)) lo = mid;
@@ -79,7 +88,7 @@ public:
   /// the greedy split reached, an achievable value: few probes land on the optimum.
   double min_max_bound() const {
     double speed_sum = 0, fastest = 0, slowest_unit = 0;
-    for (double v : speeds_) speed_sum += v, fastest = std::max(fastest, v);
+    for (std::size_t s = 0; s < S_; ++s) speed_sum += speeds_[s].speed, fastest = std::max(fastest, speeds_[s].speed);
     for (std::size_t u = 0; u < N_; ++u) slowest_unit = std::max(slowest_unit, costs_.compute_ms(u, u + 1));
     // Often the floor itself is reached (one unit outweighs a fair share, or the work
     // divides evenly): one probe settles it.
@@ -103,13 +112,16 @@ public:
   }
 
   /// Per stage, the earliest unit at which stages s.. can still hold the rest under
-  /// `bound` (a backward greedy: each later stage takes as many units as fit).
+  /// `bound` (a backward greedy: each later stage takes as many units as fit),
+  /// galloping down from the stage's end as `furthest` gallops up.
   std::vector<std::size_t> earliest_starts(double bound) const {
     std::vector<std::size_t> start(S_ + 1, N_);
     for (std::size_t s = S_; s-- > 0;) {
       const std::size_t end = start[s + 1];
-      // Leave one unit for each earlier stage; take the earliest start that fits.
-      std::size_t lo = s, hi = end - 1; // answer in [lo, hi]; end - 1 always fits when feasible
+      // Leave one unit for each earlier stage; end - 1 always fits when feasible.
+      std::size_t hi = end - 1, step = 1; // hi: a start known to fit
+      while (hi >= s + step && within(s, hi - step, end, bound)) hi -= step, step *= 2;
+      std::size_t lo = hi >= s + step ? hi - step + 1 : s; // answer in [lo, hi]
       while (lo < hi) {
         const std::size_t mid = (lo + hi) / 2;
         if (within(s, mid, end, bound)) hi = mid;
@@ -122,25 +134,27 @@ public:
 
   /// Boundaries that spread the work evenly by speed, every stage within `bound`.
   std::vector<std::size_t> spread(double bound) const {
-    const std::vector<std::size_t> earliest = earliest_starts(bound);
+    // b starts as the earliest starts and becomes the cuts: stage s reads b[s + 1]
+    // just before it overwrites it.
+    std::vector<std::size_t> b = earliest_starts(bound);
     double speed_left = 0;
-    for (double v : speeds_) speed_left += v;
-    std::vector<std::size_t> b;
-    b.reserve(S_ + 1);
-    b.push_back(0);
+    for (std::size_t s = 0; s < S_; ++s) speed_left += speeds_[s].speed;
+    b[0] = 0;
     std::size_t i = 0;
     for (std::size_t s = 0; s + 1 < S_; ++s) {
-      const double target = costs_.compute_ms(i, N_) * speeds_[s] / speed_left;
-      speed_left -= speeds_[s];
-      const std::size_t most = furthest(s, i, bound);
-      // The smallest end that still lets the rest fit; more work here is allowed.
-      std::size_t j = std::max(i + 1, earliest[s + 1]);
-      while (j < most && costs_.compute_ms(i, j + 1) <= target) ++j;
-      if (j < most && std::abs(costs_.compute_ms(i, j + 1) - target) < std::abs(costs_.compute_ms(i, j) - target)) ++j;
-      b.push_back(j);
+      const double target = costs_.compute_ms(i, N_) * speeds_[s].speed / speed_left;
+      speed_left -= speeds_[s].speed;
+      // The smallest end that still lets the rest fit, then more work up to the target
+      // or the bound, whichever comes first (growing stays feasible until `within` fails).
+      const std::size_t last = N_ - (S_ - s - 1);
+      std::size_t j = std::max(i + 1, b[s + 1]);
+      while (j < last && costs_.compute_ms(i, j + 1) <= target && within(s, i, j + 1, bound)) ++j;
+      if (j < last && std::abs(costs_.compute_ms(i, j + 1) - target) < std::abs(costs_.compute_ms(i, j) - target) &&
+          within(s, i, j + 1, bound))
+        ++j;
+      b[s + 1] = j;
       i = j;
     }
-    b.push_back(N_);
     return b;
   }
 
@@ -148,15 +162,20 @@ public:
   /// boundary that sends the fewest bytes: the largest stage stays at the optimum and
   /// the pipeline's fill, drain and round trips carry less. Two sweeps settle it.
   void quiet_cuts(std::vector<std::size_t>& b, double bound) const {
-    for (int sweep = 0; sweep < 2; ++sweep)
+    for (int sweep = 0; sweep < 2; ++sweep) {
+      bool moved = false;
       for (std::size_t s = 1; s < S_; ++s) {
+        if (b[s + 1] - b[s - 1] < 3) continue; // two stages of one unit each: nowhere to go
         std::size_t best = b[s];
         for (std::size_t j = b[s - 1] + 1; j < b[s + 1]; ++j)
           if (costs_.boundary_bytes(j) < costs_.boundary_bytes(best) && within(s - 1, b[s - 1], j, bound) &&
               within(s, j, b[s + 1], bound))
             best = j;
+        moved |= best != b[s];
         b[s] = best;
       }
+      if (!moved) return;
+    }
   }
 
   /// The stage busiest in a simulated iteration: the one of most compute, since busy
@@ -172,8 +191,8 @@ public:
     const double per_sample = 1.0 / costs_.micro_batch();
     std::vector<double> forward, backward, send;
     for (std::size_t s = 0; s < S_; ++s) {
-      forward.push_back(costs_.forward_ms(b[s], b[s + 1]) * per_sample / speeds_[s]);
-      backward.push_back(costs_.backward_ms(b[s], b[s + 1]) * per_sample / speeds_[s]);
+      forward.push_back(costs_.forward_ms(b[s], b[s + 1]) * per_sample * speeds_[s].slowness);
+      backward.push_back(costs_.backward_ms(b[s], b[s + 1]) * per_sample * speeds_[s].slowness);
       if (s + 1 < S_) send.push_back(costs_.boundary_bytes(b[s + 1]) * per_sample / send_bytes_per_ms);
     }
     return simulate_pipeline(schedule, forward, backward, send, c_.action_overhead_ms).makespan_ms;
@@ -184,41 +203,47 @@ public:
   /// unit, or neighbours with no room under the bound, end the search at once.
   void improve(std::vector<std::size_t>& b, double bound) const {
     const double limit = bound * 1.01;
-    auto allowed = [&](const std::vector<std::size_t>& next) {
-      for (std::size_t s = 0; s < S_; ++s)
-        if (next[s + 1] <= next[s] || time(s, next[s], next[s + 1]) > limit || !fits(s, next[s], next[s + 1]))
-          return false;
-      return true;
+    // Every stage starts within the bound, so a move that sets cut k to `value` need
+    // only check the two stages beside that cut.
+    auto allowed = [&](std::size_t k, std::size_t value) {
+      return b[k - 1] < value && value < b[k + 1] && time(k - 1, b[k - 1], value) <= limit &&
+             time(k, value, b[k + 1]) <= limit && fits(k - 1, b[k - 1], value) && fits(k, value, b[k + 1]);
     };
     // The critical stage does not depend on how many micro-batches follow the first
     // few, so the guiding simulation is capped at 2S of them to stay cheap.
-    const std::size_t m = std::min<std::size_t>(std::max<std::size_t>(c_.micro_batch_sizes.size(), 1), 2 * S_);
     std::optional<Schedule> schedule;
-    const double bytes_per_ms = partitioning::cluster_bandwidths(c_.cluster).intra_server / 1000.0;
-    double current = std::numeric_limits<double>::infinity();
+    double bytes_per_ms = 0, current = 0;
     for (std::size_t round = 0; round < 4 * S_ + 16; ++round) {
       const std::size_t critical = critical_stage(b);
-      std::vector<std::vector<std::size_t>> moves;
-      for (const bool to_previous : {true, false}) {
-        if (to_previous ? critical == 0 : critical + 1 == S_) continue;
-        std::vector<std::size_t> next = b;
-        // Its first unit to the stage before, or its last unit to the stage after.
-        if (to_previous) ++next[critical];
-        else --next[critical + 1];
-        if (allowed(next)) moves.push_back(std::move(next));
-      }
-      if (moves.empty()) return;
+      if (b[critical + 1] - b[critical] < 2) return; // a single unit has nothing to give
+      // Its first unit to the stage before (cut `critical` moves up), or its last unit
+      // to the stage after (cut `critical + 1` moves down).
+      struct Move {
+        std::size_t cut, value;
+      };
+      Move moves[2];
+      std::size_t count = 0;
+      if (critical > 0 && allowed(critical, b[critical] + 1)) moves[count++] = {critical, b[critical] + 1};
+      if (critical + 1 < S_ && allowed(critical + 1, b[critical + 1] - 1))
+        moves[count++] = {critical + 1, b[critical + 1] - 1};
+      if (count == 0) return;
       if (!schedule) {
+        const std::size_t m = std::min<std::size_t>(std::max<std::size_t>(c_.micro_batch_sizes.size(), 1), 2 * S_);
         const std::vector<std::uint32_t> sizes(m, costs_.micro_batch());
         schedule = c_.scheduler == "gpipe" ? gpipe_schedule(S_, sizes) : one_f_one_b_schedule(S_, sizes);
+        bytes_per_ms = partitioning::cluster_bandwidths(c_.cluster).intra_server / 1000.0;
         current = simulate(b, *schedule, bytes_per_ms);
       }
       double best_time = current * (1 - 1e-9);
-      std::size_t best = moves.size();
-      for (std::size_t k = 0; k < moves.size(); ++k)
-        if (const double t = simulate(moves[k], *schedule, bytes_per_ms); t < best_time) best_time = t, best = k;
-      if (best == moves.size()) return;
-      b = std::move(moves[best]);
+      std::size_t best = count;
+      for (std::size_t k = 0; k < count; ++k) {
+        const std::size_t kept = b[moves[k].cut];
+        b[moves[k].cut] = moves[k].value;
+        if (const double t = simulate(b, *schedule, bytes_per_ms); t < best_time) best_time = t, best = k;
+        b[moves[k].cut] = kept;
+      }
+      if (best == count) return;
+      b[moves[best].cut] = moves[best].value;
       current = best_time;
     }
   }
@@ -228,7 +253,10 @@ private:
   const UnitCosts& costs_;
   std::size_t S_, N_;
   bool limit_memory_;
-  std::vector<double> speeds_;
+  struct Speed {
+    double speed, slowness; ///< slowness = 1 / speed
+  };
+  std::vector<Speed> speeds_;
 };
 
 class AutopipePartitioner : public Partitioner {

@@ -72,6 +72,23 @@ struct ModelProfile {
   /// The model as a sequence of units: every block, or its sub-blocks when
   /// `sub_blocks` is true and it has some.
   std::vector<Unit> units(bool sub_blocks) const;
+  /// Calls `f(const Unit&)` on each of those units in order, building no vector.
+  template <class F>
+  void for_each_unit(bool sub_blocks, F&& f) const {
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      const Block& block = blocks[b];
+      if (!sub_blocks || block.sub_blocks.empty()) {
+        f(Unit{{b, 0}, block.forward_ms, block.backward_ms, block.output_bytes, block.parameter_bytes,
+               block.stash_bytes_per_sample});
+        continue;
+      }
+      for (std::size_t s = 0; s < block.sub_blocks.size(); ++s) {
+        const SubBlock& sub = block.sub_blocks[s];
+        f(Unit{{b, s}, sub.forward_ms, sub.backward_ms, sub.output_bytes, sub.parameter_bytes,
+               sub.stash_bytes_per_sample});
+      }
+    }
+  }
 
   double total_forward_ms() const;
   double total_backward_ms() const;
