@@ -5,6 +5,7 @@
 #include <actorpipe/job.hpp>
 #include <actorpipe/planner.hpp>
 #include <actorpipe/plugin_registry.hpp>
+#include <actorpipe/profile_io.hpp>
 #include <actorpipe/report.hpp>
 
 #include "test_support.hpp"
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <random>
 
 using namespace actorpipe;
@@ -184,6 +186,18 @@ ModelProfile random_profile(std::mt19937& random, std::size_t blocks) {
   return p;
 }
 
+/// The largest stage's forward + backward under `partition`.
+double largest_stage(const std::vector<Unit>& units, const Partition& partition) {
+  double largest = 0;
+  for (std::size_t s = 0; s + 1 < partition.cuts.size(); ++s) {
+    double stage = 0;
+    for (const Unit& u : units)
+      if (!(u.begin < partition.cuts[s]) && u.begin < partition.cuts[s + 1]) stage += u.forward_ms + u.backward_ms;
+    largest = std::max(largest, stage);
+  }
+  return largest;
+}
+
 /// The least largest stage (forward + backward) over every split of `units` into
 /// `stages`, by trying them all.
 double brute_force_min_max(const std::vector<Unit>& units, std::size_t stages) {
@@ -226,13 +240,7 @@ BOOST_AUTO_TEST_CASE(autopipe_is_never_worse_than_the_exact_min_max_partition) {
     context.scheduler = "1f1b";
     auto partition = (*autopipe)->partition(context);
     BOOST_REQUIRE_MESSAGE(partition.ok(), (partition.ok() ? "" : partition.error().message));
-    double largest = 0;
-    for (std::size_t s = 0; s < stages; ++s) {
-      double stage = 0;
-      for (const Unit& u : units)
-        if (!(u.begin < partition->cuts[s]) && u.begin < partition->cuts[s + 1]) stage += u.forward_ms + u.backward_ms;
-      largest = std::max(largest, stage);
-    }
+    const double largest = largest_stage(units, *partition);
     const double optimum = brute_force_min_max(units, stages);
     BOOST_TEST_CONTEXT("trial " << trial << ": " << units.size() << " units, " << stages << " stages") {
       // Within 1% of the optimum: the room autopipe's simulated search may use.
@@ -240,6 +248,31 @@ BOOST_AUTO_TEST_CASE(autopipe_is_never_worse_than_the_exact_min_max_partition) {
       BOOST_TEST(largest >= optimum - 1e-9);
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(autopipe_cuts_inside_the_gpt2_head_where_block_planners_cannot) {
+  // GPT-2 XL's head is worth about 2.4 layers; only its vocabulary slices let 32
+  // stages come near an even share.
+  auto profile = load_profile((test::source_root() / "configs/profiles/gpt2-xl.toml").string());
+  BOOST_REQUIRE(profile.ok());
+  const std::vector<Unit> units = profile->units(true);
+  PlanContext context{.profile = *profile, .cluster = job("gpt2-xl-hetero-2x8.toml").cluster};
+  context.stages = 32;
+  context.micro_batch_sizes = std::vector<std::uint32_t>(64, profile->batch_size);
+  context.scheduler = "1f1b";
+  std::map<std::string, double> largest;
+  for (const char* name : {"autopipe", "dapple", "piper"}) {
+    auto partitioner = test::plugins().partitioner(name);
+    BOOST_REQUIRE(partitioner.ok());
+    auto partition = (*partitioner)->partition(context);
+    BOOST_REQUIRE_MESSAGE(partition.ok(), name << ": " << (partition.ok() ? "" : partition.error().message));
+    largest[name] = largest_stage(units, *partition);
+  }
+  double head = 0;
+  for (const SubBlock& sub : profile->blocks.back().sub_blocks) head += sub.forward_ms + sub.backward_ms;
+  BOOST_TEST(largest["autopipe"] < head);
+  BOOST_TEST(largest["autopipe"] < 0.9 * largest["dapple"]);
+  BOOST_TEST(largest["autopipe"] < 0.9 * largest["piper"]);
 }
 
 BOOST_AUTO_TEST_CASE(hetero_keeps_pipeline_neighbours_on_one_server) {

@@ -1,12 +1,14 @@
 /// `transformer-profile`: writes the profile of a transformer encoder or decoder
-/// (embedding, N layers each split into attention and MLP sub-blocks, head) derived
-/// from FLOPs and bytes, in actorpipe's TOML format. docs/profiles.md gives the
+/// (embedding, N layers each split into attention and MLP sub-blocks, a head split
+/// into its transform and vocabulary slices) derived from FLOPs and bytes, in
+/// actorpipe's TOML format. docs/profiles.md gives the
 /// formulas; configs/profiles/bert-large.toml and gpt2-xl.toml were made with it.
 
 #include <actorpipe/profile_io.hpp>
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <iostream>
 
 namespace {
@@ -19,6 +21,8 @@ struct Shape {
   double tflops = 40;           ///< sustained on the reference device
   std::string device = "V100-32GB";
   double memory_gbps = 900;     ///< for the memory-bound embedding
+  /// Vocabulary slices of the head; 0: about one MLP's work each, ceil(V / 8h).
+  std::uint32_t vocabulary_slices = 0;
 };
 
 /// ms for `flops` at the device's sustained rate.
@@ -65,13 +69,40 @@ ModelProfile make(const Shape& s) {
     p.blocks.push_back(block);
   }
 
+  // The head, cut so that no piece outweighs a layer's half: the transform, then slices
+  // of the vocabulary projection. A slice passes the hidden states on with each token's
+  // running max, sum of exponentials and target logit, so the last slice has the loss
+  // (a vocabulary-parallel softmax, run in sequence). Each slice holds its rows of the
+  // projection, a copy of the tied embedding's kept in sync as the whole head's is.
+  const std::uint32_t slices =
+      s.vocabulary_slices ? s.vocabulary_slices : static_cast<std::uint32_t>(std::ceil(V / (8 * h)));
+  const double slice_V = V / slices;
   Block head;
   head.name = "head";
-  head.forward_ms = ms(2 * b * L * h * V + 2 * b * L * h * h, s); // transform + vocabulary projection
-  head.backward_ms = 2 * head.forward_ms;
-  head.output_bytes = static_cast<std::uint64_t>(b * 4); // the loss per sample
-  head.parameter_bytes = static_cast<std::uint64_t>((h * h + h + V) * 4); // the projection is tied to the embedding
-  head.stash_bytes_per_sample = static_cast<std::uint64_t>(L * V * 2 + L * h * 2);
+  SubBlock transform{"transform"};
+  transform.forward_ms = ms(2 * b * L * h * h, s);
+  transform.backward_ms = 2 * transform.forward_ms;
+  transform.output_bytes = activation;
+  transform.parameter_bytes = static_cast<std::uint64_t>((h * h + 3 * h) * 4); // dense and layer norm
+  transform.stash_bytes_per_sample = static_cast<std::uint64_t>(L * h * 2 * 2);
+  head.sub_blocks.push_back(transform);
+  for (std::uint32_t k = 0; k < slices; ++k) {
+    SubBlock slice{"vocabulary" + std::to_string(k)};
+    slice.forward_ms = ms(2 * b * L * h * slice_V, s);
+    slice.backward_ms = 2 * slice.forward_ms;
+    slice.output_bytes = k + 1 == slices ? static_cast<std::uint64_t>(b * 4) // the loss per sample
+                                         : activation + static_cast<std::uint64_t>(b * L * 3 * 4);
+    slice.parameter_bytes = static_cast<std::uint64_t>((slice_V * h + slice_V) * 4);
+    slice.stash_bytes_per_sample = static_cast<std::uint64_t>(L * slice_V * 2 + L * h * 2);
+    head.sub_blocks.push_back(slice);
+  }
+  for (const SubBlock& sub : head.sub_blocks) {
+    head.forward_ms += sub.forward_ms;
+    head.backward_ms += sub.backward_ms;
+    head.parameter_bytes += sub.parameter_bytes;
+    head.stash_bytes_per_sample += sub.stash_bytes_per_sample;
+  }
+  head.output_bytes = head.sub_blocks.back().output_bytes;
   p.blocks.push_back(head);
   return p;
 }
@@ -91,6 +122,7 @@ int main(int argc, char** argv) {
   app.add_option("--batch", s.batch, "samples the profile is for")->check(CLI::PositiveNumber);
   app.add_option("--tflops", s.tflops, "sustained TFLOP/s of the reference device")->check(CLI::PositiveNumber);
   app.add_option("--device", s.device, "reference device");
+  app.add_option("--vocabulary-slices", s.vocabulary_slices, "slices of the head's vocabulary (0: about one MLP each)");
   app.add_option("-o,--output", output, "write here instead of standard output");
   try {
     app.parse(argc, argv);

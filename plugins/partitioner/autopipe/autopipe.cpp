@@ -5,14 +5,16 @@
 ///    forward + backward divided by its device's speed) such that stages fit in their
 ///    devices' memory. Feasibility of a bound is a greedy scan (each stage takes as many
 ///    units as fit) in O(S log N); T comes from a bisection whose feasible probes jump
-///    to the greedy split's largest stage.
+///    down to the greedy split's largest stage and whose failing probes jump up to the
+///    least bound that changes that split.
 /// 2. An even spread within T: each stage takes its speed's share of what is left,
 ///    as long as the rest still fits under T, so that slack is not piled on the last;
 ///    then each cut slides, within T, to the unit boundary that sends the fewest bytes.
 /// 3. A search guided by the simulated critical stage: the stage that is idle least in
 ///    a simulated iteration of one pipeline under the job's schedule gives a unit at
 ///    either edge to its neighbour when that shortens the simulated iteration and
-///    keeps every stage within 1% of T. Repeats until no move helps.
+///    keeps every stage within 1% of T. Repeats until no move helps. A closed-form
+///    estimate screens each move first, so only promising moves are simulated.
 ///
 /// Without placement hints (the planner's first round) all stages count as speed 1 and
 /// memory is not limited; the second round passes the mapped devices' speed and memory.
@@ -69,44 +71,53 @@ public:
     return lo;
   }
 
-  /// The largest stage time of the greedy split under `bound` (each stage takes as
-  /// many units as fit), or infinity when the units do not all fit.
-  double greedy(double bound) const {
+  /// A greedy split under a bound (each stage takes as many units as fit).
+  struct Probe {
+    double reached; ///< its largest stage time; infinity when the units do not all fit
+    /// When they do not: the least bound under which one of its stages could take one
+    /// more unit. Below it the greedy split is the same, so the optimum is no lower.
+    double next;
+    bool fits() const { return !std::isinf(reached); }
+  };
+  Probe greedy(double bound) const {
+    constexpr double none = std::numeric_limits<double>::infinity();
     std::size_t i = 0;
-    double largest = 0;
+    double largest = 0, next = none;
     for (std::size_t s = 0; s < S_; ++s) {
-      const std::size_t j = s + 1 == S_ ? (within(s, i, N_, bound) ? N_ : i) : furthest(s, i, bound);
-      if (j == i) return std::numeric_limits<double>::infinity();
+      const bool final = s + 1 == S_;
+      const std::size_t last = N_ - (S_ - s - 1);
+      const std::size_t j = final ? (within(s, i, N_, bound) ? N_ : i) : furthest(s, i, bound);
+      // The last stage can only grow to hold everything left.
+      if (const std::size_t grown = final ? N_ : j + 1; j < last && fits(s, i, grown))
+        next = std::min(next, time(s, i, grown));
+      if (j == i) return {none, next};
       largest = std::max(largest, time(s, i, j));
       i = j;
     }
-    return largest;
+    return {largest, none};
   }
 
   /// The exact min-max bound, or infinity when memory rules every partition out.
-  /// Bisection where a feasible probe lowers the upper end to the largest stage time
-  /// the greedy split reached, an achievable value: few probes land on the optimum.
+  /// The lower end starts at the floor and only ever rises to a probe's `next`; each
+  /// round probes it (when it fits, it is the optimum) and bisects towards the upper
+  /// end, which falls to the largest stage a fitting probe reached. Both ends are
+  /// stage times, so a few rounds settle it exactly.
   double min_max_bound() const {
     double speed_sum = 0, fastest = 0, slowest_unit = 0;
     for (std::size_t s = 0; s < S_; ++s) speed_sum += speeds_[s].speed, fastest = std::max(fastest, speeds_[s].speed);
     for (std::size_t u = 0; u < N_; ++u) slowest_unit = std::max(slowest_unit, costs_.compute_ms(u, u + 1));
     // Often the floor itself is reached (one unit outweighs a fair share, or the work
-    // divides evenly): one probe settles it.
-    const double floor = std::max(costs_.compute_ms(0, N_) / speed_sum, slowest_unit / fastest);
-    if (const double reached = greedy(floor); !std::isinf(reached)) return reached;
-    double lo = floor;
-    double hi = greedy(2 * lo);
-    if (std::isinf(hi)) {
-      double whole = 0;
-      for (std::size_t s = 0; s < S_; ++s) whole = std::max(whole, time(s, 0, N_));
-      hi = greedy(whole * 1.000001);
-      if (std::isinf(hi)) return hi;
-    }
-    while (hi - lo > 1e-9 * hi) {
-      const double mid = 0.5 * (lo + hi);
-      const double reached = greedy(mid);
-      if (std::isinf(reached)) lo = mid;
-      else hi = reached;
+    // divides evenly): the first probe settles it.
+    double lo = std::max(costs_.compute_ms(0, N_) / speed_sum, slowest_unit / fastest);
+    double hi = std::numeric_limits<double>::infinity();
+    while (lo < hi) {
+      const Probe at_lo = greedy(lo);
+      if (at_lo.fits()) return at_lo.reached;
+      lo = at_lo.next;
+      if (lo >= hi) break;
+      const Probe at_mid = greedy(std::isinf(hi) ? 2 * lo : 0.5 * (lo + hi));
+      if (at_mid.fits()) hi = at_mid.reached;
+      else lo = std::max(lo, at_mid.next);
     }
     return hi;
   }
@@ -198,6 +209,21 @@ public:
     return simulate_pipeline(schedule, forward, backward, send, c_.action_overhead_ms).makespan_ms;
   }
 
+  /// One pipeline's iteration in closed form: the fill and drain (every stage's work and
+  /// every send once) plus m − 1 rounds of the slowest stage. Only a screen: moves keep
+  /// the total work, so it weighs the slowest stage against the bytes the cuts send.
+  double estimate(const std::vector<std::size_t>& b, std::size_t m, double send_bytes_per_ms) const {
+    const double overhead = 2 * c_.action_overhead_ms;
+    double fill = 0, slowest = 0;
+    for (std::size_t s = 0; s < S_; ++s) {
+      const double stage = time(s, b[s], b[s + 1]) + overhead;
+      fill += stage;
+      slowest = std::max(slowest, stage);
+      if (s + 1 < S_) fill += 2 * costs_.boundary_bytes(b[s + 1]) / send_bytes_per_ms;
+    }
+    return fill + static_cast<double>(m - 1) * slowest;
+  }
+
   /// Moves single units off the critical stage while that shortens the simulated
   /// iteration. Simulates only when a move is allowed at all: a critical stage of one
   /// unit, or neighbours with no room under the bound, end the search at once.
@@ -211,8 +237,9 @@ public:
     };
     // The critical stage does not depend on how many micro-batches follow the first
     // few, so the guiding simulation is capped at 2S of them to stay cheap.
+    const std::size_t m = std::min<std::size_t>(std::max<std::size_t>(c_.micro_batch_sizes.size(), 1), 2 * S_);
     std::optional<Schedule> schedule;
-    double bytes_per_ms = 0, current = 0;
+    double bytes_per_ms = 0, current = 0; // set with the schedule, once a move is possible
     for (std::size_t round = 0; round < 4 * S_ + 16; ++round) {
       const std::size_t critical = critical_stage(b);
       if (b[critical + 1] - b[critical] < 2) return; // a single unit has nothing to give
@@ -227,11 +254,21 @@ public:
       if (critical + 1 < S_ && allowed(critical + 1, b[critical + 1] - 1))
         moves[count++] = {critical + 1, b[critical + 1] - 1};
       if (count == 0) return;
+      // Keep only the moves the closed form expects to help.
+      if (bytes_per_ms == 0) bytes_per_ms = partitioning::cluster_bandwidths(c_.cluster).intra_server / 1000.0;
+      const double now = estimate(b, m, bytes_per_ms);
+      std::size_t kept_moves = 0;
+      for (std::size_t k = 0; k < count; ++k) {
+        const std::size_t kept = b[moves[k].cut];
+        b[moves[k].cut] = moves[k].value;
+        if (estimate(b, m, bytes_per_ms) < now) moves[kept_moves++] = moves[k];
+        b[moves[k].cut] = kept;
+      }
+      count = kept_moves;
+      if (count == 0) return;
       if (!schedule) {
-        const std::size_t m = std::min<std::size_t>(std::max<std::size_t>(c_.micro_batch_sizes.size(), 1), 2 * S_);
         const std::vector<std::uint32_t> sizes(m, costs_.micro_batch());
         schedule = c_.scheduler == "gpipe" ? gpipe_schedule(S_, sizes) : one_f_one_b_schedule(S_, sizes);
-        bytes_per_ms = partitioning::cluster_bandwidths(c_.cluster).intra_server / 1000.0;
         current = simulate(b, *schedule, bytes_per_ms);
       }
       double best_time = current * (1 - 1e-9);
