@@ -1,8 +1,9 @@
 /// Runtime benchmark, three tables measured in one run on this machine's CPU:
 ///   throughput  the default job's CNN (configs/fashion-mnist.toml, batch 128): actorpipe
-///               with 2 stages × 1 and × 2 pipelines against single-process LibTorch
-///               with 1 and 2 threads and PyTorch eager (Debian's python3-torch) with 1
-///               and 2 threads, on the same model and batch;
+///               with 2 stages × 1 and × 2 pipelines, and data parallel alone (1 stage
+///               × 2 pipelines), against single-process LibTorch with 1 and 2 threads
+///               and PyTorch eager (Debian's python3-torch) with 1 and 2 threads, on
+///               the same model and batch;
 ///   per hop     a tiny MLP, one micro-batch of 4 samples, through 8 stages and through
 ///               1: the extra step time over the 14 extra hops (7 forward, 7 backward),
 ///               which also counts each extra stage's own autograd and optimizer calls;
@@ -13,7 +14,7 @@
 /// Steps are timed after warm-up steps; a run's rate is samples over the summed step
 /// times of its timed steps. actorpipe runs as `actorpipe run` (built beside this), one
 /// process per run, on a profile `actorpipe profile` measured once.
-///   build/bench/runtime_bench [SOURCE_ROOT] [--steps N]
+///   build/bench/runtime_bench [SOURCE_ROOT] [--steps N] [--rounds R]   (R: interleaved rounds, 3)
 
 #include <actorpipe/job.hpp>
 
@@ -25,11 +26,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
-#include <map>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <iostream>
 #include <optional>
 #include <thread>
@@ -205,16 +207,24 @@ std::string hop_job(std::size_t stages) {
          "stages = " + std::to_string(stages) + "\npipelines = 1\nmicro_batches = 1\n";
 }
 
+/// The round of median throughput; nullopt when there is none.
+std::optional<Rate> median_round(std::vector<Rate> rounds) {
+  if (rounds.empty()) return std::nullopt;
+  std::sort(rounds.begin(), rounds.end(), [](const Rate& a, const Rate& b) { return a.samples_per_s < b.samples_per_s; });
+  return rounds[rounds.size() / 2];
+}
+
 std::string ratio(double value, double base) { return text::format_fixed(value / base, 2) + "×"; }
 
 } // namespace
 
 int main(int argc, char** argv) {
   std::string root = ".";
-  std::uint64_t steps = 60;
+  std::uint64_t steps = 60, rounds = 3;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--steps" && i + 1 < argc) steps = std::stoull(argv[++i]);
+    else if (a == "--rounds" && i + 1 < argc) rounds = std::max<std::uint64_t>(1, std::stoull(argv[++i]));
     else root = a;
   }
   const fs::path scratch = fs::temp_directory_path() / ("actorpipe-runtime-bench-" + std::to_string(::getpid()));
@@ -230,19 +240,34 @@ int main(int argc, char** argv) {
   cli.profile = scratch / "profile.toml";
   const JobSpec job = need(load_job(default_job));
   const std::uint32_t batch = job.train.batch_size;
-  const Rate single = libtorch(job, 1, steps);
+  // Each round measures every runner once, in turn, so that a slow spell of a shared
+  // machine falls on all of them; each runner's row is its median round.
   struct Row {
     std::string runner;
+    std::function<std::optional<Rate>()> measure;
+    std::vector<Rate> rounds;
     std::optional<Rate> rate;
   };
-  std::vector<Row> rows = {{"LibTorch, 1 thread", single},
-                           {"LibTorch, 2 threads", libtorch(job, 2, steps)},
-                           {"PyTorch eager, 1 thread", pytorch(root, 1, batch, steps)},
-                           {"PyTorch eager, 2 threads", pytorch(root, 2, batch, steps)},
-                           {"actorpipe, 2 stages × 1 pipeline",
-                            rate_of(cli.run(default_job, {"plan.pipelines=1"}, steps).step_ms, batch)},
-                           {"actorpipe, 2 stages × 2 pipelines",
-                            rate_of(cli.run(default_job, {"plan.pipelines=2"}, steps).step_ms, batch)}};
+  auto actorpipe = [&](std::vector<std::string> overrides) {
+    return [&cli, &default_job, overrides, steps, batch]() -> std::optional<Rate> {
+      return rate_of(cli.run(default_job, overrides, steps).step_ms, batch);
+    };
+  };
+  std::vector<Row> rows;
+  rows.push_back({"LibTorch, 1 thread", [&] { return std::optional<Rate>(libtorch(job, 1, steps)); }, {}, {}});
+  rows.push_back({"LibTorch, 2 threads", [&] { return std::optional<Rate>(libtorch(job, 2, steps)); }, {}, {}});
+  rows.push_back({"PyTorch eager, 1 thread", [&] { return pytorch(root, 1, batch, steps); }, {}, {}});
+  rows.push_back({"PyTorch eager, 2 threads", [&] { return pytorch(root, 2, batch, steps); }, {}, {}});
+  rows.push_back({"actorpipe, 2 stages × 1 pipeline", actorpipe({"plan.pipelines=1"}), {}, {}});
+  rows.push_back({"actorpipe, 2 stages × 2 pipelines", actorpipe({"plan.pipelines=2"}), {}, {}});
+  // Data parallelism alone: what two replicas of one thread each reach.
+  rows.push_back({"actorpipe, 1 stage × 2 pipelines, 1 micro-batch",
+                  actorpipe({"plan.stages=1", "plan.pipelines=2", "plan.micro_batches=1"}), {}, {}});
+  for (std::uint64_t round = 0; round < rounds; ++round)
+    for (Row& r : rows)
+      if (std::optional<Rate> rate = r.measure()) r.rounds.push_back(*rate);
+  for (Row& r : rows) r.rate = median_round(r.rounds);
+  const Rate single = *rows.front().rate;
   text::Table throughput({{"runner"},
                           {"samples/s", text::Table::Align::right},
                           {"step ms", text::Table::Align::right},
@@ -288,24 +313,36 @@ int main(int argc, char** argv) {
                           {"predicted ms", text::Table::Align::right},
                           {"error", text::Table::Align::right}});
   const std::string pipelines = std::to_string(std::max(1u, cores / 2));
-  for (const char* scheduler : {"gpipe", "1f1b", "sliced-1f1b"}) {
-    const Cli::Outcome o = cli.run(
-        default_job, {std::string("plan.scheduler=\"") + scheduler + "\"", "plan.pipelines=" + pipelines, "plan.micro_batches=4"},
-        steps);
-    const Rate measured = rate_of(o.step_ms, batch);
-    const double error = (o.predicted_ms - measured.step_ms) / measured.step_ms;
-    prediction.add_row({scheduler, std::to_string(job.plan.stages) + " × " + pipelines + ", 4 micro-batches",
-                        text::format_fixed(measured.step_ms, 2), text::format_fixed(o.predicted_ms, 2),
+  const std::vector<std::string> schedulers = {"gpipe", "1f1b", "sliced-1f1b"};
+  std::vector<std::vector<double>> measured(schedulers.size());
+  std::vector<double> predicted(schedulers.size());
+  for (std::uint64_t round = 0; round < rounds; ++round)
+    for (std::size_t k = 0; k < schedulers.size(); ++k) {
+      const Cli::Outcome o = cli.run(default_job,
+                                     {"plan.scheduler=\"" + schedulers[k] + "\"", "plan.pipelines=" + pipelines,
+                                      "plan.micro_batches=4"},
+                                     steps);
+      measured[k].push_back(rate_of(o.step_ms, batch).step_ms);
+      predicted[k] = o.predicted_ms;
+    }
+  for (std::size_t k = 0; k < schedulers.size(); ++k) {
+    std::sort(measured[k].begin(), measured[k].end());
+    const double median = measured[k][measured[k].size() / 2];
+    const double error = (predicted[k] - median) / median;
+    prediction.add_row({schedulers[k], std::to_string(job.plan.stages) + " × " + pipelines + ", 4 micro-batches",
+                        text::format_fixed(median, 2), text::format_fixed(predicted[k], 2),
                         (error >= 0 ? "+" : "") + text::format_fixed(100.0 * error, 1) + "%"});
   }
   fs::remove_all(scratch);
 
   std::cout << "throughput: the default job's CNN, batch " << batch << ", " << cores << " cores; " << steps
-            << " timed steps after " << warmup_steps << "\n\n"
+            << " timed steps after " << warmup_steps << "; the median of " << rounds << " interleaved rounds\n\n"
             << throughput.str()
             << "\nper hop: tiny MLP, 1 micro-batch of 4 samples, gpipe; end to end = (8-stage step − 1-stage step) / 14 hops;\n"
                "latency = a stage's compute end to its neighbour's compute start, from the 8-stage trace\n\n"
-            << hops.str() << "\nprediction: measured median step against the simulator's iteration time (profile measured here)\n\n"
+            << hops.str()
+            << "\nprediction: measured median step (median of " << rounds
+            << " interleaved rounds) against the simulator's iteration time (profile measured here)\n\n"
             << prediction.str();
   return 0;
 }
