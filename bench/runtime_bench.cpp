@@ -31,8 +31,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <map>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <thread>
 
