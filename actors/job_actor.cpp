@@ -10,15 +10,20 @@ namespace actorpipe::actors {
 
 namespace {
 
+/// A step handed to the pipelines and not yet answered: the run queues the next step
+/// while one runs.
+struct Pending {
+  caf::typed_response_promise<double> reply;
+  std::size_t answered = 0; ///< pipelines done
+  double loss_sum = 0;
+};
+
 struct JobState {
   std::vector<caf::actor> pipelines;
   std::vector<std::uint32_t> shares;
   std::map<caf::actor_addr, std::string> names;
   std::shared_ptr<Failure> failure;
-  caf::typed_response_promise<double> reply;
-  bool pending = false;
-  std::size_t answered = 0;
-  double loss_sum = 0;
+  std::map<std::uint64_t, Pending> steps;
   static inline const char* name = "job";
 };
 
@@ -30,10 +35,8 @@ void fail(JobActor* self, const std::string& what) {
     std::lock_guard<std::mutex> lock(st.failure->mutex);
     if (st.failure->what.empty()) st.failure->what = what;
   }
-  if (st.pending) {
-    st.pending = false;
-    st.reply.deliver(caf::make_error(caf::sec::runtime_error, what));
-  }
+  for (auto& [step, pending] : st.steps) pending.reply.deliver(caf::make_error(caf::sec::runtime_error, what));
+  st.steps.clear();
 }
 
 caf::behavior job_behavior(JobActor* self, std::vector<caf::actor> pipelines, std::vector<std::uint32_t> shares,
@@ -53,35 +56,34 @@ caf::behavior job_behavior(JobActor* self, std::vector<caf::actor> pipelines, st
                    " ended: " + self->system().render(down.reason));
   });
   return {
-      [=](step_atom, train::Payload& inputs, train::Payload& labels) -> caf::result<double> {
+      [=](step_atom, std::uint64_t step, train::Payload& inputs, train::Payload& labels) -> caf::result<double> {
         auto& st = self->state;
         {
           std::lock_guard<std::mutex> lock(st.failure->mutex);
           if (!st.failure->what.empty()) return caf::make_error(caf::sec::runtime_error, st.failure->what);
         }
-        st.reply = self->make_response_promise<double>();
-        st.pending = true;
-        st.answered = 0;
-        st.loss_sum = 0;
+        Pending& pending = st.steps[step];
+        pending.reply = self->make_response_promise<double>();
         const auto input_parts = train::split_rows(inputs, st.shares);
         const auto label_parts = train::split_rows(labels, st.shares);
         for (std::size_t p = 0; p < st.pipelines.size(); ++p) {
           const double share = st.shares[p];
-          self->request(st.pipelines[p], caf::infinite, step_atom::value, input_parts[p], label_parts[p])
+          self->request(st.pipelines[p], caf::infinite, step_atom::value, step, input_parts[p], label_parts[p])
               .then(
                   [=](double loss) {
                     auto& st = self->state;
-                    if (!st.pending) return;
-                    st.loss_sum += loss * share;
-                    if (++st.answered < st.pipelines.size()) return;
+                    const auto it = st.steps.find(step);
+                    if (it == st.steps.end()) return; // failed already
+                    it->second.loss_sum += loss * share;
+                    if (++it->second.answered < st.pipelines.size()) return;
                     std::uint32_t total = 0;
                     for (auto n : st.shares) total += n;
-                    st.pending = false;
-                    st.reply.deliver(st.loss_sum / total);
+                    it->second.reply.deliver(it->second.loss_sum / total);
+                    st.steps.erase(it);
                   },
                   [=](caf::error& error) { fail(self, "pipeline " + std::to_string(p) + ": " + self->system().render(error)); });
         }
-        return st.reply;
+        return pending.reply;
       },
       [=](failed_atom, const std::string& what) { fail(self, what); },
   };

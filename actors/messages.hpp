@@ -3,11 +3,15 @@
 /// The messages the training actors exchange. Tensors travel as Payload handles, so a
 /// message between actors of one process carries a pointer, never a copy.
 ///
-///   job ─step→ pipeline ─forward(micro, input)→ stage 0 ─forward→ … ─→ stage S−1
-///                       ─labels(micro, labels, scale)→ stage S−1
-///   stage s ─backward(micro, gradient)→ stage s−1
-///   stage ─grads(pipeline)→ sync group ─synced→ stage ─done(stage, loss)→ pipeline
+///   run ─step(n, batch)→ job ─step(n, share)→ pipeline
+///   pipeline ─forward(n, micro, input)→ stage 0 ─forward→ … ─→ stage S−1
+///            ─labels(n, micro, labels, scale)→ stage S−1
+///   stage s ─backward(n, micro, gradient)→ stage s−1
+///   stage ─grads(pipeline)→ sync group ─synced→ stage ─done(n, stage, loss)→ pipeline
 ///   any actor ─failed(what)→ job
+///
+/// `n` is the run's step number: the run queues step n + 1 while step n runs, so a
+/// stage may hold inputs of both.
 
 #include "../runtime/src/train/payload.hpp"
 

@@ -4,9 +4,19 @@
 
 #include "messages.hpp"
 
+#include <map>
+
 namespace actorpipe::actors {
 
 namespace {
+
+/// A step fed to the stages and not yet answered; the next one may be fed while this
+/// one runs.
+struct Pending {
+  caf::typed_response_promise<double> reply;
+  std::size_t done = 0; ///< stages that have stepped
+  double loss_sum = 0;
+};
 
 struct PipelineState {
   std::vector<caf::actor> stages;
@@ -14,9 +24,7 @@ struct PipelineState {
   std::size_t pipelines = 1;
   std::uint32_t batch_size = 0;
   std::uint32_t share = 0; ///< samples of this pipeline per batch
-  caf::typed_response_promise<double> reply;
-  std::size_t done = 0;
-  double loss_sum = 0;
+  std::map<std::uint64_t, Pending> steps;
   static inline const char* name = "pipeline";
 };
 
@@ -29,11 +37,10 @@ caf::behavior pipeline_behavior(caf::stateful_actor<PipelineState>* self, std::v
   st.batch_size = batch_size;
   for (auto n : st.sizes) st.share += n;
   return {
-      [=](step_atom, train::Payload& inputs, train::Payload& labels) -> caf::result<double> {
+      [=](step_atom, std::uint64_t step, train::Payload& inputs, train::Payload& labels) -> caf::result<double> {
         auto& st = self->state;
-        st.reply = self->make_response_promise<double>();
-        st.done = 0;
-        st.loss_sum = 0;
+        Pending& pending = st.steps[step];
+        pending.reply = self->make_response_promise<double>();
         const auto input_parts = train::split_rows(inputs, st.sizes);
         const auto label_parts = train::split_rows(labels, st.sizes);
         const caf::actor& first = st.stages.front();
@@ -42,16 +49,19 @@ caf::behavior pipeline_behavior(caf::stateful_actor<PipelineState>* self, std::v
           // mean loss of the micro-batch × its share of the whole batch, × pipelines
           // because the sync group averages (not sums) over pipelines.
           const double scale = static_cast<double>(st.sizes[m]) * static_cast<double>(st.pipelines) / st.batch_size;
-          self->send(last, labels_atom::value, static_cast<std::uint64_t>(m), label_parts[m], scale);
-          self->send(first, forward_atom::value, static_cast<std::uint64_t>(m), input_parts[m]);
+          self->send(last, labels_atom::value, step, static_cast<std::uint64_t>(m), label_parts[m], scale);
+          self->send(first, forward_atom::value, step, static_cast<std::uint64_t>(m), input_parts[m]);
         }
-        return st.reply;
+        return pending.reply;
       },
-      [=](done_atom, std::uint64_t, double loss_sum) {
+      [=](done_atom, std::uint64_t step, std::uint64_t, double loss_sum) {
         auto& st = self->state;
-        st.loss_sum += loss_sum;
-        if (++st.done < st.stages.size()) return;
-        st.reply.deliver(st.loss_sum / st.share);
+        const auto it = st.steps.find(step);
+        if (it == st.steps.end()) return;
+        it->second.loss_sum += loss_sum;
+        if (++it->second.done < st.stages.size()) return;
+        it->second.reply.deliver(it->second.loss_sum / st.share);
+        st.steps.erase(it);
       },
   };
 }

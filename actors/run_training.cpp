@@ -34,7 +34,7 @@ struct Actors {
 };
 
 void spawn_actors(caf::actor_system& system, const Plan& plan, train::Session& session, const RunOptions& options,
-                  Clock::time_point origin, const std::shared_ptr<actors::Failure>& failure, Actors& out) {
+                  std::uint64_t first_step, Clock::time_point origin, const std::shared_ptr<actors::Failure>& failure, Actors& out) {
   const std::size_t P = plan.pipelines, S = plan.stages.size();
   out.traces.resize(P * S);
   std::vector<std::vector<caf::actor>> stages(P);
@@ -48,6 +48,7 @@ void spawn_actors(caf::actor_system& system, const Plan& plan, train::Session& s
       config.stage = s;
       config.stages = S;
       config.synchronised = P > 1;
+      config.first_step = first_step;
       config.trace = &out.traces[p * S + s];
       config.trace->pipeline = p;
       config.trace->stage = s;
@@ -136,7 +137,7 @@ Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunO
   const auto origin = Clock::now();
   auto failure = std::make_shared<actors::Failure>();
   Actors run;
-  spawn_actors(system, plan, session, options, origin, failure, run);
+  spawn_actors(system, plan, session, options, progress.step + 1, origin, failure, run);
   // The driver's own actor, which must be gone before the system can wait for the rest.
   auto self = std::make_unique<caf::scoped_actor>(system);
 
@@ -159,18 +160,35 @@ Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunO
   };
   auto checkpoint = [&]() -> Status { return session.save_checkpoint(options.output_dir + "/checkpoint.pt", progress); };
 
+  // A step handed to the job actor and not yet answered.
+  auto send_step = [&](std::uint64_t step, std::uint64_t epoch, std::uint64_t index) {
+    const train::Batch batch = session.batch(epoch, index);
+    auto handle = (*self)->request(run.job, caf::infinite, actors::step_atom::value, step, batch.inputs, batch.labels);
+    return std::make_pair(std::move(handle), Clock::now());
+  };
+  using InFlight = decltype(send_step(0, 0, 0));
+  std::optional<InFlight> queued;
+  auto previous_done = Clock::now();
   while (progress.step < total && !error) {
-    const train::Batch batch = session.batch(progress.epoch, progress.index);
-    const auto started = Clock::now();
+    InFlight current = queued ? std::move(*queued) : send_step(progress.step + 1, progress.epoch, progress.index);
+    queued.reset();
+    // The next step's batch waits at the stages, which start on it as soon as they have
+    // stepped: batching and the messages that carry it stay off the step's critical
+    // path. Not past an epoch's end or the run's, where evaluation and the checkpoint
+    // read the parameters between steps.
+    if (progress.index + 1 < per_epoch && progress.step + 1 < total)
+      queued = send_step(progress.step + 2, progress.epoch, progress.index + 1);
     double loss = 0;
-    (*self)->request(run.job, caf::infinite, actors::step_atom::value, batch.inputs, batch.labels)
-        .receive([&](double l) { loss = l; },
-                 [&](caf::error&) {
-                   std::lock_guard<std::mutex> lock(failure->mutex);
-                   error = Error::run_failed(failure->what.empty() ? "the run failed" : failure->what);
-                 });
+    current.first.receive([&](double l) { loss = l; },
+                          [&](caf::error&) {
+                            std::lock_guard<std::mutex> lock(failure->mutex);
+                            error = Error::run_failed(failure->what.empty() ? "the run failed" : failure->what);
+                          });
     if (error) break;
-    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    // A queued step starts when the one before it ends.
+    const auto done = Clock::now();
+    const double seconds = std::chrono::duration<double>(done - std::max(current.second, previous_done)).count();
+    previous_done = done;
     step_seconds += seconds;
     ++steps_here;
     ++progress.step;

@@ -18,13 +18,17 @@ std::string first_line(const std::exception& e) {
   return what.substr(0, what.find('\n'));
 }
 
+/// A micro-batch of a step: the next step's inputs and labels may arrive while this
+/// step still runs.
+using Key = std::pair<std::uint64_t, std::size_t>;
+
 struct StageState {
   StageConfig config;
   caf::actor previous, next, pipeline, sync_group, job;
   std::size_t cursor = 0; ///< the next action of this step
   std::uint64_t step = 1;
-  std::map<std::size_t, train::Payload> inputs, gradients;
-  std::map<std::size_t, std::pair<train::Payload, double>> labels;
+  std::map<Key, train::Payload> inputs, gradients;
+  std::map<Key, std::pair<train::Payload, double>> labels;
   double loss_sum = 0; ///< Σ loss × samples over this step's micro-batches (last stage)
   bool syncing = false;
   bool failed = false;
@@ -46,7 +50,7 @@ void record(StageState& st, const char* kind, std::size_t micro, Clock::time_poi
 void finish_step(StageActor* self) {
   auto& st = self->state;
   st.config.worker->step();
-  self->send(st.pipeline, done_atom::value, static_cast<std::uint64_t>(st.config.stage), st.loss_sum);
+  self->send(st.pipeline, done_atom::value, st.step, static_cast<std::uint64_t>(st.config.stage), st.loss_sum);
   st.cursor = 0;
   st.loss_sum = 0;
   st.syncing = false;
@@ -56,8 +60,9 @@ void finish_step(StageActor* self) {
 /// Whether the inputs of action `a` are here.
 bool ready(const StageState& st, const Action& a) {
   const bool last = st.config.stage + 1 == st.config.stages;
-  if (a.op == Op::forward) return st.inputs.count(a.micro_batch) && (!last || st.labels.count(a.micro_batch));
-  return last || st.gradients.count(a.micro_batch);
+  const Key key{st.step, a.micro_batch};
+  if (a.op == Op::forward) return st.inputs.count(key) && (!last || st.labels.count(key));
+  return last || st.gradients.count(key);
 }
 
 void run_action(StageActor* self, const Action& a) {
@@ -68,63 +73,68 @@ void run_action(StageActor* self, const Action& a) {
       st.config.inject_failure->step == st.step && st.cursor == 0)
     throw std::runtime_error("injected failure");
   const auto started = Clock::now();
+  const Key key{st.step, a.micro_batch};
   if (a.op == Op::forward) {
-    const train::Payload input = std::move(st.inputs[a.micro_batch]);
-    st.inputs.erase(a.micro_batch);
+    const train::Payload input = std::move(st.inputs[key]);
+    st.inputs.erase(key);
     if (last) {
-      const auto [labels, scale] = st.labels[a.micro_batch];
-      st.labels.erase(a.micro_batch);
+      const auto [labels, scale] = st.labels[key];
+      st.labels.erase(key);
       st.loss_sum += worker.forward_loss(a.micro_batch, input, labels, scale) * a.size;
       record(st, "forward", a.micro_batch, started);
     } else {
       train::Payload output = worker.forward(a.micro_batch, input);
       record(st, "forward", a.micro_batch, started);
       const auto sending = Clock::now();
-      self->send(st.next, forward_atom::value, static_cast<std::uint64_t>(a.micro_batch), std::move(output));
+      self->send(st.next, forward_atom::value, st.step, static_cast<std::uint64_t>(a.micro_batch), std::move(output));
       record(st, "send", a.micro_batch, sending);
     }
     return;
   }
   train::Payload gradient;
   if (!last) {
-    gradient = std::move(st.gradients[a.micro_batch]);
-    st.gradients.erase(a.micro_batch);
+    gradient = std::move(st.gradients[key]);
+    st.gradients.erase(key);
   }
   train::Payload input_gradient = worker.backward(a.micro_batch, gradient);
   record(st, "backward", a.micro_batch, started);
   if (!worker.first() && input_gradient) {
     const auto sending = Clock::now();
-    self->send(st.previous, backward_atom::value, static_cast<std::uint64_t>(a.micro_batch), std::move(input_gradient));
+    self->send(st.previous, backward_atom::value, st.step, static_cast<std::uint64_t>(a.micro_batch),
+               std::move(input_gradient));
     record(st, "send", a.micro_batch, sending);
   }
 }
 
 /// Runs every action whose inputs are here, in schedule order; at the end of the
-/// schedule hands the gradients to the sync group (or steps at once without one).
+/// schedule hands the gradients to the sync group, or steps at once without one and
+/// goes on with the next step's actions, whose inputs may be here already.
 void advance(StageActor* self) {
   auto& st = self->state;
   if (st.failed || st.syncing) return;
   const auto& actions = st.config.actions;
   std::size_t micro = 0;
   try {
-    while (st.cursor < actions.size() && ready(st, actions[st.cursor])) {
-      if (st.waiting_since) {
-        record(st, "wait", actions[st.cursor].micro_batch, *st.waiting_since);
-        st.waiting_since.reset();
+    for (;;) {
+      while (st.cursor < actions.size() && ready(st, actions[st.cursor])) {
+        if (st.waiting_since) {
+          record(st, "wait", actions[st.cursor].micro_batch, *st.waiting_since);
+          st.waiting_since.reset();
+        }
+        micro = actions[st.cursor].micro_batch;
+        run_action(self, actions[st.cursor]);
+        ++st.cursor;
       }
-      micro = actions[st.cursor].micro_batch;
-      run_action(self, actions[st.cursor]);
-      ++st.cursor;
-    }
-    if (st.cursor < actions.size()) {
-      if (!st.waiting_since) st.waiting_since = Clock::now();
-      return;
-    }
-    if (st.config.synchronised) {
-      st.syncing = true;
-      st.sync_since = Clock::now();
-      self->send(st.sync_group, grads_atom::value, static_cast<std::uint64_t>(st.config.pipeline));
-    } else {
+      if (st.cursor < actions.size()) {
+        if (!st.waiting_since) st.waiting_since = Clock::now();
+        return;
+      }
+      if (st.config.synchronised) {
+        st.syncing = true;
+        st.sync_since = Clock::now();
+        self->send(st.sync_group, grads_atom::value, static_cast<std::uint64_t>(st.config.pipeline));
+        return;
+      }
       finish_step(self);
     }
   } catch (const std::exception& e) {
@@ -139,6 +149,7 @@ void advance(StageActor* self) {
 
 caf::behavior stage_behavior(StageActor* self, StageConfig config) {
   self->state.config = std::move(config);
+  self->state.step = self->state.config.first_step;
   return {
       [=](connect_atom, caf::actor previous, caf::actor next, caf::actor pipeline, caf::actor sync_group,
           caf::actor job) {
@@ -149,16 +160,16 @@ caf::behavior stage_behavior(StageActor* self, StageConfig config) {
         st.sync_group = std::move(sync_group);
         st.job = std::move(job);
       },
-      [=](forward_atom, std::uint64_t micro, train::Payload& input) {
-        self->state.inputs[micro] = std::move(input);
+      [=](forward_atom, std::uint64_t step, std::uint64_t micro, train::Payload& input) {
+        self->state.inputs[{step, micro}] = std::move(input);
         advance(self);
       },
-      [=](labels_atom, std::uint64_t micro, train::Payload& labels, double scale) {
-        self->state.labels[micro] = {std::move(labels), scale};
+      [=](labels_atom, std::uint64_t step, std::uint64_t micro, train::Payload& labels, double scale) {
+        self->state.labels[{step, micro}] = {std::move(labels), scale};
         advance(self);
       },
-      [=](backward_atom, std::uint64_t micro, train::Payload& gradient) {
-        self->state.gradients[micro] = std::move(gradient);
+      [=](backward_atom, std::uint64_t step, std::uint64_t micro, train::Payload& gradient) {
+        self->state.gradients[{step, micro}] = std::move(gradient);
         advance(self);
       },
       [=](synced_atom) {
@@ -172,7 +183,9 @@ caf::behavior stage_behavior(StageActor* self, StageConfig config) {
           self->send(st.job, failed_atom::value,
                      "stage " + std::to_string(st.config.stage) + " of pipeline " + std::to_string(st.config.pipeline) +
                          ", optimizer step " + std::to_string(st.step) + ": " + first_line(e));
+          return;
         }
+        advance(self);
       },
   };
 }

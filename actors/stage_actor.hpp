@@ -25,6 +25,7 @@ struct StageConfig {
   std::size_t stage = 0;
   std::size_t stages = 1;
   bool synchronised = false; ///< whether a sync group averages this stage's gradients
+  std::uint64_t first_step = 1; ///< the run's number of the first step (> 1 after a resume)
   StageTrace* trace = nullptr;
   Clock::time_point origin;
   std::optional<InjectedFailure> inject_failure;

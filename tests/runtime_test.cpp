@@ -109,6 +109,20 @@ double relative_difference(const std::vector<torch::Tensor>& a, const std::vecto
   return worst;
 }
 
+/// The test loss that a run's metrics.jsonl records after step `step`.
+double evaluation_at(const std::string& run_dir, std::uint64_t step) {
+  std::ifstream metrics(run_dir + "/metrics.jsonl");
+  const std::string mark = "\"step\":" + std::to_string(step) + ",";
+  for (std::string line; std::getline(metrics, line);)
+    if (line.find("\"kind\":\"evaluation\"") != std::string::npos && line.find(mark) != std::string::npos) {
+      const auto at = line.find("\"test_loss\":");
+      BOOST_REQUIRE(at != std::string::npos);
+      return std::stod(line.substr(at + 12));
+    }
+  BOOST_FAIL(run_dir + "/metrics.jsonl: no evaluation after step " + std::to_string(step));
+  return 0;
+}
+
 Result<RunSummary> run(const Prepared& p, const std::string& out, std::uint64_t steps, const std::string& resume = "") {
   RunOptions options;
   options.steps = steps;
@@ -222,6 +236,12 @@ BOOST_AUTO_TEST_CASE(a_resumed_run_equals_an_uninterrupted_one) {
   const auto a = checkpoint_parameters(whole + "/checkpoint.pt", 2), b = checkpoint_parameters(parts + "/checkpoint.pt", 2);
   BOOST_REQUIRE_EQUAL(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) BOOST_TEST(torch::equal(a[i], b[i]));
+
+  // The run queues each step while the one before it runs, but never past an epoch's
+  // end: the evaluation after step 16 sees the parameters of a run that stops there.
+  const std::string epoch = (dir.path() / "epoch").string();
+  BOOST_REQUIRE(run(p, epoch, 16).ok());
+  BOOST_TEST(evaluation_at(whole, 16) == evaluation_at(epoch, 16));
 }
 
 BOOST_AUTO_TEST_CASE(a_failing_stage_ends_the_run_naming_it) {
