@@ -8,12 +8,13 @@
 ///               1: the extra step time over the 14 extra hops (7 forward, 7 backward),
 ///               which also counts each extra stage's own autograd and optimizer calls;
 ///               and, from the 8-stage run's trace, the message latency of a hop: from
-///               a stage's compute end to its neighbour's compute start;
+///               a stage's compute end to its neighbour's compute start, beside the
+///               operating system's own thread hand-off, the floor under it;
 ///   prediction  the measured iteration time of the default job per schedule against
-///               the simulator's prediction from the profile measured here.
+///               the simulator's prediction from a profile measured in the same round.
 /// Steps are timed after warm-up steps; a run's rate is samples over the summed step
 /// times of its timed steps. actorpipe runs as `actorpipe run` (built beside this), one
-/// process per run, on a profile `actorpipe profile` measured once.
+/// process per run, on a profile `actorpipe profile` measured here.
 ///   build/bench/runtime_bench [SOURCE_ROOT] [--steps N] [--rounds R]   (R: interleaved rounds, 3)
 
 #include <actorpipe/job.hpp>
@@ -26,6 +27,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -33,6 +35,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -48,11 +51,15 @@ struct Rate {
   double step_ms = 0; ///< median of the timed steps
 };
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
 Rate rate_of(std::vector<double> step_ms, std::uint32_t batch) {
   double total = 0;
   for (double ms : step_ms) total += ms;
-  std::sort(step_ms.begin(), step_ms.end());
-  return {static_cast<double>(batch) * static_cast<double>(step_ms.size()) / (total / 1000.0), step_ms[step_ms.size() / 2]};
+  return {static_cast<double>(batch) * static_cast<double>(step_ms.size()) / (total / 1000.0), median(step_ms)};
 }
 
 [[noreturn]] void fail(const std::string& what) {
@@ -70,13 +77,19 @@ T need(Result<T> result) {
 /// threads or heap, and reads back what it wrote.
 struct Cli {
   fs::path actorpipe, scratch;
-  fs::path profile; ///< measured once by `actorpipe profile`, shared by every run
+  fs::path profile; ///< measured by `actorpipe profile`, given to every run of the default job
 
   struct Outcome {
     std::vector<double> step_ms; ///< of the timed steps
     double predicted_ms = 0;     ///< the plan's simulated iteration time
     fs::path trace;
   };
+
+  /// Measures `job`'s profile into `profile`, which later runs use.
+  void measure_profile(const std::string& job) {
+    profile = scratch / "profile.toml";
+    shell("'" + actorpipe.string() + "' profile '" + job + "' -o '" + profile.string() + "'");
+  }
 
   void shell(const std::string& command) const {
     const fs::path errors = scratch / "stderr.txt";
@@ -144,11 +157,57 @@ HopLatency hop_latency(const fs::path& trace_file) {
       for (std::size_t k = 0; k < std::min(f0.size(), f1.size()); ++k) forward.push_back(f1[k].begin - f0[k].end);
       for (std::size_t k = 0; k < std::min(b0.size(), b1.size()); ++k) backward.push_back(b0[k].begin - b1[k].end);
     }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-  };
   return {median(forward), median(backward)};
+}
+
+/// The floor under a hop: the operating system handing a pointer from one thread to
+/// another blocked on a mutex and condition variable, timed from before the notify to
+/// when the receiver runs (median µs over `passes` hand-offs each way). With
+/// `sender_computes` the sender goes on computing for 50 µs, as a stage runs its
+/// optimizer step after sending a gradient back, so the receiver wakes on another
+/// core; else the sender blocks at once, as a stage does after a forward send.
+double os_handoff_us(bool sender_computes, int passes = 4000) {
+  using Clock = std::chrono::steady_clock;
+  struct Slot {
+    std::mutex mutex;
+    std::condition_variable ready;
+    bool full = false;
+    Clock::time_point sent;
+  };
+  Slot to_helper, to_main;
+  std::vector<double> latencies;
+  std::mutex latencies_mutex;
+  auto pass = [&](Slot& slot) {
+    {
+      std::lock_guard<std::mutex> lock(slot.mutex);
+      slot.full = true;
+      slot.sent = Clock::now();
+    }
+    slot.ready.notify_one();
+    if (sender_computes)
+      for (const auto until = Clock::now() + std::chrono::microseconds(50); Clock::now() < until;) {
+      }
+  };
+  auto take = [&](Slot& slot) {
+    std::unique_lock<std::mutex> lock(slot.mutex);
+    slot.ready.wait(lock, [&] { return slot.full; });
+    slot.full = false;
+    const double us = std::chrono::duration<double, std::micro>(Clock::now() - slot.sent).count();
+    std::lock_guard<std::mutex> guard(latencies_mutex);
+    latencies.push_back(us);
+  };
+  std::thread helper([&] {
+    for (int i = 0; i < passes; ++i) {
+      take(to_helper);
+      pass(to_main);
+    }
+  });
+  for (int i = 0; i < passes; ++i) {
+    pass(to_helper);
+    take(to_main);
+  }
+  helper.join();
+  return median(latencies);
 }
 
 Rate libtorch(const JobSpec& job, int threads, std::uint64_t steps) {
@@ -236,8 +295,7 @@ int main(int argc, char** argv) {
 
   // Throughput of the default model.
   std::cerr << "throughput: measuring the profile, then each runner (" << steps << " timed steps)\n";
-  cli.shell("'" + cli.actorpipe.string() + "' profile '" + default_job + "' -o '" + (scratch / "profile.toml").string() + "'");
-  cli.profile = scratch / "profile.toml";
+  cli.measure_profile(default_job);
   const JobSpec job = need(load_job(default_job));
   const std::uint32_t batch = job.train.batch_size;
   // Each round measures every runner once, in turn, so that a slow spell of a shared
@@ -296,42 +354,60 @@ int main(int argc, char** argv) {
   };
   const Rate one_stage = hop_rate(1, nullptr), eight_stages = hop_rate(8, &latency);
   const double hop_us = (eight_stages.step_ms - one_stage.step_ms) * 1000.0 / 14.0;
+  const HopLatency floor{os_handoff_us(false), os_handoff_us(true)};
+  auto latencies = [](const HopLatency& l) {
+    return text::format_fixed(l.forward_us, 1) + " / " + text::format_fixed(l.backward_us, 1) + " / " +
+           text::format_fixed((l.forward_us + l.backward_us) / 2, 1);
+  };
   text::Table hops({{"pipeline"},
                     {"step µs (median)", text::Table::Align::right},
                     {"µs per hop, end to end", text::Table::Align::right},
-                    {"hop latency µs, forward / backward / mean", text::Table::Align::right}});
-  hops.add_row({"1 stage", text::format_fixed(one_stage.step_ms * 1000.0, 1), "", ""});
+                    {"hop latency µs, forward / backward / mean", text::Table::Align::right},
+                    {"above the OS hand-off", text::Table::Align::right}});
+  hops.add_row({"1 stage", text::format_fixed(one_stage.step_ms * 1000.0, 1), "", "", ""});
   hops.add_row({"8 stages", text::format_fixed(eight_stages.step_ms * 1000.0, 1), text::format_fixed(hop_us, 1),
-                text::format_fixed(latency.forward_us, 1) + " / " + text::format_fixed(latency.backward_us, 1) + " / " +
-                    text::format_fixed((latency.forward_us + latency.backward_us) / 2, 1)});
+                latencies(latency),
+                latencies({latency.forward_us - floor.forward_us, latency.backward_us - floor.backward_us})});
+  hops.add_row({"OS hand-off between two threads", "", "", latencies(floor), ""});
 
-  // Prediction error per schedule, one device per core.
-  std::cerr << "prediction: the default job under each schedule\n";
+  // Prediction error per schedule, one device per core. Each round measures the
+  // profile afresh and predicts from it, so that a slow spell of a shared machine
+  // weighs on a prediction and the measurements it is held against alike.
+  std::cerr << "prediction: a profile, then the default job under each schedule, per round\n";
   text::Table prediction({{"schedule"},
                           {"shape"},
                           {"measured ms", text::Table::Align::right},
                           {"predicted ms", text::Table::Align::right},
-                          {"error", text::Table::Align::right}});
+                          {"error (median)", text::Table::Align::right},
+                          {"error per round", text::Table::Align::right}});
   const std::string pipelines = std::to_string(std::max(1u, cores / 2));
   const std::vector<std::string> schedulers = {"gpipe", "1f1b", "sliced-1f1b"};
-  std::vector<std::vector<double>> measured(schedulers.size());
-  std::vector<double> predicted(schedulers.size());
-  for (std::uint64_t round = 0; round < rounds; ++round)
+  struct Paired {
+    std::vector<double> measured, predicted, error;
+  };
+  std::vector<Paired> paired(schedulers.size());
+  for (std::uint64_t round = 0; round < rounds; ++round) {
+    cli.measure_profile(default_job);
     for (std::size_t k = 0; k < schedulers.size(); ++k) {
       const Cli::Outcome o = cli.run(default_job,
                                      {"plan.scheduler=\"" + schedulers[k] + "\"", "plan.pipelines=" + pipelines,
                                       "plan.micro_batches=4"},
                                      steps);
-      measured[k].push_back(rate_of(o.step_ms, batch).step_ms);
-      predicted[k] = o.predicted_ms;
+      const double measured = rate_of(o.step_ms, batch).step_ms;
+      paired[k].measured.push_back(measured);
+      paired[k].predicted.push_back(o.predicted_ms);
+      paired[k].error.push_back((o.predicted_ms - measured) / measured);
     }
+  }
+  auto percent = [](double error) {
+    return (error >= 0 ? "+" : "") + text::format_fixed(100.0 * error, 1) + "%";
+  };
   for (std::size_t k = 0; k < schedulers.size(); ++k) {
-    std::sort(measured[k].begin(), measured[k].end());
-    const double median = measured[k][measured[k].size() / 2];
-    const double error = (predicted[k] - median) / median;
+    std::string each;
+    for (double e : paired[k].error) each += (each.empty() ? "" : " ") + percent(e);
     prediction.add_row({schedulers[k], std::to_string(job.plan.stages) + " × " + pipelines + ", 4 micro-batches",
-                        text::format_fixed(median, 2), text::format_fixed(predicted[k], 2),
-                        (error >= 0 ? "+" : "") + text::format_fixed(100.0 * error, 1) + "%"});
+                        text::format_fixed(median(paired[k].measured), 2),
+                        text::format_fixed(median(paired[k].predicted), 2), percent(median(paired[k].error)), each});
   }
   fs::remove_all(scratch);
 
@@ -339,10 +415,12 @@ int main(int argc, char** argv) {
             << " timed steps after " << warmup_steps << "; the median of " << rounds << " interleaved rounds\n\n"
             << throughput.str()
             << "\nper hop: tiny MLP, 1 micro-batch of 4 samples, gpipe; end to end = (8-stage step − 1-stage step) / 14 hops;\n"
-               "latency = a stage's compute end to its neighbour's compute start, from the 8-stage trace\n\n"
+               "latency = a stage's compute end to its neighbour's compute start, from the 8-stage trace; the OS\n"
+               "hand-off passes a pointer to a thread blocked on a condition variable while the sender blocks\n"
+               "(as after a forward send) / computes on (as after a backward send)\n\n"
             << hops.str()
-            << "\nprediction: measured median step (median of " << rounds
-            << " interleaved rounds) against the simulator's iteration time (profile measured here)\n\n"
+            << "\nprediction: the simulator's iteration time, from a profile measured at the start of each round\n"
+               "(`actorpipe profile`, the other cores busy), against the median step measured in that round\n\n"
             << prediction.str();
   return 0;
 }

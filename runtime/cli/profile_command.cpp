@@ -20,6 +20,7 @@ struct ProfileArguments {
   std::vector<std::string> set;
   std::uint32_t batch_size = 0, repeats = 5;
   int threads = 0;
+  int load = -1;
 };
 
 int profile_job(const ProfileArguments& a) {
@@ -31,6 +32,7 @@ int profile_job(const ProfileArguments& a) {
   options.batch_size = a.batch_size;
   options.repeats = a.repeats;
   options.threads = a.threads;
+  options.load = a.load;
   // One line rewritten in place on a terminal; a line per unit in a log.
   options.on_unit = [terminal = ::isatty(STDERR_FILENO) != 0](std::size_t done, std::size_t all) {
     if (terminal) std::cerr << "\rmeasuring unit " << done << "/" << all << (done == all ? "\n" : "") << std::flush;
@@ -60,6 +62,10 @@ void add_profile_command(CLI::App& app, Run& run) {
   command->add_option("--threads", args->threads,
                       "LibTorch threads to measure with (default: one device's share of the cores)")
       ->check(CLI::PositiveNumber);
+  command->add_option("--load", args->load,
+                      "copies of the model kept busy on the other cores while measuring, as the other devices "
+                      "compute in a run (default: enough to fill every core; 0: idle cores)")
+      ->check(CLI::NonNegativeNumber);
   command->callback([&run, args] { run = [args] { return profile_job(*args); }; });
 }
 

@@ -79,6 +79,10 @@ struct MeasureOptions {
   /// machine's cores (cores / devices of the job's cluster, at least one), as a run
   /// with one stage actor per device gives each.
   int threads = 0;
+  /// Copies of the model kept training on the other cores while the units are timed,
+  /// as the other device shares compute in a run; -1: enough to fill every core
+  /// (cores / threads − 1).
+  int load = -1;
   /// Called after each unit with (units done, units in all).
   std::function<void(std::size_t, std::size_t)> on_unit;
 };
@@ -86,7 +90,8 @@ struct MeasureOptions {
 /// The profile of the job's zoo model measured on this machine's CPU at
 /// `options.batch_size` samples of the job's data: per block and sub-block, forward
 /// and backward time (median of the repeats, each unit fed the real output of the
-/// units before it), output, parameter and stashed bytes.
+/// units before it), output, parameter and stashed bytes; with `options.load` copies of
+/// the model busy on the other cores meanwhile.
 Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& options);
 
 } // namespace actorpipe

@@ -8,6 +8,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <latch>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include <ATen/Parallel.h>
 
@@ -23,6 +27,51 @@ double median(std::vector<double> v) {
 }
 
 std::uint64_t bytes_of(const torch::Tensor& t) { return static_cast<std::uint64_t>(t.numel() * t.element_size()); }
+
+/// Copies of the model training on the other cores while the units are timed: in a
+/// run every device share computes at once, and a unit timed beside idle cores runs
+/// faster than it will there (shared caches and memory bandwidth).
+class Load {
+public:
+  Load(std::vector<Model> copies, const torch::Tensor& input, int threads) : started_(copies.size()) {
+    for (Model& copy : copies)
+      workers_.emplace_back([this, copy = std::move(copy), input, threads](std::stop_token stop) {
+        use_compute_threads(threads);
+        started_.count_down();
+        try {
+          while (!stop.stop_requested()) {
+            torch::Tensor y = input;
+            for (const ModelBlock& b : copy.blocks)
+              for (const ModelUnit& u : b.units) y = u.forward(y);
+            if (y.requires_grad()) y.backward(torch::ones_like(y));
+            for (const ModelBlock& b : copy.blocks)
+              for (const ModelUnit& u : b.units)
+                for (const auto& p : u.parameters) p.mutable_grad() = torch::Tensor();
+          }
+        } catch (const std::exception& e) {
+          std::lock_guard<std::mutex> lock(mutex_);
+          if (failure_.empty()) failure_ = e.what();
+        }
+      });
+    started_.wait();
+  }
+  ~Load() {
+    for (auto& w : workers_) w.request_stop();
+  }
+  /// Why a copy stopped early (it ran out of memory, say), leaving its core idle; empty
+  /// when none did. Stops the copies first.
+  std::string failure() {
+    for (auto& w : workers_) w.request_stop();
+    workers_.clear();
+    return failure_;
+  }
+
+private:
+  std::latch started_;
+  std::mutex mutex_;
+  std::string failure_;
+  std::vector<std::jthread> workers_;
+};
 
 } // namespace
 
@@ -42,6 +91,20 @@ Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& o
   profile.batch_size = static_cast<std::uint32_t>(n);
   torch::Tensor x = data->train.inputs.narrow(0, 0, n);
   profile.input_bytes = bytes_of(x);
+  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t shares = std::max<std::size_t>(1, cores / static_cast<std::size_t>(threads));
+  const std::size_t load_copies = options.load >= 0 ? static_cast<std::size_t>(options.load) : shares - 1;
+  std::vector<Model> copies;
+  for (std::size_t c = 0; c < load_copies; ++c) {
+    auto copy = build_model(job.model, data->shape, job.job.seed);
+    if (!copy) return std::move(copy).error();
+    copies.push_back(std::move(*copy));
+  }
+  if (load_copies > 0)
+    profile.reference_device += ", " + std::to_string(load_copies) + (load_copies == 1 ? " copy" : " copies") +
+                                " of the model busy beside it";
+  std::optional<Load> load;
+  if (!copies.empty()) load.emplace(std::move(copies), x, threads);
 
   std::size_t done = 0, units = 0;
   for (const ModelBlock& b : model->blocks) units += b.units.size();
@@ -87,6 +150,10 @@ Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& o
     }
   }
   use_compute_threads(caller_threads);
+  if (load)
+    if (const std::string why = load->failure(); !why.empty())
+      return Error::run_failed("a copy of the model that keeps the other cores busy while measuring failed (" +
+                               why.substr(0, why.find('\n')) + "); measure with --load 0");
   return profile;
 }
 
