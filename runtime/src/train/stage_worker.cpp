@@ -63,7 +63,10 @@ std::size_t StageWorker::stashed() const { return impl_->stash.size(); }
 void StageWorker::step() {
   if (!impl_->optimizer) return;
   impl_->optimizer->step();
-  impl_->optimizer->zero_grad();
+  // Dropped rather than zeroed: the next backward takes its first gradient as it comes,
+  // and replicas may share one averaged gradient (average_gradients), which zeroing in
+  // place would make them accumulate into together.
+  for (torch::Tensor& p : impl_->parameters) p.mutable_grad() = torch::Tensor();
 }
 
 void average_gradients(const std::vector<StageWorker*>& replicas) {
@@ -71,11 +74,13 @@ void average_gradients(const std::vector<StageWorker*>& replicas) {
   torch::NoGradGuard no_grad;
   const auto& first = replicas.front()->impl().parameters;
   for (std::size_t i = 0; i < first.size(); ++i) {
-    torch::Tensor sum = first[i].mutable_grad();
-    if (!sum.defined()) continue;
-    for (std::size_t r = 1; r < replicas.size(); ++r) sum.add_(replicas[r]->impl().parameters[i].grad());
-    sum.div_(static_cast<double>(replicas.size()));
-    for (std::size_t r = 1; r < replicas.size(); ++r) replicas[r]->impl().parameters[i].mutable_grad().copy_(sum);
+    torch::Tensor mean = first[i].mutable_grad();
+    if (!mean.defined()) continue;
+    for (std::size_t r = 1; r < replicas.size(); ++r) mean.add_(replicas[r]->impl().parameters[i].grad());
+    mean.div_(static_cast<double>(replicas.size()));
+    // Every replica's optimizer reads this one tensor (optimizers only read
+    // gradients), so nothing is copied back.
+    for (std::size_t r = 1; r < replicas.size(); ++r) replicas[r]->impl().parameters[i].mutable_grad() = mean;
   }
 }
 

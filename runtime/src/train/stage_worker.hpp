@@ -64,8 +64,8 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-/// Replaces the gradients of every replica by their mean, in place: summed into the
-/// first replica's, scaled, then copied back.
+/// Replaces the gradients of every replica by their mean: computed in place in the
+/// first replica's gradient, which every replica then holds until its step.
 void average_gradients(const std::vector<StageWorker*>& replicas);
 
 } // namespace actorpipe::train
