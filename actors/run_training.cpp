@@ -34,7 +34,8 @@ struct Actors {
 };
 
 void spawn_actors(caf::actor_system& system, const Plan& plan, train::Session& session, const RunOptions& options,
-                  std::uint64_t first_step, Clock::time_point origin, const std::shared_ptr<actors::Failure>& failure, Actors& out) {
+                  std::uint64_t first_step, Clock::time_point origin, const std::shared_ptr<actors::Failure>& failure,
+                  Actors& out) {
   const std::size_t P = plan.pipelines, S = plan.stages.size();
   out.traces.resize(P * S);
   std::vector<std::vector<caf::actor>> stages(P);
