@@ -1,8 +1,13 @@
-/// Job actor: steps over all pipelines, and failure handling.
+/// Job actor: builds the run's actors, steps over all pipelines, and failure handling.
 
 #include "job_actor.hpp"
 
 #include "messages.hpp"
+#include "pipeline_actor.hpp"
+#include "stage_actor.hpp"
+#include "sync_group_actor.hpp"
+
+#include "../runtime/src/train/session.hpp"
 
 #include <map>
 
@@ -21,6 +26,7 @@ struct Pending {
 struct JobState {
   std::vector<caf::actor> pipelines;
   std::vector<std::uint32_t> shares;
+  std::vector<caf::actor> built; ///< every actor this job spawned, shut down with it
   std::map<caf::actor_addr, std::string> names;
   std::shared_ptr<Failure> failure;
   std::map<std::uint64_t, Pending> steps;
@@ -39,21 +45,70 @@ void fail(JobActor* self, const std::string& what) {
   st.steps.clear();
 }
 
-caf::behavior job_behavior(JobActor* self, std::vector<caf::actor> pipelines, std::vector<std::uint32_t> shares,
-                           std::vector<std::pair<caf::actor, std::string>> watched, std::shared_ptr<Failure> failure) {
+/// Spawns the plan's actors, watched under the names that failure messages give them,
+/// and connects each stage to its neighbours, pipeline, sync group and this job.
+void build(JobActor* self, const JobConfig& config) {
   auto& st = self->state;
-  st.pipelines = std::move(pipelines);
-  st.shares = std::move(shares);
-  st.failure = std::move(failure);
-  for (auto& [actor, name] : watched) {
-    st.names[actor.address()] = name;
+  const Plan& plan = config.plan;
+  const std::size_t P = plan.pipelines, S = plan.stages.size();
+  auto watch = [&](const caf::actor& actor, std::string name) {
+    st.names[actor.address()] = std::move(name);
     self->monitor(actor);
+    st.built.push_back(actor);
+  };
+  std::vector<std::vector<caf::actor>> stages(P);
+  for (std::size_t p = 0; p < P; ++p)
+    for (std::size_t s = 0; s < S; ++s) {
+      StageConfig stage;
+      stage.worker = &config.session->worker(p, s);
+      stage.actions = plan.schedule.stages[s];
+      stage.pipeline = p;
+      stage.stage = s;
+      stage.stages = S;
+      stage.synchronised = P > 1;
+      stage.first_step = config.first_step;
+      stage.trace = &(*config.traces)[p * S + s];
+      stage.trace->pipeline = p;
+      stage.trace->stage = s;
+      stage.origin = config.origin;
+      stage.inject_failure = config.inject_failure;
+      stages[p].push_back(spawn_stage(self->system(), std::move(stage)));
+      watch(stages[p].back(), "stage " + std::to_string(s) + " of pipeline " + std::to_string(p));
+    }
+  std::uint32_t share = 0;
+  for (auto n : plan.micro_batch_sizes) share += n;
+  for (std::size_t p = 0; p < P; ++p) {
+    st.pipelines.push_back(spawn_pipeline(self->system(), stages[p], plan.micro_batch_sizes, P, plan.batch_size));
+    st.shares.push_back(share);
+    watch(st.pipelines.back(), "pipeline " + std::to_string(p));
   }
+  const caf::actor job = caf::actor_cast<caf::actor>(self);
+  std::vector<caf::actor> groups(S);
+  for (std::size_t s = 0; s < S && P > 1; ++s) {
+    std::vector<caf::actor> replicas;
+    for (std::size_t p = 0; p < P; ++p) replicas.push_back(stages[p][s]);
+    groups[s] = spawn_sync_group(self->system(), config.session->replicas(s), replicas, job);
+    watch(groups[s], "sync group of stage " + std::to_string(s));
+  }
+  for (std::size_t p = 0; p < P; ++p)
+    for (std::size_t s = 0; s < S; ++s)
+      self->send(stages[p][s], connect_atom::value, s > 0 ? stages[p][s - 1] : caf::actor{},
+                 s + 1 < S ? stages[p][s + 1] : caf::actor{}, st.pipelines[p], groups[s], job);
+}
+
+caf::behavior job_behavior(JobActor* self, JobConfig config) {
+  auto& st = self->state;
+  st.failure = config.failure;
+  build(self, config);
   self->set_down_handler([=](caf::down_msg& down) {
     if (down.reason == caf::exit_reason::user_shutdown || down.reason == caf::exit_reason::normal) return;
     const auto it = self->state.names.find(down.source);
     fail(self, (it != self->state.names.end() ? it->second : std::string("an actor")) +
                    " ended: " + self->system().render(down.reason));
+  });
+  self->set_exit_handler([=](caf::exit_msg& exit) {
+    for (const caf::actor& actor : self->state.built) self->send_exit(actor, exit.reason);
+    self->quit(exit.reason);
   });
   return {
       [=](step_atom, std::uint64_t step, train::Payload& inputs, train::Payload& labels) -> caf::result<double> {
@@ -91,9 +146,8 @@ caf::behavior job_behavior(JobActor* self, std::vector<caf::actor> pipelines, st
 
 } // namespace
 
-caf::actor spawn_job(caf::actor_system& system, std::vector<caf::actor> pipelines, std::vector<std::uint32_t> shares,
-                     std::vector<std::pair<caf::actor, std::string>> watched, std::shared_ptr<Failure> failure) {
-  return system.spawn(job_behavior, std::move(pipelines), std::move(shares), std::move(watched), std::move(failure));
+caf::actor spawn_job(caf::actor_system& system, JobConfig config) {
+  return system.spawn(job_behavior, std::move(config));
 }
 
 } // namespace actorpipe::actors

@@ -1,18 +1,30 @@
 #pragma once
 
-/// The job actor: splits each batch over the pipelines, answers a step once all of
-/// them have finished it, and watches every actor of the run. The first failure (an
-/// actor's report, or an actor that ended abnormally) fails the step in progress with
-/// a message naming the stage and micro-batch: a run ends, it never hangs.
+/// The job actor: builds the run's actors from a plan (a stage actor per pipeline ×
+/// stage, a pipeline actor per pipeline, a sync group per stage index when there are
+/// several pipelines), splits each batch over the pipelines and answers a step once all
+/// of them have finished it. It watches every actor it built: the first failure (an
+/// actor's report, or an actor that ended abnormally) fails the step in progress with a
+/// message naming the stage and micro-batch, so a run ends, it never hangs. Shutting the
+/// job down shuts down all of them.
+
+#include "stage_trace.hpp"
+
+#include <actorpipe/plan.hpp>
+#include <actorpipe/training.hpp>
 
 #include <caf/fwd.hpp>
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
-#include <utility>
 #include <vector>
+
+namespace actorpipe::train {
+class Session;
+}
 
 namespace actorpipe::actors {
 
@@ -22,9 +34,16 @@ struct Failure {
   std::string what;
 };
 
-/// `shares[p]`: samples of each batch for pipeline p. `watched`: actors to monitor,
-/// with the names that messages give them.
-caf::actor spawn_job(caf::actor_system& system, std::vector<caf::actor> pipelines, std::vector<std::uint32_t> shares,
-                     std::vector<std::pair<caf::actor, std::string>> watched, std::shared_ptr<Failure> failure);
+struct JobConfig {
+  Plan plan;
+  train::Session* session = nullptr;   ///< the stage workers the stage actors drive
+  std::uint64_t first_step = 1;        ///< the run's number of the first step (> 1 after a resume)
+  Clock::time_point origin;            ///< time zero of the trace
+  std::vector<StageTrace>* traces = nullptr; ///< one per pipeline × stage (p · S + s), filled by the stages
+  std::optional<InjectedFailure> inject_failure;
+  std::shared_ptr<Failure> failure;
+};
+
+caf::actor spawn_job(caf::actor_system& system, JobConfig config);
 
 } // namespace actorpipe::actors

@@ -1,14 +1,11 @@
-/// run_training(): a plan becomes actors; steps run until the job's steps or epochs are done,
-/// with evaluation, checkpoints, metrics and a trace along the way.
+/// run_training(): the job actor builds the plan's actors; steps run until the job's steps or
+/// epochs are done, with evaluation, checkpoints, metrics and a trace along the way.
 
 #include <actorpipe/report.hpp>
 #include <actorpipe/training.hpp>
 
 #include "job_actor.hpp"
 #include "messages.hpp"
-#include "pipeline_actor.hpp"
-#include "stage_actor.hpp"
-#include "sync_group_actor.hpp"
 
 #include "../runtime/src/atomic_file.hpp"
 #include "../runtime/src/chrome_trace.hpp"
@@ -25,66 +22,6 @@ namespace {
 
 using actors::Clock;
 using json = nlohmann::json;
-
-/// The actors of one run, and their shutdown.
-struct Actors {
-  std::vector<caf::actor> all;
-  caf::actor job;
-  std::vector<actors::StageTrace> traces;
-};
-
-void spawn_actors(caf::actor_system& system, const Plan& plan, train::Session& session, const RunOptions& options,
-                  std::uint64_t first_step, Clock::time_point origin, const std::shared_ptr<actors::Failure>& failure,
-                  Actors& out) {
-  const std::size_t P = plan.pipelines, S = plan.stages.size();
-  out.traces.resize(P * S);
-  std::vector<std::vector<caf::actor>> stages(P);
-  std::vector<std::pair<caf::actor, std::string>> watched;
-  for (std::size_t p = 0; p < P; ++p)
-    for (std::size_t s = 0; s < S; ++s) {
-      actors::StageConfig config;
-      config.worker = &session.worker(p, s);
-      config.actions = plan.schedule.stages[s];
-      config.pipeline = p;
-      config.stage = s;
-      config.stages = S;
-      config.synchronised = P > 1;
-      config.first_step = first_step;
-      config.trace = &out.traces[p * S + s];
-      config.trace->pipeline = p;
-      config.trace->stage = s;
-      config.origin = origin;
-      config.inject_failure = options.inject_failure;
-      stages[p].push_back(actors::spawn_stage(system, std::move(config)));
-      watched.emplace_back(stages[p].back(), "stage " + std::to_string(s) + " of pipeline " + std::to_string(p));
-    }
-  std::vector<caf::actor> pipelines;
-  for (std::size_t p = 0; p < P; ++p) {
-    pipelines.push_back(actors::spawn_pipeline(system, stages[p], plan.micro_batch_sizes, P, plan.batch_size));
-    watched.emplace_back(pipelines.back(), "pipeline " + std::to_string(p));
-  }
-  std::uint32_t share = 0;
-  for (auto n : plan.micro_batch_sizes) share += n;
-  const std::vector<std::uint32_t> shares(P, share);
-  // The job watches stages and pipelines; sync groups, spawned after it, report
-  // failures to it by message.
-  std::vector<caf::actor> groups(S);
-  out.job = actors::spawn_job(system, pipelines, shares, watched, failure);
-  for (std::size_t s = 0; s < S && P > 1; ++s) {
-    std::vector<caf::actor> replicas;
-    for (std::size_t p = 0; p < P; ++p) replicas.push_back(stages[p][s]);
-    groups[s] = actors::spawn_sync_group(system, session.replicas(s), replicas, out.job);
-  }
-  for (std::size_t p = 0; p < P; ++p)
-    for (std::size_t s = 0; s < S; ++s)
-      caf::anon_send(stages[p][s], actors::connect_atom::value, s > 0 ? stages[p][s - 1] : caf::actor{},
-                     s + 1 < S ? stages[p][s + 1] : caf::actor{}, pipelines[p], groups[s], out.job);
-  for (auto& row : stages) out.all.insert(out.all.end(), row.begin(), row.end());
-  out.all.insert(out.all.end(), pipelines.begin(), pipelines.end());
-  for (auto& g : groups)
-    if (g) out.all.push_back(g);
-  out.all.push_back(out.job);
-}
 
 std::string trace_of(const std::vector<actors::StageTrace>& traces, const Plan& plan, const ClusterSpec& cluster) {
   ChromeTrace trace;
@@ -137,8 +74,16 @@ Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunO
   caf::actor_system system{config};
   const auto origin = Clock::now();
   auto failure = std::make_shared<actors::Failure>();
-  Actors run;
-  spawn_actors(system, plan, session, options, progress.step + 1, origin, failure, run);
+  std::vector<actors::StageTrace> traces(plan.pipelines * plan.stages.size());
+  actors::JobConfig job_config;
+  job_config.plan = plan;
+  job_config.session = &session;
+  job_config.first_step = progress.step + 1;
+  job_config.origin = origin;
+  job_config.traces = &traces;
+  job_config.inject_failure = options.inject_failure;
+  job_config.failure = failure;
+  caf::actor job_actor = actors::spawn_job(system, std::move(job_config));
   // The driver's own actor, which must be gone before the system can wait for the rest.
   auto self = std::make_unique<caf::scoped_actor>(system);
 
@@ -164,7 +109,7 @@ Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunO
   // A step handed to the job actor and not yet answered.
   auto send_step = [&](std::uint64_t step, std::uint64_t epoch, std::uint64_t index) {
     const train::Batch batch = session.batch(epoch, index);
-    auto handle = (*self)->request(run.job, caf::infinite, actors::step_atom::value, step, batch.inputs, batch.labels);
+    auto handle = (*self)->request(job_actor, caf::infinite, actors::step_atom::value, step, batch.inputs, batch.labels);
     return std::make_pair(std::move(handle), Clock::now());
   };
   using InFlight = decltype(send_step(0, 0, 0));
@@ -220,13 +165,13 @@ Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunO
       if (auto s = checkpoint(); !s) error = std::move(s).error();
     }
   }
-  for (const caf::actor& a : run.all) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  // The job shuts down every actor it built.
+  caf::anon_send_exit(job_actor, caf::exit_reason::user_shutdown);
   self.reset();
-  run.all.clear();
-  run.job = nullptr;
+  job_actor = nullptr;
   system.await_all_actors_done();
   metrics.close();
-  if (auto s = write_file_atomically(options.output_dir + "/trace.json", trace_of(run.traces, plan, job.cluster));
+  if (auto s = write_file_atomically(options.output_dir + "/trace.json", trace_of(traces, plan, job.cluster));
       !s && !error)
     error = std::move(s).error();
   if (error) return *std::move(error);
