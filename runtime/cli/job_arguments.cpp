@@ -2,7 +2,10 @@
 
 #include <actorpipe/training.hpp>
 
+#include <algorithm>
 #include <iostream>
+
+#include <unistd.h>
 
 #include "text.hpp"
 
@@ -61,11 +64,21 @@ Result<LoadedJob> load(const JobArguments& args, const CommonOptions& common) {
   // A zoo model named without a profile is measured here, as `actorpipe profile` would.
   if (job->profile.blocks.empty()) {
     std::cerr << "actorpipe: measuring the profile of model '" << job->model.zoo << "' (no model.profile given)\n";
-    auto profile = measure_profile(*job, {});
+    MeasureOptions options;
+    options.on_unit = measuring_progress();
+    auto profile = measure_profile(*job, options);
     if (!profile) return std::move(profile).error();
     job->profile = std::move(*profile);
   }
   return LoadedJob{std::move(*job), std::move(*registry)};
+}
+
+std::function<void(std::size_t, std::size_t)> measuring_progress() {
+  return [terminal = ::isatty(STDERR_FILENO) != 0](std::size_t done, std::size_t units) {
+    if (terminal) std::cerr << "\rmeasuring unit " << done << "/" << units << (done == units ? "\n" : "") << std::flush;
+    else if (done % std::max<std::size_t>(1, units / 10) == 0 || done == units)
+      std::cerr << "measuring unit " << done << "/" << units << "\n";
+  };
 }
 
 } // namespace actorpipe::cli

@@ -1,13 +1,16 @@
 #pragma once
 
-/// What `plan` and `simulate` share: the job file, the flags that override its [plan]
-/// keys, and loading the job with its plugins.
+/// What `plan`, `simulate`, `run` and `profile` share: the job file, the flags that
+/// override its [plan] keys, loading the job with its plugins, and the progress of
+/// measuring a profile.
 
 #include "commands.hpp"
 
 #include <actorpipe/job.hpp>
 #include <actorpipe/plugin_registry.hpp>
+#include <actorpipe/training.hpp>
 
+#include <functional>
 #include <optional>
 
 namespace actorpipe::cli {
@@ -28,5 +31,9 @@ struct LoadedJob {
   PluginRegistry plugins;
 };
 Result<LoadedJob> load(const JobArguments& args, const CommonOptions& common);
+
+/// Progress of `measure_profile` on stderr: one line rewritten in place on a terminal,
+/// about ten lines in a log.
+std::function<void(std::size_t done, std::size_t units)> measuring_progress();
 
 } // namespace actorpipe::cli

@@ -9,8 +9,6 @@
 
 #include <iostream>
 
-#include <unistd.h>
-
 namespace actorpipe::cli {
 
 namespace {
@@ -33,11 +31,7 @@ int profile_job(const ProfileArguments& a) {
   options.repeats = a.repeats;
   options.threads = a.threads;
   options.load = a.load;
-  // One line rewritten in place on a terminal; a line per unit in a log.
-  options.on_unit = [terminal = ::isatty(STDERR_FILENO) != 0](std::size_t done, std::size_t all) {
-    if (terminal) std::cerr << "\rmeasuring unit " << done << "/" << all << (done == all ? "\n" : "") << std::flush;
-    else std::cerr << "measuring unit " << done << "/" << all << "\n";
-  };
+  options.on_unit = measuring_progress();
   auto profile = measure_profile(*job, options);
   if (!profile) return report(profile.error());
   if (a.output.empty()) {
