@@ -3,7 +3,8 @@
 ///               with 2 stages × 1 and × 2 pipelines, and data parallel alone (1 stage
 ///               × 2 pipelines), against single-process LibTorch with 1 and 2 threads
 ///               and PyTorch eager (Debian's python3-torch) with 1 and 2 threads, on
-///               the same model and batch;
+///               the same model and batch; and one single-thread LibTorch training per
+///               core side by side, with nothing between them: the cores' ceiling;
 ///   per hop     a tiny MLP, one micro-batch of 4 samples, through 8 stages and through
 ///               1: the extra step time over the 14 extra hops (7 forward, 7 backward),
 ///               which also counts each extra stage's own autograd and optimizer calls;
@@ -34,10 +35,12 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <latch>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 using namespace actorpipe;
 namespace fs = std::filesystem;
@@ -224,6 +227,41 @@ Rate libtorch(const JobSpec& job, int threads, std::uint64_t steps) {
   return rate_of(times, job.train.batch_size);
 }
 
+/// `copies` single-thread trainings side by side, one per thread, with nothing between
+/// them: the sum of their rates is what the cores reach with no coordination at all,
+/// the ceiling of any data parallelism over them.
+Rate libtorch_side_by_side(const JobSpec& job, unsigned copies, std::uint64_t steps) {
+  std::vector<std::unique_ptr<train::SingleProcessTraining>> trainings;
+  for (unsigned c = 0; c < copies; ++c) trainings.push_back(need(train::SingleProcessTraining::open(job)));
+  std::vector<Rate> rates(copies);
+  std::latch start(copies);
+  {
+    std::vector<std::jthread> threads;
+    for (unsigned c = 0; c < copies; ++c)
+      threads.emplace_back([&, c] {
+        torch::set_num_threads(1);
+        std::vector<double> times;
+        start.arrive_and_wait();
+        for (std::uint64_t k = 0; k < warmup_steps + steps; ++k) {
+          const auto begin = std::chrono::steady_clock::now();
+          trainings[c]->step();
+          if (k >= warmup_steps)
+            times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count());
+        }
+        rates[c] = rate_of(times, job.train.batch_size);
+      });
+  }
+  torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  Rate sum;
+  std::vector<double> step_ms;
+  for (const Rate& r : rates) {
+    sum.samples_per_s += r.samples_per_s;
+    step_ms.push_back(r.step_ms);
+  }
+  sum.step_ms = median(step_ms);
+  return sum;
+}
+
 /// PyTorch eager through bench/pytorch_eager.py, with $PYTHON, else the first of
 /// python3 on the PATH and Debian's own python3 that imports torch; nullopt when none.
 std::optional<Rate> pytorch(const std::string& root, int threads, std::uint32_t batch, std::uint64_t steps) {
@@ -314,6 +352,8 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   rows.push_back({"LibTorch, 1 thread", [&] { return std::optional<Rate>(libtorch(job, 1, steps)); }, {}, {}});
   rows.push_back({"LibTorch, 2 threads", [&] { return std::optional<Rate>(libtorch(job, 2, steps)); }, {}, {}});
+  rows.push_back({"LibTorch, " + std::to_string(cores) + " independent copies of 1 thread (the cores' ceiling)",
+                  [&] { return std::optional<Rate>(libtorch_side_by_side(job, cores, steps)); }, {}, {}});
   rows.push_back({"PyTorch eager, 1 thread", [&] { return pytorch(root, 1, batch, steps); }, {}, {}});
   rows.push_back({"PyTorch eager, 2 threads", [&] { return pytorch(root, 2, batch, steps); }, {}, {}});
   rows.push_back({"actorpipe, 2 stages × 1 pipeline", actorpipe({"plan.pipelines=1"}), {}, {}});
