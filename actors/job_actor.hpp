@@ -36,9 +36,9 @@ struct Failure {
 
 struct JobConfig {
   Plan plan;
-  train::Session* session = nullptr;   ///< the stage workers the stage actors drive
-  std::uint64_t first_step = 1;        ///< the run's number of the first step (> 1 after a resume)
-  Clock::time_point origin;            ///< time zero of the trace
+  train::Session* session = nullptr;         ///< the stage workers the stage actors drive
+  std::uint64_t first_step = 1;              ///< the run's number of the first step (> 1 after a resume)
+  Clock::time_point origin;                  ///< time zero of the trace
   std::vector<StageTrace>* traces = nullptr; ///< one per pipeline × stage (p · S + s), filled by the stages
   std::optional<InjectedFailure> inject_failure;
   std::shared_ptr<Failure> failure;
