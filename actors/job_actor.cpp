@@ -7,6 +7,7 @@
 #include "stage_actor.hpp"
 #include "sync_group_actor.hpp"
 
+#include "../runtime/src/train/cores.hpp"
 #include "../runtime/src/train/session.hpp"
 
 #include <map>
@@ -56,6 +57,7 @@ void build(JobActor* self, const JobConfig& config) {
     self->monitor(actor);
     st.built.push_back(actor);
   };
+  const std::vector<int> cores = train::usable_cores();
   std::vector<std::vector<caf::actor>> stages(P);
   for (std::size_t p = 0; p < P; ++p)
     for (std::size_t s = 0; s < S; ++s) {
@@ -72,6 +74,9 @@ void build(JobActor* self, const JobConfig& config) {
       stage.trace->stage = s;
       stage.origin = config.origin;
       stage.inject_failure = config.inject_failure;
+      // With a core or more per actor the OS places threads better than a binding
+      // would: it gives a busy stage the core an idle neighbour leaves.
+      if (config.pin_threads && P * S > cores.size()) stage.core = train::shared_core(cores, p * S + s, P * S);
       stages[p].push_back(spawn_stage(self->system(), std::move(stage)));
       watch(stages[p].back(), "stage " + std::to_string(s) + " of pipeline " + std::to_string(p));
     }

@@ -41,6 +41,7 @@ struct JobConfig {
   Clock::time_point origin;                  ///< time zero of the trace
   std::vector<StageTrace>* traces = nullptr; ///< one per pipeline × stage (p · S + s), filled by the stages
   std::optional<InjectedFailure> inject_failure;
+  bool pin_threads = true; ///< RunOptions::pin_threads
   std::shared_ptr<Failure> failure;
 };
 

@@ -82,6 +82,7 @@ Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunO
   job_config.origin = origin;
   job_config.traces = &traces;
   job_config.inject_failure = options.inject_failure;
+  job_config.pin_threads = options.pin_threads;
   job_config.failure = failure;
   caf::actor job_actor = actors::spawn_job(system, std::move(job_config));
   // The driver's own actor, which must be gone before the system can wait for the rest.

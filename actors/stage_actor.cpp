@@ -4,9 +4,11 @@
 #include "stage_actor.hpp"
 
 #include "messages.hpp"
+#include "../runtime/src/train/cores.hpp"
 #include "../runtime/src/train/stage_worker.hpp"
 
 #include <map>
+#include <thread>
 
 namespace actorpipe::actors {
 
@@ -44,6 +46,13 @@ void record(StageState& st, const char* kind, std::size_t micro, Clock::time_poi
   if (!st.config.trace) return;
   const double begin = microseconds_since(st.config.origin, start);
   st.config.trace->spans.push_back({kind, micro, begin, now_us(st) - begin});
+}
+
+/// After a send: its span and, on a core shared with the neighbours, the core for the
+/// receiver (StageConfig::core).
+void sent(StageState& st, std::size_t micro, Clock::time_point sending) {
+  record(st, "send", micro, sending);
+  if (st.config.core) std::this_thread::yield();
 }
 
 /// The optimizer step once gradients are final, then the report to the pipeline.
@@ -87,7 +96,7 @@ void run_action(StageActor* self, const Action& a) {
       record(st, "forward", a.micro_batch, started);
       const auto sending = Clock::now();
       self->send(st.next, forward_atom::value, st.step, static_cast<std::uint64_t>(a.micro_batch), std::move(output));
-      record(st, "send", a.micro_batch, sending);
+      sent(st, a.micro_batch, sending);
     }
     return;
   }
@@ -102,7 +111,7 @@ void run_action(StageActor* self, const Action& a) {
     const auto sending = Clock::now();
     self->send(st.previous, backward_atom::value, st.step, static_cast<std::uint64_t>(a.micro_batch),
                std::move(input_gradient));
-    record(st, "send", a.micro_batch, sending);
+    sent(st, a.micro_batch, sending);
   }
 }
 
@@ -154,6 +163,8 @@ caf::behavior stage_behavior(StageActor* self, StageConfig config) {
       [=](connect_atom, caf::actor previous, caf::actor next, caf::actor pipeline, caf::actor sync_group,
           caf::actor job) {
         auto& st = self->state;
+        // The first message, on the actor's own thread.
+        if (st.config.core) train::bind_thread_to(*st.config.core);
         st.previous = std::move(previous);
         st.next = std::move(next);
         st.pipeline = std::move(pipeline);

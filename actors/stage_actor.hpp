@@ -11,6 +11,7 @@
 #include <caf/fwd.hpp>
 
 #include <optional>
+#include <vector>
 
 namespace actorpipe::train {
 class StageWorker;
@@ -29,9 +30,15 @@ struct StageConfig {
   StageTrace* trace = nullptr;
   Clock::time_point origin;
   std::optional<InjectedFailure> inject_failure;
+  /// A core shared with the pipeline neighbours (more stage actors than cores): the
+  /// actor's thread is bound to it and, after each send, yields it to the neighbour that
+  /// waits for exactly that message before going on (to its optimizer step, say), so a
+  /// hand-off is a switch on one core. None: the operating system places the thread.
+  std::optional<int> core;
 };
 
-/// Spawned detached (its own thread: it computes). Expects a `connect` message with
+/// Spawned detached (its own thread: it computes), bound to `config.core` on its first
+/// message. Expects a `connect` message with
 /// (previous stage, next stage, pipeline, sync group, job) before any input.
 caf::actor spawn_stage(caf::actor_system& system, StageConfig config);
 

@@ -10,7 +10,9 @@
 ///               which also counts each extra stage's own autograd and optimizer calls;
 ///               and, from the 8-stage run's trace, the message latency of a hop: from
 ///               a stage's compute end to its neighbour's compute start, beside the
-///               operating system's own thread hand-off, the floor under it;
+///               operating system's own thread hand-off, the floor under it (between
+///               threads bound to one core, as stage actors that outnumber the cores
+///               are, and between threads the OS places, as with --no-pin);
 ///   prediction  the measured iteration time of the default job per schedule against
 ///               the simulator's prediction from a profile measured in the same round.
 /// Steps are timed after warm-up steps; a run's rate is samples over the summed step
@@ -22,6 +24,7 @@
 
 #include "text.hpp"
 #include "text_table.hpp"
+#include "train/cores.hpp"
 #include "train/single_process.hpp"
 
 #include <nlohmann/json.hpp>
@@ -102,12 +105,14 @@ struct Cli {
     }
   }
 
-  Outcome run(const std::string& job, std::vector<std::string> sets, std::uint64_t steps) const {
+  /// `flags`: more of `actorpipe run`'s, such as --no-pin.
+  Outcome run(const std::string& job, std::vector<std::string> sets, std::uint64_t steps,
+              const std::string& flags = "") const {
     if (!profile.empty()) sets.push_back("model.profile=\"" + profile.string() + "\"");
     const fs::path out = scratch / "run";
     fs::remove_all(out);
     std::string command = "'" + actorpipe.string() + "' run '" + job + "' --steps " +
-                          std::to_string(warmup_steps + steps) + " -o '" + out.string() + "' --json";
+                          std::to_string(warmup_steps + steps) + " -o '" + out.string() + "' --json " + flags;
     for (const std::string& set : sets) command += " --set '" + set + "'";
     shell(command);
     Outcome o;
@@ -163,13 +168,16 @@ HopLatency hop_latency(const fs::path& trace_file) {
   return {median(forward), median(backward)};
 }
 
-/// The floor under a hop: the operating system handing a pointer from one thread to
-/// another blocked on a mutex and condition variable, timed from before the notify to
-/// when the receiver runs (median µs over `passes` hand-offs each way). With
-/// `sender_computes` the sender goes on computing for 50 µs, as a stage runs its
-/// optimizer step after sending a gradient back, so the receiver wakes on another
-/// core; else the sender blocks at once, as a stage does after a forward send.
-double os_handoff_us(bool sender_computes, int passes = 4000) {
+/// The floor under a hop: the operating system handing a pointer to a thread blocked
+/// on a mutex and condition variable, timed from before the notify to when the receiver
+/// runs (median µs over `passes` hand-offs). With `sender_computes` the sender goes on
+/// computing for 50 µs, as a stage runs its optimizer step after sending a gradient
+/// back; else it blocks at once, as a stage does after a forward send. The receiver
+/// answers at once and blocks again, so it is always waiting when timed. With `core`
+/// both threads are bound to that one core and the sender yields it after the notify,
+/// as stage actors bound to a shared core do; else the operating system places them
+/// (on two cores, when it can).
+double os_handoff_us(bool sender_computes, std::optional<int> core, int passes = 1500) {
   using Clock = std::chrono::steady_clock;
   struct Slot {
     std::mutex mutex;
@@ -177,9 +185,8 @@ double os_handoff_us(bool sender_computes, int passes = 4000) {
     bool full = false;
     Clock::time_point sent;
   };
-  Slot to_helper, to_main;
+  Slot to_receiver, to_sender;
   std::vector<double> latencies;
-  std::mutex latencies_mutex;
   auto pass = [&](Slot& slot) {
     {
       std::lock_guard<std::mutex> lock(slot.mutex);
@@ -187,29 +194,33 @@ double os_handoff_us(bool sender_computes, int passes = 4000) {
       slot.sent = Clock::now();
     }
     slot.ready.notify_one();
-    if (sender_computes)
-      for (const auto until = Clock::now() + std::chrono::microseconds(50); Clock::now() < until;) {
-      }
+    if (core) std::this_thread::yield();
   };
+  /// Waits for `slot`; the µs since it was filled.
   auto take = [&](Slot& slot) {
     std::unique_lock<std::mutex> lock(slot.mutex);
     slot.ready.wait(lock, [&] { return slot.full; });
     slot.full = false;
-    const double us = std::chrono::duration<double, std::micro>(Clock::now() - slot.sent).count();
-    std::lock_guard<std::mutex> guard(latencies_mutex);
-    latencies.push_back(us);
+    return std::chrono::duration<double, std::micro>(Clock::now() - slot.sent).count();
   };
-  std::thread helper([&] {
+  std::thread receiver([&] {
+    if (core) train::bind_thread_to(*core);
     for (int i = 0; i < passes; ++i) {
-      take(to_helper);
-      pass(to_main);
+      latencies.push_back(take(to_receiver));
+      pass(to_sender);
     }
   });
-  for (int i = 0; i < passes; ++i) {
-    pass(to_helper);
-    take(to_main);
-  }
-  helper.join();
+  std::thread([&] {
+    if (core) train::bind_thread_to(*core);
+    for (int i = 0; i < passes; ++i) {
+      pass(to_receiver);
+      if (sender_computes)
+        for (const auto until = Clock::now() + std::chrono::microseconds(50); Clock::now() < until;) {
+        }
+      take(to_sender);
+    }
+  }).join();
+  receiver.join();
   return median(latencies);
 }
 
@@ -383,18 +394,33 @@ int main(int argc, char** argv) {
   std::cerr << "per hop: a tiny MLP through 8 stages and through 1\n";
   const std::uint64_t hop_steps = 20 * steps;
   HopLatency latency;
-  auto hop_rate = [&](std::size_t stages, HopLatency* hops) {
+  HopLatency unbound_latency;
+  auto hop_rate = [&](std::size_t stages, HopLatency* hops, const std::string& flags) {
     const fs::path file = scratch / ("hops-" + std::to_string(stages) + ".toml");
     std::ofstream(file) << hop_job(stages);
     Cli tiny = cli;
     tiny.profile.clear(); // the MLP's own, measured by the run
-    const Cli::Outcome o = tiny.run(file.string(), {}, hop_steps);
+    const Cli::Outcome o = tiny.run(file.string(), {}, hop_steps, flags);
     if (hops) *hops = hop_latency(o.trace);
     return rate_of(o.step_ms, 4);
   };
-  const Rate one_stage = hop_rate(1, nullptr), eight_stages = hop_rate(8, &latency);
+  const Rate one_stage = hop_rate(1, nullptr, "");
+  // More stage actors than cores: bound, pipeline neighbours share a core, unless
+  // --no-pin leaves them to the operating system.
+  const Rate eight_stages = hop_rate(8, &latency, ""), eight_unbound = hop_rate(8, &unbound_latency, "--no-pin");
   const double hop_us = (eight_stages.step_ms - one_stage.step_ms) * 1000.0 / 14.0;
-  const HopLatency floor{os_handoff_us(false), os_handoff_us(true)};
+  const double unbound_hop_us = (eight_unbound.step_ms - one_stage.step_ms) * 1000.0 / 14.0;
+  const int one_core = train::usable_cores().front();
+  // The floor is the best the OS does: whether a yield hands the core over on the first
+  // try changes from one measurement to the next (1 or 52 µs on one core), so each is
+  // the least of three.
+  auto best_handoff_us = [](bool sender_computes, std::optional<int> core) {
+    double best = os_handoff_us(sender_computes, core);
+    for (int k = 1; k < 3; ++k) best = std::min(best, os_handoff_us(sender_computes, core));
+    return best;
+  };
+  const HopLatency floor{best_handoff_us(false, std::nullopt), best_handoff_us(true, std::nullopt)};
+  const HopLatency one_core_floor{best_handoff_us(false, one_core), best_handoff_us(true, one_core)};
   auto latencies = [](const HopLatency& l) {
     return text::format_fixed(l.forward_us, 1) + " / " + text::format_fixed(l.backward_us, 1) + " / " +
            text::format_fixed((l.forward_us + l.backward_us) / 2, 1);
@@ -405,10 +431,18 @@ int main(int argc, char** argv) {
                     {"hop latency µs, forward / backward / mean", text::Table::Align::right},
                     {"above the OS hand-off", text::Table::Align::right}});
   hops.add_row({"1 stage", text::format_fixed(one_stage.step_ms * 1000.0, 1), "", "", ""});
-  hops.add_row({"8 stages", text::format_fixed(eight_stages.step_ms * 1000.0, 1), text::format_fixed(hop_us, 1),
-                latencies(latency),
-                latencies({latency.forward_us - floor.forward_us, latency.backward_us - floor.backward_us})});
-  hops.add_row({"OS hand-off between two threads", "", "", latencies(floor), ""});
+  auto above = [&](const HopLatency& l, const HopLatency& f) {
+    return latencies({l.forward_us - f.forward_us, l.backward_us - f.backward_us});
+  };
+  const bool bound = 8 > train::usable_cores().size();
+  hops.add_row({bound ? "8 stages, neighbours bound to a shared core" : "8 stages",
+                text::format_fixed(eight_stages.step_ms * 1000.0, 1), text::format_fixed(hop_us, 1), latencies(latency),
+                above(latency, bound ? one_core_floor : floor)});
+  if (bound)
+    hops.add_row({"8 stages, --no-pin", text::format_fixed(eight_unbound.step_ms * 1000.0, 1),
+                  text::format_fixed(unbound_hop_us, 1), latencies(unbound_latency), above(unbound_latency, floor)});
+  hops.add_row({"OS hand-off, threads on one core", "", "", latencies(one_core_floor), ""});
+  hops.add_row({"OS hand-off, threads placed by the OS", "", "", latencies(floor), ""});
 
   // Prediction error per schedule, one device per core. Each round measures the
   // profile afresh and predicts from it, so that a slow spell of a shared machine
@@ -457,7 +491,8 @@ int main(int argc, char** argv) {
             << "\nper hop: tiny MLP, 1 micro-batch of 4 samples, gpipe; end to end = (8-stage step − 1-stage step) / 14 hops;\n"
                "latency = a stage's compute end to its neighbour's compute start, from the 8-stage trace; the OS\n"
                "hand-off passes a pointer to a thread blocked on a condition variable while the sender blocks\n"
-               "(as after a forward send) / computes on (as after a backward send)\n\n"
+               "(as after a forward send) / computes on (as after a backward send); on one core the sender yields\n"
+               "after the notify, as stage actors bound to a shared core do\n\n"
             << hops.str()
             << "\nprediction: the simulator's iteration time, from a profile measured at the start of each round\n"
                "(`actorpipe profile`, the other cores busy), against the median step measured in that round\n\n"

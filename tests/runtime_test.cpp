@@ -2,7 +2,8 @@
 /// training (every schedule, 2 and 4 stages, 1 and 2 pipelines, mlp and gpt; cnn and
 /// resnet); a measured profile covers every unit and saves and loads; gpt's loss falls
 /// on text; a resumed run equals an uninterrupted one; failures end runs
-/// with the right exit status and message; a TorchScript model trains.
+/// with the right exit status and message; a TorchScript model trains; stage actors
+/// that outnumber the cores share them in pipeline order.
 
 #define BOOST_TEST_MODULE runtime
 #include <boost/test/unit_test.hpp>
@@ -14,13 +15,16 @@
 #include <actorpipe/plugin_registry.hpp>
 #include <actorpipe/training.hpp>
 
+#include "train/cores.hpp"
 #include "train/model_zoo.hpp"
 #include "train/single_process.hpp"
 
 #include <torch/script.h>
 
 #include <fstream>
+#include <sched.h>
 #include <sstream>
+#include <thread>
 
 using namespace actorpipe;
 
@@ -307,3 +311,30 @@ BOOST_AUTO_TEST_CASE(a_scripted_sequential_trains) {
   BOOST_REQUIRE_MESSAGE(summary.ok(), (summary.ok() ? "" : summary.error().message));
   BOOST_TEST(losses.back() < 0.8 * losses.front());
 }
+
+BOOST_AUTO_TEST_CASE(stage_actors_that_outnumber_the_cores_share_them_in_pipeline_order) {
+  // Consecutive actors, pipeline neighbours, share a core; every core takes a turn.
+  std::vector<int> two_cores{0, 1}, cores_of_a_container{2, 5, 7};
+  std::vector<int> got;
+  for (std::size_t a = 0; a < 4; ++a) got.push_back(train::shared_core(two_cores, a, 4));
+  BOOST_TEST(got == (std::vector<int>{0, 0, 1, 1}), boost::test_tools::per_element());
+  got.clear();
+  for (std::size_t a = 0; a < 8; ++a) got.push_back(train::shared_core(two_cores, a, 8));
+  BOOST_TEST(got == (std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1}), boost::test_tools::per_element());
+  got.clear();
+  for (std::size_t a = 0; a < 4; ++a) got.push_back(train::shared_core(cores_of_a_container, a, 4));
+  BOOST_TEST(got == (std::vector<int>{2, 2, 5, 7}), boost::test_tools::per_element());
+
+  // A bound thread runs on its core, the last one this process may use.
+  const std::vector<int> usable = train::usable_cores();
+  BOOST_TEST_REQUIRE(!usable.empty());
+  int ran_on = -1;
+  bool bound = false;
+  std::thread([&] {
+    bound = train::bind_thread_to(usable.back());
+    ran_on = sched_getcpu();
+  }).join();
+  BOOST_TEST(bound);
+  BOOST_TEST(ran_on == usable.back());
+}
+

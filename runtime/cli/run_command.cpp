@@ -26,6 +26,7 @@ struct RunArguments {
   std::optional<std::uint32_t> epochs;
   std::string resume, output, inject_failure;
   bool json = false;
+  bool no_pin = false;
 };
 
 std::string duration(double seconds) {
@@ -60,6 +61,7 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
   options.steps = a.steps.value_or(0);
   options.epochs = a.epochs.value_or(0);
   options.resume = a.resume;
+  options.pin_threads = !a.no_pin;
   options.output_dir = !a.output.empty() ? a.output : !a.resume.empty() ? a.resume : job.output.dir;
   if (const auto at = options.output_dir.find("{job}"); at != std::string::npos)
     options.output_dir.replace(at, 5, job.job.name);
@@ -121,6 +123,9 @@ void add_run_command(CLI::App& app, CommonOptions& common, Run& run) {
   command->add_option("--resume", args->resume, "continue from the checkpoint in this run folder");
   command->add_option("-o,--output", args->output, "the run's output folder (default: output.dir)");
   command->add_flag("--json", args->json, "print a JSON summary at the end");
+  command->add_flag("--no-pin", args->no_pin,
+                    "leave stage threads where the operating system puts them (by default, when stage actors "
+                    "outnumber the cores, pipeline neighbours are bound to a shared core)");
   command->add_option("--inject-failure", args->inject_failure,
                       "testing aid: make stage STAGE throw in step STEP (STAGE:STEP)")
       ->group("Testing");

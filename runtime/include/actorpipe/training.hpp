@@ -48,6 +48,10 @@ struct RunOptions {
   std::uint32_t epochs = 0; ///< overrides train.epochs when > 0
   std::string output_dir;   ///< where plan.json, metrics.jsonl, trace.json and the checkpoint go
   std::string resume;       ///< a run's output folder whose checkpoint to continue from
+  /// With more stage actors than cores, binds pipeline neighbours to a shared core, where
+  /// a hand-off is a switch instead of a thread woken on another core (docs/running.md);
+  /// false leaves placement to the operating system.
+  bool pin_threads = true;
   std::optional<InjectedFailure> inject_failure;
   std::function<void(const StepMetrics&)> on_step;
   std::function<void(const EvaluationMetrics&)> on_evaluation;

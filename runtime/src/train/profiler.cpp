@@ -2,7 +2,7 @@
 
 #include <actorpipe/training.hpp>
 
-#include "compute_threads.hpp"
+#include "cores.hpp"
 #include "datasets.hpp"
 #include "model_zoo.hpp"
 
@@ -91,7 +91,7 @@ Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& o
   profile.batch_size = static_cast<std::uint32_t>(n);
   torch::Tensor x = data->train.inputs.narrow(0, 0, n);
   profile.input_bytes = bytes_of(x);
-  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t cores = usable_cores().size();
   const std::size_t shares = std::max<std::size_t>(1, cores / static_cast<std::size_t>(threads));
   const std::size_t load_copies = options.load >= 0 ? static_cast<std::size_t>(options.load) : shares - 1;
   std::vector<Model> copies;

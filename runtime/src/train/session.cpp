@@ -3,7 +3,7 @@
 #include "session.hpp"
 
 #include "../atomic_file.hpp"
-#include "compute_threads.hpp"
+#include "cores.hpp"
 #include "datasets.hpp"
 #include "stage_worker_impl.hpp"
 #include "tensor_box.hpp"

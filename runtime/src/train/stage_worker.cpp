@@ -1,6 +1,6 @@
 /// StageWorker: forward, backward and optimizer step of one stage; gradient averaging.
 
-#include "compute_threads.hpp"
+#include "cores.hpp"
 #include "stage_worker_impl.hpp"
 #include "step_parts.hpp"
 #include "tensor_box.hpp"

@@ -1,0 +1,50 @@
+/// The usable cores, binding a thread to one, and intra-op threads per compute thread.
+
+#include "cores.hpp"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <thread>
+
+#include <pthread.h>
+#include <sched.h>
+
+namespace actorpipe::train {
+
+std::vector<int> usable_cores() {
+  std::vector<int> cores;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cores.push_back(c);
+  if (cores.empty())
+    for (unsigned c = 0; c < std::max(1u, std::thread::hardware_concurrency()); ++c) cores.push_back(static_cast<int>(c));
+  return cores;
+}
+
+int shared_core(const std::vector<int>& cores, std::size_t index, std::size_t actors) {
+  return cores[std::min(cores.size() - 1, index * cores.size() / std::max<std::size_t>(1, actors))];
+}
+
+bool bind_thread_to(int core) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(core, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+}
+
+int compute_threads_for(std::size_t workers) {
+  const std::size_t cores = usable_cores().size();
+  return static_cast<int>(std::max<std::size_t>(1, cores / std::max<std::size_t>(1, workers)));
+}
+
+void use_compute_threads(int threads) {
+  thread_local int current = 0;
+  if (threads < 1 || threads == current) return;
+  at::set_num_threads(threads);
+  current = threads;
+}
+
+} // namespace actorpipe::train

@@ -1,0 +1,31 @@
+#pragma once
+
+/// The cores a run computes on. Stage actors of one process share the cores this
+/// process may use evenly. Each compute thread sets its own LibTorch intra-op thread
+/// count (OpenMP's belongs to the calling thread); when there are more stage actors
+/// than cores, each is bound to a core it shares with its pipeline neighbours.
+
+#include <cstddef>
+#include <vector>
+
+namespace actorpipe::train {
+
+/// The cores this process may run on (its affinity mask), ascending; never empty.
+std::vector<int> usable_cores();
+
+/// The core of actor `index` of `actors` (more than `cores`), spread evenly in order:
+/// consecutive actors, pipeline neighbours, share a core.
+int shared_core(const std::vector<int>& cores, std::size_t index, std::size_t actors);
+
+/// Binds the calling thread, and threads it starts later (OpenMP's team), to `core`.
+/// False when the system refuses; the thread then runs where it did.
+bool bind_thread_to(int core);
+
+/// The size of one of `workers` even shares of the usable cores; at least one.
+int compute_threads_for(std::size_t workers);
+
+/// Makes LibTorch use `threads` intra-op threads for compute on the calling thread.
+/// Cheap when already so.
+void use_compute_threads(int threads);
+
+} // namespace actorpipe::train
