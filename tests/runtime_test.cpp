@@ -277,6 +277,18 @@ BOOST_AUTO_TEST_CASE(a_missing_data_file_is_bad_input_naming_it) {
   const auto bad = test::run_cli("run " + mnist + " --steps 1 -o " + (dir.path() / "run2").string());
   BOOST_TEST(bad.status == 2);
   BOOST_TEST(bad.err.find(idx + ": not an IDX file") != std::string::npos, bad.err);
+
+  // A header that promises 2 images of 28 × 28 bytes, followed by 10 (zlib reads a plain
+  // file as it is).
+  const std::string header{'\0', '\0', '\x08', '\x03', '\0', '\0', '\0', '\x02',
+                           '\0', '\0', '\0', '\x1c', '\0', '\0', '\0', '\x1c'};
+  dir.write("train-images-idx3-ubyte.gz", header + std::string(10, '\x7f'));
+  const auto truncated = test::run_cli("run " + mnist + " --steps 1 -o " + (dir.path() / "run3").string());
+  BOOST_TEST(truncated.status == 2);
+  BOOST_TEST(truncated.err.find(idx + ": truncated: the header promises 1568 bytes of data, 10 follow") !=
+                 std::string::npos,
+             truncated.err);
+  BOOST_TEST(!std::filesystem::exists(dir.path() / "run3" / "checkpoint.pt"));
 }
 
 BOOST_AUTO_TEST_CASE(a_scripted_sequential_trains) {
