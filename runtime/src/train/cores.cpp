@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 
 namespace actorpipe::train {
 
@@ -16,7 +17,9 @@ std::vector<int> usable_cores() {
   std::vector<int> cores;
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
+  // The main thread's mask (its id is the process's), whichever thread asks: a stage
+  // thread's own is its one bound core.
+  if (sched_getaffinity(getpid(), sizeof set, &set) == 0)
     for (int c = 0; c < CPU_SETSIZE; ++c)
       if (CPU_ISSET(c, &set)) cores.push_back(c);
   if (cores.empty())
