@@ -9,6 +9,7 @@
 #include <actorpipe/training.hpp>
 
 #include "text.hpp"
+#include "train/cores.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -89,6 +90,12 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
   std::cerr << "actorpipe: training '" << job.job.name << "': " << plan->stages.size() << " stages × "
             << plan->pipelines << " pipelines, " << plan->scheduler << ", " << plan->micro_batch_sizes.size()
             << " micro-batches; output in " << options.output_dir << "\n";
+  // Stage actors compute on this machine's cores; the plan gives each device its own.
+  const std::size_t actors = plan->pipelines * plan->stages.size(), cores = train::usable_cores().size();
+  if (actors > cores)
+    std::cerr << "actorpipe: " << actors << " stage actors share " << cores << (cores == 1 ? " core" : " cores")
+              << "; the plan's predicted " << text::format_fixed(plan->iteration_time_ms, 2)
+              << " ms per step assumes a core each\n";
   auto summary = run_training(job, *plan, options);
   if (terminal && shown) std::cerr << "\n";
   if (!summary) return report(summary.error());
