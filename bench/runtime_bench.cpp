@@ -4,7 +4,8 @@
 ///               × 2 pipelines), against single-process LibTorch with 1 and 2 threads
 ///               and PyTorch eager (Debian's python3-torch) with 1 and 2 threads, on
 ///               the same model and batch; and one single-thread LibTorch training per
-///               core side by side, with nothing between them: the cores' ceiling;
+///               core side by side, with nothing between them, and in lockstep on
+///               shares of the batch (synchronous data parallelism without averaging);
 ///   per hop     a tiny MLP, one micro-batch of 4 samples, through 8 stages and through
 ///               1: the extra step time over the 14 extra hops (7 forward, 7 backward),
 ///               which also counts each extra stage's own autograd and optimizer calls;
@@ -39,6 +40,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <barrier>
 #include <latch>
 #include <map>
 #include <mutex>
@@ -249,14 +251,20 @@ Rate libtorch(const JobSpec& job, int threads, std::uint64_t steps) {
   return rate_of(times, job.train.batch_size);
 }
 
-/// `copies` single-thread trainings side by side, one per thread, with nothing between
-/// them: the sum of their rates is what the cores reach with no coordination at all,
-/// the ceiling of any data parallelism over them.
-Rate libtorch_side_by_side(const JobSpec& job, unsigned copies, std::uint64_t steps) {
+/// `copies` single-thread trainings side by side, one per thread, exchanging nothing:
+/// the sum of their rates. Free, each trains the whole batch at its own pace: what the
+/// cores reach with no coordination at all. In lockstep, each trains its share of the
+/// batch and all wait for the slowest after every step, as synchronous data
+/// parallelism must, but average nothing: what synchronous data parallelism over these
+/// cores would reach for free, paying only for one core running slower than another.
+Rate libtorch_side_by_side(const JobSpec& job, unsigned copies, std::uint64_t steps, bool lockstep) {
+  JobSpec copy_job = job;
+  if (lockstep) copy_job.train.batch_size = job.train.batch_size / copies;
   std::vector<std::unique_ptr<train::SingleProcessTraining>> trainings;
-  for (unsigned c = 0; c < copies; ++c) trainings.push_back(need(train::SingleProcessTraining::open(job)));
+  for (unsigned c = 0; c < copies; ++c) trainings.push_back(need(train::SingleProcessTraining::open(copy_job)));
   std::vector<Rate> rates(copies);
   std::latch start(copies);
+  std::barrier step_done(copies);
   {
     std::vector<std::jthread> threads;
     for (unsigned c = 0; c < copies; ++c)
@@ -267,10 +275,11 @@ Rate libtorch_side_by_side(const JobSpec& job, unsigned copies, std::uint64_t st
         for (std::uint64_t k = 0; k < warmup_steps + steps; ++k) {
           const auto begin = std::chrono::steady_clock::now();
           trainings[c]->step();
+          if (lockstep) step_done.arrive_and_wait();
           if (k >= warmup_steps)
             times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count());
         }
-        rates[c] = rate_of(times, job.train.batch_size);
+        rates[c] = rate_of(times, copy_job.train.batch_size);
       });
   }
   torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
@@ -374,8 +383,10 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   rows.push_back({"LibTorch, 1 thread", [&] { return std::optional<Rate>(libtorch(job, 1, steps)); }, {}, {}});
   rows.push_back({"LibTorch, 2 threads", [&] { return std::optional<Rate>(libtorch(job, 2, steps)); }, {}, {}});
-  rows.push_back({"LibTorch, " + std::to_string(cores) + " independent copies of 1 thread (the cores' ceiling)",
-                  [&] { return std::optional<Rate>(libtorch_side_by_side(job, cores, steps)); }, {}, {}});
+  rows.push_back({"LibTorch, " + std::to_string(cores) + " independent copies of 1 thread (no coordination)",
+                  [&] { return std::optional<Rate>(libtorch_side_by_side(job, cores, steps, false)); }, {}, {}});
+  rows.push_back({"LibTorch, " + std::to_string(cores) + " copies of 1 thread in lockstep on shares of the batch (sync DP, no averaging)",
+                  [&] { return std::optional<Rate>(libtorch_side_by_side(job, cores, steps, true)); }, {}, {}});
   rows.push_back({"PyTorch eager, 1 thread", [&] { return pytorch(root, 1, batch, steps); }, {}, {}});
   rows.push_back({"PyTorch eager, 2 threads", [&] { return pytorch(root, 2, batch, steps); }, {}, {}});
   rows.push_back({"actorpipe, 2 stages × 1 pipeline", actorpipe({"plan.pipelines=1"}), {}, {}});
