@@ -433,16 +433,18 @@ int main(int argc, char** argv) {
   const double hop_us = (eight_stages.step_ms - one_stage.step_ms) * 1000.0 / 14.0;
   const double unbound_hop_us = (eight_unbound.step_ms - one_stage.step_ms) * 1000.0 / 14.0;
   const int one_core = train::usable_cores().front();
-  // The floor is the best the OS does: whether a yield hands the core over on the first
-  // try changes from one measurement to the next (1 or 52 µs on one core), so each is
-  // the least of three.
+  // The floor is the best the OS does, the least of three measurements. On one core it
+  // is a switch to the receiver as the sender blocks, in both directions: a sender that
+  // yields and computes on waits for the scheduler to honour the yield, which it does in
+  // some measurements and not in others (1 or 52 µs).
   auto best_handoff_us = [](bool sender_computes, std::optional<int> core) {
     double best = os_handoff_us(sender_computes, core);
     for (int k = 1; k < 3; ++k) best = std::min(best, os_handoff_us(sender_computes, core));
     return best;
   };
   const HopLatency floor{best_handoff_us(false, std::nullopt), best_handoff_us(true, std::nullopt)};
-  const HopLatency one_core_floor{best_handoff_us(false, one_core), best_handoff_us(true, one_core)};
+  const double one_core_switch = best_handoff_us(false, one_core);
+  const HopLatency one_core_floor{one_core_switch, one_core_switch};
   auto latencies = [](const HopLatency& l) {
     return text::format_fixed(l.forward_us, 1) + " / " + text::format_fixed(l.backward_us, 1) + " / " +
            text::format_fixed((l.forward_us + l.backward_us) / 2, 1);
@@ -463,7 +465,7 @@ int main(int argc, char** argv) {
   if (bound)
     hops.add_row({"8 stages, --no-pin", text::format_fixed(eight_unbound.step_ms * 1000.0, 1),
                   text::format_fixed(unbound_hop_us, 1), latencies(unbound_latency), above(unbound_latency, floor)});
-  hops.add_row({"OS hand-off, threads on one core", "", "", latencies(one_core_floor), ""});
+  hops.add_row({"OS hand-off, threads on one core (a switch)", "", "", latencies(one_core_floor), ""});
   hops.add_row({"OS hand-off, threads placed by the OS", "", "", latencies(floor), ""});
 
   // Prediction error per schedule, one device per core. Every run lies between two
@@ -515,8 +517,8 @@ int main(int argc, char** argv) {
             << "\nper hop: tiny MLP, 1 micro-batch of 4 samples, gpipe; end to end = (8-stage step − 1-stage step) / 14 hops;\n"
                "latency = a stage's compute end to its neighbour's compute start, from the 8-stage trace; the OS\n"
                "hand-off passes a pointer to a thread blocked on a condition variable while the sender blocks\n"
-               "(as after a forward send) / computes on (as after a backward send); on one core the sender yields\n"
-               "after the notify, as stage actors bound to a shared core do\n\n"
+               "(as after a forward send) / computes on (as after a backward send); on one core it is the switch to\n"
+               "the receiver as the sender blocks, the least a hand-off there costs\n\n"
             << hops.str()
             << "\nprediction: the simulator's iteration time, the mean of its predictions from profiles measured\n"
                "just before and just after each run (`actorpipe profile`, the other cores busy), against the run's\n"
