@@ -38,8 +38,8 @@ struct StageConfig {
 };
 
 /// Spawned detached (its own thread: it computes), bound to `config.core` on its first
-/// message. Expects a `connect` message with
-/// (previous stage, next stage, pipeline, sync group, job) before any input.
+/// message. Expects a `connect` message with (previous stage, next stage, pipeline, sync
+/// group, job) before any input.
 caf::actor spawn_stage(caf::actor_system& system, StageConfig config);
 
 } // namespace actorpipe::actors
