@@ -237,16 +237,24 @@ double os_handoff_us(bool sender_computes, std::optional<int> core, int passes =
   return median(latencies);
 }
 
-Rate libtorch(const JobSpec& job, int threads, std::uint64_t steps) {
-  torch::set_num_threads(threads);
-  auto training = need(train::SingleProcessTraining::open(job));
+/// The times (ms) of `steps` steps after the warm-up ones; `after_step` runs inside each.
+std::vector<double> timed_steps(train::SingleProcessTraining& training, std::uint64_t steps,
+                                const std::function<void()>& after_step = {}) {
   std::vector<double> times;
   for (std::uint64_t k = 0; k < warmup_steps + steps; ++k) {
     const auto start = std::chrono::steady_clock::now();
-    training->step();
+    training.step();
+    if (after_step) after_step();
     if (k >= warmup_steps)
       times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
+  return times;
+}
+
+Rate libtorch(const JobSpec& job, int threads, std::uint64_t steps) {
+  torch::set_num_threads(threads);
+  auto training = need(train::SingleProcessTraining::open(job));
+  const std::vector<double> times = timed_steps(*training, steps);
   torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   return rate_of(times, job.train.batch_size);
 }
@@ -270,15 +278,10 @@ Rate libtorch_side_by_side(const JobSpec& job, unsigned copies, std::uint64_t st
     for (unsigned c = 0; c < copies; ++c)
       threads.emplace_back([&, c] {
         torch::set_num_threads(1);
-        std::vector<double> times;
         start.arrive_and_wait();
-        for (std::uint64_t k = 0; k < warmup_steps + steps; ++k) {
-          const auto begin = std::chrono::steady_clock::now();
-          trainings[c]->step();
+        const std::vector<double> times = timed_steps(*trainings[c], steps, [&] {
           if (lockstep) step_done.arrive_and_wait();
-          if (k >= warmup_steps)
-            times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count());
-        }
+        });
         rates[c] = rate_of(times, copy_job.train.batch_size);
       });
   }
