@@ -182,14 +182,16 @@ BOOST_AUTO_TEST_CASE(a_measured_profile_has_every_unit_and_round_trips) {
   MeasureOptions measure;
   measure.threads = 1;
   measure.load = 1; // a copy of the model trains beside the measurement
+  measure.warmup = 1;
+  measure.repeats = 3;
   std::size_t reported = 0, total = 0;
-  measure.on_unit = [&](std::size_t done, std::size_t all) {
+  measure.on_pass = [&](std::size_t done, std::size_t all) {
     reported = done;
     total = all;
   };
   auto profile = measure_profile(*job, measure);
   BOOST_REQUIRE_MESSAGE(profile.ok(), (profile.ok() ? "" : profile.error().message));
-  BOOST_TEST(reported == 4u);
+  BOOST_TEST(reported == 4u); // 1 untimed pass and 3 timed
   BOOST_TEST(total == 4u);
   // mlp: layer0 (12 → 32), layer1 and layer2 (32 → 32), output (32 → 5); batch 16.
   BOOST_REQUIRE_EQUAL(profile->blocks.size(), 4u);

@@ -65,7 +65,7 @@ Result<LoadedJob> load(const JobArguments& args, const CommonOptions& common) {
   if (job->profile.blocks.empty()) {
     std::cerr << "actorpipe: measuring the profile of model '" << job->model.zoo << "' (no model.profile given)\n";
     MeasureOptions options;
-    options.on_unit = measuring_progress();
+    options.on_pass = measuring_progress();
     auto profile = measure_profile(*job, options);
     if (!profile) return std::move(profile).error();
     job->profile = std::move(*profile);
@@ -74,10 +74,10 @@ Result<LoadedJob> load(const JobArguments& args, const CommonOptions& common) {
 }
 
 std::function<void(std::size_t, std::size_t)> measuring_progress() {
-  return [terminal = ::isatty(STDERR_FILENO) != 0](std::size_t done, std::size_t units) {
-    if (terminal) std::cerr << "\rmeasuring unit " << done << "/" << units << (done == units ? "\n" : "") << std::flush;
-    else if (done % std::max<std::size_t>(1, units / 10) == 0 || done == units)
-      std::cerr << "measuring unit " << done << "/" << units << "\n";
+  return [terminal = ::isatty(STDERR_FILENO) != 0](std::size_t done, std::size_t passes) {
+    if (terminal) std::cerr << "\rmeasuring pass " << done << "/" << passes << (done == passes ? "\n" : "") << std::flush;
+    else if (done % std::max<std::size_t>(1, passes / 10) == 0 || done == passes)
+      std::cerr << "measuring pass " << done << "/" << passes << "\n";
   };
 }
 

@@ -31,7 +31,7 @@ int profile_job(const ProfileArguments& a) {
   options.repeats = a.repeats;
   options.threads = a.threads;
   options.load = a.load;
-  options.on_unit = measuring_progress();
+  options.on_pass = measuring_progress();
   auto profile = measure_profile(*job, options);
   if (!profile) return report(profile.error());
   if (a.output.empty()) {
@@ -52,7 +52,7 @@ void add_profile_command(CLI::App& app, Run& run) {
   command->add_option("-o,--output", args->output, "write the profile here (default: print it)");
   command->add_option("--set", args->set, "override any job key (repeatable)");
   command->add_option("--batch-size", args->batch_size, "samples per measurement (default: train.batch_size)");
-  command->add_option("--repeats", args->repeats, "timed runs per unit; the median counts")->check(CLI::PositiveNumber);
+  command->add_option("--repeats", args->repeats, "timed passes over the model; each unit's median counts")->check(CLI::PositiveNumber);
   command->add_option("--threads", args->threads,
                       "LibTorch threads to measure with (default: one device's share of the cores)")
       ->check(CLI::PositiveNumber);

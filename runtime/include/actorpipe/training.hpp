@@ -77,8 +77,8 @@ Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunO
 
 struct MeasureOptions {
   std::uint32_t batch_size = 0; ///< samples per measurement; 0: the job's batch
-  std::uint32_t warmup = 2;     ///< untimed runs first
-  std::uint32_t repeats = 5;    ///< timed runs; the median counts
+  std::uint32_t warmup = 2;     ///< untimed passes over the model first
+  std::uint32_t repeats = 5;    ///< timed passes; each unit's median counts
   /// LibTorch intra-op threads to measure with; 0: one device's share of this
   /// machine's cores (cores / devices of the job's cluster, at least one), as a run
   /// with one stage actor per device gives each.
@@ -87,8 +87,8 @@ struct MeasureOptions {
   /// as the other device shares compute in a run; -1: enough to fill every core
   /// (cores / threads − 1).
   int load = -1;
-  /// Called after each unit with (units done, units in all).
-  std::function<void(std::size_t, std::size_t)> on_unit;
+  /// Called after each pass over the model with (passes done, passes in all).
+  std::function<void(std::size_t, std::size_t)> on_pass;
 };
 
 /// The profile of the job's zoo model measured on this machine's CPU at

@@ -106,47 +106,67 @@ Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& o
   std::optional<Load> load;
   if (!copies.empty()) load.emplace(std::move(copies), x, threads);
 
-  std::size_t done = 0, units = 0;
-  for (const ModelBlock& b : model->blocks) units += b.units.size();
+  // Every pass runs the whole model, unit by unit, forward and then backward, as a
+  // step does: each unit is timed in every pass, so all units see the same spells of
+  // a machine whose speed drifts, and their times keep their proportions.
+  std::vector<const ModelUnit*> units;
+  for (const ModelBlock& b : model->blocks)
+    for (const ModelUnit& u : b.units) units.push_back(&u);
+  std::vector<std::vector<double>> forward(units.size()), backward(units.size());
+  std::vector<torch::Tensor> inputs(units.size()), outputs(units.size());
+  const std::size_t passes = options.warmup + options.repeats;
   using Clock = std::chrono::steady_clock;
+  auto ms_since = [](Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  };
+  for (std::size_t pass = 0; pass < passes; ++pass) {
+    const bool timed = pass >= options.warmup;
+    torch::Tensor y = x;
+    for (std::size_t k = 0; k < units.size(); ++k) {
+      // As in a run, the model's input needs no gradient; every later unit's does.
+      inputs[k] = k > 0 && y.is_floating_point() ? y.detach().requires_grad_(true) : y;
+      const auto t0 = Clock::now();
+      outputs[k] = units[k]->forward(inputs[k]);
+      if (timed) forward[k].push_back(ms_since(t0));
+      y = outputs[k];
+    }
+    for (std::size_t k = units.size(); k-- > 0;) {
+      // A unit's output gradient is what the unit after it passed back to its input.
+      const torch::Tensor grad = k + 1 == units.size() ? torch::ones_like(outputs[k]) : inputs[k + 1].grad();
+      double ms = 0; // a unit with nothing to differentiate has no backward
+      if (outputs[k].requires_grad() && grad.defined()) {
+        const auto t0 = Clock::now();
+        outputs[k].backward(grad);
+        ms = ms_since(t0);
+      }
+      if (timed) backward[k].push_back(ms);
+    }
+    for (const ModelUnit* u : units)
+      for (const auto& p : u->parameters) p.mutable_grad() = torch::Tensor();
+    if (options.on_pass) options.on_pass(pass + 1, passes);
+  }
+
+  std::size_t k = 0;
   for (std::size_t bi = 0; bi < model->blocks.size(); ++bi) {
     const ModelBlock& block = model->blocks[bi];
     Block& out = profile.blocks[bi];
-    for (std::size_t ui = 0; ui < block.units.size(); ++ui) {
+    for (std::size_t ui = 0; ui < block.units.size(); ++ui, ++k) {
       const ModelUnit& unit = block.units[ui];
-      std::vector<double> forward, backward;
-      torch::Tensor y;
-      for (std::uint32_t r = 0; r < options.warmup + options.repeats; ++r) {
-        // As in a run, the model's input needs no gradient; every later unit's does.
-        const bool model_input = bi == 0 && ui == 0;
-        torch::Tensor input = x.is_floating_point() && !model_input ? x.detach().requires_grad_(true) : x;
-        const auto t0 = Clock::now();
-        y = unit.forward(input);
-        const auto t1 = Clock::now();
-        if (y.requires_grad()) y.backward(torch::ones_like(y));
-        const auto t2 = Clock::now();
-        for (const auto& p : unit.parameters) p.mutable_grad() = torch::Tensor();
-        if (r < options.warmup) continue;
-        forward.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-        backward.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
-      }
       SubBlock figures;
       figures.name = unit.name;
-      figures.forward_ms = median(forward);
-      figures.backward_ms = median(backward);
-      figures.output_bytes = bytes_of(y);
+      figures.forward_ms = median(forward[k]);
+      figures.backward_ms = median(backward[k]);
+      figures.output_bytes = bytes_of(outputs[k]);
       for (const auto& p : unit.parameters) figures.parameter_bytes += bytes_of(p);
       // What autograd keeps between forward and backward is at least the unit's input
       // and output; intermediate buffers inside a unit are not seen from here.
-      figures.stash_bytes_per_sample = (bytes_of(x) + bytes_of(y)) / static_cast<std::uint64_t>(n);
+      figures.stash_bytes_per_sample = (bytes_of(inputs[k]) + bytes_of(outputs[k])) / static_cast<std::uint64_t>(n);
       if (block.has_sub_blocks) out.sub_blocks.at(ui) = figures;
       out.forward_ms += figures.forward_ms;
       out.backward_ms += figures.backward_ms;
       out.parameter_bytes += figures.parameter_bytes;
       out.stash_bytes_per_sample += figures.stash_bytes_per_sample;
       out.output_bytes = figures.output_bytes;
-      x = y.detach();
-      if (options.on_unit) options.on_unit(++done, units);
     }
   }
   use_compute_threads(caller_threads);
