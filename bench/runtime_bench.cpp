@@ -20,7 +20,7 @@
 /// Steps are timed after warm-up steps; a run's rate is samples over the summed step
 /// times of its timed steps. actorpipe runs as `actorpipe run` (built beside this), one
 /// process per run, on a profile `actorpipe profile` measured here.
-///   build/bench/runtime_bench [SOURCE_ROOT] [--steps N] [--rounds R]   (R: interleaved rounds, 3)
+///   build/bench/runtime_bench [SOURCE_ROOT] [--steps N] [--rounds R]   (R: interleaved rounds, 5)
 
 #include <actorpipe/job.hpp>
 
@@ -351,7 +351,7 @@ std::string ratio(double value, double base) { return text::format_fixed(value /
 
 int main(int argc, char** argv) {
   std::string root = ".";
-  std::uint64_t steps = 60, rounds = 3;
+  std::uint64_t steps = 60, rounds = 5;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--steps" && i + 1 < argc) steps = std::stoull(argv[++i]);
