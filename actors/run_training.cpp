@@ -46,7 +46,7 @@ Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunO
   std::error_code ec;
   std::filesystem::create_directories(options.output_dir, ec);
   if (ec) return Error::run_failed(options.output_dir + ": cannot create the output folder: " + ec.message());
-  auto opened = train::Session::open(job, plan);
+  auto opened = train::Session::open(job, plan, options.data);
   if (!opened) return std::move(opened).error();
   train::Session& session = **opened;
 

@@ -219,6 +219,11 @@ BOOST_AUTO_TEST_CASE(gpt_loss_falls_on_text) {
   RunOptions options;
   options.steps = 60;
   options.output_dir = (dir.path() / "run").string();
+  // Data loaded once serves the run, which reads no file of its own.
+  auto data = load_training_data(p.job);
+  BOOST_REQUIRE(data.ok());
+  std::filesystem::remove(text);
+  options.data = *data;
   std::vector<double> losses;
   options.on_step = [&](const StepMetrics& m) { losses.push_back(m.loss); };
   auto summary = run_training(p.job, p.plan, options);

@@ -62,15 +62,20 @@ Result<LoadedJob> load(const JobArguments& args, const CommonOptions& common) {
   auto registry = PluginRegistry::discover(folders);
   if (!registry) return std::move(registry).error();
   // A zoo model named without a profile is measured here, as `actorpipe profile` would.
+  std::shared_ptr<const TrainingData> data;
   if (job->profile.blocks.empty()) {
+    auto loaded = load_training_data(*job);
+    if (!loaded) return std::move(loaded).error();
+    data = std::move(*loaded);
     std::cerr << "actorpipe: measuring the profile of model '" << job->model.zoo << "' (no model.profile given)\n";
     MeasureOptions options;
+    options.data = data;
     options.on_pass = measuring_progress();
     auto profile = measure_profile(*job, options);
     if (!profile) return std::move(profile).error();
     job->profile = std::move(*profile);
   }
-  return LoadedJob{std::move(*job), std::move(*registry)};
+  return LoadedJob{std::move(*job), std::move(*registry), std::move(data)};
 }
 
 std::function<void(std::size_t, std::size_t)> measuring_progress() {

@@ -29,11 +29,13 @@ void add_job_arguments(CLI::App& command, JobArguments& args, CommonOptions& com
 struct LoadedJob {
   JobSpec job;
   PluginRegistry plugins;
+  /// The job's data, when measuring its profile read it: a run goes on with it.
+  std::shared_ptr<const TrainingData> data;
 };
 Result<LoadedJob> load(const JobArguments& args, const CommonOptions& common);
 
 /// Progress of `measure_profile` on stderr: one line rewritten in place on a terminal,
 /// about ten lines in a log.
-std::function<void(std::size_t done, std::size_t units)> measuring_progress();
+std::function<void(std::size_t done, std::size_t passes)> measuring_progress();
 
 } // namespace actorpipe::cli

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -43,6 +44,14 @@ struct InjectedFailure {
   std::uint64_t step = 1;
 };
 
+/// A job's training and test data, loaded and checked: given to `measure_profile` and
+/// then to `run_training`, the files are read once instead of twice.
+struct TrainingData;
+
+/// Reads (or draws, for synthetic data) the data `job` names. A missing, truncated or
+/// malformed file is an error naming the file.
+Result<std::shared_ptr<const TrainingData>> load_training_data(const JobSpec& job);
+
 struct RunOptions {
   std::uint64_t steps = 0;  ///< overrides train.steps when > 0
   std::uint32_t epochs = 0; ///< overrides train.epochs when > 0
@@ -52,6 +61,7 @@ struct RunOptions {
   /// a hand-off is a switch instead of a thread woken on another core (docs/running.md);
   /// false leaves placement to the operating system.
   bool pin_threads = true;
+  std::shared_ptr<const TrainingData> data; ///< the job's, loaded already; else the run loads it
   std::optional<InjectedFailure> inject_failure;
   std::function<void(const StepMetrics&)> on_step;
   std::function<void(const EvaluationMetrics&)> on_evaluation;
@@ -87,6 +97,7 @@ struct MeasureOptions {
   /// as the other device shares compute in a run; -1: enough to fill every core
   /// (cores / threads − 1).
   int load = -1;
+  std::shared_ptr<const TrainingData> data; ///< the job's, loaded already; else it is loaded
   /// Called after each pass over the model with (passes done, passes in all).
   std::function<void(std::size_t, std::size_t)> on_pass;
 };

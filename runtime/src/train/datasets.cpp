@@ -164,3 +164,19 @@ std::vector<std::int64_t> epoch_order(std::int64_t samples, std::uint64_t seed, 
 }
 
 } // namespace actorpipe::train
+
+namespace actorpipe {
+
+Result<std::shared_ptr<const TrainingData>> load_training_data(const JobSpec& job) {
+  auto sets = train::load_data(job.data, job.model);
+  if (!sets) return std::move(sets).error().with_context(job.where("data.path"));
+  return std::make_shared<const TrainingData>(TrainingData{std::move(*sets)});
+}
+
+Result<std::shared_ptr<const TrainingData>> train::given_or_loaded(const JobSpec& job,
+                                                                   std::shared_ptr<const TrainingData> given) {
+  if (given) return given;
+  return load_training_data(job);
+}
+
+} // namespace actorpipe

@@ -8,6 +8,7 @@
 
 #include <actorpipe/error.hpp>
 #include <actorpipe/job.hpp>
+#include <actorpipe/training.hpp>
 
 #include <torch/torch.h>
 
@@ -41,3 +42,19 @@ Result<DataSets> load_data(const DataOptions& data, const ModelOptions& model);
 std::vector<std::int64_t> epoch_order(std::int64_t samples, std::uint64_t seed, std::uint64_t epoch, bool shuffle);
 
 } // namespace actorpipe::train
+
+namespace actorpipe {
+
+struct TrainingData {
+  train::DataSets sets;
+};
+
+namespace train {
+
+/// `given` when the caller loaded the job's data already, else the data read now.
+Result<std::shared_ptr<const TrainingData>> given_or_loaded(const JobSpec& job,
+                                                            std::shared_ptr<const TrainingData> given);
+
+} // namespace train
+
+} // namespace actorpipe

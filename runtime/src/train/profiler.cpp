@@ -76,8 +76,9 @@ private:
 } // namespace
 
 Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& options) {
-  auto data = load_data(job.data, job.model);
-  if (!data) return std::move(data).error().with_context(job.where("data.path"));
+  auto loaded = given_or_loaded(job, options.data);
+  if (!loaded) return std::move(loaded).error();
+  const DataSets* data = &(*loaded)->sets;
   auto model = build_model(job.model, data->shape, job.job.seed);
   if (!model) return std::move(model).error();
   const std::int64_t n =

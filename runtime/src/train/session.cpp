@@ -26,15 +26,16 @@ struct Session::Data {
 Session::Session() : d_(std::make_unique<Data>()) {}
 Session::~Session() { use_compute_threads(d_->caller_threads); }
 
-Result<std::unique_ptr<Session>> Session::open(const JobSpec& job, const Plan& plan) {
+Result<std::unique_ptr<Session>> Session::open(const JobSpec& job, const Plan& plan,
+                                               std::shared_ptr<const TrainingData> data) {
   std::unique_ptr<Session> session(new Session());
   Data& d = *session->d_;
   d.job = job;
   d.plan = plan;
   d.caller_threads = at::get_num_threads();
-  auto data = load_data(job.data, job.model);
-  if (!data) return std::move(data).error().with_context(job.where("data.path"));
-  d.data = std::move(*data);
+  auto loaded = given_or_loaded(job, std::move(data));
+  if (!loaded) return std::move(loaded).error();
+  d.data = (*loaded)->sets; // tensors share their storage
   if (d.data.train.size() < plan.batch_size)
     return Error::bad_input(job.where("train.batch_size") + std::to_string(plan.batch_size) +
                             " samples per batch, but the training data has " + std::to_string(d.data.train.size()));

@@ -10,6 +10,7 @@
 
 #include <actorpipe/job.hpp>
 #include <actorpipe/plan.hpp>
+#include <actorpipe/training.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -39,8 +40,9 @@ struct Progress {
 
 class Session {
 public:
-  /// Loads the data and builds the replicas and workers for `plan`.
-  static Result<std::unique_ptr<Session>> open(const JobSpec& job, const Plan& plan);
+  /// Builds the replicas and workers for `plan`, over `data` (loaded now when null).
+  static Result<std::unique_ptr<Session>> open(const JobSpec& job, const Plan& plan,
+                                               std::shared_ptr<const TrainingData> data = nullptr);
   ~Session();
 
   std::uint64_t steps_per_epoch() const;
