@@ -83,7 +83,7 @@ void build(JobActor* self, const JobConfig& config) {
   std::uint32_t share = 0;
   for (auto n : plan.micro_batch_sizes) share += n;
   for (std::size_t p = 0; p < P; ++p) {
-    st.pipelines.push_back(spawn_pipeline(self->system(), stages[p], plan.micro_batch_sizes, P, plan.batch_size));
+    st.pipelines.push_back(spawn_pipeline(self->system(), stages[p], plan.micro_batch_sizes, plan.batch_size));
     st.shares.push_back(share);
     watch(st.pipelines.back(), "pipeline " + std::to_string(p));
   }

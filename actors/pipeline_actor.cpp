@@ -21,7 +21,6 @@ struct Pending {
 struct PipelineState {
   std::vector<caf::actor> stages;
   std::vector<std::uint32_t> sizes;
-  std::size_t pipelines = 1;
   std::uint32_t batch_size = 0;
   std::uint32_t share = 0; ///< samples of this pipeline per batch
   std::map<std::uint64_t, Pending> steps;
@@ -29,11 +28,10 @@ struct PipelineState {
 };
 
 caf::behavior pipeline_behavior(caf::stateful_actor<PipelineState>* self, std::vector<caf::actor> stages,
-                                std::vector<std::uint32_t> sizes, std::size_t pipelines, std::uint32_t batch_size) {
+                                std::vector<std::uint32_t> sizes, std::uint32_t batch_size) {
   auto& st = self->state;
   st.stages = std::move(stages);
   st.sizes = std::move(sizes);
-  st.pipelines = pipelines;
   st.batch_size = batch_size;
   for (auto n : st.sizes) st.share += n;
   return {
@@ -46,9 +44,9 @@ caf::behavior pipeline_behavior(caf::stateful_actor<PipelineState>* self, std::v
         const caf::actor& first = st.stages.front();
         const caf::actor& last = st.stages.back();
         for (std::size_t m = 0; m < st.sizes.size(); ++m) {
-          // mean loss of the micro-batch × its share of the whole batch, × pipelines
-          // because the sync group averages (not sums) over pipelines.
-          const double scale = static_cast<double>(st.sizes[m]) * static_cast<double>(st.pipelines) / st.batch_size;
+          // The micro-batch's mean loss × its share of the whole batch: the gradients
+          // of all micro-batches of all pipelines then sum to the batch mean's.
+          const double scale = static_cast<double>(st.sizes[m]) / st.batch_size;
           self->send(last, labels_atom::value, step, static_cast<std::uint64_t>(m), label_parts[m], scale);
           self->send(first, forward_atom::value, step, static_cast<std::uint64_t>(m), input_parts[m]);
         }
@@ -69,9 +67,9 @@ caf::behavior pipeline_behavior(caf::stateful_actor<PipelineState>* self, std::v
 } // namespace
 
 caf::actor spawn_pipeline(caf::actor_system& system, std::vector<caf::actor> stages,
-                          std::vector<std::uint32_t> micro_batch_sizes, std::size_t pipelines,
+                          std::vector<std::uint32_t> micro_batch_sizes,
                           std::uint32_t batch_size) {
-  return system.spawn(pipeline_behavior, std::move(stages), std::move(micro_batch_sizes), pipelines, batch_size);
+  return system.spawn(pipeline_behavior, std::move(stages), std::move(micro_batch_sizes), batch_size);
 }
 
 } // namespace actorpipe::actors

@@ -13,9 +13,8 @@ namespace actorpipe::actors {
 
 /// `micro_batch_sizes`: the plan's, in feeding order; `batch_size`: samples of the
 /// whole batch over all pipelines (it scales each micro-batch's loss so that the
-/// averaged gradients are the batch mean).
+/// gradients summed over the pipelines are the batch mean's).
 caf::actor spawn_pipeline(caf::actor_system& system, std::vector<caf::actor> stages,
-                          std::vector<std::uint32_t> micro_batch_sizes, std::size_t pipelines,
-                          std::uint32_t batch_size);
+                          std::vector<std::uint32_t> micro_batch_sizes, std::uint32_t batch_size);
 
 } // namespace actorpipe::actors

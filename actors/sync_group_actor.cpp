@@ -1,4 +1,5 @@
-/// Sync-group actor: gradient all-reduce (mean) over the replicas of one stage.
+/// Sync-group actor: gradient all-reduce over the replicas of one stage (their sum, each
+/// weighted by its share of the batch: the batch mean's gradient).
 
 #include "sync_group_actor.hpp"
 
@@ -29,7 +30,7 @@ caf::behavior sync_behavior(caf::stateful_actor<SyncState>* self, std::vector<tr
         st.arrived = 0;
         // Every replica waits for `synced` before it touches its gradients again.
         try {
-          train::average_gradients(st.replicas);
+          train::sum_gradients(st.replicas);
         } catch (const std::exception& e) {
           self->send(st.job, failed_atom::value, std::string("sync group: ") + e.what());
           return;

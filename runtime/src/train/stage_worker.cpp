@@ -64,23 +64,22 @@ void StageWorker::step() {
   if (!impl_->optimizer) return;
   impl_->optimizer->step();
   // Dropped rather than zeroed: the next backward takes its first gradient as it comes,
-  // and replicas may share one averaged gradient (average_gradients), which zeroing in
+  // and replicas may share one summed gradient (sum_gradients), which zeroing in
   // place would make them accumulate into together.
   for (torch::Tensor& p : impl_->parameters) p.mutable_grad() = torch::Tensor();
 }
 
-void average_gradients(const std::vector<StageWorker*>& replicas) {
+void sum_gradients(const std::vector<StageWorker*>& replicas) {
   if (replicas.size() < 2) return;
   torch::NoGradGuard no_grad;
   const auto& first = replicas.front()->impl().parameters;
   for (std::size_t i = 0; i < first.size(); ++i) {
-    torch::Tensor mean = first[i].mutable_grad();
-    if (!mean.defined()) continue;
-    for (std::size_t r = 1; r < replicas.size(); ++r) mean.add_(replicas[r]->impl().parameters[i].grad());
-    mean.div_(static_cast<double>(replicas.size()));
+    torch::Tensor sum = first[i].mutable_grad();
+    if (!sum.defined()) continue;
+    for (std::size_t r = 1; r < replicas.size(); ++r) sum.add_(replicas[r]->impl().parameters[i].grad());
     // Every replica's optimizer reads this one tensor (optimizers only read
     // gradients), so nothing is copied back.
-    for (std::size_t r = 1; r < replicas.size(); ++r) replicas[r]->impl().parameters[i].mutable_grad() = mean;
+    for (std::size_t r = 1; r < replicas.size(); ++r) replicas[r]->impl().parameters[i].mutable_grad() = sum;
   }
 }
 

@@ -64,8 +64,10 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-/// Replaces the gradients of every replica by their mean: computed in place in the
-/// first replica's gradient, which every replica then holds until its step.
-void average_gradients(const std::vector<StageWorker*>& replicas);
+/// Replaces the gradients of every replica by their sum, computed in place in the first
+/// replica's gradient, which every replica then holds until its step. Each replica's
+/// loss is scaled by its share of the batch, so the sum is the gradient of the whole
+/// batch's mean loss: the replicas' average, weighted by their shares.
+void sum_gradients(const std::vector<StageWorker*>& replicas);
 
 } // namespace actorpipe::train
