@@ -30,10 +30,14 @@ std::string trace_of(const std::vector<actors::StageTrace>& traces, const Plan& 
     const DeviceId device = plan.devices[t.pipeline][t.stage];
     trace.thread(t.pipeline, t.stage,
                  "stage " + std::to_string(t.stage) + " (" + cluster.devices[device].name + ")");
-    for (const auto& span : t.spans)
+    for (const auto& span : t.spans) {
+      // Sync and the optimizer step are the whole step's, not a micro-batch's.
+      const std::string_view kind = span.kind;
+      const bool whole_step = kind == "sync" || kind == "step";
       trace.span(t.pipeline, t.stage,
-                 std::string(span.kind) + (std::string_view(span.kind) == "sync" ? "" : " " + std::to_string(span.micro_batch)),
-                 span.kind, span.start_us, span.duration_us);
+                 std::string(kind) + (whole_step ? "" : " " + std::to_string(span.micro_batch)), span.kind,
+                 span.start_us, span.duration_us);
+    }
   }
   return trace.finish();
 }

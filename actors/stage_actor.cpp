@@ -58,7 +58,9 @@ void sent(StageState& st, std::size_t micro, Clock::time_point sending) {
 /// The optimizer step once gradients are final, then the report to the pipeline.
 void finish_step(StageActor* self) {
   auto& st = self->state;
+  const auto started = Clock::now();
   st.config.worker->step();
+  record(st, "step", 0, started);
   self->send(st.pipeline, done_atom::value, st.step, static_cast<std::uint64_t>(st.config.stage), st.loss_sum);
   st.cursor = 0;
   st.loss_sum = 0;

@@ -10,7 +10,7 @@
 namespace actorpipe::actors {
 
 struct TraceSpan {
-  const char* kind; ///< "forward", "backward", "send", "wait" or "sync"
+  const char* kind; ///< "forward", "backward", "send", "wait", "sync" or "step" (the optimizer's)
   std::size_t micro_batch;
   double start_us;
   double duration_us;

@@ -19,9 +19,11 @@
 #include "train/model_zoo.hpp"
 #include "train/single_process.hpp"
 
+#include <nlohmann/json.hpp>
 #include <torch/script.h>
 
 #include <fstream>
+#include <map>
 #include <sched.h>
 #include <sstream>
 #include <thread>
@@ -254,6 +256,73 @@ BOOST_AUTO_TEST_CASE(a_resumed_run_equals_an_uninterrupted_one) {
   const std::string epoch = (dir.path() / "epoch").string();
   BOOST_REQUIRE(run(p, epoch, 16).ok());
   BOOST_TEST(evaluation_at(whole, 16) == evaluation_at(epoch, 16));
+}
+
+BOOST_AUTO_TEST_CASE(a_run_leaves_its_plan_metrics_trace_and_checkpoint) {
+  test::ScratchDir dir;
+  // 256 samples in batches of 16: 16 steps an epoch, so 20 steps end one epoch and
+  // part of the next. The job says resnet and 1f1b; --set makes it cnn and gpipe.
+  const std::string job = dir.write(
+      "job.toml", job_toml("resnet", "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [1, 8, 8]\nclasses = 4\n",
+                           2, 2, "1f1b"));
+  const std::filesystem::path out = dir.path() / "run";
+  const auto r = test::run_cli("run " + job + " --steps 20 --json -o " + out.string() +
+                               " --set 'model.zoo=\"cnn\"' --set 'plan.scheduler=\"gpipe\"'");
+  BOOST_REQUIRE_MESSAGE(r.status == 0, r.err);
+  using nlohmann::json;
+
+  std::vector<json> steps, evaluations;
+  std::ifstream metrics(out / "metrics.jsonl");
+  for (std::string line; std::getline(metrics, line);) {
+    const json m = json::parse(line);
+    (m["kind"] == "step" ? steps : evaluations).push_back(m);
+  }
+  BOOST_REQUIRE_EQUAL(steps.size(), 20u);
+  for (std::size_t k = 0; k < steps.size(); ++k) BOOST_TEST(steps[k]["step"].get<std::uint64_t>() == k + 1);
+  BOOST_TEST(steps[15]["epoch"].get<int>() == 0);
+  BOOST_TEST(steps[16]["epoch"].get<int>() == 1);
+  BOOST_REQUIRE_EQUAL(evaluations.size(), 2u); // after the epoch, and at the end
+  BOOST_TEST(evaluations[0]["step"].get<int>() == 16);
+  BOOST_TEST(evaluations[1]["step"].get<int>() == 20);
+
+  const json summary = json::parse(r.out);
+  BOOST_TEST(summary["steps"].get<int>() == 20);
+  BOOST_TEST(summary["final_loss"].get<double>() == steps.back()["loss"].get<double>());
+  BOOST_TEST(summary["test_accuracy"].get<double>() == evaluations.back()["test_accuracy"].get<double>());
+  BOOST_TEST(summary["test_accuracy"].get<double>() >= 0.0);
+  BOOST_TEST(summary["test_accuracy"].get<double>() <= 1.0);
+  BOOST_TEST(summary["samples_per_s"].get<double>() > 0.0);
+
+  const json plan = json::parse(std::ifstream(out / "plan.json"));
+  BOOST_TEST(plan["model"] == "cnn");
+  BOOST_TEST(plan["schedule"] == "gpipe");
+  BOOST_TEST(plan["pipelines"].get<int>() == 2);
+  BOOST_TEST(plan["stages_per_pipeline"].get<int>() == 2);
+  BOOST_TEST(std::filesystem::exists(out / "checkpoint.pt"));
+
+  // A track per stage actor (process = pipeline, thread = stage), each with its spans:
+  // 4 micro-batches of 20 steps forward and backward, and a sync and an optimizer step
+  // per step. The first stage sends activations, the last gradients; both wait.
+  std::map<std::pair<int, int>, std::string> tracks;
+  std::map<std::pair<int, int>, std::map<std::string, int>> spans;
+  const json trace = json::parse(std::ifstream(out / "trace.json"));
+  for (const json& e : trace["traceEvents"]) {
+    const std::pair<int, int> track{e["pid"], e.value("tid", -1)}; // process names have no thread
+    if (e["ph"] == "M" && e["name"] == "thread_name") tracks[track] = e["args"]["name"];
+    if (e["ph"] == "X") ++spans[track][e["cat"].get<std::string>()];
+  }
+  BOOST_REQUIRE_EQUAL(tracks.size(), 4u);
+  for (const auto& [track, name] : tracks)
+    BOOST_TEST_CONTEXT("pipeline " << track.first << ", " << name) {
+      BOOST_TEST(name.rfind("stage " + std::to_string(track.second) + " (", 0) == 0);
+      auto& kinds = spans[track];
+      BOOST_TEST(kinds["forward"] == 80);
+      BOOST_TEST(kinds["backward"] == 80);
+      BOOST_TEST(kinds["sync"] == 20);
+      BOOST_TEST(kinds["step"] == 20);
+      BOOST_TEST(kinds["send"] == 80);
+      BOOST_TEST(kinds["wait"] > 0);
+    }
 }
 
 BOOST_AUTO_TEST_CASE(a_failing_stage_ends_the_run_naming_it) {
