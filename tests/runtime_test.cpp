@@ -314,7 +314,7 @@ BOOST_AUTO_TEST_CASE(a_run_leaves_its_plan_metrics_trace_and_checkpoint) {
   BOOST_REQUIRE_EQUAL(tracks.size(), 4u);
   for (const auto& [track, name] : tracks)
     BOOST_TEST_CONTEXT("pipeline " << track.first << ", " << name) {
-      BOOST_TEST(name.rfind("stage " + std::to_string(track.second) + " (", 0) == 0);
+      BOOST_TEST(name.rfind("stage " + std::to_string(track.second) + " (local/cpu", 0) == 0); // its CPU device
       auto& kinds = spans[track];
       BOOST_TEST(kinds["forward"] == 80);
       BOOST_TEST(kinds["backward"] == 80);

@@ -113,7 +113,7 @@ void add_server(ClusterSpec& cluster, const ServerOptions& options, const std::v
   for (const auto& group : groups) {
     for (std::uint32_t i = 0; i < group.count; ++i, ++local) {
       Device device;
-      device.name = name + "/gpu" + std::to_string(local);
+      device.name = name + (group.kind == "cpu" ? "/cpu" : "/gpu") + std::to_string(local);
       device.kind = group.kind;
       device.speed = group.speed;
       device.memory_bytes = group.memory;
