@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -97,6 +98,7 @@ Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunO
   std::optional<Error> error;
   double step_seconds = 0;
   std::uint64_t steps_here = 0;
+  std::vector<double> step_ms; // of this process's steps
   // After the last step of `epoch` (1-based).
   auto evaluate = [&](std::uint64_t epoch) {
     const train::Evaluation e = session.evaluate();
@@ -152,6 +154,7 @@ Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunO
     m.total_steps = total;
     m.loss = loss;
     m.step_ms = seconds * 1000.0;
+    step_ms.push_back(m.step_ms);
     m.samples_per_s = static_cast<double>(steps_here * plan.batch_size) / step_seconds;
     m.eta_s = step_seconds / static_cast<double>(steps_here) * static_cast<double>(total - progress.step);
     metrics << json{{"kind", "step"}, {"step", m.step}, {"epoch", m.epoch}, {"loss", loss}, {"step_ms", m.step_ms},
@@ -184,6 +187,11 @@ Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunO
   summary.epochs = progress.epoch;
   summary.seconds = step_seconds;
   summary.samples_per_s = step_seconds > 0 ? static_cast<double>(steps_here * plan.batch_size) / step_seconds : 0;
+  if (!step_ms.empty()) {
+    const auto middle = step_ms.begin() + static_cast<std::ptrdiff_t>(step_ms.size() / 2);
+    std::nth_element(step_ms.begin(), middle, step_ms.end());
+    summary.median_step_ms = *middle;
+  }
   return summary;
 }
 

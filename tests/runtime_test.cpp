@@ -292,12 +292,17 @@ BOOST_AUTO_TEST_CASE(a_run_leaves_its_plan_metrics_trace_and_checkpoint) {
   BOOST_TEST(summary["test_accuracy"].get<double>() >= 0.0);
   BOOST_TEST(summary["test_accuracy"].get<double>() <= 1.0);
   BOOST_TEST(summary["samples_per_s"].get<double>() > 0.0);
+  std::vector<double> step_ms;
+  for (const json& s : steps) step_ms.push_back(s["step_ms"]);
+  std::sort(step_ms.begin(), step_ms.end());
+  BOOST_TEST(summary["median_step_ms"].get<double>() == step_ms[10]);
 
   const json plan = json::parse(std::ifstream(out / "plan.json"));
   BOOST_TEST(plan["model"] == "cnn");
   BOOST_TEST(plan["schedule"] == "gpipe");
   BOOST_TEST(plan["pipelines"].get<int>() == 2);
   BOOST_TEST(plan["stages_per_pipeline"].get<int>() == 2);
+  BOOST_TEST(summary["predicted_step_ms"].get<double>() == plan["iteration_time_ms"].get<double>());
   BOOST_TEST(std::filesystem::exists(out / "checkpoint.pt"));
 
   // A track per stage actor (process = pipeline, thread = stage), each with its spans:

@@ -107,6 +107,8 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
                        {"test_accuracy", summary->test_accuracy},
                        {"test_loss", summary->test_loss},
                        {"samples_per_s", summary->samples_per_s},
+                       {"median_step_ms", summary->median_step_ms},
+                       {"predicted_step_ms", plan->iteration_time_ms},
                        {"seconds", summary->seconds},
                        {"output_dir", summary->output_dir}};
     std::cout << out.dump(2) << "\n";
@@ -115,6 +117,8 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
               << text::format_fixed(summary->samples_per_s, 0) << " samples/s): final loss "
               << text::format_fixed(summary->final_loss, 4) << ", test accuracy "
               << text::format_fixed(100.0 * summary->test_accuracy, 2) << "%\n"
+              << "median step " << text::format_fixed(summary->median_step_ms, 2) << " ms; the plan predicted "
+              << text::format_fixed(plan->iteration_time_ms, 2) << " ms\n"
               << "wrote " << summary->output_dir << "/{plan.json, metrics.jsonl, trace.json, checkpoint.pt}\n";
   }
   return 0;
