@@ -1,0 +1,47 @@
+#pragma once
+
+/// What every runner of the runtime bench shares: the warm-up, the rate of a run's
+/// timed steps, and ending the bench with a message.
+
+#include <actorpipe/error.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace actorpipe::bench {
+
+constexpr std::uint64_t warmup_steps = 10;
+
+struct Rate {
+  double samples_per_s = 0;
+  double step_ms = 0; ///< median of the timed steps
+};
+
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+inline Rate rate_of(std::vector<double> step_ms, std::uint32_t batch) {
+  double total = 0;
+  for (double ms : step_ms) total += ms;
+  return {static_cast<double>(batch) * static_cast<double>(step_ms.size()) / (total / 1000.0), median(step_ms)};
+}
+
+[[noreturn]] inline void fail(const std::string& what) {
+  std::cerr << "runtime_bench: " << what << "\n";
+  std::exit(2);
+}
+
+template <class T>
+T need(Result<T> result) {
+  if (!result) fail(result.error().message);
+  return std::move(*result);
+}
+
+} // namespace actorpipe::bench
