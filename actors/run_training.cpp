@@ -129,7 +129,8 @@ Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunO
     // stepped: batching and the messages that carry it stay off the step's critical
     // path. Not past an epoch's end or the run's, where evaluation and the checkpoint
     // read the parameters between steps.
-    if (progress.index + 1 < per_epoch && progress.step + 1 < total)
+    const bool stopping = options.stop_requested && options.stop_requested();
+    if (progress.index + 1 < per_epoch && progress.step + 1 < total && !stopping)
       queued = send_step(progress.step + 2, progress.epoch, progress.index + 1);
     double loss = 0;
     current.first.receive([&](double l) { loss = l; },
@@ -168,9 +169,18 @@ Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunO
       ++progress.epoch;
       progress.index = 0;
     }
+    // A stop waits for a step with none queued behind it: then the parameters, and
+    // the checkpoint, are exactly this step's.
+    const bool stop = !queued && progress.step < total && options.stop_requested && options.stop_requested();
     if (epoch_done || progress.step == total) {
       evaluate(epoch);
       if (auto s = checkpoint(); !s) error = std::move(s).error();
+    } else if (stop) {
+      if (auto s = checkpoint(); !s) error = std::move(s).error();
+    }
+    if (stop) {
+      summary.stopped = true;
+      break;
     }
   }
   // The job shuts down every actor it built.

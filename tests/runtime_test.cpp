@@ -251,6 +251,25 @@ BOOST_AUTO_TEST_CASE(a_resumed_run_equals_an_uninterrupted_one) {
   BOOST_REQUIRE_EQUAL(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) BOOST_TEST(torch::equal(a[i], b[i]));
 
+  // A run asked to stop mid-epoch finishes the step it queued, checkpoints there and
+  // returns; resumed, it too ends where the uninterrupted run does.
+  const std::string stopped = (dir.path() / "stopped").string();
+  RunOptions stopping;
+  stopping.steps = 24;
+  stopping.output_dir = stopped;
+  std::uint64_t last = 0;
+  stopping.on_step = [&](const StepMetrics& m) { last = m.step; };
+  stopping.stop_requested = [&] { return last >= 5; };
+  auto early = run_training(p.job, p.plan, stopping);
+  BOOST_REQUIRE_MESSAGE(early.ok(), (early.ok() ? "" : early.error().message));
+  BOOST_TEST(early->stopped);
+  BOOST_TEST(early->steps >= 5u);
+  BOOST_TEST(early->steps <= 6u); // the step queued behind step 5, at most
+  BOOST_REQUIRE(run(p, stopped, 24, stopped).ok());
+  const auto c = checkpoint_parameters(stopped + "/checkpoint.pt", 2);
+  BOOST_REQUIRE_EQUAL(a.size(), c.size());
+  for (std::size_t i = 0; i < a.size(); ++i) BOOST_TEST(torch::equal(a[i], c[i]));
+
   // The run queues each step while the one before it runs, but never past an epoch's
   // end: the evaluation after step 16 sees the parameters of a run that stops there.
   const std::string epoch = (dir.path() / "epoch").string();

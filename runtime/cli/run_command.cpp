@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <unistd.h>
@@ -35,6 +37,16 @@ std::string duration(double seconds) {
   if (s >= 3600) return std::to_string(s / 3600) + "h" + std::to_string(s / 60 % 60) + "m";
   if (s >= 60) return std::to_string(s / 60) + "m" + std::to_string(s % 60) + "s";
   return std::to_string(s) + "s";
+}
+
+/// Set by the first SIGINT or SIGTERM, which asks the run to stop at a checkpoint; the
+/// handler then steps aside, so a second one ends the process at once.
+std::atomic<int> interrupted{0}; ///< the signal
+static_assert(std::atomic<int>::is_always_lock_free);
+
+extern "C" void on_interrupt(int signal) {
+  interrupted.store(signal);
+  std::signal(signal, SIG_DFL);
 }
 
 /// "STAGE:STEP" → InjectedFailure.
@@ -97,9 +109,17 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
     std::cerr << "actorpipe: " << actors << " stage actors share " << cores << (cores == 1 ? " core" : " cores")
               << "; the plan's predicted " << text::format_fixed(plan->iteration_time_ms, 2)
               << " ms per step assumes a core each\n";
+  options.stop_requested = [] { return interrupted.load() != 0; };
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
   auto summary = run_training(job, *plan, options);
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
   if (terminal && shown) std::cerr << "\n";
   if (!summary) return report(summary.error());
+  if (summary->stopped)
+    std::cerr << "actorpipe: interrupted; stopped after step " << summary->steps << " with a checkpoint: continue with\n"
+              << "  actorpipe run " << a.job.job << " --resume " << summary->output_dir << "\n";
   if (a.json) {
     nlohmann::json out{{"steps", summary->steps},
                        {"epochs", summary->epochs},
@@ -110,9 +130,10 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
                        {"median_step_ms", summary->median_step_ms},
                        {"predicted_step_ms", plan->iteration_time_ms},
                        {"seconds", summary->seconds},
+                       {"stopped", summary->stopped},
                        {"output_dir", summary->output_dir}};
     std::cout << out.dump(2) << "\n";
-  } else {
+  } else if (!summary->stopped) {
     std::cout << "trained " << summary->steps << " steps in " << duration(summary->seconds) << " ("
               << text::format_fixed(summary->samples_per_s, 0) << " samples/s): final loss "
               << text::format_fixed(summary->final_loss, 4) << ", test accuracy "
@@ -121,7 +142,7 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
               << text::format_fixed(plan->iteration_time_ms, 2) << " ms\n"
               << "wrote " << summary->output_dir << "/{plan.json, metrics.jsonl, trace.json, checkpoint.pt}\n";
   }
-  return 0;
+  return summary->stopped ? 128 + interrupted.load() : 0; // as the shell reports a signal
 }
 
 } // namespace

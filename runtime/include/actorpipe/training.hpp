@@ -63,6 +63,10 @@ struct RunOptions {
   bool pin_threads = true;
   std::shared_ptr<const TrainingData> data; ///< the job's, loaded already; else the run loads it
   std::optional<InjectedFailure> inject_failure;
+  /// Asked after every step; once it says true, the run finishes the step already
+  /// handed to the stages, writes a checkpoint there and returns, `stopped` set (an
+  /// interrupt, say: `--resume` then goes on as if nothing had happened).
+  std::function<bool()> stop_requested;
   std::function<void(const StepMetrics&)> on_step;
   std::function<void(const EvaluationMetrics&)> on_evaluation;
 };
@@ -75,6 +79,7 @@ struct RunSummary {
   double test_loss = 0;
   double samples_per_s = 0; ///< training samples per second of this process's steps
   double median_step_ms = 0; ///< of this process's steps: what the plan's iteration_time_ms predicts
+  bool stopped = false;      ///< ended early by RunOptions::stop_requested
   double seconds = 0;       ///< wall time of the steps (without evaluation)
   std::string output_dir;
 };
