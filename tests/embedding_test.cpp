@@ -1,0 +1,71 @@
+/// An application that embeds the training runtime: built against the public headers
+/// alone (no LibTorch or CAF include paths), as `pkg-config actorpipe-training` gives.
+
+#define BOOST_TEST_MODULE embedding
+#include <boost/test/unit_test.hpp>
+
+#include "test_support.hpp"
+
+#include <actorpipe/job.hpp>
+#include <actorpipe/planner.hpp>
+#include <actorpipe/training.hpp>
+
+#include <cmath>
+#include <filesystem>
+
+using namespace actorpipe;
+
+namespace {
+
+std::string job_toml(const std::string& data) {
+  return "[cluster]\nname = \"cpu-2\"\nnetwork = { bandwidth = \"10 GB/s\", latency = \"1 us\" }\n"
+         "[[cluster.servers]]\nname = \"local\"\n"
+         "pcie = { devices_per_switch = 2, switch_bandwidth = \"10 GB/s\", inter_bridge_bandwidth = \"10 GB/s\" }\n"
+         "nic = { count = 1, bandwidth = \"10 GB/s\" }\n"
+         "devices = [{ kind = \"cpu\", count = 2, speed = 1.0, memory = \"1 GiB\" }]\n"
+         "[job]\nname = \"embedded\"\n[model]\nzoo = \"mlp\"\nlayers = 2\nwidth = 16\n" +
+         data + "[train]\nbatch_size = 16\n[plan]\nstages = 2\npipelines = 1\nmicro_batches = 2\n";
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(an_application_loads_measures_plans_and_trains) {
+  test::ScratchDir dir;
+  auto job = load_job(
+      dir.write("job.toml", job_toml("[data]\ndataset = \"synthetic\"\nsamples = 128\nshape = [8]\nclasses = 3\n")));
+  BOOST_REQUIRE_MESSAGE(job.ok(), (job.ok() ? "" : job.error().message));
+  auto data = load_training_data(*job);
+  BOOST_REQUIRE_MESSAGE(data.ok(), (data.ok() ? "" : data.error().message));
+  MeasureOptions measure;
+  measure.data = *data;
+  measure.repeats = 1;
+  auto profile = measure_profile(*job, measure);
+  BOOST_REQUIRE_MESSAGE(profile.ok(), (profile.ok() ? "" : profile.error().message));
+  job->profile = *profile;
+  auto plan = make_plan(*job, test::plugins());
+  BOOST_REQUIRE_MESSAGE(plan.ok(), (plan.ok() ? "" : plan.error().message));
+
+  RunOptions options;
+  options.steps = 8;
+  options.output_dir = (dir.path() / "run").string();
+  options.data = *data;
+  std::size_t steps_seen = 0;
+  options.on_step = [&](const StepMetrics&) { ++steps_seen; };
+  auto summary = run_training(*job, *plan, options);
+  BOOST_REQUIRE_MESSAGE(summary.ok(), (summary.ok() ? "" : summary.error().message));
+  BOOST_TEST(summary->steps == 8u);
+  BOOST_TEST(steps_seen == 8u);
+  BOOST_TEST(std::isfinite(summary->final_loss));
+  for (const char* file : {"plan.json", "metrics.jsonl", "trace.json", "checkpoint.pt"})
+    BOOST_TEST(std::filesystem::exists(dir.path() / "run" / file), file);
+}
+
+BOOST_AUTO_TEST_CASE(missing_data_is_bad_input_for_an_application_too) {
+  test::ScratchDir dir;
+  auto job = load_job(dir.write("job.toml", job_toml("[data]\ndataset = \"text\"\npath = \"no-such.txt\"\n")));
+  BOOST_REQUIRE(job.ok());
+  auto data = load_training_data(*job);
+  BOOST_REQUIRE(!data.ok());
+  BOOST_TEST(exit_status(data.error().code) == 2); // bad input
+  BOOST_TEST(data.error().message.find("no-such.txt: file not found") != std::string::npos, data.error().message);
+}
