@@ -38,7 +38,7 @@ struct Server {
 };
 
 struct Device {
-  std::string name;   ///< unique in the cluster, "SERVER/gpuN"
+  std::string name;   ///< unique in the cluster, "SERVER/gpuN" ("SERVER/cpuN" for kind "cpu")
   std::string kind;   ///< e.g. "V100"; informative
   double speed = 1.0; ///< relative to the profile's reference device
   std::uint64_t memory_bytes = 0;
