@@ -15,6 +15,7 @@
 #include <actorpipe/plugin_registry.hpp>
 #include <actorpipe/training.hpp>
 
+#include "atomic_file.hpp"
 #include "train/cores.hpp"
 #include "train/model_zoo.hpp"
 #include "train/single_process.hpp"
@@ -347,6 +348,22 @@ BOOST_AUTO_TEST_CASE(a_run_leaves_its_plan_metrics_trace_and_checkpoint) {
       BOOST_TEST(kinds["send"] == 80);
       BOOST_TEST(kinds["wait"] > 0);
     }
+}
+
+BOOST_AUTO_TEST_CASE(a_write_clears_the_temporaries_a_killed_one_left) {
+  test::ScratchDir dir;
+  const std::string path = (dir.path() / "checkpoint.pt").string();
+  dir.write("checkpoint.pt.tmpAb12Cd", "half of a checkpoint"); // as a killed write leaves it
+  dir.write("checkpoint.pt.tmp-notes", "not ours");
+  dir.write("metrics.jsonl.tmpAb12Cd", "another file's");
+  BOOST_REQUIRE(write_file_atomically(path, "whole").ok());
+  BOOST_TEST(read_file(path).value() == "whole");
+  BOOST_TEST(!std::filesystem::exists(dir.path() / "checkpoint.pt.tmpAb12Cd"));
+  BOOST_TEST(std::filesystem::exists(dir.path() / "checkpoint.pt.tmp-notes"));
+  BOOST_TEST(std::filesystem::exists(dir.path() / "metrics.jsonl.tmpAb12Cd"));
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path())) ++files;
+  BOOST_TEST(files == 3u); // checkpoint.pt and the two that are not its temporaries
 }
 
 BOOST_AUTO_TEST_CASE(a_failing_stage_ends_the_run_naming_it) {
