@@ -74,9 +74,7 @@ void build(JobActor* self, const JobConfig& config) {
       stage.trace->stage = s;
       stage.origin = config.origin;
       stage.inject_failure = config.inject_failure;
-      // With a core or more per actor the OS places threads better than a binding
-      // would: it gives a busy stage the core an idle neighbour leaves.
-      if (config.pin_threads && P * S > cores.size()) stage.core = train::shared_core(cores, p * S + s, P * S);
+      if (config.pin_threads) stage.core = train::stage_core(cores, p * S + s, P * S);
       stages[p].push_back(spawn_stage(self->system(), std::move(stage)));
       watch(stages[p].back(), "stage " + std::to_string(s) + " of pipeline " + std::to_string(p));
     }

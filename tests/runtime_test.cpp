@@ -322,7 +322,14 @@ BOOST_AUTO_TEST_CASE(a_run_leaves_its_plan_metrics_trace_and_checkpoint) {
   BOOST_TEST(plan["schedule"] == "gpipe");
   BOOST_TEST(plan["pipelines"].get<int>() == 2);
   BOOST_TEST(plan["stages_per_pipeline"].get<int>() == 2);
-  BOOST_TEST(summary["predicted_step_ms"].get<double>() == plan["iteration_time_ms"].get<double>());
+  // The plan gives each of the 4 stage actors a device of its own; where they outnumber
+  // the cores, the run predicts again with neighbours taking turns on a shared core.
+  const double plan_ms = plan["iteration_time_ms"], predicted_ms = summary["predicted_step_ms"];
+  BOOST_TEST(summary["plan_step_ms"].get<double>() == plan_ms);
+  if (train::usable_cores().size() < 4)
+    BOOST_TEST(predicted_ms > plan_ms);
+  else
+    BOOST_TEST(predicted_ms == plan_ms);
   BOOST_TEST(std::filesystem::exists(out / "checkpoint.pt"));
 
   // A track per stage actor (process = pipeline, thread = stage), each with its spans:
@@ -453,6 +460,9 @@ BOOST_AUTO_TEST_CASE(stage_actors_that_outnumber_the_cores_share_them_in_pipelin
   got.clear();
   for (std::size_t a = 0; a < 4; ++a) got.push_back(train::shared_core(cores_of_a_container, a, 4));
   BOOST_TEST(got == (std::vector<int>{2, 2, 5, 7}), boost::test_tools::per_element());
+  // Bound only when they outnumber the cores; with a core each the OS places them.
+  BOOST_TEST(train::stage_core(two_cores, 3, 4).value_or(-1) == 1);
+  BOOST_TEST(!train::stage_core(two_cores, 1, 2).has_value());
 
   // A bound thread runs on its core, the last one this process may use.
   const std::vector<int> usable = train::usable_cores();

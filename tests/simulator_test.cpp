@@ -69,6 +69,27 @@ SimulationReport run(const Plan& plan, const ModelProfile& profile, const Cluste
 
 } // namespace
 
+BOOST_AUTO_TEST_CASE(devices_on_one_processor_compute_in_turn) {
+  // 2 stages × 2 pipelines, 1 ms forward and 2 ms backward per sample, 2 micro-batches
+  // of one sample, 1F1B. Each pipeline's two devices on one processor: nothing of one
+  // pipeline overlaps, so a step is all of its 2 × 2 × (1 + 2) ms, the two pipelines
+  // side by side; on four processors, 1F1B overlaps the stages.
+  const ModelProfile profile = chain(2, 1.0, 2.0);
+  const ClusterSpec c = cluster(1, 4);
+  const Plan plan = plan_for(profile, 2, one_f_one_b_schedule(2, {1, 1}));
+  const double own = run(plan, profile, c).iteration_time_ms;
+  SimulationOptions shared;
+  shared.processors = {0, 0, 1, 1};
+  const double turns = run(plan, profile, c, shared).iteration_time_ms;
+  BOOST_TEST(turns == 12.0, tt::tolerance(1e-9));
+  BOOST_TEST(own < 10.0);
+  // Every device on one processor: the two pipelines take turns too.
+  shared.processors = {0, 0, 0, 0};
+  BOOST_TEST(run(plan, profile, c, shared).iteration_time_ms == 24.0, tt::tolerance(1e-9));
+  shared.processors = {0, 0};
+  BOOST_TEST(!simulate(plan, profile, c, shared).ok());
+}
+
 BOOST_AUTO_TEST_CASE(equal_stages_match_the_closed_form) {
   const double tf = 1.5, tb = 3.0;
   for (std::size_t S : {1, 2, 4, 6})

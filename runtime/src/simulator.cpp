@@ -63,6 +63,9 @@ Status check_inputs(const Plan& plan, const ModelProfile& profile, const Cluster
 Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster,
                                   const SimulationOptions& options) {
   if (auto s = check_inputs(plan, profile, cluster); !s) return std::move(s).error();
+  if (!options.processors.empty() && options.processors.size() != cluster.devices.size())
+    return Error::bad_input("simulation: " + std::to_string(options.processors.size()) + " processors given for " +
+                            std::to_string(cluster.devices.size()) + " devices");
   const std::size_t S = plan.stages.size();
   const std::size_t P = plan.pipelines;
   std::vector<Cut> cuts{plan.stages.front().begin};
@@ -91,6 +94,8 @@ Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
       instance.pipeline = p;
       instance.stage = s;
       instance.device = d;
+      instance.processor = options.processors.empty() ? d : options.processors.at(d);
+      model.processors = std::max(model.processors, instance.processor + 1);
       instance.forward_ms_per_sample = f.forward_ms / device.speed;
       instance.backward_ms_per_sample = f.backward_ms / device.speed;
       instance.send_bytes_per_sample = s + 1 < S ? f.output_bytes : 0;

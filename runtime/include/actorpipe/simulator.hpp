@@ -59,6 +59,10 @@ struct SimulationOptions {
   double optimizer_factor = 1;   ///< bytes of gradients and optimizer state per parameter byte
   Stragglers stragglers;
   bool trace = false;            ///< collect spans for write_trace
+  /// Per device, the processor that computes for it; devices on one processor run one
+  /// action (or optimizer step) at a time, as stage actors sharing a CPU core do. Empty:
+  /// every device computes on its own.
+  std::vector<std::size_t> processors;
 };
 
 /// One stage index, over its replicas in every pipeline.

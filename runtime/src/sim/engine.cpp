@@ -40,7 +40,8 @@ public:
       : model_(model), iterations_(iterations), actions_(model.schedule->stages),
         m_(model.schedule->micro_batch_sizes.size()), state_(model.instances.size()),
         forward_in_(model.instances.size() * m_, unknown), backward_in_(model.instances.size() * m_, unknown),
-        lane_free_(model.lane_bytes_per_ms.size(), 0.0), group_ready_(model.groups.size(), 0),
+        lane_free_(model.lane_bytes_per_ms.size(), 0.0), processor_free_(model.processors, 0.0),
+        group_ready_(model.groups.size(), 0),
         group_ready_at_(model.groups.size(), 0.0), random_(model.stragglers.seed) {
     out_.iteration_end_ms.assign(iterations, 0.0);
     out_.busy_ms.assign(model.instances.size(), 0.0);
@@ -91,8 +92,11 @@ private:
     if (std::isnan(input)) return;
     (action.op == Op::forward ? forward_in(i, action.micro_batch) : backward_in(i, action.micro_batch)) = unknown;
     st.busy = true;
-    st.action_start = std::max(input, st.idle_since);
+    // A processor shared with other instances takes actions in the order they ask.
+    double& processor_free = processor_free_[instance.processor];
+    st.action_start = std::max({input, st.idle_since, processor_free});
     st.action_ms = duration(instance, action, st.action_start);
+    processor_free = st.action_start + st.action_ms;
     queue_.push({st.action_start + st.action_ms, i, action_done});
   }
 
@@ -177,9 +181,12 @@ private:
     group_ready_at_[stage] = 0;
     for (std::uint32_t i : group.instances) {
       const Instance& instance = model_.instances[i];
-      const double step_end = end + instance.optimizer_ms;
+      double& processor_free = processor_free_[instance.processor];
+      const double step_start = std::max(end, processor_free);
+      const double step_end = step_start + instance.optimizer_ms;
+      processor_free = step_end;
       if (model_.trace && instance.optimizer_ms > 0)
-        out_.spans.push_back({"step", instance.pipeline, stage, 2, end, instance.optimizer_ms});
+        out_.spans.push_back({"step", instance.pipeline, stage, 2, step_start, instance.optimizer_ms});
       out_.sync_ms[i] += step_end - state_[i].last_backward;
       double& iteration_end = out_.iteration_end_ms[state_[i].iteration];
       iteration_end = std::max(iteration_end, step_end);
@@ -204,6 +211,7 @@ private:
   std::vector<InstanceState> state_;
   std::vector<double> forward_in_, backward_in_; ///< arrival times; NaN until sent
   std::vector<double> lane_free_;
+  std::vector<double> processor_free_; ///< when each processor's last reserved work ends
   std::vector<std::size_t> group_ready_;
   std::vector<double> group_ready_at_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;

@@ -19,6 +19,7 @@ struct Instance {
   std::size_t pipeline = 0;
   std::size_t stage = 0;
   DeviceId device = 0;
+  std::size_t processor = 0;         ///< instances on one processor compute in turn
   double forward_ms_per_sample = 0;  ///< on this device
   double backward_ms_per_sample = 0;
   double send_bytes_per_sample = 0;  ///< activations to the next stage
@@ -42,6 +43,7 @@ struct Model {
   std::size_t stages = 0;
   std::size_t pipelines = 0;
   std::vector<Instance> instances; ///< pipeline-major
+  std::size_t processors = 0;      ///< above every Instance::processor
   std::vector<Group> groups;       ///< one per stage
   std::vector<double> lane_bytes_per_ms;
   double action_overhead_ms = 0;

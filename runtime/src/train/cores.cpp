@@ -31,6 +31,11 @@ int shared_core(const std::vector<int>& cores, std::size_t index, std::size_t ac
   return cores[std::min(cores.size() - 1, index * cores.size() / std::max<std::size_t>(1, actors))];
 }
 
+std::optional<int> stage_core(const std::vector<int>& cores, std::size_t index, std::size_t actors) {
+  if (actors <= cores.size()) return std::nullopt;
+  return shared_core(cores, index, actors);
+}
+
 bool bind_thread_to(int core) {
   cpu_set_t set;
   CPU_ZERO(&set);

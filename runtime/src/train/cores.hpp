@@ -6,6 +6,7 @@
 /// than cores, each is bound to a core it shares with its pipeline neighbours.
 
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 namespace actorpipe::train {
@@ -16,6 +17,12 @@ std::vector<int> usable_cores();
 /// The core of actor `index` of `actors` (more than `cores`), spread evenly in order:
 /// consecutive actors, pipeline neighbours, share a core.
 int shared_core(const std::vector<int>& cores, std::size_t index, std::size_t actors);
+
+/// The core stage actor `index` of `actors` (pipeline-major) is bound to: when they
+/// outnumber the cores, pipeline neighbours share one (shared_core); nullopt when each
+/// has a core or more, where the operating system places threads better than a binding
+/// would (it gives a busy stage the core an idle neighbour leaves).
+std::optional<int> stage_core(const std::vector<int>& cores, std::size_t index, std::size_t actors);
 
 /// Binds the calling thread, and threads it starts later (OpenMP's team), to `core`.
 /// False when the system refuses; the thread then runs where it did.
