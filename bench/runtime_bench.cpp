@@ -14,9 +14,10 @@
 ///               operating system's own thread hand-off, the floor under it (between
 ///               threads bound to one core, as stage actors that outnumber the cores
 ///               are, and between threads the OS places, as with --no-pin);
-///   prediction  the measured iteration time of the default job per schedule against
-///               the simulator's prediction from profiles measured just before and
-///               just after the run (the mean of the two).
+///   prediction  the measured iteration time of the default job per schedule (a
+///               device per core), and of the default job as it is (its stage actors
+///               may share cores), against the prediction `actorpipe run` makes from
+///               profiles measured just before and just after the run (the mean).
 /// Steps are timed after warm-up steps; a run's rate is samples over the summed step
 /// times of its timed steps. actorpipe runs as `actorpipe run` (built beside this), one
 /// process per run, on a profile `actorpipe profile` measured here.
@@ -182,10 +183,12 @@ int main(int argc, char** argv) {
   hops.add_row({"OS hand-off, threads on one core (a switch)", "", "", latencies(one_core_floor), ""});
   hops.add_row({"OS hand-off, threads placed by the OS", "", "", latencies(floor), ""});
 
-  // Prediction error per schedule, one device per core. Every run lies between two
-  // profiles, measured just before and just after it, and is held against the mean of
-  // their predictions: a shared machine's speed drifts over the seconds of a round, and
-  // so it weighs on a prediction and the measurement it is held against alike.
+  // Prediction error per schedule, one device per core, and for the default job as it
+  // is, whose stage actors may share the cores. Every run lies between two profiles,
+  // measured just before and just after it, and is held against the mean of the
+  // predictions `actorpipe run` makes from them: a shared machine's speed drifts over
+  // the seconds of a round, and so it weighs on a prediction and the measurement it is
+  // held against alike.
   std::cerr << "prediction: the default job under each schedule between profiles, per round\n";
   text::Table prediction({{"schedule"},
                           {"shape"},
@@ -194,34 +197,44 @@ int main(int argc, char** argv) {
                           {"error (median)", text::Table::Align::right},
                           {"error per round", text::Table::Align::right}});
   const std::string pipelines = std::to_string(std::max(1u, cores / 2));
-  const std::vector<std::string> schedulers = {"gpipe", "1f1b", "sliced-1f1b"};
-  struct Paired {
+  struct Case {
+    std::string schedule, shape;
+    std::vector<std::string> sets;
     std::vector<double> measured, predicted, error;
   };
-  std::vector<Paired> paired(schedulers.size());
+  std::vector<Case> cases;
+  for (const char* scheduler : {"gpipe", "1f1b", "sliced-1f1b"})
+    cases.push_back({scheduler,
+                     std::to_string(job.plan.stages) + " × " + pipelines + ", 4 micro-batches",
+                     {"plan.scheduler=\"" + std::string(scheduler) + "\"", "plan.pipelines=" + pipelines,
+                      "plan.micro_batches=4"},
+                     {}, {}, {}});
+  const std::size_t default_actors = job.plan.stages * job.plan.pipelines;
+  cases.push_back({job.plan.scheduler,
+                   std::to_string(job.plan.stages) + " × " + std::to_string(job.plan.pipelines) + ", " +
+                       std::to_string(job.plan.micro_batches) + " micro-batches (the default job" +
+                       (default_actors > cores ? ", on shared cores)" : ")"),
+                   {}, {}, {}, {}});
   for (std::uint64_t round = 0; round < rounds; ++round) {
     cli.measure_profile(default_job);
-    for (std::size_t k = 0; k < schedulers.size(); ++k) {
-      const std::vector<std::string> sets{"plan.scheduler=\"" + schedulers[k] + "\"", "plan.pipelines=" + pipelines,
-                                          "plan.micro_batches=4"};
-      const Cli::Outcome o = cli.run(default_job, sets, steps); // predicted from the profile before
-      cli.measure_profile(default_job);                         // the next run's profile before
-      const double predicted = (o.predicted_ms + cli.predict(default_job, sets)) / 2;
+    for (Case& c : cases) {
+      const Cli::Outcome o = cli.run(default_job, c.sets, steps); // predicted from the profile before
+      cli.measure_profile(default_job);                           // the next run's profile before
+      const double predicted = (o.predicted_ms + cli.predict(default_job, c.sets)) / 2;
       const double measured = rate_of(o.step_ms, batch).step_ms;
-      paired[k].measured.push_back(measured);
-      paired[k].predicted.push_back(predicted);
-      paired[k].error.push_back((predicted - measured) / measured);
+      c.measured.push_back(measured);
+      c.predicted.push_back(predicted);
+      c.error.push_back((predicted - measured) / measured);
     }
   }
   auto percent = [](double error) {
     return (error >= 0 ? "+" : "") + text::format_fixed(100.0 * error, 1) + "%";
   };
-  for (std::size_t k = 0; k < schedulers.size(); ++k) {
+  for (const Case& c : cases) {
     std::string each;
-    for (double e : paired[k].error) each += (each.empty() ? "" : " ") + percent(e);
-    prediction.add_row({schedulers[k], std::to_string(job.plan.stages) + " × " + pipelines + ", 4 micro-batches",
-                        text::format_fixed(median(paired[k].measured), 2),
-                        text::format_fixed(median(paired[k].predicted), 2), percent(median(paired[k].error)), each});
+    for (double e : c.error) each += (each.empty() ? "" : " ") + percent(e);
+    prediction.add_row({c.schedule, c.shape, text::format_fixed(median(c.measured), 2),
+                        text::format_fixed(median(c.predicted), 2), percent(median(c.error)), each});
   }
   fs::remove_all(scratch);
 
@@ -234,9 +247,9 @@ int main(int argc, char** argv) {
                "(as after a forward send) / computes on (as after a backward send); on one core it is the switch to\n"
                "the receiver as the sender blocks, the least a hand-off there costs\n\n"
             << hops.str()
-            << "\nprediction: the simulator's iteration time, the mean of its predictions from profiles measured\n"
-               "just before and just after each run (`actorpipe profile`, the other cores busy), against the run's\n"
-               "median step\n\n"
+            << "\nprediction: the simulator's iteration time as `actorpipe run` predicts it (on shared cores, with\n"
+               "neighbours taking turns), the mean of its predictions from profiles measured just before and just\n"
+               "after each run (`actorpipe profile`, the other cores busy), against the run's median step\n\n"
             << prediction.str();
   return 0;
 }

@@ -18,41 +18,43 @@ void Cli::measure_profile(const std::string& job) {
   shell("'" + actorpipe.string() + "' profile '" + job + "' -o '" + profile.string() + "'");
 }
 
-void Cli::shell(const std::string& command) const {
-  const fs::path errors = scratch / "stderr.txt";
-  if (std::system((command + " >/dev/null 2>'" + errors.string() + "'").c_str()) != 0) {
+std::string Cli::shell(const std::string& command) const {
+  const fs::path output = scratch / "stdout.txt", errors = scratch / "stderr.txt";
+  if (std::system((command + " >'" + output.string() + "' 2>'" + errors.string() + "'").c_str()) != 0) {
     std::ifstream in(errors);
     fail(command + ":\n" + std::string(std::istreambuf_iterator<char>(in), {}));
   }
+  std::ifstream in(output);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+nlohmann::json Cli::run_json(const std::string& job, std::vector<std::string> sets, std::uint64_t steps,
+                             const fs::path& out, const std::string& flags) const {
+  if (!profile.empty()) sets.push_back("model.profile=\"" + profile.string() + "\"");
+  fs::remove_all(out);
+  std::string command = "'" + actorpipe.string() + "' run '" + job + "' --steps " + std::to_string(steps) + " -o '" +
+                        out.string() + "' --json " + flags;
+  for (const std::string& set : sets) command += " --set '" + set + "'";
+  return nlohmann::json::parse(shell(command));
 }
 
 double Cli::predict(const std::string& job, std::vector<std::string> sets) const {
-  if (!profile.empty()) sets.push_back("model.profile=\"" + profile.string() + "\"");
-  const fs::path out = scratch / "plan.json";
-  std::string command = "'" + actorpipe.string() + "' plan '" + job + "' -o '" + out.string() + "'";
-  for (const std::string& set : sets) command += " --set '" + set + "'";
-  shell(command);
-  return nlohmann::json::parse(std::ifstream(out))["iteration_time_ms"];
+  return run_json(job, std::move(sets), 1, scratch / "predict", "")["predicted_step_ms"];
 }
 
 Cli::Outcome Cli::run(const std::string& job, std::vector<std::string> sets, std::uint64_t steps,
                       const std::string& flags) const {
-  if (!profile.empty()) sets.push_back("model.profile=\"" + profile.string() + "\"");
   const fs::path out = scratch / "run";
-  fs::remove_all(out);
-  std::string command = "'" + actorpipe.string() + "' run '" + job + "' --steps " +
-                        std::to_string(warmup_steps + steps) + " -o '" + out.string() + "' --json " + flags;
-  for (const std::string& set : sets) command += " --set '" + set + "'";
-  shell(command);
+  const nlohmann::json summary = run_json(job, std::move(sets), warmup_steps + steps, out, flags);
   Outcome o;
   std::ifstream metrics(out / "metrics.jsonl");
   for (std::string line; std::getline(metrics, line);) {
     const auto m = nlohmann::json::parse(line);
     if (m["kind"] == "step" && m["step"].get<std::uint64_t>() > warmup_steps) o.step_ms.push_back(m["step_ms"]);
   }
-  o.predicted_ms = nlohmann::json::parse(std::ifstream(out / "plan.json"))["iteration_time_ms"];
+  o.predicted_ms = summary["predicted_step_ms"];
   o.trace = out / "trace.json";
-  if (o.step_ms.empty()) fail(command + ": no timed steps in " + (out / "metrics.jsonl").string());
+  if (o.step_ms.empty()) fail(job + ": no timed steps in " + (out / "metrics.jsonl").string());
   return o;
 }
 

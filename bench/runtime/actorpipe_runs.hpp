@@ -6,6 +6,8 @@
 
 #include "bench_support.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -19,14 +21,15 @@ struct Cli {
 
   struct Outcome {
     std::vector<double> step_ms; ///< of the timed steps
-    double predicted_ms = 0;     ///< the plan's simulated iteration time
+    double predicted_ms = 0;     ///< the run's predicted step (its --json predicted_step_ms)
     std::filesystem::path trace;
   };
 
   /// Measures `job`'s profile into `profile`, which later runs use.
   void measure_profile(const std::string& job);
 
-  /// The iteration time `actorpipe plan` predicts for `job` with `sets` and the profile.
+  /// The step `actorpipe run` predicts for `job` with `sets` and the profile: the plan's,
+  /// or on this machine's cores when its stage actors share them.
   double predict(const std::string& job, std::vector<std::string> sets) const;
 
   /// `actorpipe run` of `job` with `sets` (`key=value`), the profile, `steps` timed steps
@@ -35,8 +38,11 @@ struct Cli {
               const std::string& flags = "") const;
 
 private:
-  /// Runs `command`, ending the bench with its stderr when it fails.
-  void shell(const std::string& command) const;
+  /// Runs `command` and returns its stdout, ending the bench with its stderr when it fails.
+  std::string shell(const std::string& command) const;
+  /// `actorpipe run` of `job` with `sets` and the profile into `out`: its --json summary.
+  nlohmann::json run_json(const std::string& job, std::vector<std::string> sets, std::uint64_t steps,
+                          const std::filesystem::path& out, const std::string& flags) const;
 };
 
 /// Median message latency of forward and of backward hops in a run's trace (µs): for
