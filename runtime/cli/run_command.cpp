@@ -6,7 +6,6 @@
 #include "job_arguments.hpp"
 
 #include <actorpipe/planner.hpp>
-#include <actorpipe/simulator.hpp>
 #include <actorpipe/training.hpp>
 
 #include "text.hpp"
@@ -16,7 +15,6 @@
 
 #include <atomic>
 #include <csignal>
-#include <numeric>
 #include <cstdio>
 #include <iostream>
 #include <unistd.h>
@@ -49,30 +47,6 @@ static_assert(std::atomic<int>::is_always_lock_free);
 extern "C" void on_interrupt(int signal) {
   interrupted.store(signal);
   std::signal(signal, SIG_DFL);
-}
-
-/// The step the simulator predicts on this machine when its stage actors outnumber the
-/// cores: the plan gives each device a processor of its own, but here pipeline
-/// neighbours take turns on a shared core (train::stage_core). nullopt when every actor
-/// has a core or more, where the plan's prediction stands.
-std::optional<double> predicted_on_these_cores(const JobSpec& job, const Plan& plan) {
-  const std::vector<int> cores = train::usable_cores();
-  const std::size_t S = plan.stages.size(), actors = plan.pipelines * S, devices = job.cluster.devices.size();
-  SimulationOptions options;
-  options.processors.resize(devices);
-  std::iota(options.processors.begin(), options.processors.end(), std::size_t{0});
-  for (std::size_t p = 0; p < plan.pipelines; ++p)
-    for (std::size_t s = 0; s < S; ++s) {
-      const std::optional<int> core = train::stage_core(cores, p * S + s, actors);
-      if (!core) return std::nullopt;
-      options.processors[plan.devices[p][s]] = devices + static_cast<std::size_t>(*core);
-    }
-  options.iterations = 10; // the steady state, as a run's median step sees it
-  options.action_overhead_ms = job.plan.action_overhead_ms;
-  options.optimizer_factor = optimizer_state_factor(job.train);
-  auto report = simulate(plan, job.profile, job.cluster, options);
-  if (!report) return std::nullopt;
-  return report->iteration_time_ms;
 }
 
 /// "STAGE:STEP" → InjectedFailure.
@@ -131,11 +105,12 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
             << " micro-batches; output in " << options.output_dir << "\n";
   // Stage actors compute on this machine's cores; the plan gives each device its own.
   const std::size_t actors = plan->pipelines * plan->stages.size(), cores = train::usable_cores().size();
-  const std::optional<double> here = predicted_on_these_cores(job, *plan);
-  const double predicted = here.value_or(plan->iteration_time_ms);
-  if (here)
+  auto here = predicted_step_ms(job, *plan);
+  if (!here) return report(here.error());
+  const double predicted = *here;
+  if (actors > cores)
     std::cerr << "actorpipe: " << actors << " stage actors share " << cores << (cores == 1 ? " core" : " cores")
-              << ": " << text::format_fixed(*here, 2) << " ms per step predicted here (the plan's "
+              << ": " << text::format_fixed(predicted, 2) << " ms per step predicted here (the plan's "
               << text::format_fixed(plan->iteration_time_ms, 2) << " ms gives each a core)\n";
   options.stop_requested = [] { return interrupted.load() != 0; };
   std::signal(SIGINT, on_interrupt);

@@ -84,6 +84,11 @@ struct RunSummary {
   std::string output_dir;
 };
 
+/// The step time the simulator predicts for `plan` run on this machine: the plan's own,
+/// unless its stage actors outnumber the cores. Then pipeline neighbours take turns on
+/// the core a run binds them to (docs/running.md, Cores), and it simulates that.
+Result<double> predicted_step_ms(const JobSpec& job, const Plan& plan);
+
 /// Trains `job` (which must name a zoo model) as `plan` says. Writes to
 /// `options.output_dir`: metrics.jsonl (a line per step and per evaluation), trace.json
 /// (a Perfetto track per stage actor) and checkpoint.pt (atomically, after every epoch

@@ -1,0 +1,33 @@
+/// predicted_step_ms(): the plan's step time as this machine's cores will run it.
+
+#include <actorpipe/simulator.hpp>
+#include <actorpipe/training.hpp>
+
+#include "cores.hpp"
+
+#include <numeric>
+
+namespace actorpipe {
+
+Result<double> predicted_step_ms(const JobSpec& job, const Plan& plan) {
+  const std::vector<int> cores = train::usable_cores();
+  const std::size_t S = plan.stages.size(), actors = plan.pipelines * S, devices = job.cluster.devices.size();
+  SimulationOptions options;
+  options.processors.resize(devices);
+  std::iota(options.processors.begin(), options.processors.end(), std::size_t{0});
+  for (std::size_t p = 0; p < plan.pipelines; ++p)
+    for (std::size_t s = 0; s < S; ++s) {
+      // Where a run binds the actor, if it does: the same rule as the job actor's.
+      const std::optional<int> core = train::stage_core(cores, p * S + s, actors);
+      if (!core) return plan.iteration_time_ms;
+      options.processors.at(plan.devices[p][s]) = devices + static_cast<std::size_t>(*core);
+    }
+  options.iterations = 10; // the steady state, as a run's median step sees it
+  options.action_overhead_ms = job.plan.action_overhead_ms;
+  options.optimizer_factor = optimizer_state_factor(job.train);
+  auto report = simulate(plan, job.profile, job.cluster, options);
+  if (!report) return std::move(report).error();
+  return report->iteration_time_ms;
+}
+
+} // namespace actorpipe
