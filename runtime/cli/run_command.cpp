@@ -121,8 +121,9 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
   if (terminal && shown) std::cerr << "\n";
   if (!summary) return report(summary.error());
   if (summary->stopped)
-    std::cerr << "actorpipe: interrupted; stopped after step " << summary->steps << " with a checkpoint: continue with\n"
-              << "  actorpipe run " << a.job.job << " --resume " << summary->output_dir << "\n";
+    std::cerr << "actorpipe: interrupted; stopped after step " << summary->steps << " with a checkpoint in "
+              << summary->output_dir << ": the same command with --resume " << summary->output_dir
+              << " continues it\n";
   if (a.json) {
     nlohmann::json out{{"steps", summary->steps},
                        {"epochs", summary->epochs},
