@@ -37,7 +37,7 @@ std::string trace_of(const std::vector<actors::StageTrace>& traces, const Plan& 
       const bool whole_step = kind == "sync" || kind == "step";
       trace.span(t.pipeline, t.stage,
                  std::string(kind) + (whole_step ? "" : " " + std::to_string(span.micro_batch)), span.kind,
-                 span.start_us, span.duration_us);
+                 span.start_us, span.duration_us, span.step);
     }
   }
   return trace.finish();
@@ -80,6 +80,7 @@ Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunO
   const auto origin = Clock::now();
   auto failure = std::make_shared<actors::Failure>();
   std::vector<actors::StageTrace> traces(plan.pipelines * plan.stages.size());
+  for (actors::StageTrace& t : traces) t.keep_steps = job.output.trace_steps;
   actors::JobConfig job_config;
   job_config.plan = plan;
   job_config.session = &session;

@@ -45,7 +45,7 @@ double now_us(const StageState& st) { return microseconds_since(st.config.origin
 void record(StageState& st, const char* kind, std::size_t micro, Clock::time_point start) {
   if (!st.config.trace) return;
   const double begin = microseconds_since(st.config.origin, start);
-  st.config.trace->spans.push_back({kind, micro, begin, now_us(st) - begin});
+  st.config.trace->add({kind, st.step, micro, begin, now_us(st) - begin});
 }
 
 /// After a send: its span and, on a core shared with the neighbours, the core for the

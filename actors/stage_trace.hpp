@@ -1,16 +1,19 @@
 #pragma once
 
 /// What one stage actor did, as spans for trace.json. Each actor writes only its own
-/// record, and the run reads them after the actors are done: no locks.
+/// record, and the run reads them after the actors are done: no locks. A record keeps
+/// the latest steps only (output.trace_steps), so a long run's trace stays a size that
+/// a viewer opens and its memory stays flat.
 
 #include <chrono>
-#include <string>
-#include <vector>
+#include <cstdint>
+#include <deque>
 
 namespace actorpipe::actors {
 
 struct TraceSpan {
   const char* kind; ///< "forward", "backward", "send", "wait", "sync" or "step" (the optimizer's)
+  std::uint64_t step;
   std::size_t micro_batch;
   double start_us;
   double duration_us;
@@ -19,7 +22,15 @@ struct TraceSpan {
 struct StageTrace {
   std::size_t pipeline = 0;
   std::size_t stage = 0;
-  std::vector<TraceSpan> spans;
+  std::uint64_t keep_steps = 0; ///< the spans of this many latest steps are kept; 0: every step's
+  std::deque<TraceSpan> spans;
+
+  /// Adds a span of the current step, forgetting the steps that leave the window.
+  void add(const TraceSpan& span) {
+    spans.push_back(span);
+    if (keep_steps == 0) return;
+    while (spans.front().step + keep_steps <= span.step) spans.pop_front();
+  }
 };
 
 using Clock = std::chrono::steady_clock;

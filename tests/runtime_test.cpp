@@ -25,6 +25,7 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 #include <sched.h>
 #include <sstream>
 #include <thread>
@@ -281,13 +282,14 @@ BOOST_AUTO_TEST_CASE(a_resumed_run_equals_an_uninterrupted_one) {
 BOOST_AUTO_TEST_CASE(a_run_leaves_its_plan_metrics_trace_and_checkpoint) {
   test::ScratchDir dir;
   // 256 samples in batches of 16: 16 steps an epoch, so 20 steps end one epoch and
-  // part of the next. The job says resnet and 1f1b; --set makes it cnn and gpipe.
+  // part of the next. The job says resnet and 1f1b; --set makes it cnn and gpipe, and
+  // has the trace keep the last 8 steps.
   const std::string job = dir.write(
       "job.toml", job_toml("resnet", "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [1, 8, 8]\nclasses = 4\n",
                            2, 2, "1f1b"));
   const std::filesystem::path out = dir.path() / "run";
   const auto r = test::run_cli("run " + job + " --steps 20 --json -o " + out.string() +
-                               " --set 'model.zoo=\"cnn\"' --set 'plan.scheduler=\"gpipe\"'");
+                               " --set 'model.zoo=\"cnn\"' --set 'plan.scheduler=\"gpipe\"' --set output.trace_steps=8");
   BOOST_REQUIRE_MESSAGE(r.status == 0, r.err);
   using nlohmann::json;
 
@@ -332,27 +334,34 @@ BOOST_AUTO_TEST_CASE(a_run_leaves_its_plan_metrics_trace_and_checkpoint) {
     BOOST_TEST(predicted_ms == plan_ms);
   BOOST_TEST(std::filesystem::exists(out / "checkpoint.pt"));
 
-  // A track per stage actor (process = pipeline, thread = stage), each with its spans:
-  // 4 micro-batches of 20 steps forward and backward, and a sync and an optimizer step
-  // per step. The first stage sends activations, the last gradients; both wait.
+  // A track per stage actor (process = pipeline, thread = stage), each with the spans
+  // of steps 13 to 20: 4 micro-batches a step forward and backward, and a sync and an
+  // optimizer step per step. The first stage sends activations, the last gradients;
+  // both wait.
   std::map<std::pair<int, int>, std::string> tracks;
   std::map<std::pair<int, int>, std::map<std::string, int>> spans;
+  std::map<std::pair<int, int>, std::set<std::uint64_t>> traced_steps;
   const json trace = json::parse(std::ifstream(out / "trace.json"));
   for (const json& e : trace["traceEvents"]) {
     const std::pair<int, int> track{e["pid"], e.value("tid", -1)}; // process names have no thread
     if (e["ph"] == "M" && e["name"] == "thread_name") tracks[track] = e["args"]["name"];
-    if (e["ph"] == "X") ++spans[track][e["cat"].get<std::string>()];
+    if (e["ph"] != "X") continue;
+    ++spans[track][e["cat"].get<std::string>()];
+    traced_steps[track].insert(e["args"]["step"].get<std::uint64_t>());
   }
+  std::set<std::uint64_t> last_eight;
+  for (std::uint64_t k = 13; k <= 20; ++k) last_eight.insert(k);
   BOOST_REQUIRE_EQUAL(tracks.size(), 4u);
   for (const auto& [track, name] : tracks)
     BOOST_TEST_CONTEXT("pipeline " << track.first << ", " << name) {
       BOOST_TEST(name.rfind("stage " + std::to_string(track.second) + " (local/cpu", 0) == 0); // its CPU device
+      BOOST_TEST(traced_steps[track] == last_eight, boost::test_tools::per_element());
       auto& kinds = spans[track];
-      BOOST_TEST(kinds["forward"] == 80);
-      BOOST_TEST(kinds["backward"] == 80);
-      BOOST_TEST(kinds["sync"] == 20);
-      BOOST_TEST(kinds["step"] == 20);
-      BOOST_TEST(kinds["send"] == 80);
+      BOOST_TEST(kinds["forward"] == 32);
+      BOOST_TEST(kinds["backward"] == 32);
+      BOOST_TEST(kinds["sync"] == 8);
+      BOOST_TEST(kinds["step"] == 8);
+      BOOST_TEST(kinds["send"] == 32);
       BOOST_TEST(kinds["wait"] > 0);
     }
 }

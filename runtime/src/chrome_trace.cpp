@@ -30,10 +30,12 @@ void ChromeTrace::thread(std::size_t pid, std::size_t tid, const std::string& na
 }
 
 void ChromeTrace::span(std::size_t pid, std::size_t tid, const std::string& name, const char* category,
-                       double start_us, double duration_us) {
+                       double start_us, double duration_us, std::optional<std::uint64_t> step) {
   comma();
   out_ << "{\"name\":" << nlohmann::json(name).dump() << ",\"cat\":\"" << category << "\",\"ph\":\"X\",\"pid\":" << pid
-       << ",\"tid\":" << tid << ",\"ts\":" << start_us << ",\"dur\":" << duration_us << "}";
+       << ",\"tid\":" << tid << ",\"ts\":" << start_us << ",\"dur\":" << duration_us;
+  if (step) out_ << ",\"args\":{\"step\":" << *step << "}";
+  out_ << "}";
 }
 
 std::string ChromeTrace::finish() {

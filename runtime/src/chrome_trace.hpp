@@ -5,6 +5,8 @@
 /// it grows, since a large trace holds millions of spans.
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -16,9 +18,10 @@ public:
   void process(std::size_t pid, const std::string& name);
   /// A thread (track) of `pid`; tracks sort by `tid`.
   void thread(std::size_t pid, std::size_t tid, const std::string& name);
-  /// A span from `start_us` lasting `duration_us` microseconds.
+  /// A span from `start_us` lasting `duration_us` microseconds; with `step`, the
+  /// training step it belongs to, shown among its arguments.
   void span(std::size_t pid, std::size_t tid, const std::string& name, const char* category, double start_us,
-            double duration_us);
+            double duration_us, std::optional<std::uint64_t> step = std::nullopt);
   /// The whole trace; the writer is done after this.
   std::string finish();
 

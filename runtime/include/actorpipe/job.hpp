@@ -103,6 +103,7 @@ struct SimulateOptions {
 /// [output]
 struct OutputOptions {
   std::string dir = "runs/{job}"; ///< {job} is replaced by job.name
+  std::uint64_t trace_steps = 1000; ///< trace.json keeps the spans of this many latest steps; 0: all
 };
 
 struct JobSpec {

@@ -184,6 +184,7 @@ Status read_simulate(TableReader& top, SimulateOptions& simulate) {
 Status read_output(TableReader& top, OutputOptions& output) {
   return top.optional_table("output", [&](TableReader& r) -> Status {
     if (auto s = r.path("dir", output.dir); !s) return s;
+    if (auto s = r.integer("trace_steps", output.trace_steps); !s) return s;
     return Ok{};
   });
 }
