@@ -2,13 +2,13 @@
 
 #include "job_actor.hpp"
 
-#include "messages.hpp"
 #include "pipeline_actor.hpp"
 #include "stage_actor.hpp"
 #include "sync_group_actor.hpp"
 
-#include "../runtime/src/train/cores.hpp"
-#include "../runtime/src/train/session.hpp"
+#include "train/cores.hpp"
+
+#include <caf/all.hpp>
 
 #include <map>
 
@@ -25,18 +25,18 @@ struct Pending {
 };
 
 struct JobState {
-  std::vector<caf::actor> pipelines;
+  std::vector<pipeline_actor> pipelines;
   std::vector<std::uint32_t> shares;
-  std::vector<caf::actor> built; ///< every actor this job spawned, shut down with it
+  std::vector<caf::actor_addr> built; ///< every actor this job spawned, shut down with it
   std::map<caf::actor_addr, std::string> names;
   std::shared_ptr<Failure> failure;
   std::map<std::uint64_t, Pending> steps;
   static inline const char* name = "job";
 };
 
-using JobActor = caf::stateful_actor<JobState>;
+using JobActor = job_actor::stateful_pointer<JobState>;
 
-void fail(JobActor* self, const std::string& what) {
+void fail(JobActor self, const std::string& what) {
   auto& st = self->state;
   {
     std::lock_guard<std::mutex> lock(st.failure->mutex);
@@ -48,58 +48,65 @@ void fail(JobActor* self, const std::string& what) {
 
 /// Spawns the plan's actors, watched under the names that failure messages give them,
 /// and connects each stage to its neighbours, pipeline, sync group and this job.
-void build(JobActor* self, const JobConfig& config) {
+void build(JobActor self, const JobConfig& config) {
   auto& st = self->state;
   const Plan& plan = config.plan;
   const std::size_t P = plan.pipelines, S = plan.stages.size();
-  auto watch = [&](const caf::actor& actor, std::string name) {
+  auto watch = [&](const auto& actor, std::string name) {
     st.names[actor.address()] = std::move(name);
     self->monitor(actor);
-    st.built.push_back(actor);
+    st.built.push_back(actor.address());
   };
   const std::vector<int> cores = train::usable_cores();
-  std::vector<std::vector<caf::actor>> stages(P);
+  std::vector<std::vector<stage_actor>> stages(P);
   for (std::size_t p = 0; p < P; ++p)
     for (std::size_t s = 0; s < S; ++s) {
       StageConfig stage;
-      stage.worker = &config.session->worker(p, s);
+      stage.computation = &config.computation(p, s);
       stage.actions = plan.schedule.stages[s];
       stage.pipeline = p;
       stage.stage = s;
       stage.stages = S;
-      stage.synchronised = P > 1;
       stage.first_step = config.first_step;
-      stage.trace = &(*config.traces)[p * S + s];
-      stage.trace->pipeline = p;
-      stage.trace->stage = s;
+      if (config.traces) {
+        stage.trace = &(*config.traces)[p * S + s];
+        stage.trace->pipeline = p;
+        stage.trace->stage = s;
+      }
       stage.origin = config.origin;
       stage.inject_failure = config.inject_failure;
-      if (config.pin_threads) stage.core = train::stage_core(cores, p * S + s, P * S);
+      if (config.pin_threads && config.detached) stage.core = train::stage_core(cores, p * S + s, P * S);
+      stage.detached = config.detached;
       stages[p].push_back(spawn_stage(self->system(), std::move(stage)));
       watch(stages[p].back(), "stage " + std::to_string(s) + " of pipeline " + std::to_string(p));
     }
   std::uint32_t share = 0;
-  for (auto n : plan.micro_batch_sizes) share += n;
+  for (auto n : plan.schedule.micro_batch_sizes) share += n;
   for (std::size_t p = 0; p < P; ++p) {
-    st.pipelines.push_back(spawn_pipeline(self->system(), stages[p], plan.micro_batch_sizes, plan.batch_size));
+    st.pipelines.push_back(spawn_pipeline(self->system(), stages[p], plan.schedule.micro_batch_sizes, plan.batch_size));
     st.shares.push_back(share);
     watch(st.pipelines.back(), "pipeline " + std::to_string(p));
   }
-  const caf::actor job = caf::actor_cast<caf::actor>(self);
-  std::vector<caf::actor> groups(S);
+  const job_actor job = caf::actor_cast<job_actor>(self);
+  std::vector<sync_group_actor> groups(S);
   for (std::size_t s = 0; s < S && P > 1; ++s) {
-    std::vector<caf::actor> replicas;
-    for (std::size_t p = 0; p < P; ++p) replicas.push_back(stages[p][s]);
-    groups[s] = spawn_sync_group(self->system(), config.session->replicas(s), replicas, job);
+    SyncGroupConfig group;
+    group.stage = s;
+    group.reduce = [reduce = config.reduce, s] { reduce(s); };
+    for (std::size_t p = 0; p < P; ++p) group.members.push_back(stages[p][s]);
+    group.job = job;
+    group.detached = config.detached;
+    groups[s] = spawn_sync_group(self->system(), std::move(group));
     watch(groups[s], "sync group of stage " + std::to_string(s));
   }
   for (std::size_t p = 0; p < P; ++p)
     for (std::size_t s = 0; s < S; ++s)
-      self->send(stages[p][s], connect_atom::value, s > 0 ? stages[p][s - 1] : caf::actor{},
-                 s + 1 < S ? stages[p][s + 1] : caf::actor{}, st.pipelines[p], groups[s], job);
+      self->send(stages[p][s], connect_atom::value,
+                 StageLinks{s > 0 ? stages[p][s - 1] : stage_actor{}, s + 1 < S ? stages[p][s + 1] : stage_actor{},
+                            st.pipelines[p], groups[s], job});
 }
 
-caf::behavior job_behavior(JobActor* self, JobConfig config) {
+job_actor::behavior_type job_behavior(JobActor self, JobConfig config) {
   auto& st = self->state;
   st.failure = config.failure;
   build(self, config);
@@ -110,7 +117,11 @@ caf::behavior job_behavior(JobActor* self, JobConfig config) {
                    " ended: " + self->system().render(down.reason));
   });
   self->set_exit_handler([=](caf::exit_msg& exit) {
-    for (const caf::actor& actor : self->state.built) self->send_exit(actor, exit.reason);
+    // Whoever waits for a step gets an answer, not silence.
+    for (auto& [step, pending] : self->state.steps)
+      pending.reply.deliver(caf::make_error(caf::sec::runtime_error, "the job was shut down"));
+    self->state.steps.clear();
+    for (const caf::actor_addr& actor : self->state.built) self->send_exit(actor, exit.reason);
     self->quit(exit.reason);
   });
   return {
@@ -149,7 +160,7 @@ caf::behavior job_behavior(JobActor* self, JobConfig config) {
 
 } // namespace
 
-caf::actor spawn_job(caf::actor_system& system, JobConfig config) {
+job_actor spawn_job(caf::actor_system& system, JobConfig config) {
   return system.spawn(job_behavior, std::move(config));
 }
 

@@ -8,14 +8,16 @@
 /// message naming the stage and micro-batch, so a run ends, it never hangs. Shutting the
 /// job down shuts down all of them.
 
+#include "injected_failure.hpp"
+#include "protocol.hpp"
 #include "stage_trace.hpp"
 
 #include <actorpipe/plan.hpp>
-#include <actorpipe/training.hpp>
 
 #include <caf/fwd.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -23,7 +25,7 @@
 #include <vector>
 
 namespace actorpipe::train {
-class Session;
+class StageComputation;
 }
 
 namespace actorpipe::actors {
@@ -36,15 +38,21 @@ struct Failure {
 
 struct JobConfig {
   Plan plan;
-  train::Session* session = nullptr;         ///< the stage workers the stage actors drive
+  /// What stage s of pipeline p computes (a train::StageWorker in a run).
+  std::function<train::StageComputation&(std::size_t pipeline, std::size_t stage)> computation;
+  /// Sums the gradients of stage s's replicas in place (train::sum_gradients in a run).
+  std::function<void(std::size_t stage)> reduce;
   std::uint64_t first_step = 1;              ///< the run's number of the first step (> 1 after a resume)
   Clock::time_point origin;                  ///< time zero of the trace
-  std::vector<StageTrace>* traces = nullptr; ///< one per pipeline × stage (p · S + s), filled by the stages
+  std::vector<StageTrace>* traces = nullptr; ///< one per pipeline × stage (p · S + s); none: no trace
   std::optional<InjectedFailure> inject_failure;
   bool pin_threads = true; ///< RunOptions::pin_threads
+  /// Stage and sync-group actors on threads of their own, as a run has them; false
+  /// puts every actor on the scheduler, which the deterministic protocol tests step.
+  bool detached = true;
   std::shared_ptr<Failure> failure;
 };
 
-caf::actor spawn_job(caf::actor_system& system, JobConfig config);
+job_actor spawn_job(caf::actor_system& system, JobConfig config);
 
 } // namespace actorpipe::actors

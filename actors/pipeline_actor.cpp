@@ -2,7 +2,7 @@
 
 #include "pipeline_actor.hpp"
 
-#include "messages.hpp"
+#include <caf/all.hpp>
 
 #include <map>
 
@@ -19,7 +19,7 @@ struct Pending {
 };
 
 struct PipelineState {
-  std::vector<caf::actor> stages;
+  std::vector<stage_actor> stages;
   std::vector<std::uint32_t> sizes;
   std::uint32_t batch_size = 0;
   std::uint32_t share = 0; ///< samples of this pipeline per batch
@@ -27,7 +27,8 @@ struct PipelineState {
   static inline const char* name = "pipeline";
 };
 
-caf::behavior pipeline_behavior(caf::stateful_actor<PipelineState>* self, std::vector<caf::actor> stages,
+pipeline_actor::behavior_type pipeline_behavior(pipeline_actor::stateful_pointer<PipelineState> self,
+                                                std::vector<stage_actor> stages,
                                 std::vector<std::uint32_t> sizes, std::uint32_t batch_size) {
   auto& st = self->state;
   st.stages = std::move(stages);
@@ -41,8 +42,8 @@ caf::behavior pipeline_behavior(caf::stateful_actor<PipelineState>* self, std::v
         pending.reply = self->make_response_promise<double>();
         const auto input_parts = train::split_rows(inputs, st.sizes);
         const auto label_parts = train::split_rows(labels, st.sizes);
-        const caf::actor& first = st.stages.front();
-        const caf::actor& last = st.stages.back();
+        const stage_actor& first = st.stages.front();
+        const stage_actor& last = st.stages.back();
         for (std::size_t m = 0; m < st.sizes.size(); ++m) {
           // The micro-batch's mean loss × its share of the whole batch: the gradients
           // of all micro-batches of all pipelines then sum to the batch mean's.
@@ -66,9 +67,8 @@ caf::behavior pipeline_behavior(caf::stateful_actor<PipelineState>* self, std::v
 
 } // namespace
 
-caf::actor spawn_pipeline(caf::actor_system& system, std::vector<caf::actor> stages,
-                          std::vector<std::uint32_t> micro_batch_sizes,
-                          std::uint32_t batch_size) {
+pipeline_actor spawn_pipeline(caf::actor_system& system, std::vector<stage_actor> stages,
+                              std::vector<std::uint32_t> micro_batch_sizes, std::uint32_t batch_size) {
   return system.spawn(pipeline_behavior, std::move(stages), std::move(micro_batch_sizes), batch_size);
 }
 

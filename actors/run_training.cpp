@@ -4,12 +4,16 @@
 #include <actorpipe/report.hpp>
 #include <actorpipe/training.hpp>
 
-#include "job_actor.hpp"
-#include "messages.hpp"
+#include "run_training.hpp"
 
-#include "../runtime/src/atomic_file.hpp"
-#include "../runtime/src/chrome_trace.hpp"
-#include "../runtime/src/train/session.hpp"
+#include "job_actor.hpp"
+#include "protocol.hpp"
+
+#include <caf/all.hpp>
+
+#include "base/atomic_file.hpp"
+#include "base/chrome_trace.hpp"
+#include "train/session.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -33,10 +37,9 @@ std::string trace_of(const std::vector<actors::StageTrace>& traces, const Plan& 
                  "stage " + std::to_string(t.stage) + " (" + cluster.devices[device].name + ")");
     for (const auto& span : t.spans) {
       // Sync and the optimizer step are the whole step's, not a micro-batch's.
-      const std::string_view kind = span.kind;
-      const bool whole_step = kind == "sync" || kind == "step";
-      trace.span(t.pipeline, t.stage,
-                 std::string(kind) + (whole_step ? "" : " " + std::to_string(span.micro_batch)), span.kind,
+      const bool whole_step = span.kind == actors::SpanKind::sync || span.kind == actors::SpanKind::step;
+      const char* kind = actors::to_string(span.kind);
+      trace.span(t.pipeline, t.stage, std::string(kind) + (whole_step ? "" : " " + std::to_string(span.micro_batch)), kind,
                  span.start_us, span.duration_us, span.step);
     }
   }
@@ -45,29 +48,28 @@ std::string trace_of(const std::vector<actors::StageTrace>& traces, const Plan& 
 
 } // namespace
 
-Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunOptions& options) {
-  if (auto s = plan.validate(job.profile, job.cluster); !s) return std::move(s).error();
-  if (auto s = validate(plan.schedule); !s) return std::move(s).error();
+Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, const RunOptions& options,
+                                       std::optional<InjectedFailure> inject_failure) {
+  ACTORPIPE_TRY(plan.validate(job.profile, job.cluster));
+  ACTORPIPE_TRY(validate(plan.schedule));
   std::error_code ec;
   std::filesystem::create_directories(options.output_dir, ec);
   if (ec) return Error::run_failed(options.output_dir + ": cannot create the output folder: " + ec.message());
   auto opened = train::Session::open(job, plan, options.data);
-  if (!opened) return std::move(opened).error();
+  ACTORPIPE_TRY(opened);
   train::Session& session = **opened;
 
   train::Progress progress;
   if (!options.resume.empty()) {
     auto loaded = session.load_checkpoint(options.resume + "/checkpoint.pt");
-    if (!loaded) return std::move(loaded).error();
+    ACTORPIPE_TRY(loaded);
     progress = *loaded;
   }
   const std::uint64_t per_epoch = session.steps_per_epoch();
   const std::uint64_t epochs = options.epochs ? options.epochs : job.train.epochs;
   const std::uint64_t total = options.steps ? options.steps : job.train.steps ? job.train.steps : epochs * per_epoch;
 
-  if (auto s = write_file_atomically(options.output_dir + "/plan.json", plan_to_json(plan, job.profile, job.cluster));
-      !s)
-    return std::move(s).error();
+  ACTORPIPE_TRY(write_file_atomically(options.output_dir + "/plan.json", plan_to_json(plan, job.profile, job.cluster)));
   std::ofstream metrics(options.output_dir + "/metrics.jsonl", progress.step > 0 ? std::ios::app : std::ios::trunc);
   if (!metrics) return Error::run_failed(options.output_dir + "/metrics.jsonl: cannot write");
 
@@ -83,14 +85,17 @@ Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunO
   for (actors::StageTrace& t : traces) t.keep_steps = job.output.trace_steps;
   actors::JobConfig job_config;
   job_config.plan = plan;
-  job_config.session = &session;
+  job_config.computation = [&session](std::size_t p, std::size_t s) -> train::StageComputation& {
+    return session.worker(p, s);
+  };
+  job_config.reduce = [&session](std::size_t s) { train::sum_gradients(session.replicas(s)); };
   job_config.first_step = progress.step + 1;
   job_config.origin = origin;
   job_config.traces = &traces;
-  job_config.inject_failure = options.inject_failure;
+  job_config.inject_failure = inject_failure;
   job_config.pin_threads = options.pin_threads;
   job_config.failure = failure;
-  caf::actor job_actor = actors::spawn_job(system, std::move(job_config));
+  actors::job_actor job_actor = actors::spawn_job(system, std::move(job_config));
   // The driver's own actor, which must be gone before the system can wait for the rest.
   auto self = std::make_unique<caf::scoped_actor>(system);
 
@@ -204,6 +209,10 @@ Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunO
     summary.median_step_ms = *middle;
   }
   return summary;
+}
+
+Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunOptions& options) {
+  return actors::run_training(job, plan, options, std::nullopt);
 }
 
 } // namespace actorpipe

@@ -3,11 +3,13 @@
 
 #include "stage_actor.hpp"
 
-#include "messages.hpp"
-#include "../runtime/src/train/cores.hpp"
-#include "../runtime/src/train/stage_worker.hpp"
+#include "train/cores.hpp"
+#include "train/stage_computation.hpp"
+
+#include <caf/all.hpp>
 
 #include <map>
+#include <string>
 #include <thread>
 
 namespace actorpipe::actors {
@@ -26,7 +28,7 @@ using Key = std::pair<std::uint64_t, std::size_t>;
 
 struct StageState {
   StageConfig config;
-  caf::actor previous, next, pipeline, sync_group, job;
+  StageLinks links;
   std::size_t cursor = 0; ///< the next action of this step
   std::uint64_t step = 1;
   std::map<Key, train::Payload> inputs, gradients;
@@ -36,13 +38,16 @@ struct StageState {
   bool failed = false;
   std::optional<Clock::time_point> waiting_since, sync_since;
   static inline const char* name = "stage";
+
+  bool first() const { return config.stage == 0; }
+  bool last() const { return config.stage + 1 == config.stages; }
 };
 
-using StageActor = caf::stateful_actor<StageState>;
+using StageActor = stage_actor::stateful_pointer<StageState>;
 
 double now_us(const StageState& st) { return microseconds_since(st.config.origin, Clock::now()); }
 
-void record(StageState& st, const char* kind, std::size_t micro, Clock::time_point start) {
+void record(StageState& st, SpanKind kind, std::size_t micro, Clock::time_point start) {
   if (!st.config.trace) return;
   const double begin = microseconds_since(st.config.origin, start);
   st.config.trace->add({kind, st.step, micro, begin, now_us(st) - begin});
@@ -51,68 +56,82 @@ void record(StageState& st, const char* kind, std::size_t micro, Clock::time_poi
 /// After a send: its span and, on a core shared with the neighbours, the core for the
 /// receiver (StageConfig::core).
 void sent(StageState& st, std::size_t micro, Clock::time_point sending) {
-  record(st, "send", micro, sending);
+  record(st, SpanKind::send, micro, sending);
   if (st.config.core) std::this_thread::yield();
 }
 
+/// Reports the first failure to the job; the stage does nothing more after it.
+void fail(StageActor self, const std::string& during, const std::string& what) {
+  auto& st = self->state;
+  st.failed = true;
+  self->send(st.links.job, failed_atom::value,
+             "stage " + std::to_string(st.config.stage) + " of pipeline " + std::to_string(st.config.pipeline) + ", " +
+                 during + " in step " + std::to_string(st.step) + ": " + what);
+}
+
 /// The optimizer step once gradients are final, then the report to the pipeline.
-void finish_step(StageActor* self) {
+/// False when the optimizer failed (reported).
+bool finish_step(StageActor self) {
   auto& st = self->state;
   const auto started = Clock::now();
-  st.config.worker->step();
-  record(st, "step", 0, started);
-  self->send(st.pipeline, done_atom::value, st.step, static_cast<std::uint64_t>(st.config.stage), st.loss_sum);
+  try {
+    st.config.computation->step();
+  } catch (const std::exception& e) {
+    fail(self, "optimizer step", first_line(e));
+    return false;
+  }
+  record(st, SpanKind::step, 0, started);
+  self->send(st.links.pipeline, done_atom::value, st.step, static_cast<std::uint64_t>(st.config.stage), st.loss_sum);
   st.cursor = 0;
   st.loss_sum = 0;
   st.syncing = false;
   ++st.step;
+  return true;
 }
 
 /// Whether the inputs of action `a` are here.
 bool ready(const StageState& st, const Action& a) {
-  const bool last = st.config.stage + 1 == st.config.stages;
   const Key key{st.step, a.micro_batch};
-  if (a.op == Op::forward) return st.inputs.count(key) && (!last || st.labels.count(key));
-  return last || st.gradients.count(key);
+  if (a.op == Op::forward) return st.inputs.count(key) && (!st.last() || st.labels.count(key));
+  return st.last() || st.gradients.count(key);
 }
 
-void run_action(StageActor* self, const Action& a) {
+void run_action(StageActor self, const Action& a) {
   auto& st = self->state;
-  train::StageWorker& worker = *st.config.worker;
-  const bool last = worker.last();
+  train::StageComputation& computation = *st.config.computation;
   if (st.config.inject_failure && st.config.inject_failure->stage == st.config.stage &&
       st.config.inject_failure->step == st.step && st.cursor == 0)
     throw std::runtime_error("injected failure");
   const auto started = Clock::now();
   const Key key{st.step, a.micro_batch};
+  const auto micro = static_cast<std::uint64_t>(a.micro_batch);
   if (a.op == Op::forward) {
     const train::Payload input = std::move(st.inputs[key]);
     st.inputs.erase(key);
-    if (last) {
+    if (st.last()) {
       const auto [labels, scale] = st.labels[key];
       st.labels.erase(key);
-      st.loss_sum += worker.forward_loss(a.micro_batch, input, labels, scale) * a.size;
-      record(st, "forward", a.micro_batch, started);
+      st.loss_sum += computation.forward_loss(a.micro_batch, input, labels, scale) * a.size;
+      record(st, SpanKind::forward, a.micro_batch, started);
     } else {
-      train::Payload output = worker.forward(a.micro_batch, input);
-      record(st, "forward", a.micro_batch, started);
+      train::Payload output = computation.forward(a.micro_batch, input);
+      record(st, SpanKind::forward, a.micro_batch, started);
       const auto sending = Clock::now();
-      self->send(st.next, forward_atom::value, st.step, static_cast<std::uint64_t>(a.micro_batch), std::move(output));
+      self->send(st.links.next, forward_atom::value, st.step, micro, std::move(output));
       sent(st, a.micro_batch, sending);
     }
     return;
   }
   train::Payload gradient;
-  if (!last) {
+  if (!st.last()) {
     gradient = std::move(st.gradients[key]);
     st.gradients.erase(key);
   }
-  train::Payload input_gradient = worker.backward(a.micro_batch, gradient);
-  record(st, "backward", a.micro_batch, started);
-  if (!worker.first() && input_gradient) {
+  train::Payload input_gradient = computation.backward(a.micro_batch, gradient);
+  record(st, SpanKind::backward, a.micro_batch, started);
+  if (!st.first()) {
     const auto sending = Clock::now();
-    self->send(st.previous, backward_atom::value, st.step, static_cast<std::uint64_t>(a.micro_batch),
-               std::move(input_gradient));
+    self->send(st.links.previous, backward_atom::value, st.step, micro, std::move(input_gradient));
     sent(st, a.micro_batch, sending);
   }
 }
@@ -120,58 +139,50 @@ void run_action(StageActor* self, const Action& a) {
 /// Runs every action whose inputs are here, in schedule order; at the end of the
 /// schedule hands the gradients to the sync group, or steps at once without one and
 /// goes on with the next step's actions, whose inputs may be here already.
-void advance(StageActor* self) {
+void advance(StageActor self) {
   auto& st = self->state;
   if (st.failed || st.syncing) return;
   const auto& actions = st.config.actions;
-  std::size_t micro = 0;
-  try {
-    for (;;) {
-      while (st.cursor < actions.size() && ready(st, actions[st.cursor])) {
-        if (st.waiting_since) {
-          record(st, "wait", actions[st.cursor].micro_batch, *st.waiting_since);
-          st.waiting_since.reset();
-        }
-        micro = actions[st.cursor].micro_batch;
-        run_action(self, actions[st.cursor]);
-        ++st.cursor;
+  for (;;) {
+    while (st.cursor < actions.size() && ready(st, actions[st.cursor])) {
+      const Action& a = actions[st.cursor];
+      if (st.waiting_since) {
+        record(st, SpanKind::wait, a.micro_batch, *st.waiting_since);
+        st.waiting_since.reset();
       }
-      if (st.cursor < actions.size()) {
-        if (!st.waiting_since) st.waiting_since = Clock::now();
+      try {
+        run_action(self, a);
+      } catch (const std::exception& e) {
+        fail(self, std::string(a.op == Op::forward ? "forward" : "backward") + " of micro-batch " +
+                       std::to_string(a.micro_batch),
+             first_line(e));
         return;
       }
-      if (st.config.synchronised) {
-        st.syncing = true;
-        st.sync_since = Clock::now();
-        self->send(st.sync_group, grads_atom::value, static_cast<std::uint64_t>(st.config.pipeline));
-        return;
-      }
-      finish_step(self);
+      ++st.cursor;
     }
-  } catch (const std::exception& e) {
-    st.failed = true;
-    const Action& a = actions[std::min(st.cursor, actions.size() - 1)];
-    self->send(st.job, failed_atom::value,
-               "stage " + std::to_string(st.config.stage) + " of pipeline " + std::to_string(st.config.pipeline) +
-                   ", " + (a.op == Op::forward ? "forward" : "backward") + " of micro-batch " + std::to_string(micro) +
-                   " in step " + std::to_string(st.step) + ": " + first_line(e));
+    if (st.cursor < actions.size()) {
+      if (!st.waiting_since) st.waiting_since = Clock::now();
+      return;
+    }
+    if (st.links.sync_group) {
+      st.syncing = true;
+      st.sync_since = Clock::now();
+      self->send(st.links.sync_group, grads_atom::value, st.step, static_cast<std::uint64_t>(st.config.pipeline));
+      return;
+    }
+    if (!finish_step(self)) return;
   }
 }
 
-caf::behavior stage_behavior(StageActor* self, StageConfig config) {
+stage_actor::behavior_type stage_behavior(StageActor self, StageConfig config) {
   self->state.config = std::move(config);
   self->state.step = self->state.config.first_step;
   return {
-      [=](connect_atom, caf::actor previous, caf::actor next, caf::actor pipeline, caf::actor sync_group,
-          caf::actor job) {
+      [=](connect_atom, StageLinks& links) {
         auto& st = self->state;
         // The first message, on the actor's own thread.
         if (st.config.core) train::bind_thread_to(*st.config.core);
-        st.previous = std::move(previous);
-        st.next = std::move(next);
-        st.pipeline = std::move(pipeline);
-        st.sync_group = std::move(sync_group);
-        st.job = std::move(job);
+        st.links = std::move(links);
       },
       [=](forward_atom, std::uint64_t step, std::uint64_t micro, train::Payload& input) {
         self->state.inputs[{step, micro}] = std::move(input);
@@ -185,28 +196,25 @@ caf::behavior stage_behavior(StageActor* self, StageConfig config) {
         self->state.gradients[{step, micro}] = std::move(gradient);
         advance(self);
       },
-      [=](synced_atom) {
+      [=](synced_atom, std::uint64_t step) {
         auto& st = self->state;
-        if (st.sync_since) record(st, "sync", 0, *st.sync_since);
-        st.sync_since.reset();
-        try {
-          finish_step(self);
-        } catch (const std::exception& e) {
-          st.failed = true;
-          self->send(st.job, failed_atom::value,
-                     "stage " + std::to_string(st.config.stage) + " of pipeline " + std::to_string(st.config.pipeline) +
-                         ", optimizer step " + std::to_string(st.step) + ": " + first_line(e));
+        if (st.failed) return;
+        if (!st.syncing || step != st.step) {
+          fail(self, "sync", "the sync group released step " + std::to_string(step) + ", which is not waiting");
           return;
         }
-        advance(self);
+        if (st.sync_since) record(st, SpanKind::sync, 0, *st.sync_since);
+        st.sync_since.reset();
+        if (finish_step(self)) advance(self);
       },
   };
 }
 
 } // namespace
 
-caf::actor spawn_stage(caf::actor_system& system, StageConfig config) {
-  return system.spawn<caf::detached>(stage_behavior, std::move(config));
+stage_actor spawn_stage(caf::actor_system& system, StageConfig config) {
+  if (config.detached) return system.spawn<caf::detached>(stage_behavior, std::move(config));
+  return system.spawn(stage_behavior, std::move(config));
 }
 
 } // namespace actorpipe::actors

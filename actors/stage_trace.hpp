@@ -11,8 +11,16 @@
 
 namespace actorpipe::actors {
 
+/// What a stage actor spent a span on; `step` is the optimizer's step.
+enum class SpanKind { forward, backward, send, wait, sync, step };
+
+constexpr const char* to_string(SpanKind kind) {
+  constexpr const char* names[] = {"forward", "backward", "send", "wait", "sync", "step"};
+  return names[static_cast<int>(kind)];
+}
+
 struct TraceSpan {
-  const char* kind; ///< "forward", "backward", "send", "wait", "sync" or "step" (the optimizer's)
+  SpanKind kind;
   std::uint64_t step;
   std::size_t micro_batch;
   double start_us;

@@ -3,48 +3,69 @@
 
 #include "sync_group_actor.hpp"
 
-#include "messages.hpp"
-#include "../runtime/src/train/stage_worker.hpp"
+#include <caf/all.hpp>
+
+#include <set>
+#include <string>
 
 namespace actorpipe::actors {
 
 namespace {
 
 struct SyncState {
-  std::vector<train::StageWorker*> replicas;
-  std::vector<caf::actor> stages;
-  caf::actor job;
-  std::size_t arrived = 0;
+  SyncGroupConfig config;
+  std::uint64_t step = 0;           ///< the step whose gradients are arriving
+  std::set<std::uint64_t> arrived;  ///< pipelines whose gradients are ready
+  bool broken = false;              ///< a member ended: no reduction any more
   static inline const char* name = "sync-group";
 };
 
-caf::behavior sync_behavior(caf::stateful_actor<SyncState>* self, std::vector<train::StageWorker*> replicas,
-                            std::vector<caf::actor> stages, caf::actor job) {
-  self->state.replicas = std::move(replicas);
-  self->state.stages = std::move(stages);
-  self->state.job = std::move(job);
+using SyncActor = sync_group_actor::stateful_pointer<SyncState>;
+
+void fail(SyncActor self, const std::string& what) {
+  auto& st = self->state;
+  st.broken = true;
+  self->send(st.config.job, failed_atom::value, "sync group of stage " + std::to_string(st.config.stage) + ": " + what);
+}
+
+sync_group_actor::behavior_type sync_behavior(SyncActor self, SyncGroupConfig config) {
+  self->state.config = std::move(config);
+  for (const stage_actor& member : self->state.config.members) self->monitor(member);
+  self->set_down_handler([=](caf::down_msg& down) {
+    auto& st = self->state;
+    if (st.broken) return;
+    for (std::size_t p = 0; p < st.config.members.size(); ++p)
+      if (st.config.members[p].address() == down.source)
+        fail(self, "lost its member of pipeline " + std::to_string(p) + " (" + self->system().render(down.reason) +
+                       ")");
+  });
   return {
-      [=](grads_atom, std::uint64_t) {
+      [=](grads_atom, std::uint64_t step, std::uint64_t pipeline) {
         auto& st = self->state;
-        if (++st.arrived < st.replicas.size()) return;
-        st.arrived = 0;
+        if (st.broken) return;
+        if (pipeline >= st.config.members.size()) return fail(self, "gradients from unknown pipeline " + std::to_string(pipeline));
+        if (st.arrived.empty()) st.step = step;
+        if (step != st.step || !st.arrived.insert(pipeline).second)
+          return fail(self, "pipeline " + std::to_string(pipeline) + " sent gradients of step " + std::to_string(step) +
+                                " while step " + std::to_string(st.step) + " is being reduced");
+        if (st.arrived.size() < st.config.members.size()) return;
+        st.arrived.clear();
         // Every replica waits for `synced` before it touches its gradients again.
         try {
-          train::sum_gradients(st.replicas);
+          st.config.reduce();
         } catch (const std::exception& e) {
-          self->send(st.job, failed_atom::value, std::string("sync group: ") + e.what());
-          return;
+          return fail(self, e.what());
         }
-        for (const caf::actor& stage : st.stages) self->send(stage, synced_atom::value);
+        for (const stage_actor& member : st.config.members) self->send(member, synced_atom::value, step);
       },
   };
 }
 
 } // namespace
 
-caf::actor spawn_sync_group(caf::actor_system& system, std::vector<train::StageWorker*> replicas,
-                            std::vector<caf::actor> stage_actors, caf::actor job) {
-  return system.spawn<caf::detached>(sync_behavior, std::move(replicas), std::move(stage_actors), std::move(job));
+sync_group_actor spawn_sync_group(caf::actor_system& system, SyncGroupConfig config) {
+  if (config.detached) return system.spawn<caf::detached>(sync_behavior, std::move(config));
+  return system.spawn(sync_behavior, std::move(config));
 }
 
 } // namespace actorpipe::actors

@@ -13,8 +13,8 @@
 #include <actorpipe/simulator.hpp>
 
 #include "../plugins/partitioner/unit_costs.hpp"
-#include "text.hpp"
-#include "text_table.hpp"
+#include "base/text.hpp"
+#include "base/text_table.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -96,9 +96,8 @@ Row measure(Partitioner& partitioner, const ModelProfile& profile, const Cluster
   for (std::size_t s = 0; s < stages; ++s) plan.stages.push_back({partition->cuts[s], partition->cuts[s + 1], {}});
   plan.devices.emplace_back();
   for (std::size_t s = 0; s < stages; ++s) plan.devices[0].push_back(s);
-  plan.micro_batch_sizes = context.micro_batch_sizes;
   plan.batch_size = context.batch_size;
-  plan.schedule = one_f_one_b_schedule(stages, plan.micro_batch_sizes);
+  plan.schedule = one_f_one_b_schedule(stages, context.micro_batch_sizes);
   SimulationOptions options;
   options.action_overhead_ms = 0.1;
   auto report = simulate(plan, profile, cluster, options);

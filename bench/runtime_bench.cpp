@@ -30,8 +30,8 @@
 
 #include <actorpipe/job.hpp>
 
-#include "text.hpp"
-#include "text_table.hpp"
+#include "base/text.hpp"
+#include "base/text_table.hpp"
 #include "train/cores.hpp"
 
 #include <algorithm>

@@ -9,8 +9,8 @@
 #include <actorpipe/schedule_builders.hpp>
 #include <actorpipe/simulator.hpp>
 
-#include "text.hpp"
-#include "text_table.hpp"
+#include "base/text.hpp"
+#include "base/text_table.hpp"
 
 #include <chrono>
 #include <iostream>
@@ -49,9 +49,8 @@ int main(int argc, char** argv) {
         plan.devices.emplace_back();
         for (std::size_t s = 0; s < stages; ++s) plan.devices.back().push_back(p * stages + s);
       }
-      plan.micro_batch_sizes = std::vector<std::uint32_t>(micro_batches, 4);
       plan.batch_size = static_cast<std::uint32_t>(plan.pipelines * micro_batches * 4);
-      plan.schedule = one_f_one_b_schedule(stages, plan.micro_batch_sizes);
+      plan.schedule = one_f_one_b_schedule(stages, std::vector<std::uint32_t>(micro_batches, 4));
       SimulationOptions options;
       options.iterations = iterations;
       options.action_overhead_ms = 0.1;

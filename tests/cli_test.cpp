@@ -15,12 +15,12 @@
 #include <set>
 
 using namespace actorpipe;
+using test::contains;
 using actorpipe::test::run_cli;
 using actorpipe::test::ScratchDir;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 std::string config(const std::string& name) { return "'" + (test::source_root() / "configs" / name).string() + "'"; }
 

@@ -7,6 +7,7 @@
 #include "test_support.hpp"
 
 using namespace actorpipe;
+using test::contains;
 using actorpipe::test::ScratchDir;
 
 namespace {
@@ -43,7 +44,6 @@ struct Job {
   }
 };
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 Error expect_error(const Result<JobSpec>& result) {
   BOOST_REQUIRE_MESSAGE(!result.ok(), "expected the job to be rejected");
@@ -57,7 +57,7 @@ BOOST_AUTO_TEST_CASE(valid_job_reads_every_section_and_resolves_paths) {
   Job job("[job]\nname = \"t\"\nseed = 7\n[train]\nbatch_size = 32\noptimizer = \"adam\"\n"
           "[plan]\nstages = 2\nmicro_batches = 4\n[plan.options.uniform]\nfoo = 3\n");
   auto spec = load_job(job.path);
-  BOOST_REQUIRE_MESSAGE(spec.ok(), (spec.ok() ? "" : spec.error().message));
+  REQUIRE_OK(spec);
   BOOST_TEST(spec->job.name == "t");
   BOOST_TEST(spec->job.seed == 7u);
   BOOST_TEST(spec->train.batch_size == 32u);

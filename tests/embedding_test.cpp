@@ -4,6 +4,7 @@
 #define BOOST_TEST_MODULE embedding
 #include <boost/test/unit_test.hpp>
 
+#include "measured_plan.hpp"
 #include "test_support.hpp"
 
 #include <actorpipe/job.hpp>
@@ -34,27 +35,23 @@ BOOST_AUTO_TEST_CASE(an_application_loads_measures_plans_and_trains) {
   test::ScratchDir dir;
   auto job = load_job(
       dir.write("job.toml", job_toml("[data]\ndataset = \"synthetic\"\nsamples = 128\nshape = [8]\nclasses = 3\n")));
-  BOOST_REQUIRE_MESSAGE(job.ok(), (job.ok() ? "" : job.error().message));
+  REQUIRE_OK(job);
   auto data = load_training_data(*job);
-  BOOST_REQUIRE_MESSAGE(data.ok(), (data.ok() ? "" : data.error().message));
+  REQUIRE_OK(data);
   MeasureOptions measure;
   measure.data = *data;
   measure.repeats = 1;
-  auto profile = measure_profile(*job, measure);
-  BOOST_REQUIRE_MESSAGE(profile.ok(), (profile.ok() ? "" : profile.error().message));
-  job->profile = *profile;
-  auto plan = make_plan(*job, test::plugins());
-  BOOST_REQUIRE_MESSAGE(plan.ok(), (plan.ok() ? "" : plan.error().message));
+  const auto [measured, plan] = test::measure_and_plan(*job, measure);
   // Its 2 stage actors get a core each, unless this process has only one: then they
   // take turns on it and the step is predicted longer than the plan's.
   cpu_set_t usable;
   BOOST_REQUIRE(sched_getaffinity(0, sizeof usable, &usable) == 0);
-  auto predicted = predicted_step_ms(*job, *plan);
+  auto predicted = predicted_step_ms(measured, plan);
   BOOST_REQUIRE(predicted.ok());
   if (CPU_COUNT(&usable) >= 2)
-    BOOST_TEST(*predicted == plan->iteration_time_ms);
+    BOOST_TEST(*predicted == plan.iteration_time_ms);
   else
-    BOOST_TEST(*predicted > plan->iteration_time_ms);
+    BOOST_TEST(*predicted > plan.iteration_time_ms);
 
   RunOptions options;
   options.steps = 8;
@@ -62,8 +59,8 @@ BOOST_AUTO_TEST_CASE(an_application_loads_measures_plans_and_trains) {
   options.data = *data;
   std::size_t steps_seen = 0;
   options.on_step = [&](const StepMetrics&) { ++steps_seen; };
-  auto summary = run_training(*job, *plan, options);
-  BOOST_REQUIRE_MESSAGE(summary.ok(), (summary.ok() ? "" : summary.error().message));
+  auto summary = run_training(measured, plan, options);
+  REQUIRE_OK(summary);
   BOOST_TEST(summary->steps == 8u);
   BOOST_TEST(steps_seen == 8u);
   BOOST_TEST(std::isfinite(summary->final_loss));

@@ -19,20 +19,20 @@
 #include <random>
 
 using namespace actorpipe;
+using test::contains;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 JobSpec job(const std::string& config, const std::vector<std::string>& overrides = {}) {
   auto spec = load_job((test::source_root() / "configs" / config).string(), overrides);
-  BOOST_REQUIRE_MESSAGE(spec.ok(), (spec.ok() ? "" : spec.error().message));
+  REQUIRE_OK(spec);
   return *spec;
 }
 
 Plan plan(const JobSpec& spec) {
   auto result = make_plan(spec, test::plugins());
-  BOOST_REQUIRE_MESSAGE(result.ok(), (result.ok() ? "" : result.error().message));
+  REQUIRE_OK(result);
   return *result;
 }
 
@@ -112,8 +112,8 @@ BOOST_AUTO_TEST_CASE(pipelines_get_distinct_devices_and_equal_shares) {
   const Plan p = plan(spec);
   BOOST_TEST(p.pipelines == 2u);
   BOOST_TEST(p.stages.size() == 8u);
-  BOOST_TEST(p.micro_batch_sizes.size() == 16u);
-  BOOST_TEST(std::all_of(p.micro_batch_sizes.begin(), p.micro_batch_sizes.end(), [](auto m) { return m == 8u; }));
+  BOOST_TEST(p.schedule.micro_batch_sizes.size() == 16u);
+  BOOST_TEST(std::all_of(p.schedule.micro_batch_sizes.begin(), p.schedule.micro_batch_sizes.end(), [](auto m) { return m == 8u; }));
   // Sequential: pipeline 1 lands on the slow server, so its speed bounds each stage.
   BOOST_TEST(spec.cluster.devices[p.devices[1][0]].name == "slow/gpu0");
   double forward = 0;
@@ -239,7 +239,7 @@ BOOST_AUTO_TEST_CASE(autopipe_is_never_worse_than_the_exact_min_max_partition) {
     context.micro_batch_sizes = std::vector<std::uint32_t>(8, 4);
     context.scheduler = "1f1b";
     auto partition = (*autopipe)->partition(context);
-    BOOST_REQUIRE_MESSAGE(partition.ok(), (partition.ok() ? "" : partition.error().message));
+    REQUIRE_OK(partition);
     const double largest = largest_stage(units, *partition);
     const double optimum = brute_force_min_max(units, stages);
     BOOST_TEST_CONTEXT("trial " << trial << ": " << units.size() << " units, " << stages << " stages") {
@@ -320,6 +320,6 @@ BOOST_AUTO_TEST_CASE(auto_searches_shapes_and_sliced_1f1b_fills_sooner) {
                                                           "plan.micro_batches=4", "train.batch_size=32"}));
   const Plan sliced = plan(job("bert-large-mix-3gen.toml", {"plan.scheduler=sliced-1f1b", "plan.stages=4",
                                                            "plan.pipelines=1", "plan.micro_batches=4", "train.batch_size=32"}));
-  BOOST_TEST(sliced.micro_batch_sizes.size() > plain.micro_batch_sizes.size());
+  BOOST_TEST(sliced.schedule.micro_batch_sizes.size() > plain.schedule.micro_batch_sizes.size());
   BOOST_TEST(sliced.iteration_time_ms < plain.iteration_time_ms);
 }

@@ -10,10 +10,10 @@
 #include "test_support.hpp"
 
 using namespace actorpipe;
+using test::contains;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 std::string broken(const std::string& name) { return (test::broken_plugins() / (name + ".so")).string(); }
 
@@ -29,7 +29,7 @@ Error discover_error(const std::string& module) {
 
 JobSpec vgg16_job(const std::vector<std::string>& overrides = {}) {
   auto job = load_job((test::source_root() / "configs/vgg16-4dev.toml").string(), overrides);
-  BOOST_REQUIRE_MESSAGE(job.ok(), (job.ok() ? "" : job.error().message));
+  REQUIRE_OK(job);
   return *job;
 }
 
@@ -37,7 +37,7 @@ JobSpec vgg16_job(const std::vector<std::string>& overrides = {}) {
 
 BOOST_AUTO_TEST_CASE(shipped_plugins_are_found_with_their_info) {
   auto registry = PluginRegistry::discover(PluginRegistry::default_folders());
-  BOOST_REQUIRE_MESSAGE(registry.ok(), (registry.ok() ? "" : registry.error().message));
+  REQUIRE_OK(registry);
   const PluginRecord* uniform = registry->find(PluginKind::partitioner, "uniform");
   const PluginRecord* parameters = registry->find(PluginKind::partitioner, "parameters");
   const PluginRecord* sequential = registry->find(PluginKind::mapper, "sequential");

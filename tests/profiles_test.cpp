@@ -10,6 +10,7 @@
 #include <cmath>
 
 using namespace actorpipe;
+using test::contains;
 using actorpipe::test::ScratchDir;
 
 namespace {
@@ -24,11 +25,10 @@ constexpr std::uint32_t pipedream_batch = 128;
 
 ModelProfile load(const std::string& path) {
   auto profile = load_profile(path, {ProfileFormat::automatic, pipedream_batch});
-  BOOST_REQUIRE_MESSAGE(profile.ok(), (profile.ok() ? "" : profile.error().message));
+  REQUIRE_OK(profile);
   return *profile;
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 /// Expected totals of every non-input node, computed from the files with awk:
 ///   awk -F' -- ' 'NF==3 && $2 !~ /^Input/ {split($3,a,", "); for(i in a){split(a[i],kv,"=");

@@ -8,6 +8,7 @@
 #define BOOST_TEST_MODULE runtime
 #include <boost/test/unit_test.hpp>
 
+#include "measured_plan.hpp"
 #include "test_support.hpp"
 
 #include <actorpipe/planner.hpp>
@@ -15,7 +16,7 @@
 #include <actorpipe/plugin_registry.hpp>
 #include <actorpipe/training.hpp>
 
-#include "atomic_file.hpp"
+#include "base/atomic_file.hpp"
 #include "train/cores.hpp"
 #include "train/model_zoo.hpp"
 #include "train/single_process.hpp"
@@ -61,24 +62,15 @@ std::string job_toml(const std::string& zoo, const std::string& data, std::size_
   return t.str();
 }
 
-struct Prepared {
-  JobSpec job;
-  Plan plan;
-};
+using Prepared = test::MeasuredPlan;
 
 Prepared prepare(const test::ScratchDir& dir, const std::string& toml) {
-  const std::string file = dir.write("job.toml", toml);
-  auto job = load_job(file);
-  BOOST_REQUIRE_MESSAGE(job.ok(), (job.ok() ? "" : job.error().message));
+  auto job = load_job(dir.write("job.toml", toml));
+  REQUIRE_OK(job);
   MeasureOptions measure;
   measure.warmup = 0;
   measure.repeats = 1;
-  auto profile = measure_profile(*job, measure);
-  BOOST_REQUIRE_MESSAGE(profile.ok(), (profile.ok() ? "" : profile.error().message));
-  job->profile = *profile;
-  auto plan = make_plan(*job, test::plugins());
-  BOOST_REQUIRE_MESSAGE(plan.ok(), (plan.ok() ? "" : plan.error().message));
-  return {*job, *plan};
+  return test::measure_and_plan(*std::move(job), measure);
 }
 
 /// Every parameter of a run's checkpoint, in model order.
@@ -101,7 +93,7 @@ std::vector<torch::Tensor> checkpoint_parameters(const std::string& path, std::s
 /// The same job trained the plain way: one process, the whole batch at once.
 std::vector<torch::Tensor> single_process(const JobSpec& job, std::uint64_t steps) {
   auto reference = train::SingleProcessTraining::open(job);
-  BOOST_REQUIRE_MESSAGE(reference.ok(), (reference.ok() ? "" : reference.error().message));
+  REQUIRE_OK(reference);
   for (std::uint64_t step = 0; step < steps; ++step) (*reference)->step();
   return (*reference)->parameters();
 }
@@ -157,7 +149,7 @@ BOOST_AUTO_TEST_CASE(pipelines_train_exactly_like_one_process) {
             BOOST_REQUIRE_EQUAL(p.plan.pipelines, pipelines);
             const std::string out = (dir.path() / "run").string();
             auto summary = run(p, out, 20);
-            BOOST_REQUIRE_MESSAGE(summary.ok(), (summary.ok() ? "" : summary.error().message));
+            REQUIRE_OK(summary);
             BOOST_TEST(summary->steps == 20u);
             const double difference =
                 relative_difference(checkpoint_parameters(out + "/checkpoint.pt", stages), single_process(p.job, 20));
@@ -173,7 +165,7 @@ BOOST_AUTO_TEST_CASE(convolutional_models_train_exactly_like_one_process) {
       const Prepared p = prepare(dir, job_toml(zoo, images, 2, 2, "1f1b"));
       const std::string out = (dir.path() / "run").string();
       auto summary = run(p, out, 10);
-      BOOST_REQUIRE_MESSAGE(summary.ok(), (summary.ok() ? "" : summary.error().message));
+      REQUIRE_OK(summary);
       BOOST_TEST(relative_difference(checkpoint_parameters(out + "/checkpoint.pt", 2), single_process(p.job, 10)) < 1e-5);
     }
 }
@@ -194,7 +186,7 @@ BOOST_AUTO_TEST_CASE(a_measured_profile_has_every_unit_and_round_trips) {
     total = all;
   };
   auto profile = measure_profile(*job, measure);
-  BOOST_REQUIRE_MESSAGE(profile.ok(), (profile.ok() ? "" : profile.error().message));
+  REQUIRE_OK(profile);
   BOOST_TEST(reported == 4u); // 1 untimed pass and 3 timed
   BOOST_TEST(total == 4u);
   // mlp: layer0 (12 → 32), layer1 and layer2 (32 → 32), output (32 → 5); batch 16.
@@ -208,7 +200,7 @@ BOOST_AUTO_TEST_CASE(a_measured_profile_has_every_unit_and_round_trips) {
   const std::string file = (dir.path() / "measured.toml").string();
   BOOST_REQUIRE(save_profile(*profile, file).ok());
   auto loaded = load_profile(file);
-  BOOST_REQUIRE_MESSAGE(loaded.ok(), (loaded.ok() ? "" : loaded.error().message));
+  REQUIRE_OK(loaded);
   BOOST_REQUIRE_EQUAL(loaded->blocks.size(), 4u);
   for (std::size_t b = 0; b < 4; ++b) {
     BOOST_TEST(loaded->blocks[b].forward_ms == profile->blocks[b].forward_ms);
@@ -247,7 +239,7 @@ BOOST_AUTO_TEST_CASE(a_resumed_run_equals_an_uninterrupted_one) {
   BOOST_REQUIRE(run(p, whole, 24).ok());
   BOOST_REQUIRE(run(p, parts, 10).ok());
   auto resumed = run(p, parts, 24, parts);
-  BOOST_REQUIRE_MESSAGE(resumed.ok(), (resumed.ok() ? "" : resumed.error().message));
+  REQUIRE_OK(resumed);
   BOOST_TEST(resumed->steps == 24u);
   const auto a = checkpoint_parameters(whole + "/checkpoint.pt", 2), b = checkpoint_parameters(parts + "/checkpoint.pt", 2);
   BOOST_REQUIRE_EQUAL(a.size(), b.size());
@@ -263,7 +255,7 @@ BOOST_AUTO_TEST_CASE(a_resumed_run_equals_an_uninterrupted_one) {
   stopping.on_step = [&](const StepMetrics& m) { last = m.step; };
   stopping.stop_requested = [&] { return last >= 5; };
   auto early = run_training(p.job, p.plan, stopping);
-  BOOST_REQUIRE_MESSAGE(early.ok(), (early.ok() ? "" : early.error().message));
+  REQUIRE_OK(early);
   BOOST_TEST(early->stopped);
   BOOST_TEST(early->steps >= 5u);
   BOOST_TEST(early->steps <= 6u); // the step queued behind step 5, at most
@@ -453,7 +445,7 @@ BOOST_AUTO_TEST_CASE(a_scripted_sequential_trains) {
   std::vector<double> losses;
   options.on_step = [&](const StepMetrics& m) { losses.push_back(m.loss); };
   auto summary = run_training(p.job, p.plan, options);
-  BOOST_REQUIRE_MESSAGE(summary.ok(), (summary.ok() ? "" : summary.error().message));
+  REQUIRE_OK(summary);
   BOOST_TEST(losses.back() < 0.8 * losses.front());
 }
 

@@ -6,11 +6,13 @@
 #include <actorpipe/schedule_builders.hpp>
 #include <actorpipe/schedule_io.hpp>
 
+#include "test_support.hpp"
+
 using namespace actorpipe;
+using test::contains;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 std::string error_of(const Schedule& schedule) {
   const Status status = validate(schedule);
@@ -85,7 +87,7 @@ BOOST_AUTO_TEST_CASE(files_round_trip_and_errors_name_the_line) {
   const Schedule original = one_f_one_b_schedule(3, {2, 2, 1, 1});
   const std::string text = format_schedule(original);
   auto parsed = parse_schedule(text, "s.toml");
-  BOOST_REQUIRE_MESSAGE(parsed.ok(), (parsed.ok() ? "" : parsed.error().message));
+  REQUIRE_OK(parsed);
   BOOST_TEST(parsed->name == original.name);
   BOOST_TEST(parsed->micro_batch_sizes == original.micro_batch_sizes);
   BOOST_TEST((parsed->stages == original.stages));

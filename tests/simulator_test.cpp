@@ -6,6 +6,8 @@
 #include <actorpipe/schedule_builders.hpp>
 #include <actorpipe/simulator.hpp>
 
+#include "test_support.hpp"
+
 #include <nlohmann/json.hpp>
 
 using namespace actorpipe;
@@ -55,7 +57,6 @@ Plan plan_for(const ModelProfile& profile, std::size_t pipelines, const Schedule
       for (std::size_t s = 0; s < S; ++s) devices.back().push_back(p * S + s);
     }
   plan.devices = devices;
-  plan.micro_batch_sizes = schedule.micro_batch_sizes;
   plan.batch_size = static_cast<std::uint32_t>(schedule.samples() * pipelines);
   plan.schedule = schedule;
   return plan;
@@ -63,7 +64,7 @@ Plan plan_for(const ModelProfile& profile, std::size_t pipelines, const Schedule
 
 SimulationReport run(const Plan& plan, const ModelProfile& profile, const ClusterSpec& c, SimulationOptions options = {}) {
   auto report = simulate(plan, profile, c, options);
-  BOOST_REQUIRE_MESSAGE(report.ok(), (report.ok() ? "" : report.error().message));
+  REQUIRE_OK(report);
   return *report;
 }
 
@@ -166,7 +167,7 @@ BOOST_AUTO_TEST_CASE(stragglers_slow_the_run_and_are_parsed_with_clear_errors) {
   const double base = run(plan, profile, c, options).iteration_time_ms;
 
   auto slow = parse_stragglers("slow:device=s0/gpu1,factor=3,from=0,to=1s", c);
-  BOOST_REQUIRE_MESSAGE(slow.ok(), (slow.ok() ? "" : slow.error().message));
+  REQUIRE_OK(slow);
   options.stragglers = *slow;
   BOOST_TEST(run(plan, profile, c, options).iteration_time_ms > 2 * base);
 

@@ -1,14 +1,24 @@
 #pragma once
 
 /// Paths and helpers shared by the test suites: where the source and build trees are,
-/// scratch folders, and running the `actorpipe` binary.
+/// scratch folders, running the `actorpipe` binary, and checks on Results.
 
 #include <actorpipe/plugin_registry.hpp>
 
+#include <boost/test/unit_test.hpp>
+
 #include <filesystem>
 #include <string>
+#include <string_view>
+
+/// Requires `result`, a Result or Status variable, to hold a value; else the test case
+/// fails with the error's message.
+#define REQUIRE_OK(result) \
+  BOOST_REQUIRE_MESSAGE((result).ok(), ((result).ok() ? std::string() : (result).error().message))
 
 namespace actorpipe::test {
+
+inline bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
 
 /// The plugins of the default search path (the build tree's), discovered once.
 const PluginRegistry& plugins();

@@ -8,15 +8,17 @@
 #include <actorpipe/plan.hpp>
 #include <actorpipe/planner.hpp>
 
-#include "units.hpp"
+#include "test_support.hpp"
+
+#include "base/units.hpp"
 
 #include <limits>
 
 using namespace actorpipe;
+using test::contains;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 ModelProfile three_blocks() {
   ModelProfile p;
@@ -46,7 +48,7 @@ Plan two_stage_plan() {
   plan.stages = {{{0, 0}, {2, 0}, {}}, {{2, 0}, {3, 0}, {}}};
   plan.devices = {{0, 1}};
   plan.batch_size = 8;
-  plan.micro_batch_sizes = {4, 4};
+  plan.schedule.micro_batch_sizes = {4, 4};
   return plan;
 }
 
@@ -129,7 +131,7 @@ BOOST_AUTO_TEST_CASE(plan_names_missing_devices_and_gaps) {
   BOOST_TEST(contains(s.error().message, "stage 1: does not start where the previous stage ends"), s.error().message);
 
   plan = two_stage_plan();
-  plan.micro_batch_sizes = {4, 3};
+  plan.schedule.micro_batch_sizes = {4, 3};
   BOOST_TEST(!plan.validate(profile, cluster).ok());
 }
 

@@ -4,8 +4,8 @@
 
 #include <actorpipe/gpu.hpp>
 
-#include "text.hpp"
-#include "text_table.hpp"
+#include "base/text.hpp"
+#include "base/text_table.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -7,7 +7,7 @@
 
 #include <unistd.h>
 
-#include "text.hpp"
+#include "base/text.hpp"
 
 namespace actorpipe::cli {
 
@@ -55,24 +55,24 @@ void add_job_arguments(CLI::App& command, JobArguments& args, CommonOptions& com
 
 Result<LoadedJob> load(const JobArguments& args, const CommonOptions& common) {
   auto job = load_job(args.job, overrides(args));
-  if (!job) return std::move(job).error();
+  ACTORPIPE_TRY(job);
   std::vector<std::string> folders = PluginRegistry::default_folders();
   folders.insert(folders.end(), job->plan.plugin_path.begin(), job->plan.plugin_path.end());
   folders.insert(folders.end(), common.plugin_path.begin(), common.plugin_path.end());
   auto registry = PluginRegistry::discover(folders);
-  if (!registry) return std::move(registry).error();
+  ACTORPIPE_TRY(registry);
   // A zoo model named without a profile is measured here, as `actorpipe profile` would.
   std::shared_ptr<const TrainingData> data;
   if (job->profile.blocks.empty()) {
     auto loaded = load_training_data(*job);
-    if (!loaded) return std::move(loaded).error();
+    ACTORPIPE_TRY(loaded);
     data = std::move(*loaded);
     std::cerr << "actorpipe: measuring the profile of model '" << job->model.zoo << "' (no model.profile given)\n";
     MeasureOptions options;
     options.data = data;
     options.on_pass = measuring_progress();
     auto profile = measure_profile(*job, options);
-    if (!profile) return std::move(profile).error();
+    ACTORPIPE_TRY(profile);
     job->profile = std::move(*profile);
   }
   return LoadedJob{std::move(*job), std::move(*registry), std::move(data)};

@@ -7,8 +7,8 @@
 #include <actorpipe/planner.hpp>
 #include <actorpipe/report.hpp>
 
-#include "atomic_file.hpp"
-#include "text.hpp"
+#include "base/atomic_file.hpp"
+#include "base/text.hpp"
 
 #include <iostream>
 
@@ -35,7 +35,7 @@ Result<std::vector<Plan>> compare(const LoadedJob& loaded, const std::string& li
     if (plus != std::string::npos) job.plan.mapper = entry.substr(plus + 1);
     job.origins["plan.partitioner"] = job.origins["plan.mapper"] = "--compare " + entry;
     auto plan = make_plan(job, loaded.plugins);
-    if (!plan) return std::move(plan).error();
+    ACTORPIPE_TRY(plan);
     plans.push_back(std::move(*plan));
   }
   if (plans.empty()) return Error::bad_input("--compare: expected partitioner[+mapper],... and found nothing");

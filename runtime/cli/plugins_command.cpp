@@ -4,7 +4,7 @@
 
 #include <actorpipe/plugin_registry.hpp>
 
-#include "text_table.hpp"
+#include "base/text_table.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -8,7 +8,8 @@
 #include <actorpipe/planner.hpp>
 #include <actorpipe/training.hpp>
 
-#include "text.hpp"
+#include "base/text.hpp"
+#include "run_training.hpp"
 #include "train/cores.hpp"
 
 #include <nlohmann/json.hpp>
@@ -50,12 +51,15 @@ extern "C" void on_interrupt(int signal) {
 }
 
 /// "STAGE:STEP" → InjectedFailure.
-Result<InjectedFailure> parse_failure(const std::string& text) {
-  InjectedFailure f;
+Result<actors::InjectedFailure> parse_failure(const std::string& text, const Plan& plan) {
+  actors::InjectedFailure f;
   unsigned long stage = 0, step = 0;
   char rest = 0;
   if (std::sscanf(text.c_str(), "%lu:%lu%c", &stage, &step, &rest) != 2 || step == 0)
     return Error::bad_input("--inject-failure: expected STAGE:STEP (step ≥ 1), found '" + text + "'");
+  if (stage >= plan.stages.size())
+    return Error::bad_input("--inject-failure: the plan has no stage " + std::to_string(stage) + " (stages 0.." +
+                            std::to_string(plan.stages.size() - 1) + ")");
   f.stage = stage;
   f.step = step;
   return f;
@@ -79,10 +83,11 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
   options.output_dir = !a.output.empty() ? a.output : !a.resume.empty() ? a.resume : job.output.dir;
   if (const auto at = options.output_dir.find("{job}"); at != std::string::npos)
     options.output_dir.replace(at, 5, job.job.name);
+  std::optional<actors::InjectedFailure> inject_failure;
   if (!a.inject_failure.empty()) {
-    auto failure = parse_failure(a.inject_failure);
+    auto failure = parse_failure(a.inject_failure, *plan);
     if (!failure) return report(failure.error());
-    options.inject_failure = *failure;
+    inject_failure = *failure;
   }
   const bool terminal = ::isatty(STDERR_FILENO);
   std::uint64_t shown = 0;
@@ -101,7 +106,7 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
               << text::format_fixed(e.test_loss, 4) << "\n";
   };
   std::cerr << "actorpipe: training '" << job.job.name << "': " << plan->stages.size() << " stages × "
-            << plan->pipelines << " pipelines, " << plan->scheduler << ", " << plan->micro_batch_sizes.size()
+            << plan->pipelines << " pipelines, " << plan->scheduler << ", " << plan->schedule.micro_batch_sizes.size()
             << " micro-batches; output in " << options.output_dir << "\n";
   // Stage actors compute on this machine's cores; the plan gives each device its own.
   const std::size_t actors = plan->pipelines * plan->stages.size(), cores = train::usable_cores().size();
@@ -115,7 +120,7 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
   options.stop_requested = [] { return interrupted.load() != 0; };
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
-  auto summary = run_training(job, *plan, options);
+  auto summary = actors::run_training(job, *plan, options, inject_failure);
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   if (terminal && shown) std::cerr << "\n";

@@ -8,7 +8,7 @@
 #include <actorpipe/report.hpp>
 #include <actorpipe/simulator.hpp>
 
-#include "atomic_file.hpp"
+#include "base/atomic_file.hpp"
 
 #include <iostream>
 

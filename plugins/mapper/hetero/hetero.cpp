@@ -108,7 +108,6 @@ Result<double> price(const PlanContext& context, const Partition& partition, con
   for (std::size_t s = 0; s < context.stages; ++s) plan.stages.push_back({partition.cuts[s], partition.cuts[s + 1], {}});
   plan.devices = mapping.devices;
   plan.batch_size = context.batch_size;
-  plan.micro_batch_sizes = context.micro_batch_sizes;
   plan.schedule = context.scheduler == "gpipe" ? gpipe_schedule(context.stages, context.micro_batch_sizes)
                                                : one_f_one_b_schedule(context.stages, context.micro_batch_sizes);
   SimulationOptions options;
@@ -116,16 +115,16 @@ Result<double> price(const PlanContext& context, const Partition& partition, con
   options.action_overhead_ms = context.action_overhead_ms;
   options.optimizer_factor = context.optimizer_factor;
   auto report = simulate(plan, context.profile, context.cluster, options);
-  if (!report) return std::move(report).error();
+  ACTORPIPE_TRY(report);
   return report->samples_per_s;
 }
 
 class HeteroMapper : public Mapper {
 public:
   Result<Mapping> map(const PlanContext& context, const Partition& partition) override {
-    if (auto s = check_options(context.options, {"layout"}); !s) return std::move(s).error();
+    ACTORPIPE_TRY(check_options(context.options, {"layout"}));
     auto layout = choice_option(context.options, "layout", "auto", {"auto", "stage-major", "pipeline-major"});
-    if (!layout) return std::move(layout).error();
+    ACTORPIPE_TRY(layout);
     const std::size_t needed = context.pipelines * context.stages;
     if (needed > context.cluster.devices.size())
       return Error::bad_input(std::to_string(context.pipelines) + " pipelines × " + std::to_string(context.stages) +
@@ -140,10 +139,10 @@ public:
     Mapping by_pipeline = lay_out(ranked, context.stages, context.pipelines, Layout::pipeline_major);
     auto stage_speed =
         price(context, speed_balanced(context, partition, stage_speeds(context.cluster, by_stage)), by_stage);
-    if (!stage_speed) return std::move(stage_speed).error();
+    ACTORPIPE_TRY(stage_speed);
     auto pipeline_speed =
         price(context, speed_balanced(context, partition, stage_speeds(context.cluster, by_pipeline)), by_pipeline);
-    if (!pipeline_speed) return std::move(pipeline_speed).error();
+    ACTORPIPE_TRY(pipeline_speed);
     return *pipeline_speed > *stage_speed ? by_pipeline : by_stage;
   }
 };

@@ -11,7 +11,7 @@ using namespace actorpipe;
 class SequentialMapper : public Mapper {
 public:
   Result<Mapping> map(const PlanContext& context, const Partition&) override {
-    if (auto s = check_options(context.options, {}); !s) return std::move(s).error();
+    ACTORPIPE_TRY(check_options(context.options, {}));
     const std::size_t needed = context.pipelines * context.stages;
     if (needed > context.cluster.devices.size())
       return Error::bad_input(std::to_string(context.pipelines) + " pipelines × " + std::to_string(context.stages) +

@@ -299,12 +299,11 @@ private:
 class AutopipePartitioner : public Partitioner {
 public:
   Result<Partition> partition(const PlanContext& context) override {
-    if (auto s = check_options(context.options, {"search"}); !s) return std::move(s).error();
+    ACTORPIPE_TRY(check_options(context.options, {"search"}));
     auto search = choice_option(context.options, "search", "true", {"true", "false"});
-    if (!search) return std::move(search).error();
+    ACTORPIPE_TRY(search);
     const UnitCosts costs(context.profile, context.sub_blocks, partitioning::largest_micro_batch(context));
-    if (auto s = partitioning::check_stage_count(costs, context, context.sub_blocks ? "blocks and sub-blocks" : "blocks"); !s)
-      return std::move(s).error();
+    ACTORPIPE_TRY(partitioning::check_stage_count(costs, context, context.sub_blocks ? "blocks and sub-blocks" : "blocks"));
 
     std::optional<Search> used(std::in_place, context, costs, true);
     double bound = used->min_max_bound();

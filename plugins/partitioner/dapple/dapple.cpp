@@ -35,11 +35,11 @@ struct Prefix {
 class DapplePartitioner : public Partitioner {
 public:
   Result<Partition> partition(const PlanContext& context) override {
-    if (auto s = check_options(context.options, {"placement"}); !s) return std::move(s).error();
+    ACTORPIPE_TRY(check_options(context.options, {"placement"}));
     auto placement = choice_option(context.options, "placement", "best", {"best", "fresh_first", "append_first", "scatter_first"});
-    if (!placement) return std::move(placement).error();
+    ACTORPIPE_TRY(placement);
     const UnitCosts costs(context.profile, false, partitioning::largest_micro_batch(context));
-    if (auto s = partitioning::check_stage_count(costs, context, "blocks"); !s) return std::move(s).error();
+    ACTORPIPE_TRY(partitioning::check_stage_count(costs, context, "blocks"));
 
     double best_latency = std::numeric_limits<double>::infinity();
     std::vector<std::size_t> best;

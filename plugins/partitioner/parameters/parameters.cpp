@@ -16,7 +16,7 @@ using namespace actorpipe;
 class ParametersPartitioner : public Partitioner {
 public:
   Result<Partition> partition(const PlanContext& context) override {
-    if (auto s = check_options(context.options, {}); !s) return std::move(s).error();
+    ACTORPIPE_TRY(check_options(context.options, {}));
     const auto& blocks = context.profile.blocks;
     const std::size_t n = blocks.size();
     const std::size_t stages = context.stages;

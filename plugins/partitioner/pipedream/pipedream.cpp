@@ -24,9 +24,9 @@ using partitioning::UnitCosts;
 class PipedreamPartitioner : public Partitioner {
 public:
   Result<Partition> partition(const PlanContext& context) override {
-    if (auto s = check_options(context.options, {}); !s) return std::move(s).error();
+    ACTORPIPE_TRY(check_options(context.options, {}));
     const UnitCosts costs(context.profile, false, partitioning::largest_micro_batch(context));
-    if (auto s = partitioning::check_stage_count(costs, context, "blocks"); !s) return std::move(s).error();
+    ACTORPIPE_TRY(partitioning::check_stage_count(costs, context, "blocks"));
     const std::size_t N = costs.size(), S = context.stages;
     const std::size_t r = context.pipelines;
     const auto bw = partitioning::cluster_bandwidths(context.cluster);

@@ -25,9 +25,9 @@ using partitioning::UnitCosts;
 class PiperPartitioner : public Partitioner {
 public:
   Result<Partition> partition(const PlanContext& context) override {
-    if (auto s = check_options(context.options, {}); !s) return std::move(s).error();
+    ACTORPIPE_TRY(check_options(context.options, {}));
     const UnitCosts costs(context.profile, false, partitioning::largest_micro_batch(context));
-    if (auto s = partitioning::check_stage_count(costs, context, "blocks"); !s) return std::move(s).error();
+    ACTORPIPE_TRY(partitioning::check_stage_count(costs, context, "blocks"));
     const std::size_t N = costs.size(), S = context.stages, d = context.pipelines;
     const double M = static_cast<double>(std::max<std::size_t>(context.micro_batch_sizes.size(), 1));
     const auto bw = partitioning::cluster_bandwidths(context.cluster);

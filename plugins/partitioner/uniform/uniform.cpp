@@ -10,7 +10,7 @@ using namespace actorpipe;
 class UniformPartitioner : public Partitioner {
 public:
   Result<Partition> partition(const PlanContext& context) override {
-    if (auto s = check_options(context.options, {}); !s) return std::move(s).error();
+    ACTORPIPE_TRY(check_options(context.options, {}));
     const std::size_t blocks = context.profile.blocks.size();
     const std::size_t stages = context.stages;
     if (stages == 0 || stages > blocks)

@@ -11,7 +11,7 @@ using namespace actorpipe;
 class GpipeScheduler : public Scheduler {
 public:
   Result<Schedule> schedule(const ScheduleRequest& request) override {
-    if (auto s = check_options(request.options, {}); !s) return std::move(s).error();
+    ACTORPIPE_TRY(check_options(request.options, {}));
     return gpipe_schedule(request.stages, request.micro_batch_sizes);
   }
 };

@@ -38,11 +38,11 @@ std::uint32_t choose_slices(const ScheduleRequest& request, std::uint32_t first,
 class SlicedOneFOneBScheduler : public Scheduler {
 public:
   Result<Schedule> schedule(const ScheduleRequest& request) override {
-    if (auto s = check_options(request.options, {"slices", "max_slices"}); !s) return std::move(s).error();
+    ACTORPIPE_TRY(check_options(request.options, {"slices", "max_slices"}));
     auto fixed = number_option(request.options, "slices", 0, 0, 1 << 20);
-    if (!fixed) return std::move(fixed).error();
+    ACTORPIPE_TRY(fixed);
     auto max_slices = number_option(request.options, "max_slices", 8, 1, 1 << 20);
-    if (!max_slices) return std::move(max_slices).error();
+    ACTORPIPE_TRY(max_slices);
     if (request.micro_batch_sizes.empty() || request.stage_forward_ms.size() != request.stages)
       return Error::bad_input("needs the stages' forward times and at least one micro-batch");
 

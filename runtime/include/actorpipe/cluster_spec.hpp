@@ -6,6 +6,7 @@
 /// `speed` is relative to the reference device of the model profile (2.0 = twice as
 /// fast), so a block taking t ms in the profile takes t / speed on that device.
 
+#include <actorpipe/export.hpp>
 #include <actorpipe/error.hpp>
 
 #include <cstddef>
@@ -56,7 +57,7 @@ struct Network {
 
 using DeviceId = std::size_t; ///< index into ClusterSpec::devices
 
-struct ClusterSpec {
+struct ACTORPIPE_EXPORT ClusterSpec {
   std::string name;
   Network network;
   std::vector<Server> servers;

@@ -74,3 +74,14 @@ struct Ok {};
 using Status = Result<Ok>;
 
 } // namespace actorpipe
+
+/// Returns the error of `expr` (a Result or Status, or a variable holding one) from the
+/// calling function, which returns a Result too; goes on when it holds a value:
+///   ACTORPIPE_TRY(validate(schedule));
+///   auto table = read_table(path);
+///   ACTORPIPE_TRY(table);
+#define ACTORPIPE_TRY(expr)                                                              \
+  do {                                                                                   \
+    if (auto&& actorpipe_try_result_ = (expr); !actorpipe_try_result_)                   \
+      return std::move(actorpipe_try_result_).error();                                   \
+  } while (false)

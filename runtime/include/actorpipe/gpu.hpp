@@ -3,6 +3,7 @@
 /// CUDA devices of this machine and NCCL among them. Present in every build; where
 /// actorpipe was built without CUDA, or no GPU is there, calls return a clear Error.
 
+#include <actorpipe/export.hpp>
 #include <actorpipe/error.hpp>
 
 #include <cstdint>
@@ -21,13 +22,13 @@ struct GpuInfo {
 };
 
 /// True when this actorpipe was built with CUDA and NCCL.
-bool built_with_cuda();
+ACTORPIPE_EXPORT bool built_with_cuda();
 
 /// The CUDA devices visible to this process.
-Result<std::vector<GpuInfo>> query_gpus();
+ACTORPIPE_EXPORT Result<std::vector<GpuInfo>> query_gpus();
 
 /// Sets up one NCCL communicator over every visible GPU, runs an all-reduce of one
 /// float per device through it, and returns the NCCL version; checks the NCCL path.
-Result<std::string> check_nccl();
+ACTORPIPE_EXPORT Result<std::string> check_nccl();
 
 } // namespace actorpipe

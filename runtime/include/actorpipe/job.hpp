@@ -5,6 +5,7 @@
 /// Each Options struct mirrors one section of the job file; its members are named
 /// exactly as the keys (docs/config.md lists them with their defaults).
 
+#include <actorpipe/export.hpp>
 #include <actorpipe/cluster_spec.hpp>
 #include <actorpipe/error.hpp>
 #include <actorpipe/model_profile.hpp>
@@ -106,7 +107,7 @@ struct OutputOptions {
   std::uint64_t trace_steps = 1000; ///< trace.json keeps the spans of this many latest steps; 0: all
 };
 
-struct JobSpec {
+struct ACTORPIPE_EXPORT JobSpec {
   std::string file; ///< the job file this was read from
   JobOptions job;
   ModelOptions model;
@@ -130,9 +131,9 @@ struct JobSpec {
 /// TOML, or a bare string) and loads the cluster and profile it names. Every error names
 /// its place as "FILE:LINE:COL: key.path: what is wrong" (or "--set: key: ..." for an
 /// override).
-Result<JobSpec> load_job(const std::string& path, const std::vector<std::string>& overrides = {});
+ACTORPIPE_EXPORT Result<JobSpec> load_job(const std::string& path, const std::vector<std::string>& overrides = {});
 
 /// Reads a cluster description (the keys of a job's [cluster] table, at top level).
-Result<ClusterSpec> load_cluster(const std::string& path);
+ACTORPIPE_EXPORT Result<ClusterSpec> load_cluster(const std::string& path);
 
 } // namespace actorpipe

@@ -5,6 +5,7 @@
 /// Times are milliseconds for one batch of `batch_size` samples on the reference
 /// device; bytes are for the same batch unless a field says per sample.
 
+#include <actorpipe/export.hpp>
 #include <actorpipe/error.hpp>
 
 #include <cstddef>
@@ -58,7 +59,7 @@ struct Unit {
   std::uint64_t stash_bytes_per_sample = 0;
 };
 
-struct ModelProfile {
+struct ACTORPIPE_EXPORT ModelProfile {
   std::string name;
   std::string reference_device; ///< where the times were measured
   std::uint32_t batch_size = 1; ///< samples the times and activation bytes are for
@@ -97,6 +98,6 @@ struct ModelProfile {
 };
 
 /// "block 7 'conv3'" or "block 7 'layer3' sub-block 1 'mlp'": how messages name a place.
-std::string describe(const ModelProfile& profile, Cut at);
+ACTORPIPE_EXPORT std::string describe(const ModelProfile& profile, Cut at);
 
 } // namespace actorpipe

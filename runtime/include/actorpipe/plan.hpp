@@ -3,6 +3,7 @@
 /// A plan: how a job is cut into stages, where each stage of each pipeline runs, how
 /// each batch is split into micro-batches, and what the planner predicts of it.
 
+#include <actorpipe/export.hpp>
 #include <actorpipe/cluster_spec.hpp>
 #include <actorpipe/error.hpp>
 #include <actorpipe/model_profile.hpp>
@@ -35,7 +36,7 @@ struct StagePlan {
   StageEstimate estimate;
 };
 
-struct Plan {
+struct ACTORPIPE_EXPORT Plan {
   std::string model;
   std::string cluster;
   std::string partitioner;
@@ -49,10 +50,9 @@ struct Plan {
   std::vector<std::vector<DeviceId>> devices;
 
   std::uint32_t batch_size = 0; ///< samples per iteration, all pipelines together
-  /// Micro-batch sizes of one pipeline's share of the batch, in feeding order (the
-  /// schedule's: sliced schedules split the first micro-batch).
-  std::vector<std::uint32_t> micro_batch_sizes;
-  /// What every stage does, in order, each iteration (every pipeline runs the same).
+  /// What every stage does, in order, each iteration (every pipeline runs the same),
+  /// and the micro-batches of one pipeline's share of the batch it feeds (sliced
+  /// schedules split the first micro-batch).
   Schedule schedule;
 
   double iteration_time_ms = 0; ///< predicted by the simulator
@@ -69,10 +69,10 @@ struct Plan {
 };
 
 /// First and last block a stage touches (inclusive), for reports.
-std::size_t first_block(const StagePlan& stage);
-std::size_t last_block(const StagePlan& stage);
+ACTORPIPE_EXPORT std::size_t first_block(const StagePlan& stage);
+ACTORPIPE_EXPORT std::size_t last_block(const StagePlan& stage);
 
 /// "3", "3-7", "3.1-7" (block.sub where a stage starts or ends inside a block).
-std::string describe_blocks(const StagePlan& stage);
+ACTORPIPE_EXPORT std::string describe_blocks(const StagePlan& stage);
 
 } // namespace actorpipe

@@ -4,6 +4,7 @@
 /// micro-batches (each fixed by the job or "auto"), and for each shape calls the
 /// partitioner, mapper and scheduler plugins and prices the result with the simulator.
 
+#include <actorpipe/export.hpp>
 #include <actorpipe/error.hpp>
 #include <actorpipe/job.hpp>
 #include <actorpipe/plan.hpp>
@@ -14,10 +15,10 @@ namespace actorpipe {
 /// The fastest plan (predicted samples/s) among the shapes that fit in memory. Plugin
 /// errors come back as bad input, prefixed with the plugin's kind, name and file; a
 /// job no shape of which fits is bad input naming the stage and device that overflow.
-Result<Plan> make_plan(const JobSpec& job, const PluginRegistry& plugins);
+ACTORPIPE_EXPORT Result<Plan> make_plan(const JobSpec& job, const PluginRegistry& plugins);
 
 /// Splits one pipeline's share of the batch into `micro_batches` sizes that differ by
 /// at most one sample, larger ones first.
-std::vector<std::uint32_t> split_batch(std::uint32_t samples, std::uint32_t micro_batches);
+ACTORPIPE_EXPORT std::vector<std::uint32_t> split_batch(std::uint32_t samples, std::uint32_t micro_batches);
 
 } // namespace actorpipe

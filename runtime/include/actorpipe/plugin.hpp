@@ -4,8 +4,10 @@
 ///
 /// A module exports two `extern "C"` symbols, both written by ACTORPIPE_PLUGIN:
 ///   - `actorpipe_plugin_info`: a PluginInfo the loader reads and checks (ABI version,
-///     kind, name) before it touches anything else;
+///     kind, name) before it calls anything in the module;
 ///   - `actorpipe_plugin_create`: the factory, called only when the info is right.
+/// The loader reads the info after `dlopen`, which has run the module's static
+/// initialisers already: a plugin keeps them trivial (ACTORPIPE_PLUGIN needs none).
 /// The interfaces take and return value types only. Exceptions never cross the module
 /// boundary: the macro wraps the plugin's class so that every call returns an Error
 /// instead of throwing. Modules and the runtime must be built with the same compiler
@@ -13,6 +15,7 @@
 
 #include <actorpipe/cluster_spec.hpp>
 #include <actorpipe/error.hpp>
+#include <actorpipe/export.hpp>
 #include <actorpipe/model_profile.hpp>
 #include <actorpipe/schedule.hpp>
 #include <actorpipe/version.hpp>
@@ -158,27 +161,27 @@ struct SyncRound {
 };
 
 /// Common base: the loader owns plugins through it.
-class Plugin {
+class ACTORPIPE_EXPORT Plugin {
 public:
   virtual ~Plugin() = default;
 };
 
-class Partitioner : public Plugin {
+class ACTORPIPE_EXPORT Partitioner : public Plugin {
 public:
   virtual Result<Partition> partition(const PlanContext& context) = 0;
 };
 
-class Mapper : public Plugin {
+class ACTORPIPE_EXPORT Mapper : public Plugin {
 public:
   virtual Result<Mapping> map(const PlanContext& context, const Partition& partition) = 0;
 };
 
-class Scheduler : public Plugin {
+class ACTORPIPE_EXPORT Scheduler : public Plugin {
 public:
   virtual Result<Schedule> schedule(const ScheduleRequest& request) = 0;
 };
 
-class SyncPolicy : public Plugin {
+class ACTORPIPE_EXPORT SyncPolicy : public Plugin {
 public:
   virtual Result<SyncRound> round(const SyncRequest& request) = 0;
 };

@@ -8,6 +8,7 @@
 /// `--plugin-path`. Every `*.so` found (folders are searched recursively) must be a
 /// valid plugin: anything else is an error naming the file.
 
+#include <actorpipe/export.hpp>
 #include <actorpipe/error.hpp>
 #include <actorpipe/plugin.hpp>
 
@@ -19,7 +20,7 @@ namespace actorpipe {
 
 enum class PluginKind { partitioner, mapper, scheduler, sync };
 
-const char* to_string(PluginKind kind);
+ACTORPIPE_EXPORT const char* to_string(PluginKind kind);
 
 struct PluginRecord {
   PluginKind kind = PluginKind::partitioner;
@@ -29,7 +30,7 @@ struct PluginRecord {
   std::string file;
 };
 
-class PluginRegistry {
+class ACTORPIPE_EXPORT PluginRegistry {
 public:
   /// Reads and checks the info block of every module in `folders` (in order).
   /// Fails on the first module that is not a valid plugin, and on two modules that

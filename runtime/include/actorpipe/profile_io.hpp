@@ -6,6 +6,7 @@
 /// and PipeDream's graph.txt (read), whose DAG is put in topological order and collapsed
 /// to a chain that keeps, for every cut, the bytes of every tensor crossing it.
 
+#include <actorpipe/export.hpp>
 #include <actorpipe/error.hpp>
 #include <actorpipe/model_profile.hpp>
 
@@ -24,19 +25,19 @@ struct ProfileImportOptions {
 };
 
 /// Loads and validates a profile; errors name the file and line.
-Result<ModelProfile> load_profile(const std::string& path, const ProfileImportOptions& options = {});
+ACTORPIPE_EXPORT Result<ModelProfile> load_profile(const std::string& path, const ProfileImportOptions& options = {});
 
 /// Parses PipeDream graph.txt text; `source` names it in errors.
-Result<ModelProfile> parse_pipedream_profile(const std::string& text, const std::string& source,
+ACTORPIPE_EXPORT Result<ModelProfile> parse_pipedream_profile(const std::string& text, const std::string& source,
                                              std::uint32_t batch_size);
 
 /// Parses actorpipe's TOML profile text; `source` names it in errors.
-Result<ModelProfile> parse_toml_profile(const std::string& text, const std::string& source);
+ACTORPIPE_EXPORT Result<ModelProfile> parse_toml_profile(const std::string& text, const std::string& source);
 
 /// The profile in actorpipe's TOML format.
-std::string to_toml(const ModelProfile& profile);
+ACTORPIPE_EXPORT std::string to_toml(const ModelProfile& profile);
 
 /// Writes the profile atomically (temporary file, then rename).
-Status save_profile(const ModelProfile& profile, const std::string& path);
+ACTORPIPE_EXPORT Status save_profile(const ModelProfile& profile, const std::string& path);
 
 } // namespace actorpipe

@@ -2,6 +2,7 @@
 
 /// Plans as people and programs read them: a summary with a per-stage table, and JSON.
 
+#include <actorpipe/export.hpp>
 #include <actorpipe/cluster_spec.hpp>
 #include <actorpipe/model_profile.hpp>
 #include <actorpipe/plan.hpp>
@@ -14,23 +15,23 @@ namespace actorpipe {
 
 /// Summary lines and a table: stage, blocks, devices, compute per micro-batch,
 /// parameter, optimizer, activation and total memory against the device's.
-std::string format_plan(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster);
+ACTORPIPE_EXPORT std::string format_plan(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster);
 
 /// The plan as a JSON document (docs/plan-json.md lists the fields).
-std::string plan_to_json(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster);
+ACTORPIPE_EXPORT std::string plan_to_json(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster);
 
 /// Plans of one job side by side, a row each: partitioner, mapper, shape, predicted
 /// time and samples/s (with the ratio to the first plan), balance, memory, search time.
-std::string format_comparison(const std::vector<Plan>& plans, const ClusterSpec& cluster);
+ACTORPIPE_EXPORT std::string format_comparison(const std::vector<Plan>& plans, const ClusterSpec& cluster);
 
 /// The plans as a JSON array of plan documents.
-std::string comparison_to_json(const std::vector<Plan>& plans, const ModelProfile& profile, const ClusterSpec& cluster);
+ACTORPIPE_EXPORT std::string comparison_to_json(const std::vector<Plan>& plans, const ModelProfile& profile, const ClusterSpec& cluster);
 
 /// A simulated run: iteration times, per-stage busy/bubble/sync, the fullest devices
 /// and the busiest links.
-std::string format_simulation(const SimulationReport& report, const Plan& plan, const ClusterSpec& cluster);
+ACTORPIPE_EXPORT std::string format_simulation(const SimulationReport& report, const Plan& plan, const ClusterSpec& cluster);
 
 /// The same as JSON (docs/simulate.md lists the fields).
-std::string simulation_to_json(const SimulationReport& report, const Plan& plan, const ClusterSpec& cluster);
+ACTORPIPE_EXPORT std::string simulation_to_json(const SimulationReport& report, const Plan& plan, const ClusterSpec& cluster);
 
 } // namespace actorpipe

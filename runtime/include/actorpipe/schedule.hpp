@@ -7,6 +7,7 @@
 /// schedule; its micro-batches may differ in size (sliced schedules split the first
 /// ones into smaller slices).
 
+#include <actorpipe/export.hpp>
 #include <actorpipe/error.hpp>
 
 #include <cstddef>
@@ -27,7 +28,7 @@ struct Action {
 };
 
 /// The actions of every stage of one pipeline, stage 0 first.
-struct Schedule {
+struct ACTORPIPE_EXPORT Schedule {
   std::string name;
   /// Samples in each micro-batch of one pipeline's share of the batch, in feeding order.
   std::vector<std::uint32_t> micro_batch_sizes;
@@ -37,16 +38,16 @@ struct Schedule {
 };
 
 /// "F3" or "B3": how actions are printed and written in schedule files.
-std::string to_string(const Action& action);
+ACTORPIPE_EXPORT std::string to_string(const Action& action);
 
 /// Checks that the schedule can run: every stage forwards and backwards every
 /// micro-batch exactly once with its size, forward before backward, and executing the
 /// stages' lists in order, each action's input can arrive (forward of k on stage s needs
 /// stage s−1's forward of k; backward needs stage s+1's backward). A schedule that would
 /// wait forever is reported as a deadlock naming the stages and actions that wait.
-Status validate(const Schedule& schedule);
+ACTORPIPE_EXPORT Status validate(const Schedule& schedule);
 
 /// Peak samples whose activations a stage keeps between forward and backward.
-std::vector<std::uint64_t> peak_stashed_samples(const Schedule& schedule);
+ACTORPIPE_EXPORT std::vector<std::uint64_t> peak_stashed_samples(const Schedule& schedule);
 
 } // namespace actorpipe

@@ -4,19 +4,20 @@
 /// shared by the scheduler plugins (which choose among them and their parameters), the
 /// partitioners that simulate candidate cuts, and tests.
 
+#include <actorpipe/export.hpp>
 #include <actorpipe/schedule.hpp>
 
 namespace actorpipe {
 
 /// GPipe: every stage runs all forwards, then all backwards in the same order.
-Schedule gpipe_schedule(std::size_t stages, const std::vector<std::uint32_t>& micro_batch_sizes);
+ACTORPIPE_EXPORT Schedule gpipe_schedule(std::size_t stages, const std::vector<std::uint32_t>& micro_batch_sizes);
 
 /// 1F1B (PipeDream-Flush, DAPPLE): stage s runs forwards until it holds the samples of
 /// `stages − s` micro-batches of `reference_size` (warm-up), then alternates one forward
 /// and one backward, then drains its backwards. Counting the warm-up in samples rather
 /// than micro-batches keeps the activation bound of 1F1B when the first micro-batches
 /// are sliced smaller. `reference_size` 0 means the largest micro-batch.
-Schedule one_f_one_b_schedule(std::size_t stages, const std::vector<std::uint32_t>& micro_batch_sizes,
+ACTORPIPE_EXPORT Schedule one_f_one_b_schedule(std::size_t stages, const std::vector<std::uint32_t>& micro_batch_sizes,
                               std::uint32_t reference_size = 0);
 
 } // namespace actorpipe

@@ -10,6 +10,7 @@
 ///     ...
 ///   ]
 
+#include <actorpipe/export.hpp>
 #include <actorpipe/error.hpp>
 #include <actorpipe/schedule.hpp>
 
@@ -19,12 +20,12 @@
 namespace actorpipe {
 
 /// The schedule in the file format above; parse_schedule reads it back unchanged.
-std::string format_schedule(const Schedule& schedule);
+ACTORPIPE_EXPORT std::string format_schedule(const Schedule& schedule);
 
 /// Reads a schedule from text; `source` names it in messages ("FILE:LINE:COL: ...").
 /// The result is validated: a deadlock is an error here, not a hang later.
-Result<Schedule> parse_schedule(std::string_view text, const std::string& source);
+ACTORPIPE_EXPORT Result<Schedule> parse_schedule(std::string_view text, const std::string& source);
 
-Result<Schedule> load_schedule(const std::string& path);
+ACTORPIPE_EXPORT Result<Schedule> load_schedule(const std::string& path);
 
 } // namespace actorpipe

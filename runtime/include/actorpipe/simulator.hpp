@@ -9,6 +9,7 @@
 /// all-reduced over a ring of its replicas on the real links; then the optimizer step.
 /// Time is virtual (milliseconds); nothing is computed.
 
+#include <actorpipe/export.hpp>
 #include <actorpipe/cluster_spec.hpp>
 #include <actorpipe/error.hpp>
 #include <actorpipe/model_profile.hpp>
@@ -51,7 +52,7 @@ struct Stragglers {
 ///   "delay:device=fast/gpu3,p=0.1,ms=5"       one device
 ///   "slow:device=slow/gpu0,factor=3,from=100ms,to=2s"
 /// Devices are named as in the cluster, or by index.
-Result<Stragglers> parse_stragglers(std::string_view spec, const ClusterSpec& cluster);
+ACTORPIPE_EXPORT Result<Stragglers> parse_stragglers(std::string_view spec, const ClusterSpec& cluster);
 
 struct SimulationOptions {
   std::size_t iterations = 1;
@@ -118,7 +119,7 @@ struct SimulationReport {
 
 /// Simulates `plan` (its devices, micro-batches and schedule) for options.iterations.
 /// Fails with bad input when the plan or schedule does not validate.
-Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster,
+ACTORPIPE_EXPORT Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster,
                                   const SimulationOptions& options);
 
 /// One pipeline alone, on stages with the given per-sample forward and backward times
@@ -130,12 +131,12 @@ struct PipelineTiming {
   std::vector<double> busy_ms;   ///< per stage
   std::size_t critical_stage = 0; ///< the stage whose idle time is least
 };
-PipelineTiming simulate_pipeline(const Schedule& schedule, const std::vector<double>& forward_ms_per_sample,
+ACTORPIPE_EXPORT PipelineTiming simulate_pipeline(const Schedule& schedule, const std::vector<double>& forward_ms_per_sample,
                                  const std::vector<double>& backward_ms_per_sample,
                                  const std::vector<double>& send_ms_per_sample, double action_overhead_ms = 0);
 
 /// The report's spans as a Chrome/Perfetto trace (JSON): one process per pipeline, one
 /// thread per stage for compute and one for its sends and sync.
-std::string trace_json(const SimulationReport& report, const Plan& plan, const ClusterSpec& cluster);
+ACTORPIPE_EXPORT std::string trace_json(const SimulationReport& report, const Plan& plan, const ClusterSpec& cluster);
 
 } // namespace actorpipe

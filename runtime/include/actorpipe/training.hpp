@@ -5,6 +5,7 @@
 /// index) that pass micro-batches to each other and train the job's model with LibTorch.
 /// No CAF or LibTorch types show here.
 
+#include <actorpipe/export.hpp>
 #include <actorpipe/error.hpp>
 #include <actorpipe/job.hpp>
 #include <actorpipe/plan.hpp>
@@ -37,20 +38,13 @@ struct EvaluationMetrics {
   double test_loss = 0;
 };
 
-/// Makes stage `stage` throw at its first action of step `step` (1-based): how tests
-/// check that a failing stage ends the run, named, instead of hanging it.
-struct InjectedFailure {
-  std::size_t stage = 0;
-  std::uint64_t step = 1;
-};
-
 /// A job's training and test data, loaded and checked: given to `measure_profile` and
 /// then to `run_training`, the files are read once instead of twice.
 struct TrainingData;
 
 /// Reads (or draws, for synthetic data) the data `job` names. A missing, truncated or
 /// malformed file is an error naming the file.
-Result<std::shared_ptr<const TrainingData>> load_training_data(const JobSpec& job);
+ACTORPIPE_EXPORT Result<std::shared_ptr<const TrainingData>> load_training_data(const JobSpec& job);
 
 struct RunOptions {
   std::uint64_t steps = 0;  ///< overrides train.steps when > 0
@@ -62,7 +56,6 @@ struct RunOptions {
   /// false leaves placement to the operating system.
   bool pin_threads = true;
   std::shared_ptr<const TrainingData> data; ///< the job's, loaded already; else the run loads it
-  std::optional<InjectedFailure> inject_failure;
   /// Asked after every step; once it says true, the run finishes the step already
   /// handed to the stages, writes a checkpoint there and returns, `stopped` set (an
   /// interrupt, say: `--resume` then goes on as if nothing had happened).
@@ -87,14 +80,14 @@ struct RunSummary {
 /// The step time the simulator predicts for `plan` run on this machine: the plan's own,
 /// unless its stage actors outnumber the cores. Then pipeline neighbours take turns on
 /// the core a run binds them to (docs/running.md, Cores), and it simulates that.
-Result<double> predicted_step_ms(const JobSpec& job, const Plan& plan);
+ACTORPIPE_EXPORT Result<double> predicted_step_ms(const JobSpec& job, const Plan& plan);
 
 /// Trains `job` (which must name a zoo model) as `plan` says. Writes to
 /// `options.output_dir`: metrics.jsonl (a line per step and per evaluation), trace.json
 /// (a Perfetto track per stage actor) and checkpoint.pt (atomically, after every epoch
 /// and at the end). A failing actor ends the run with an error naming the stage and
 /// micro-batch.
-Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunOptions& options);
+ACTORPIPE_EXPORT Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunOptions& options);
 
 struct MeasureOptions {
   std::uint32_t batch_size = 0; ///< samples per measurement; 0: the job's batch
@@ -118,6 +111,6 @@ struct MeasureOptions {
 /// and backward time (median of the repeats, each unit fed the real output of the
 /// units before it), output, parameter and stashed bytes; with `options.load` copies of
 /// the model busy on the other cores meanwhile.
-Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& options);
+ACTORPIPE_EXPORT Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& options);
 
 } // namespace actorpipe

@@ -4,7 +4,7 @@
 
 #include "config/cluster_config.hpp"
 
-#include "atomic_file.hpp"
+#include "base/atomic_file.hpp"
 #include "config/toml_reader.hpp"
 
 #include <filesystem>
@@ -68,7 +68,7 @@ Status read_server(const toml::table& table, const std::string& path, ServerOpti
 
   if (auto s = reader.require("devices"); !s) return s;
   auto devices = reader.table_array("devices");
-  if (!devices) return std::move(devices).error();
+  ACTORPIPE_TRY(devices);
   for (std::size_t i = 0; i < devices->size(); ++i) {
     TableReader r(*(*devices)[i], reader.key_path("devices[" + std::to_string(i) + "]"));
     DeviceGroup group;
@@ -132,7 +132,7 @@ Result<ClusterSpec> read_cluster(const toml::table& table, const std::string& pa
   TableReader reader(table, path);
   ClusterSpec cluster;
   cluster.network = {25e9 / 8, 5e-6};
-  if (auto s = reader.string("name", cluster.name); !s) return std::move(s).error();
+  ACTORPIPE_TRY(reader.string("name", cluster.name));
   if (auto s = reader.optional_table("network",
                                      [&](TableReader& r) -> Status {
                                        if (auto s = r.bandwidth("bandwidth", cluster.network.bandwidth); !s) return s;
@@ -140,16 +140,16 @@ Result<ClusterSpec> read_cluster(const toml::table& table, const std::string& pa
                                      });
       !s)
     return std::move(s).error();
-  if (auto s = reader.require("servers"); !s) return std::move(s).error();
+  ACTORPIPE_TRY(reader.require("servers"));
   auto servers = reader.table_array("servers");
-  if (!servers) return std::move(servers).error();
-  if (auto s = reader.finish(); !s) return std::move(s).error();
+  ACTORPIPE_TRY(servers);
+  ACTORPIPE_TRY(reader.finish());
 
   for (std::size_t i = 0; i < servers->size(); ++i) {
     ServerOptions options;
     std::vector<DeviceGroup> groups;
     const std::string server_path = reader.key_path("servers[" + std::to_string(i) + "]");
-    if (auto s = read_server(*(*servers)[i], server_path, options, groups); !s) return std::move(s).error();
+    ACTORPIPE_TRY(read_server(*(*servers)[i], server_path, options, groups));
     for (std::uint32_t c = 0; c < options.count; ++c)
       add_server(cluster, options, groups, options.count == 1 ? options.name : options.name + "-" + std::to_string(c));
   }

@@ -6,7 +6,7 @@
 
 #include "config/cluster_config.hpp"
 #include "config/toml_reader.hpp"
-#include "text.hpp"
+#include "base/text.hpp"
 
 #include <filesystem>
 #include <sstream>
@@ -74,7 +74,7 @@ Status read_job_section(TableReader& top, JobOptions& job) {
 Status read_model(TableReader& top, ModelOptions& model) {
   if (auto s = top.require("model"); !s) return s;
   auto table = top.subtable("model");
-  if (!table) return std::move(table).error();
+  ACTORPIPE_TRY(table);
   TableReader r(**table, "model");
   if (auto s = r.choice("zoo", model.zoo, {"", "mlp", "cnn", "resnet", "gpt", "torchscript"}); !s) return s;
   if (auto s = r.path("file", model.file); !s) return s;
@@ -154,7 +154,7 @@ Status read_plan(TableReader& top, PlanOptions& plan) {
     if (auto s = r.number("action_overhead_ms", plan.action_overhead_ms, 0, 1e6); !s) return s;
     if (auto s = r.path_list("plugin_path", plan.plugin_path); !s) return s;
     auto options = r.subtable("options");
-    if (!options) return std::move(options).error();
+    ACTORPIPE_TRY(options);
     if (*options) {
       for (auto&& [name, value] : **options) {
         const std::string path = "plan.options." + std::string(name.str());
@@ -207,7 +207,7 @@ Status read_cluster_entry(TableReader& top, JobSpec& spec) {
   }
   if (const auto* table = node->as_table()) {
     auto cluster = config::read_cluster(*table, "cluster");
-    if (!cluster) return std::move(cluster).error();
+    ACTORPIPE_TRY(cluster);
     spec.cluster = std::move(*cluster);
     return Ok{};
   }
@@ -225,30 +225,30 @@ std::string JobSpec::where(const std::string& key) const {
 
 Result<ClusterSpec> load_cluster(const std::string& path) {
   auto root = config::parse_toml_file(path);
-  if (!root) return std::move(root).error();
+  ACTORPIPE_TRY(root);
   return config::read_cluster(*root, "");
 }
 
 Result<JobSpec> load_job(const std::string& path, const std::vector<std::string>& overrides) {
   auto parsed = config::parse_toml_file(path);
-  if (!parsed) return std::move(parsed).error();
+  ACTORPIPE_TRY(parsed);
   toml::table& root = *parsed;
   for (const auto& assignment : overrides)
-    if (auto s = apply_override(root, assignment); !s) return std::move(s).error();
+    ACTORPIPE_TRY(apply_override(root, assignment));
 
   JobSpec spec;
   spec.file = path;
   record_origins(root, "", spec.origins);
   TableReader top(root, "");
-  if (auto s = read_job_section(top, spec.job); !s) return std::move(s).error();
-  if (auto s = read_model(top, spec.model); !s) return std::move(s).error();
-  if (auto s = read_data(top, spec.data); !s) return std::move(s).error();
-  if (auto s = read_train(top, spec.train); !s) return std::move(s).error();
-  if (auto s = read_plan(top, spec.plan); !s) return std::move(s).error();
-  if (auto s = read_simulate(top, spec.simulate); !s) return std::move(s).error();
-  if (auto s = read_output(top, spec.output); !s) return std::move(s).error();
-  if (auto s = read_cluster_entry(top, spec); !s) return std::move(s).error();
-  if (auto s = top.finish(); !s) return std::move(s).error();
+  ACTORPIPE_TRY(read_job_section(top, spec.job));
+  ACTORPIPE_TRY(read_model(top, spec.model));
+  ACTORPIPE_TRY(read_data(top, spec.data));
+  ACTORPIPE_TRY(read_train(top, spec.train));
+  ACTORPIPE_TRY(read_plan(top, spec.plan));
+  ACTORPIPE_TRY(read_simulate(top, spec.simulate));
+  ACTORPIPE_TRY(read_output(top, spec.output));
+  ACTORPIPE_TRY(read_cluster_entry(top, spec));
+  ACTORPIPE_TRY(top.finish());
 
   ProfileImportOptions import;
   import.batch_size = spec.model.profile_batch_size;

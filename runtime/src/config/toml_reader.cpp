@@ -1,8 +1,8 @@
 #include "config/toml_reader.hpp"
 
-#include "atomic_file.hpp"
-#include "text.hpp"
-#include "units.hpp"
+#include "base/atomic_file.hpp"
+#include "base/text.hpp"
+#include "base/units.hpp"
 
 #include <cmath>
 #include <filesystem>
@@ -31,7 +31,7 @@ std::string resolve_path(const toml::node& node, const std::string& path) {
 Result<toml::table> parse_toml_file(const std::string& path) {
   if (!std::filesystem::is_regular_file(path)) return Error::bad_input(path + ": file not found");
   auto text = read_file(path);
-  if (!text) return std::move(text).error();
+  ACTORPIPE_TRY(text);
   try {
     return toml::parse(*text, path);
   } catch (const toml::parse_error& e) {
@@ -242,7 +242,7 @@ Result<const toml::table*> TableReader::subtable(std::string_view key) {
 
 Status TableReader::optional_table(std::string_view key, const std::function<Status(TableReader&)>& read) {
   auto sub = subtable(key);
-  if (!sub) return std::move(sub).error();
+  ACTORPIPE_TRY(sub);
   if (!*sub) return Ok{};
   TableReader reader(**sub, key_path(key));
   if (auto s = read(reader); !s) return s;

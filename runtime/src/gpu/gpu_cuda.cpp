@@ -60,7 +60,7 @@ Result<std::vector<GpuInfo>> query_gpus() {
 
 Result<std::string> check_nccl() {
   auto gpus = query_gpus();
-  if (!gpus) return std::move(gpus).error();
+  ACTORPIPE_TRY(gpus);
   const int count = static_cast<int>(gpus->size());
 
   NcclCheck check;

@@ -4,8 +4,8 @@
 #include <actorpipe/schedule_io.hpp>
 
 #include "sim/topology.hpp"
-#include "stage_figures.hpp"
-#include "text.hpp"
+#include "sim/stage_figures.hpp"
+#include "base/text.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -72,7 +72,7 @@ Result<Schedule> make_schedule(const Planning& planning, const Plan& plan, const
   placement_hints(plan, job.cluster, speeds, memory);
   ScheduleRequest request;
   request.stages = plan.stages.size();
-  request.micro_batch_sizes = plan.micro_batch_sizes;
+  request.micro_batch_sizes = plan.schedule.micro_batch_sizes;
   request.action_overhead_ms = job.plan.action_overhead_ms;
   request.options = options_for(job, job.plan.scheduler);
   for (std::size_t s = 0; s < request.stages; ++s) {
@@ -86,7 +86,7 @@ Result<Schedule> make_schedule(const Planning& planning, const Plan& plan, const
   auto schedule = planning.scheduler->schedule(request);
   if (!schedule) return plugin_failed(std::move(schedule).error(), planning.scheduler_label);
   if (auto s = validate(*schedule); !s) return plugin_failed(std::move(s).error(), planning.scheduler_label);
-  const std::uint64_t expected = std::accumulate(plan.micro_batch_sizes.begin(), plan.micro_batch_sizes.end(), std::uint64_t{0});
+  const std::uint64_t expected = std::accumulate(request.micro_batch_sizes.begin(), request.micro_batch_sizes.end(), std::uint64_t{0});
   if (schedule->stages.size() != request.stages || schedule->samples() != expected)
     return plugin_failed(Error::run_failed("returned a schedule of " + std::to_string(schedule->stages.size()) +
                                            " stages and " + std::to_string(schedule->samples()) + " samples for " +
@@ -114,7 +114,8 @@ Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContex
   plan.sync = job.plan.sync;
   plan.pipelines = shape.pipelines;
   plan.batch_size = job.train.batch_size;
-  plan.micro_batch_sizes = context.micro_batch_sizes;
+  // The micro-batches the scheduler is asked for; its schedule may slice them.
+  plan.schedule.micro_batch_sizes = context.micro_batch_sizes;
   for (std::size_t s = 0; s < shape.stages; ++s) plan.stages.push_back({partition->cuts[s], partition->cuts[s + 1], {}});
 
   context.options = options_for(job, job.plan.mapper);
@@ -124,9 +125,8 @@ Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContex
   if (auto s = plan.validate(job.profile, job.cluster); !s) return plugin_failed(std::move(s).error(), planning.mapper_label);
 
   auto schedule = make_schedule(planning, plan, partition->cuts);
-  if (!schedule) return std::move(schedule).error();
+  ACTORPIPE_TRY(schedule);
   plan.schedule = std::move(*schedule);
-  plan.micro_batch_sizes = plan.schedule.micro_batch_sizes;
 
   SimulationOptions options;
   options.iterations = 1;

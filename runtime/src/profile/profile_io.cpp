@@ -1,6 +1,6 @@
 #include <actorpipe/profile_io.hpp>
 
-#include "atomic_file.hpp"
+#include "base/atomic_file.hpp"
 
 #include <filesystem>
 
@@ -24,7 +24,7 @@ Result<ModelProfile> load_profile(const std::string& path, const ProfileImportOp
   if (!std::filesystem::is_regular_file(path))
     return Error::bad_input(path + ": profile file not found");
   auto text = read_file(path);
-  if (!text) return std::move(text).error();
+  ACTORPIPE_TRY(text);
   const ProfileFormat format = options.format == ProfileFormat::automatic ? sniff(path, *text) : options.format;
   if (format == ProfileFormat::pipedream) return parse_pipedream_profile(*text, path, options.batch_size);
   return parse_toml_profile(*text, path);

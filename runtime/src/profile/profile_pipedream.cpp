@@ -13,7 +13,7 @@
 
 #include <actorpipe/profile_io.hpp>
 
-#include "text.hpp"
+#include "base/text.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -93,7 +93,7 @@ Status parse_attributes(std::string_view list, Node& node, const std::string& wh
     const auto k = std::find(std::begin(keys), std::end(keys), key) - std::begin(keys);
     if (k == 4) continue; // newer profiles add fields; they do not matter here
     auto value = parse_attribute(entry.substr(eq + 1), where, key);
-    if (!value) return std::move(value).error();
+    ACTORPIPE_TRY(value);
     *fields[k] = *value;
     seen[k] = true;
   }
@@ -135,8 +135,7 @@ Result<ModelProfile> parse_pipedream_profile(const std::string& text, const std:
     node.id = id;
     node.description = std::string(text::trim(rest.substr(0, last)));
     node.line = line_number;
-    if (auto s = parse_attributes(rest.substr(last + 4), node, where + ": " + id); !s)
-      return std::move(s).error();
+    ACTORPIPE_TRY(parse_attributes(rest.substr(last + 4), node, where + ": " + id));
     if (!index.emplace(id, nodes.size()).second)
       return Error::bad_input(where + ": node '" + id + "' is defined twice");
     nodes.push_back(std::move(node));

@@ -29,17 +29,17 @@ Result<Block> read_block(const toml::table& table, const std::string& path) {
   TableReader reader(table, path);
   Block block;
   auto subs = reader.table_array("sub_blocks");
-  if (!subs) return std::move(subs).error();
+  ACTORPIPE_TRY(subs);
   if (subs->empty()) {
-    if (auto s = read_figures(reader, block); !s) return std::move(s).error();
+    ACTORPIPE_TRY(read_figures(reader, block));
   } else {
     // A block with sub-blocks takes its figures from them; giving both could disagree.
-    if (auto s = reader.string("name", block.name); !s) return std::move(s).error();
+    ACTORPIPE_TRY(reader.string("name", block.name));
     for (std::size_t i = 0; i < subs->size(); ++i) {
       TableReader sub_reader(*(*subs)[i], path + ".sub_blocks[" + std::to_string(i) + "]");
       SubBlock sub;
-      if (auto s = read_figures(sub_reader, sub); !s) return std::move(s).error();
-      if (auto s = sub_reader.finish(); !s) return std::move(s).error();
+      ACTORPIPE_TRY(read_figures(sub_reader, sub));
+      ACTORPIPE_TRY(sub_reader.finish());
       block.forward_ms += sub.forward_ms;
       block.backward_ms += sub.backward_ms;
       block.parameter_bytes += sub.parameter_bytes;
@@ -48,7 +48,7 @@ Result<Block> read_block(const toml::table& table, const std::string& path) {
       block.sub_blocks.push_back(std::move(sub));
     }
   }
-  if (auto s = reader.finish(); !s) return std::move(s).error();
+  ACTORPIPE_TRY(reader.finish());
   return block;
 }
 
@@ -73,17 +73,17 @@ Result<ModelProfile> parse_toml_profile(const std::string& text, const std::stri
   }
   TableReader reader(root, "");
   ModelProfile profile;
-  if (auto s = reader.string("name", profile.name); !s) return std::move(s).error();
-  if (auto s = reader.string("reference_device", profile.reference_device); !s) return std::move(s).error();
-  if (auto s = reader.integer("batch_size", profile.batch_size, 1u); !s) return std::move(s).error();
-  if (auto s = reader.bytes("input_bytes", profile.input_bytes); !s) return std::move(s).error();
-  if (auto s = reader.require("blocks"); !s) return std::move(s).error();
+  ACTORPIPE_TRY(reader.string("name", profile.name));
+  ACTORPIPE_TRY(reader.string("reference_device", profile.reference_device));
+  ACTORPIPE_TRY(reader.integer("batch_size", profile.batch_size, 1u));
+  ACTORPIPE_TRY(reader.bytes("input_bytes", profile.input_bytes));
+  ACTORPIPE_TRY(reader.require("blocks"));
   auto blocks = reader.table_array("blocks");
-  if (!blocks) return std::move(blocks).error();
-  if (auto s = reader.finish(); !s) return std::move(s).error();
+  ACTORPIPE_TRY(blocks);
+  ACTORPIPE_TRY(reader.finish());
   for (std::size_t i = 0; i < blocks->size(); ++i) {
     auto block = read_block(*(*blocks)[i], "blocks[" + std::to_string(i) + "]");
-    if (!block) return std::move(block).error();
+    ACTORPIPE_TRY(block);
     profile.blocks.push_back(std::move(*block));
   }
   if (auto s = profile.validate(); !s) return std::move(s).error().with_context(source + ": ");

@@ -52,7 +52,7 @@ public:
 
   Outcome run() {
     if (iterations_ == 0 || m_ == 0) return std::move(out_);
-    for (std::uint32_t i = 0; i < model_.instances.size(); ++i) try_start(i, 0.0);
+    for (std::uint32_t i = 0; i < model_.instances.size(); ++i) try_start(i);
     while (!queue_.empty()) {
       const Event event = queue_.top();
       queue_.pop();
@@ -78,8 +78,8 @@ private:
     return ms;
   }
 
-  /// Starts instance i's next action if its input is there; `now` is when i is known idle.
-  void try_start(std::uint32_t i, double) {
+  /// Starts instance i's next action if its input is there.
+  void try_start(std::uint32_t i) {
     InstanceState& st = state_[i];
     if (st.busy || st.waiting_step) return;
     const Instance& instance = model_.instances[i];
@@ -138,7 +138,7 @@ private:
     if (action.op == Op::forward) {
       if (instance.stage + 1 < model_.stages) {
         forward_in(i + 1, k) = transfer(instance.to_next, action.size * instance.send_bytes_per_sample, now, i, trace_label);
-        try_start(i + 1, now);
+        try_start(i + 1);
       } else {
         backward_in(i, k) = now; // the loss is computed where the forward ends
       }
@@ -146,13 +146,13 @@ private:
       st.last_backward = now;
       if (instance.stage > 0) {
         backward_in(i - 1, k) = transfer(instance.to_previous, action.size * instance.grad_bytes_per_sample, now, i, trace_label);
-        try_start(i - 1, now);
+        try_start(i - 1);
       }
     }
     st.busy = false;
     st.idle_since = now;
     if (++st.next < actions_[instance.stage].size()) {
-      try_start(i, now);
+      try_start(i);
       return;
     }
     st.waiting_step = true;
@@ -201,7 +201,7 @@ private:
     st.waiting_step = false;
     st.iteration_start = now;
     st.idle_since = now;
-    try_start(i, now);
+    try_start(i);
   }
 
   const Model& model_;

@@ -1,7 +1,7 @@
 #pragma once
 
-/// The discrete-event core shared by simulate() and simulate_pipeline(): stage
-/// instances execute their schedule in order as inputs arrive; transfers and collectives
+/// The discrete-event core of simulate() (simulate_pipeline() prices one pipeline
+/// without it, by a dependency pass): stage instances execute their schedule in order as inputs arrive; transfers and collectives
 /// reserve the lanes they cross in the order they are requested (time order), so a lane
 /// busy with one transfer delays the next.
 
@@ -41,7 +41,6 @@ struct Group {
 struct Model {
   const Schedule* schedule = nullptr;
   std::size_t stages = 0;
-  std::size_t pipelines = 0;
   std::vector<Instance> instances; ///< pipeline-major
   std::size_t processors = 0;      ///< above every Instance::processor
   std::vector<Group> groups;       ///< one per stage

@@ -1,6 +1,6 @@
 /// The usable cores, binding a thread to one, and intra-op threads per compute thread.
 
-#include "cores.hpp"
+#include "train/cores.hpp"
 
 #include <ATen/Parallel.h>
 

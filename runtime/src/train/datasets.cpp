@@ -1,6 +1,6 @@
 /// Data sets: Fashion-MNIST (gzipped IDX, read with zlib), synthetic, byte-level text.
 
-#include "datasets.hpp"
+#include "train/datasets.hpp"
 
 #include <zlib.h>
 
@@ -41,7 +41,7 @@ std::uint32_t big_endian(const std::vector<std::uint8_t>& bytes, std::size_t at)
 Result<std::pair<std::vector<std::int64_t>, std::vector<std::uint8_t>>> read_idx(const std::string& path,
                                                                                 std::uint32_t dimensions) {
   auto bytes = read_gzip(path);
-  if (!bytes) return std::move(bytes).error();
+  ACTORPIPE_TRY(bytes);
   const std::uint32_t magic = 0x800 + dimensions; // unsigned byte data
   if (bytes->size() < 4 + 4 * dimensions || big_endian(*bytes, 0) != magic)
     return Error::bad_input(path + ": not an IDX file of " + std::to_string(dimensions) +
@@ -82,9 +82,9 @@ Result<DataSets> fashion_mnist(const DataOptions& data) {
   const std::string folder = data.path.empty() ? default_fashion_mnist : data.path;
   DataSets sets;
   auto train = fashion_mnist_split(folder, "train");
-  if (!train) return std::move(train).error();
+  ACTORPIPE_TRY(train);
   auto test = fashion_mnist_split(folder, "t10k");
-  if (!test) return std::move(test).error();
+  ACTORPIPE_TRY(test);
   sets.train = std::move(*train);
   sets.test = std::move(*test);
   sets.shape.sample = {1, sets.train.inputs.size(2), sets.train.inputs.size(3)};

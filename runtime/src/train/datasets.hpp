@@ -4,7 +4,7 @@
 /// synthetic samples from a seeded teacher, and byte-level text windows for `gpt`.
 /// LibTorch inside: include only from the training code.
 
-#include "model_zoo.hpp"
+#include "train/model_zoo.hpp"
 
 #include <actorpipe/error.hpp>
 #include <actorpipe/job.hpp>

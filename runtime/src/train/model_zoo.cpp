@@ -1,7 +1,7 @@
 /// The built-in models (mlp, cnn, resnet, gpt) and TorchScript import, each as blocks
 /// of units that a plan can cut between.
 
-#include "model_zoo.hpp"
+#include "train/model_zoo.hpp"
 
 #include <torch/script.h>
 
@@ -140,7 +140,7 @@ Status need_image(const DataShape& shape, const char* model) {
 }
 
 Result<Model> cnn(const ModelOptions& o, const DataShape& shape) {
-  if (auto s = need_image(shape, "cnn"); !s) return std::move(s).error();
+  ACTORPIPE_TRY(need_image(shape, "cnn"));
   const std::int64_t width = o.width ? o.width : 16, C = shape.sample[0];
   const std::int64_t H = shape.sample[1] / 4, W = shape.sample[2] / 4;
   Model m;
@@ -158,7 +158,7 @@ Result<Model> cnn(const ModelOptions& o, const DataShape& shape) {
 }
 
 Result<Model> resnet(const ModelOptions& o, const DataShape& shape) {
-  if (auto s = need_image(shape, "resnet"); !s) return std::move(s).error();
+  ACTORPIPE_TRY(need_image(shape, "resnet"));
   const std::int64_t width = o.width ? o.width : 16, layers = o.layers ? o.layers : 3;
   Model m;
   m.blocks.push_back(block("stem", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(shape.sample[0], width, 3).padding(1)),

@@ -1,6 +1,6 @@
 /// Payload operations that need LibTorch.
 
-#include "tensor_box.hpp"
+#include "train/tensor_box.hpp"
 
 namespace actorpipe::train {
 

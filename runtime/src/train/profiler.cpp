@@ -2,9 +2,9 @@
 
 #include <actorpipe/training.hpp>
 
-#include "cores.hpp"
-#include "datasets.hpp"
-#include "model_zoo.hpp"
+#include "train/cores.hpp"
+#include "train/datasets.hpp"
+#include "train/model_zoo.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -77,10 +77,10 @@ private:
 
 Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& options) {
   auto loaded = given_or_loaded(job, options.data);
-  if (!loaded) return std::move(loaded).error();
+  ACTORPIPE_TRY(loaded);
   const DataSets* data = &(*loaded)->sets;
   auto model = build_model(job.model, data->shape, job.job.seed);
-  if (!model) return std::move(model).error();
+  ACTORPIPE_TRY(model);
   const std::int64_t n =
       std::min<std::int64_t>(options.batch_size ? options.batch_size : job.train.batch_size, data->train.size());
   ModelProfile profile = model->skeleton();
@@ -98,7 +98,7 @@ Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& o
   std::vector<Model> copies;
   for (std::size_t c = 0; c < load_copies; ++c) {
     auto copy = build_model(job.model, data->shape, job.job.seed);
-    if (!copy) return std::move(copy).error();
+    ACTORPIPE_TRY(copy);
     copies.push_back(std::move(*copy));
   }
   if (load_copies > 0)

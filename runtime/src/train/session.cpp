@@ -1,12 +1,12 @@
 /// Session: data, replicas and workers of a run; batches, evaluation, checkpoints.
 
-#include "session.hpp"
+#include "train/session.hpp"
 
-#include "../atomic_file.hpp"
-#include "cores.hpp"
-#include "datasets.hpp"
-#include "stage_worker_impl.hpp"
-#include "tensor_box.hpp"
+#include "base/atomic_file.hpp"
+#include "train/cores.hpp"
+#include "train/datasets.hpp"
+#include "train/stage_worker_impl.hpp"
+#include "train/tensor_box.hpp"
 
 #include <sstream>
 
@@ -34,14 +34,14 @@ Result<std::unique_ptr<Session>> Session::open(const JobSpec& job, const Plan& p
   d.plan = plan;
   d.caller_threads = at::get_num_threads();
   auto loaded = given_or_loaded(job, std::move(data));
-  if (!loaded) return std::move(loaded).error();
+  ACTORPIPE_TRY(loaded);
   d.data = (*loaded)->sets; // tensors share their storage
   if (d.data.train.size() < plan.batch_size)
     return Error::bad_input(job.where("train.batch_size") + std::to_string(plan.batch_size) +
                             " samples per batch, but the training data has " + std::to_string(d.data.train.size()));
   for (std::size_t p = 0; p < plan.pipelines; ++p) {
     auto model = build_model(job.model, d.data.shape, job.job.seed);
-    if (!model) return std::move(model).error();
+    ACTORPIPE_TRY(model);
     if (model->blocks.size() != job.profile.blocks.size() && !job.profile.blocks.empty())
       return Error::bad_input(job.where("model.profile") + "the profile has " + std::to_string(job.profile.blocks.size()) +
                               " blocks, model '" + job.model.zoo + "' " + std::to_string(model->blocks.size()));
@@ -145,7 +145,7 @@ Status Session::save_checkpoint(const std::string& path, const Progress& progres
 
 Result<Progress> Session::load_checkpoint(const std::string& path) {
   auto content = read_file(path);
-  if (!content) return std::move(content).error();
+  ACTORPIPE_TRY(content);
   try {
     torch::serialize::InputArchive archive;
     std::istringstream bytes(*content);

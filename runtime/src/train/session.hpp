@@ -5,8 +5,8 @@
 /// stage, batches in a resumable order, test evaluation and checkpoints. The actors
 /// drive it; no LibTorch types show here.
 
-#include "payload.hpp"
-#include "stage_worker.hpp"
+#include "train/payload.hpp"
+#include "train/stage_worker.hpp"
 
 #include <actorpipe/job.hpp>
 #include <actorpipe/plan.hpp>

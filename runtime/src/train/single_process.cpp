@@ -1,15 +1,15 @@
 /// SingleProcessTraining: the reference and baseline trainer.
 
-#include "single_process.hpp"
-#include "step_parts.hpp"
+#include "train/single_process.hpp"
+#include "train/step_parts.hpp"
 
 namespace actorpipe::train {
 
 Result<std::unique_ptr<SingleProcessTraining>> SingleProcessTraining::open(const JobSpec& job) {
   auto data = load_data(job.data, job.model);
-  if (!data) return std::move(data).error();
+  ACTORPIPE_TRY(data);
   auto model = build_model(job.model, data->shape, job.job.seed);
-  if (!model) return std::move(model).error();
+  ACTORPIPE_TRY(model);
   if (job.train.batch_size == 0 || data->train.size() < static_cast<std::int64_t>(job.train.batch_size))
     return Error::bad_input("train.batch_size: " + std::to_string(job.train.batch_size) + " samples, but the data has " +
                             std::to_string(data->train.size()));

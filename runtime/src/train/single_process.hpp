@@ -5,8 +5,8 @@
 /// runs are checked against (they must end with equal parameters) and the baseline
 /// the runtime benchmark measures them against. LibTorch inside.
 
-#include "datasets.hpp"
-#include "model_zoo.hpp"
+#include "train/datasets.hpp"
+#include "train/model_zoo.hpp"
 
 #include <actorpipe/error.hpp>
 #include <actorpipe/job.hpp>

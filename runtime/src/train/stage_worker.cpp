@@ -1,9 +1,9 @@
 /// StageWorker: forward, backward and optimizer step of one stage; gradient averaging.
 
-#include "cores.hpp"
-#include "stage_worker_impl.hpp"
-#include "step_parts.hpp"
-#include "tensor_box.hpp"
+#include "train/cores.hpp"
+#include "train/stage_worker_impl.hpp"
+#include "train/step_parts.hpp"
+#include "train/tensor_box.hpp"
 
 namespace actorpipe::train {
 

@@ -4,7 +4,7 @@
 /// it keeps between a micro-batch's forward and backward, and its optimizer. A stage
 /// actor drives it; no LibTorch types show here.
 
-#include "payload.hpp"
+#include "train/stage_computation.hpp"
 
 #include <actorpipe/error.hpp>
 #include <actorpipe/job.hpp>
@@ -28,11 +28,11 @@ struct StageSetup {
   int threads = 1; ///< LibTorch intra-op threads for this stage's compute
 };
 
-class StageWorker {
+class StageWorker final : public StageComputation {
 public:
   /// The units [setup.begin, setup.end) of `model`, which the worker keeps alive.
   StageWorker(std::shared_ptr<const Model> model, const StageSetup& setup);
-  ~StageWorker();
+  ~StageWorker() override;
   StageWorker(const StageWorker&) = delete;
   StageWorker& operator=(const StageWorker&) = delete;
 
@@ -40,21 +40,16 @@ public:
   bool first() const { return setup().stage == 0; }
   bool last() const { return setup().stage + 1 == setup().stages; }
 
-  /// Forward of micro-batch `micro`, keeping what its backward needs; returns the
-  /// activation for the next stage. Not for the last stage.
-  Payload forward(std::size_t micro, const Payload& input);
-  /// The last stage's forward: the mean cross-entropy against `labels`, returned as is,
-  /// and kept multiplied by `loss_scale` for the backward (so that gradients over all
-  /// micro-batches and pipelines add up to the batch mean).
-  double forward_loss(std::size_t micro, const Payload& input, const Payload& labels, double loss_scale);
-  /// Backward of micro-batch `micro` from the gradient of its output (none on the last
-  /// stage); returns the gradient of its input for the stage before (none on stage 0).
-  Payload backward(std::size_t micro, const Payload& output_gradient);
+  Payload forward(std::size_t micro, const Payload& input) override;
+  /// The mean cross-entropy against `labels`, returned as is, and kept multiplied by
+  /// `loss_scale` for the backward (so that gradients over all micro-batches and
+  /// pipelines add up to the batch mean).
+  double forward_loss(std::size_t micro, const Payload& input, const Payload& labels, double loss_scale) override;
+  Payload backward(std::size_t micro, const Payload& output_gradient) override;
   /// Micro-batches whose activations are kept.
   std::size_t stashed() const;
 
-  /// The optimizer step on the accumulated gradients, which it then clears.
-  void step();
+  void step() override;
 
   struct Impl;
   Impl& impl() { return *impl_; }

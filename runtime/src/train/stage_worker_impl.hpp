@@ -3,8 +3,8 @@
 /// StageWorker's insides, for the training code that saves, loads or evaluates
 /// stages. LibTorch inside.
 
-#include "model_zoo.hpp"
-#include "stage_worker.hpp"
+#include "train/model_zoo.hpp"
+#include "train/stage_worker.hpp"
 
 #include <torch/torch.h>
 

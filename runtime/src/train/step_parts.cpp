@@ -1,6 +1,6 @@
 /// The job's optimizer and loss.
 
-#include "step_parts.hpp"
+#include "train/step_parts.hpp"
 
 namespace actorpipe::train {
 

@@ -3,7 +3,7 @@
 #include <actorpipe/simulator.hpp>
 #include <actorpipe/training.hpp>
 
-#include "cores.hpp"
+#include "train/cores.hpp"
 
 #include <numeric>
 
@@ -26,7 +26,7 @@ Result<double> predicted_step_ms(const JobSpec& job, const Plan& plan) {
   options.action_overhead_ms = job.plan.action_overhead_ms;
   options.optimizer_factor = optimizer_state_factor(job.train);
   auto report = simulate(plan, job.profile, job.cluster, options);
-  if (!report) return std::move(report).error();
+  ACTORPIPE_TRY(report);
   return report->iteration_time_ms;
 }
 

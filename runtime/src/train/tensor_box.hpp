@@ -2,7 +2,7 @@
 
 /// What a Payload holds. LibTorch inside: include only from the training code.
 
-#include "payload.hpp"
+#include "train/payload.hpp"
 
 #include <torch/torch.h>
 

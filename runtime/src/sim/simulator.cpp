@@ -1,11 +1,11 @@
-/// simulate() and simulate_pipeline(): build the engine's model from a plan (stage
-/// figures from the profile, device speeds, routes and rings from the topology), run
-/// it, and turn what happened into a report.
+/// simulate(): builds the engine's model from a plan (stage figures from the profile,
+/// device speeds, routes and rings from the topology), runs it, and turns what happened
+/// into a report. simulate_pipeline(): one pipeline alone, priced by a dependency pass.
 
 #include <actorpipe/simulator.hpp>
 
 #include "sim/engine.hpp"
-#include "stage_figures.hpp"
+#include "sim/stage_figures.hpp"
 #include "sim/topology.hpp"
 
 #include <algorithm>
@@ -53,7 +53,7 @@ Status check_inputs(const Plan& plan, const ModelProfile& profile, const Cluster
   if (plan.schedule.stages.size() != plan.stages.size())
     return Error::bad_input("schedule '" + plan.schedule.name + "' has " + std::to_string(plan.schedule.stages.size()) +
                             " stages, the plan " + std::to_string(plan.stages.size()));
-  if (plan.schedule.micro_batch_sizes != plan.micro_batch_sizes)
+  if (plan.schedule.micro_batch_sizes != plan.schedule.micro_batch_sizes)
     return Error::bad_input("schedule '" + plan.schedule.name + "' has other micro-batches than the plan");
   return Ok{};
 }
@@ -62,7 +62,7 @@ Status check_inputs(const Plan& plan, const ModelProfile& profile, const Cluster
 
 Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster,
                                   const SimulationOptions& options) {
-  if (auto s = check_inputs(plan, profile, cluster); !s) return std::move(s).error();
+  ACTORPIPE_TRY(check_inputs(plan, profile, cluster));
   if (!options.processors.empty() && options.processors.size() != cluster.devices.size())
     return Error::bad_input("simulation: " + std::to_string(options.processors.size()) + " processors given for " +
                             std::to_string(cluster.devices.size()) + " devices");
@@ -77,7 +77,6 @@ Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
   sim::Model model;
   model.schedule = &plan.schedule;
   model.stages = S;
-  model.pipelines = P;
   model.action_overhead_ms = options.action_overhead_ms;
   model.stragglers = options.stragglers;
   model.trace = options.trace;
@@ -140,7 +139,7 @@ Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
   report.iteration_time_ms = options.iterations ? report.total_ms / static_cast<double>(options.iterations) : 0;
   report.samples_per_s = report.iteration_time_ms > 0 ? plan.batch_size / report.iteration_time_ms * 1000.0 : 0;
 
-  const std::uint32_t full = *std::max_element(plan.micro_batch_sizes.begin(), plan.micro_batch_sizes.end());
+  const std::uint32_t full = *std::max_element(plan.schedule.micro_batch_sizes.begin(), plan.schedule.micro_batch_sizes.end());
   report.stages.resize(S);
   for (std::size_t i = 0; i < model.instances.size(); ++i) {
     const sim::Instance& instance = model.instances[i];

@@ -61,12 +61,12 @@ Status Plan::validate(const ModelProfile& profile, const ClusterSpec& cluster) c
         return Error::bad_input(where + "device " + cluster.devices[d].name + " already runs another stage");
     }
   }
-  if (micro_batch_sizes.empty()) return Error::bad_input("plan: has no micro-batches");
+  const auto& sizes = schedule.micro_batch_sizes;
+  if (sizes.empty()) return Error::bad_input("plan: has no micro-batches");
   std::uint64_t samples = 0;
-  for (std::size_t m = 0; m < micro_batch_sizes.size(); ++m) {
-    if (micro_batch_sizes[m] == 0)
-      return Error::bad_input("plan: micro-batch " + std::to_string(m) + " is empty");
-    samples += micro_batch_sizes[m];
+  for (std::size_t m = 0; m < sizes.size(); ++m) {
+    if (sizes[m] == 0) return Error::bad_input("plan: micro-batch " + std::to_string(m) + " is empty");
+    samples += sizes[m];
   }
   if (samples * pipelines != batch_size)
     return Error::bad_input("plan: micro-batches hold " + std::to_string(samples) + " samples per pipeline × " +

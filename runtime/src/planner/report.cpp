@@ -1,7 +1,7 @@
 #include <actorpipe/report.hpp>
 
-#include "text.hpp"
-#include "text_table.hpp"
+#include "base/text.hpp"
+#include "base/text_table.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -37,8 +37,8 @@ std::string format_plan(const Plan& plan, const ModelProfile& profile, const Clu
   out += "plan         " + std::to_string(plan.pipelines) + " pipeline(s) × " + std::to_string(plan.stages.size()) +
          " stages; partitioner " + plan.partitioner + ", mapper " + plan.mapper + ", scheduler " + plan.scheduler +
          ", sync " + plan.sync + "\n";
-  const auto [smallest, largest] = std::minmax_element(plan.micro_batch_sizes.begin(), plan.micro_batch_sizes.end());
-  out += "batch        " + std::to_string(plan.batch_size) + " samples; " + std::to_string(plan.micro_batch_sizes.size()) +
+  const auto [smallest, largest] = std::minmax_element(plan.schedule.micro_batch_sizes.begin(), plan.schedule.micro_batch_sizes.end());
+  out += "batch        " + std::to_string(plan.batch_size) + " samples; " + std::to_string(plan.schedule.micro_batch_sizes.size()) +
          " micro-batches of " +
          (*smallest == *largest ? std::to_string(*largest) : std::to_string(*smallest) + "-" + std::to_string(*largest)) +
          " per pipeline\n";
@@ -118,8 +118,8 @@ json plan_document(const Plan& plan, const ModelProfile& profile, const ClusterS
       {"pipelines", plan.pipelines},
       {"stages_per_pipeline", plan.stages.size()},
       {"batch_size", plan.batch_size},
-      {"micro_batches", plan.micro_batch_sizes.size()},
-      {"micro_batch_sizes", plan.micro_batch_sizes},
+      {"micro_batches", plan.schedule.micro_batch_sizes.size()},
+      {"micro_batch_sizes", plan.schedule.micro_batch_sizes},
       {"iteration_time_ms", plan.iteration_time_ms},
       {"samples_per_s", plan.samples_per_s},
       {"balance", plan.balance},
@@ -169,7 +169,7 @@ std::string format_comparison(const std::vector<Plan>& plans, const ClusterSpec&
   for (const Plan& plan : plans)
     table.add_row({plan.partitioner, plan.mapper, plan.scheduler,
                    std::to_string(plan.pipelines) + " × " + std::to_string(plan.stages.size()),
-                   std::to_string(plan.micro_batch_sizes.size()), format_fixed(plan.iteration_time_ms, 2),
+                   std::to_string(plan.schedule.micro_batch_sizes.size()), format_fixed(plan.iteration_time_ms, 2),
                    format_fixed(plan.samples_per_s, 1),
                    format_fixed(plan.samples_per_s / plans.front().samples_per_s, 2) + "×", format_fixed(plan.balance, 3),
                    format_fixed(100.0 * fullest(plan, cluster), 1) + "%", format_fixed(plan.search_ms, 2)});

@@ -2,8 +2,8 @@
 
 #include <actorpipe/simulator.hpp>
 
-#include "text.hpp"
-#include "units.hpp"
+#include "base/text.hpp"
+#include "base/units.hpp"
 
 #include <charconv>
 #include <limits>
@@ -68,46 +68,46 @@ Result<Stragglers> parse_stragglers(std::string_view spec, const ClusterSpec& cl
     if (kind == "delay") {
       RandomDelay delay;
       auto p = take("p");
-      if (!p) return std::move(p).error();
+      ACTORPIPE_TRY(p);
       auto probability = number(entry, "p", *p);
-      if (!probability) return std::move(probability).error();
+      ACTORPIPE_TRY(probability);
       if (*probability < 0 || *probability > 1) return Error::bad_input("stragglers: '" + entry + "': p must be in [0, 1]");
       delay.probability = *probability;
       auto ms = take("ms");
-      if (!ms) return std::move(ms).error();
+      ACTORPIPE_TRY(ms);
       auto delay_ms = milliseconds(entry, "ms", *ms);
-      if (!delay_ms) return std::move(delay_ms).error();
+      ACTORPIPE_TRY(delay_ms);
       if (*delay_ms < 0) return Error::bad_input("stragglers: '" + entry + "': ms must not be negative");
       delay.delay_ms = *delay_ms;
       if (fields.count("device")) {
         auto d = device(entry, *take("device"), cluster);
-        if (!d) return std::move(d).error();
+        ACTORPIPE_TRY(d);
         delay.device = *d;
       }
       out.delays.push_back(delay);
     } else {
       SlowWindow window;
       auto name = take("device");
-      if (!name) return std::move(name).error();
+      ACTORPIPE_TRY(name);
       auto d = device(entry, *name, cluster);
-      if (!d) return std::move(d).error();
+      ACTORPIPE_TRY(d);
       window.device = *d;
       auto factor_text = take("factor");
-      if (!factor_text) return std::move(factor_text).error();
+      ACTORPIPE_TRY(factor_text);
       auto factor = number(entry, "factor", *factor_text);
-      if (!factor) return std::move(factor).error();
+      ACTORPIPE_TRY(factor);
       if (!(*factor >= 1)) return Error::bad_input("stragglers: '" + entry + "': factor must be at least 1");
       window.factor = *factor;
       window.from_ms = 0;
       window.to_ms = std::numeric_limits<double>::infinity();
       if (fields.count("from")) {
         auto from = milliseconds(entry, "from", *take("from"));
-        if (!from) return std::move(from).error();
+        ACTORPIPE_TRY(from);
         window.from_ms = *from;
       }
       if (fields.count("to")) {
         auto to = milliseconds(entry, "to", *take("to"));
-        if (!to) return std::move(to).error();
+        ACTORPIPE_TRY(to);
         window.to_ms = *to;
       }
       if (!(window.to_ms > window.from_ms)) return Error::bad_input("stragglers: '" + entry + "': 'to' must be after 'from'");

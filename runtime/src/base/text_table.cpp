@@ -1,4 +1,4 @@
-#include "text_table.hpp"
+#include "base/text_table.hpp"
 
 #include <algorithm>
 

@@ -2,8 +2,8 @@
 
 #include <actorpipe/report.hpp>
 
-#include "text.hpp"
-#include "text_table.hpp"
+#include "base/text.hpp"
+#include "base/text_table.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -36,7 +36,7 @@ std::string format_simulation(const SimulationReport& report, const Plan& plan, 
   const auto [fastest, slowest] = std::minmax_element(report.iteration_ms.begin(), report.iteration_ms.end());
   out += "plan         " + std::to_string(plan.pipelines) + " pipeline(s) × " + std::to_string(plan.stages.size()) +
          " stages of " + plan.model + " on " + plan.cluster + "; " + plan.partitioner + " + " + plan.mapper + ", " +
-         plan.schedule.name + " with " + std::to_string(plan.micro_batch_sizes.size()) + " micro-batches\n";
+         plan.schedule.name + " with " + std::to_string(plan.schedule.micro_batch_sizes.size()) + " micro-batches\n";
   out += "simulated    " + std::to_string(report.iterations) + " iteration(s) in " + format_fixed(report.total_ms, 3) +
          " ms (" + std::to_string(report.events) + " events)\n";
   out += "iteration    " + format_fixed(report.iteration_time_ms, 3) + " ms mean, " +
@@ -120,7 +120,7 @@ std::string simulation_to_json(const SimulationReport& report, const Plan& plan,
                          {"mapper", plan.mapper},
                          {"schedule", plan.schedule.name},
                          {"pipelines", plan.pipelines},
-                         {"micro_batches", plan.micro_batch_sizes.size()},
+                         {"micro_batches", plan.schedule.micro_batch_sizes.size()},
                          {"iterations", report.iterations},
                          {"total_ms", report.total_ms},
                          {"iteration_time_ms", report.iteration_time_ms},

@@ -3,7 +3,8 @@
 
 #include <actorpipe/plugin_registry.hpp>
 
-#include "text.hpp"
+#include "base/text.hpp"
+#include "plugin/install_dirs.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -42,7 +43,7 @@ std::optional<PluginKind> parse_kind(std::string_view kind) {
   return std::nullopt;
 }
 
-/// The folder of the shared object this code is in.
+/// The folder of the program or shared library this code is in.
 fs::path own_folder() {
   Dl_info info{};
   if (::dladdr(reinterpret_cast<const void*>(&own_folder), &info) == 0 || !info.dli_fname) return {};
@@ -128,9 +129,17 @@ std::vector<std::string> PluginRegistry::default_folders() {
   std::vector<std::string> folders;
   const fs::path here = own_folder();
   if (!here.empty()) {
-    // Installed: LIBDIR/libactorpipe.so next to LIBDIR/actorpipe/plugins.
-    // Build tree: BUILD/runtime/src/libactorpipe.so, plugins under BUILD/plugins.
-    for (const fs::path& candidate : {here / "actorpipe" / "plugins", here.parent_path().parent_path() / "plugins"}) {
+    // The first of these that exists, for the program or library this code is in:
+    //   installed library: LIBDIR/libactorpipe.so beside LIBDIR/actorpipe/plugins;
+    //   installed program: BINDIR/actorpipe, plugins in LIBDIR/actorpipe/plugins;
+    //   build tree: BUILD/runtime/cli/actorpipe or BUILD/tests/TEST, plugins in BUILD/plugins.
+    const fs::path prefix = fs::path(here / "..").lexically_normal();
+    const bool in_bindir = here.filename() == fs::path(install_dirs::bindir).filename();
+    std::vector<fs::path> candidates{here / "actorpipe" / "plugins"};
+    if (in_bindir) candidates.push_back(prefix / install_dirs::libdir / "actorpipe" / "plugins");
+    candidates.push_back(here.parent_path() / "plugins");
+    candidates.push_back(here.parent_path().parent_path() / "plugins");
+    for (const fs::path& candidate : candidates) {
       std::error_code ec;
       if (fs::is_directory(candidate, ec)) {
         folders.push_back(candidate.lexically_normal().string());
@@ -155,7 +164,7 @@ Result<PluginRegistry> PluginRegistry::discover(const std::vector<std::string>& 
       if (std::find(seen_files.begin(), seen_files.end(), canonical) != seen_files.end()) continue;
       seen_files.push_back(canonical);
       auto loaded = open_module(file);
-      if (!loaded) return std::move(loaded).error();
+      ACTORPIPE_TRY(loaded);
       const auto key = std::pair{loaded->record.kind, loaded->record.name};
       if (const auto it = impl->loaded.find(key); it != impl->loaded.end())
         return Error::bad_input(file + ": a " + std::string(to_string(key.first)) + " named '" + key.second +
@@ -200,7 +209,7 @@ namespace {
 
 template <class Interface>
 Result<std::shared_ptr<Interface>> as(Result<std::shared_ptr<Plugin>> plugin) {
-  if (!plugin) return std::move(plugin).error();
+  ACTORPIPE_TRY(plugin);
   // The kind was checked from the info block, and the macro builds the object from a
   // class of that kind.
   return std::static_pointer_cast<Interface>(std::move(*plugin));

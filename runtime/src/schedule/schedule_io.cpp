@@ -2,9 +2,9 @@
 
 #include <actorpipe/schedule_io.hpp>
 
-#include "atomic_file.hpp"
+#include "base/atomic_file.hpp"
 #include "config/toml_reader.hpp"
-#include "text.hpp"
+#include "base/text.hpp"
 
 #include <charconv>
 #include <filesystem>
@@ -54,8 +54,8 @@ Result<Schedule> parse_schedule(std::string_view text, const std::string& source
   config::TableReader reader(root, "");
   Schedule schedule;
   schedule.name = "custom";
-  if (auto s = reader.string("name", schedule.name); !s) return std::move(s).error();
-  if (auto s = reader.require("micro_batch_sizes"); !s) return std::move(s).error();
+  ACTORPIPE_TRY(reader.string("name", schedule.name));
+  ACTORPIPE_TRY(reader.require("micro_batch_sizes"));
   const toml::node* sizes = reader.node("micro_batch_sizes");
   if (!sizes->is_array()) return error_at(*sizes, "micro_batch_sizes", "expected an array of sample counts");
   for (const toml::node& size : *sizes->as_array()) {
@@ -64,7 +64,7 @@ Result<Schedule> parse_schedule(std::string_view text, const std::string& source
       return error_at(size, "micro_batch_sizes", "expected a positive sample count");
     schedule.micro_batch_sizes.push_back(static_cast<std::uint32_t>(*value));
   }
-  if (auto s = reader.require("stages"); !s) return std::move(s).error();
+  ACTORPIPE_TRY(reader.require("stages"));
   const toml::node* stages = reader.node("stages");
   if (!stages->is_array()) return error_at(*stages, "stages", "expected an array of strings, one per stage");
   std::size_t index = 0;
@@ -80,7 +80,7 @@ Result<Schedule> parse_schedule(std::string_view text, const std::string& source
       out.push_back(*action);
     }
   }
-  if (auto s = reader.finish(); !s) return std::move(s).error();
+  ACTORPIPE_TRY(reader.finish());
   if (auto s = validate(schedule); !s) return std::move(s).error().with_context(source + ": ");
   return schedule;
 }
@@ -88,7 +88,7 @@ Result<Schedule> parse_schedule(std::string_view text, const std::string& source
 Result<Schedule> load_schedule(const std::string& path) {
   if (!std::filesystem::is_regular_file(path)) return Error::bad_input(path + ": file not found");
   auto text = read_file(path);
-  if (!text) return std::move(text).error();
+  ACTORPIPE_TRY(text);
   return parse_schedule(*text, path);
 }
 

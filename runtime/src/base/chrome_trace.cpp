@@ -1,4 +1,4 @@
-#include "chrome_trace.hpp"
+#include "base/chrome_trace.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
-#include "units.hpp"
+#include "base/units.hpp"
 
-#include "text.hpp"
+#include "base/text.hpp"
 
 #include <array>
 #include <charconv>
@@ -31,7 +31,7 @@ Result<std::pair<double, std::string_view>> split_quantity(std::string_view text
 template <std::size_t N>
 Result<double> scale(std::string_view text, const std::array<Unit, N>& table, std::string_view what) {
   auto parts = split_quantity(text);
-  if (!parts) return std::move(parts).error();
+  ACTORPIPE_TRY(parts);
   const auto [number, unit] = *parts;
   for (const auto& u : table)
     if (u.name == unit) return number * u.factor;
@@ -62,7 +62,7 @@ constexpr std::array<Unit, 6> duration_units{{
 
 Result<std::uint64_t> parse_bytes(std::string_view text) {
   auto value = scale(text, byte_units, "size");
-  if (!value) return std::move(value).error();
+  ACTORPIPE_TRY(value);
   if (*value > 1.8e19) return Error::bad_input("'" + std::string(text) + "' is too large");
   return static_cast<std::uint64_t>(std::llround(*value));
 }

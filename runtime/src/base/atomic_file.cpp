@@ -1,4 +1,4 @@
-#include "atomic_file.hpp"
+#include "base/atomic_file.hpp"
 
 #include <algorithm>
 #include <cctype>

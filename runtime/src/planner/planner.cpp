@@ -128,9 +128,9 @@ Result<Plan> make_plan(const JobSpec& job, const PluginRegistry& plugins) {
     return Error::bad_input(job.where("model.profile") +
                             "no profile to plan with (`actorpipe profile JOB` measures one for a zoo model)");
   auto planning = planning::prepare(job, plugins);
-  if (!planning) return std::move(planning).error();
+  ACTORPIPE_TRY(planning);
   auto candidates = shapes(job, *planning);
-  if (!candidates) return std::move(candidates).error();
+  ACTORPIPE_TRY(candidates);
 
   // Where several shapes are searched, one a plugin refuses (a baseline that cuts whole
   // blocks asked for more stages than blocks) is skipped; the job fails only when no

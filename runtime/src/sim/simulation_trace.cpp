@@ -2,7 +2,7 @@
 
 #include <actorpipe/simulator.hpp>
 
-#include "chrome_trace.hpp"
+#include "base/chrome_trace.hpp"
 
 #include <set>
 

@@ -1,4 +1,4 @@
-#include "stage_figures.hpp"
+#include "sim/stage_figures.hpp"
 
 namespace actorpipe {
 

@@ -1,0 +1,80 @@
+#pragma once
+
+/// The training actors' protocol: each actor's handle type lists the messages it takes,
+/// so a message the receiver does not handle is a compile error, not a dropped message.
+///
+///   run ─step(n, batch)→ job ─step(n, share)→ pipeline
+///   pipeline ─forward(n, micro, input)→ stage 0 ─forward→ … ─→ stage S−1
+///            ─labels(n, micro, labels, scale)→ stage S−1
+///   stage s ─backward(n, micro, gradient)→ stage s−1
+///   stage ─grads(n, pipeline)→ sync group ─synced(n)→ stage ─done(n, stage, loss)→ pipeline
+///   stage, sync group ─failed(what)→ job
+///
+/// `n` is the run's step number: the run queues step n + 1 while step n runs, so a
+/// stage may hold inputs of both. Tensors travel as Payload handles: a message between
+/// actors of one process carries a pointer, never a copy.
+
+#include "train/payload.hpp"
+
+#include <caf/atom.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace actorpipe::actors {
+
+using connect_atom = caf::atom_constant<caf::atom("connect")>;
+using step_atom = caf::atom_constant<caf::atom("step")>;
+using forward_atom = caf::atom_constant<caf::atom("forward")>;
+using backward_atom = caf::atom_constant<caf::atom("backward")>;
+using labels_atom = caf::atom_constant<caf::atom("labels")>;
+using grads_atom = caf::atom_constant<caf::atom("grads")>;
+using synced_atom = caf::atom_constant<caf::atom("synced")>;
+using done_atom = caf::atom_constant<caf::atom("done")>;
+using failed_atom = caf::atom_constant<caf::atom("failed")>;
+
+/// Trains one step of the whole batch (job) or of a pipeline's share (pipeline):
+/// (step, inputs, labels) → the mean loss over those samples.
+using step_signature = caf::replies_to<step_atom, std::uint64_t, train::Payload, train::Payload>::with<double>;
+
+/// The job: steps of the whole batch; the first failure any actor reports.
+using job_actor = caf::typed_actor<step_signature, caf::reacts_to<failed_atom, std::string>>;
+
+/// A pipeline: steps of its share; (step, stage, Σ loss × samples) from each stage once
+/// it has stepped.
+using pipeline_actor =
+    caf::typed_actor<step_signature, caf::reacts_to<done_atom, std::uint64_t, std::uint64_t, double>>;
+
+/// A stage index's sync group: (step, pipeline) from each replica whose gradients are
+/// ready.
+using sync_group_actor = caf::typed_actor<caf::reacts_to<grads_atom, std::uint64_t, std::uint64_t>>;
+
+struct StageLinks;
+
+/// A stage: its links first, then inputs (step, micro-batch, payload), the last
+/// stage's labels (with the loss scale), output gradients, and the sync group's go.
+using stage_actor = caf::typed_actor<
+    caf::reacts_to<connect_atom, StageLinks>,
+    caf::reacts_to<forward_atom, std::uint64_t, std::uint64_t, train::Payload>,
+    caf::reacts_to<labels_atom, std::uint64_t, std::uint64_t, train::Payload, double>,
+    caf::reacts_to<backward_atom, std::uint64_t, std::uint64_t, train::Payload>,
+    caf::reacts_to<synced_atom, std::uint64_t>>;
+
+/// Whom a stage talks to, sent once before any input. The first stage has no
+/// `previous`, the last no `next`, a stage of a lone pipeline no `sync_group`.
+struct StageLinks {
+  stage_actor previous;
+  stage_actor next;
+  pipeline_actor pipeline;
+  sync_group_actor sync_group;
+  job_actor job;
+};
+
+} // namespace actorpipe::actors
+
+// Payloads and links stay inside one process; the c10d transport will carry tensors
+// between processes.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorpipe::train::Payload)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorpipe::actors::StageLinks)

@@ -1,0 +1,31 @@
+#pragma once
+
+/// What a stage actor computes, behind an interface: a stage's LibTorch work in a run
+/// (StageWorker), a scripted fake in the actor protocol tests, which so step the actors
+/// one message at a time without LibTorch's compute.
+
+#include "train/payload.hpp"
+
+#include <cstddef>
+
+namespace actorpipe::train {
+
+class StageComputation {
+public:
+  virtual ~StageComputation() = default;
+
+  /// Forward of micro-batch `micro`, keeping what its backward needs; returns the
+  /// activation for the next stage. Not for the last stage.
+  virtual Payload forward(std::size_t micro, const Payload& input) = 0;
+  /// The last stage's forward: the micro-batch's mean loss against `labels`; its
+  /// backward starts from that loss times `loss_scale`.
+  virtual double forward_loss(std::size_t micro, const Payload& input, const Payload& labels,
+                              double loss_scale) = 0;
+  /// Backward of micro-batch `micro` from the gradient of its output (none on the last
+  /// stage); returns the gradient of its input (none on the first stage).
+  virtual Payload backward(std::size_t micro, const Payload& output_gradient) = 0;
+  /// The optimizer step on the accumulated gradients, which it then clears.
+  virtual void step() = 0;
+};
+
+} // namespace actorpipe::train

@@ -1,0 +1,271 @@
+/// The training actors' protocol, stepped one message at a time on CAF's deterministic
+/// test coordinator: no threads, no sleeps. Stage computations are scripted fakes, and
+/// the job and pipeline a stage reports to are test doubles where a test watches the
+/// stage alone.
+
+#define CAF_SUITE actor_protocol
+
+#include "job_actor.hpp"
+#include "stage_actor.hpp"
+#include "sync_group_actor.hpp"
+
+#include "train/stage_computation.hpp"
+#include "train/tensor_box.hpp"
+
+#include <actorpipe/schedule_builders.hpp>
+
+#include <caf/test/dsl.hpp>
+#include <caf/test/unit_test_impl.hpp>
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using namespace actorpipe;
+using namespace actorpipe::actors;
+
+namespace {
+
+/// A stage's computation that writes what it is asked to do to a shared log
+/// ("p0s1 F0" …) and throws where the test scripts it to.
+struct FakeStage final : train::StageComputation {
+  std::string name;
+  std::vector<std::string>* log = nullptr;
+  std::optional<std::size_t> fail_forward; ///< micro-batch whose forward throws
+  bool fail_step = false;
+  std::map<std::size_t, train::Payload> seen; ///< the input of each micro-batch's latest forward
+
+  train::Payload forward(std::size_t micro, const train::Payload& input) override {
+    log->push_back(name + " F" + std::to_string(micro));
+    if (fail_forward == micro) throw std::runtime_error("scripted failure");
+    seen[micro] = input;
+    return input;
+  }
+  double forward_loss(std::size_t micro, const train::Payload& input, const train::Payload&, double) override {
+    log->push_back(name + " F" + std::to_string(micro));
+    if (fail_forward == micro) throw std::runtime_error("scripted failure");
+    seen[micro] = input;
+    return input->tensor.item<double>();
+  }
+  train::Payload backward(std::size_t micro, const train::Payload&) override {
+    log->push_back(name + " B" + std::to_string(micro));
+    return train::wrap(torch::zeros({1}));
+  }
+  void step() override {
+    log->push_back(name + " step");
+    if (fail_step) throw std::runtime_error("scripted optimizer failure");
+  }
+};
+
+train::Payload value(double x) { return train::wrap(torch::full({1, 1}, x, torch::kFloat64)); }
+
+/// Answers no step; keeps the failures reported to it.
+job_actor::behavior_type job_double(job_actor::pointer, std::vector<std::string>* failures) {
+  return {
+      [](step_atom, std::uint64_t, train::Payload&, train::Payload&) -> caf::result<double> {
+        return caf::make_error(caf::sec::unexpected_message);
+      },
+      [=](failed_atom, const std::string& what) { failures->push_back(what); },
+  };
+}
+
+/// Answers no step; takes the stages' reports (which the tests `expect`).
+pipeline_actor::behavior_type pipeline_double(pipeline_actor::pointer) {
+  return {
+      [](step_atom, std::uint64_t, train::Payload&, train::Payload&) -> caf::result<double> {
+        return caf::make_error(caf::sec::unexpected_message);
+      },
+      [](done_atom, std::uint64_t, std::uint64_t, double) {},
+  };
+}
+
+struct fixture : test_coordinator_fixture<> {
+  std::vector<std::string> log;
+  std::vector<std::string> failures; ///< what the job double was told
+  std::map<std::pair<std::size_t, std::size_t>, FakeStage> fakes;
+  job_actor job = sys.spawn(job_double, &failures);
+  pipeline_actor pipeline = sys.spawn(pipeline_double);
+  std::vector<caf::actor> spawned{caf::actor_cast<caf::actor>(job), caf::actor_cast<caf::actor>(pipeline)};
+
+  /// The system waits for every actor before it goes: the test's actors end here.
+  ~fixture() override {
+    for (const caf::actor& actor : spawned) caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+    run();
+  }
+
+  FakeStage& fake(std::size_t p, std::size_t s) {
+    FakeStage& f = fakes[{p, s}];
+    f.name = "p" + std::to_string(p) + "s" + std::to_string(s);
+    f.log = &log;
+    return f;
+  }
+
+  /// Stage s of `stages` of pipeline p, on the scheduler, running `schedule`'s actions.
+  stage_actor stage(std::size_t p, std::size_t s, const Schedule& schedule) {
+    StageConfig config;
+    config.computation = &fake(p, s);
+    config.actions = schedule.stages[s];
+    config.pipeline = p;
+    config.stage = s;
+    config.stages = schedule.stages.size();
+    config.detached = false;
+    stage_actor actor = spawn_stage(sys, std::move(config));
+    spawned.push_back(caf::actor_cast<caf::actor>(actor));
+    return actor;
+  }
+
+  /// Links every stage of pipeline `stages` in order, to the doubles and `group`.
+  void connect(const std::vector<stage_actor>& stages, const sync_group_actor& group = {}) {
+    for (std::size_t s = 0; s < stages.size(); ++s)
+      self->send(stages[s], connect_atom::value,
+                 StageLinks{s > 0 ? stages[s - 1] : stage_actor{}, s + 1 < stages.size() ? stages[s + 1] : stage_actor{},
+                            pipeline, group, job});
+    run();
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(actor_protocol, fixture)
+
+CAF_TEST(a_stage_failing_mid_step_reports_once_and_computes_nothing_after) {
+  const Schedule gpipe = gpipe_schedule(2, {1, 1});
+  auto first = stage(0, 0, gpipe);
+  auto last = stage(0, 1, gpipe);
+  connect({first, last});
+  fake(0, 1).fail_forward = 1;
+  for (std::uint64_t m = 0; m < 2; ++m) {
+    self->send(last, labels_atom::value, std::uint64_t{1}, m, value(0), 0.5);
+    self->send(first, forward_atom::value, std::uint64_t{1}, m, value(m + 1.0));
+  }
+  expect((labels_atom, std::uint64_t, std::uint64_t, train::Payload, double), from(self).to(last).with(_, 1u, 0u, _, 0.5));
+  expect((labels_atom, std::uint64_t, std::uint64_t, train::Payload, double), from(self).to(last).with(_, 1u, 1u, _, 0.5));
+  expect((forward_atom, std::uint64_t, std::uint64_t, train::Payload), from(self).to(first).with(_, 1u, 0u, _));
+  expect((forward_atom, std::uint64_t, std::uint64_t, train::Payload), from(self).to(first).with(_, 1u, 1u, _));
+  expect((forward_atom, std::uint64_t, std::uint64_t, train::Payload), from(first).to(last).with(_, 1u, 0u, _));
+  expect((forward_atom, std::uint64_t, std::uint64_t, train::Payload), from(first).to(last).with(_, 1u, 1u, _));
+  expect((failed_atom, std::string), from(last).to(job)
+                                         .with(_, "stage 1 of pipeline 0, forward of micro-batch 1 in step 1: scripted failure"));
+  // Inputs that arrive after the failure are taken and left alone: no retry, no second
+  // report, no gradient sent back.
+  self->send(last, labels_atom::value, std::uint64_t{2}, std::uint64_t{0}, value(0), 0.5);
+  self->send(last, forward_atom::value, std::uint64_t{2}, std::uint64_t{0}, value(3));
+  run();
+  CAF_CHECK_EQUAL(failures.size(), 1u);
+  CAF_CHECK_EQUAL(log, (std::vector<std::string>{"p0s0 F0", "p0s0 F1", "p0s1 F0", "p0s1 F1"}));
+}
+
+CAF_TEST(an_optimizer_failure_is_reported_as_the_optimizer_step) {
+  const Schedule one = gpipe_schedule(1, {2});
+  auto only = stage(0, 0, one);
+  connect({only});
+  fake(0, 0).fail_step = true;
+  self->send(only, labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(0), 1.0);
+  self->send(only, forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(1));
+  run();
+  CAF_CHECK_EQUAL(log, (std::vector<std::string>{"p0s0 F0", "p0s0 B0", "p0s0 step"}));
+  CAF_REQUIRE_EQUAL(failures.size(), 1u);
+  CAF_CHECK_EQUAL(failures[0], "stage 0 of pipeline 0, optimizer step in step 1: scripted optimizer failure");
+  // The next step's inputs find the stage failed: the optimizer is not tried again.
+  self->send(only, labels_atom::value, std::uint64_t{2}, std::uint64_t{0}, value(0), 1.0);
+  self->send(only, forward_atom::value, std::uint64_t{2}, std::uint64_t{0}, value(1));
+  run();
+  CAF_CHECK_EQUAL(log.size(), 3u);
+  CAF_CHECK_EQUAL(failures.size(), 1u);
+}
+
+CAF_TEST(the_next_steps_inputs_arriving_early_wait_for_this_step) {
+  const Schedule one = gpipe_schedule(1, {1});
+  auto only = stage(0, 0, one);
+  connect({only});
+  const train::Payload step1 = value(1), step2 = value(2);
+  // Step 2's micro-batch comes first: the stage takes it and computes nothing.
+  inject((labels_atom, std::uint64_t, std::uint64_t, train::Payload, double),
+         from(self).to(only).with(labels_atom::value, std::uint64_t{2}, std::uint64_t{0}, value(0), 1.0));
+  inject((forward_atom, std::uint64_t, std::uint64_t, train::Payload),
+         from(self).to(only).with(forward_atom::value, std::uint64_t{2}, std::uint64_t{0}, step2));
+  CAF_CHECK(log.empty());
+  // Step 1's arrives: step 1 runs and reports, then step 2 at once, in that order.
+  inject((labels_atom, std::uint64_t, std::uint64_t, train::Payload, double),
+         from(self).to(only).with(labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(0), 1.0));
+  CAF_CHECK(log.empty());
+  inject((forward_atom, std::uint64_t, std::uint64_t, train::Payload),
+         from(self).to(only).with(forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, step1));
+  expect((done_atom, std::uint64_t, std::uint64_t, double), from(only).to(pipeline).with(_, 1u, 0u, 1.0));
+  expect((done_atom, std::uint64_t, std::uint64_t, double), from(only).to(pipeline).with(_, 2u, 0u, 2.0));
+  CAF_CHECK_EQUAL(log, (std::vector<std::string>{"p0s0 F0", "p0s0 B0", "p0s0 step", "p0s0 F0", "p0s0 B0",
+                                                 "p0s0 step"}));
+  CAF_CHECK(failures.empty());
+}
+
+CAF_TEST(a_sync_group_losing_a_member_reports_it_and_releases_no_one) {
+  const Schedule one = gpipe_schedule(1, {1});
+  auto replica0 = stage(0, 0, one);
+  auto replica1 = stage(1, 0, one);
+  int reductions = 0;
+  SyncGroupConfig config;
+  config.stage = 0;
+  config.reduce = [&] { ++reductions; };
+  config.members = {replica0, replica1};
+  config.job = job;
+  config.detached = false;
+  auto group = spawn_sync_group(sys, std::move(config));
+  spawned.push_back(caf::actor_cast<caf::actor>(group));
+  connect({replica0}, group);
+  connect({replica1}, group);
+  // Pipeline 0's replica finishes its step and hands its gradients over …
+  self->send(replica0, labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(0), 0.5);
+  self->send(replica0, forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(1));
+  run();
+  CAF_CHECK_EQUAL(log, (std::vector<std::string>{"p0s0 F0", "p0s0 B0"}));
+  // … and pipeline 1's ends before it does.
+  self->send_exit(replica1, caf::exit_reason::kill);
+  run();
+  CAF_REQUIRE_EQUAL(failures.size(), 1u);
+  CAF_CHECK_EQUAL(failures[0].rfind("sync group of stage 0: lost its member of pipeline 1 (", 0), 0u);
+  // Nothing was reduced and the survivor was not released to step.
+  CAF_CHECK_EQUAL(reductions, 0);
+  CAF_CHECK_EQUAL(log.size(), 2u);
+  // Late gradients change nothing.
+  self->send(group, grads_atom::value, std::uint64_t{1}, std::uint64_t{1});
+  run();
+  CAF_CHECK_EQUAL(reductions, 0);
+  CAF_CHECK_EQUAL(failures.size(), 1u);
+}
+
+CAF_TEST(shutdown_while_messages_are_in_flight_ends_every_actor_and_answers_the_step) {
+  std::vector<std::string> unused;
+  JobConfig config;
+  config.plan.pipelines = 2;
+  config.plan.stages.resize(2);
+  config.plan.batch_size = 4;
+  config.plan.schedule = gpipe_schedule(2, {1, 1});
+  config.computation = [this](std::size_t p, std::size_t s) -> train::StageComputation& { return fake(p, s); };
+  int reductions = 0;
+  config.reduce = [&](std::size_t) { ++reductions; };
+  config.detached = false;
+  config.failure = std::make_shared<Failure>();
+  const std::size_t before = sys.registry().running();
+  auto real_job = spawn_job(sys, std::move(config));
+  run();
+  // 2 × 2 stages, 2 pipelines and 2 sync groups beside the job.
+  CAF_CHECK_EQUAL(sys.registry().running(), before + 1 + 4 + 2 + 2);
+  auto step = self->request(real_job, caf::infinite, step_atom::value, std::uint64_t{1},
+                            train::wrap(torch::ones({4, 1})), train::wrap(torch::zeros({4, 1})));
+  // The step reaches the pipelines and the first micro-batches the stages; the rest is
+  // still in the mailboxes when the job is shut down.
+  for (int i = 0; i < 6; ++i) CAF_REQUIRE(sched.try_run_once());
+  const std::size_t computed = log.size();
+  CAF_CHECK(sched.has_job());
+  self->send_exit(real_job, caf::exit_reason::user_shutdown);
+  run();
+  CAF_CHECK_EQUAL(sys.registry().running(), before);
+  CAF_CHECK_EQUAL(reductions, 0);
+  std::string answer;
+  step.receive([&](double) { answer = "a loss"; }, [&](caf::error& e) { answer = sys.render(e); });
+  CAF_CHECK_NOT_EQUAL(answer.find("the job was shut down"), std::string::npos);
+  CAF_MESSAGE("computed " << computed << " actions before the shutdown, " << log.size() << " in all");
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()

@@ -1,0 +1,21 @@
+#pragma once
+
+/// What the suites that train start from: a job profiled on this machine and planned
+/// with the build tree's plugins. Public API only, so the embedding test can use it.
+
+#include <actorpipe/job.hpp>
+#include <actorpipe/plan.hpp>
+#include <actorpipe/training.hpp>
+
+namespace actorpipe::test {
+
+struct MeasuredPlan {
+  JobSpec job;
+  Plan plan;
+};
+
+/// `job` with its profile measured (`measure` says how) and its plan made; a failure
+/// of either fails the test case.
+MeasuredPlan measure_and_plan(JobSpec job, const MeasureOptions& measure);
+
+} // namespace actorpipe::test
