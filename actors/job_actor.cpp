@@ -42,7 +42,8 @@ void fail(JobActor self, const std::string& what) {
     std::lock_guard<std::mutex> lock(st.failure->mutex);
     if (st.failure->what.empty()) st.failure->what = what;
   }
-  for (auto& [step, pending] : st.steps) pending.reply.deliver(caf::make_error(caf::sec::runtime_error, what));
+  for (auto& [step, pending] : st.steps)
+    pending.reply.deliver(caf::make_error(caf::sec::runtime_error, what));
   st.steps.clear();
 }
 
@@ -81,7 +82,8 @@ void build(JobActor self, const JobConfig& config) {
       watch(stages[p].back(), "stage " + std::to_string(s) + " of pipeline " + std::to_string(p));
     }
   std::uint32_t share = 0;
-  for (auto n : plan.schedule.micro_batch_sizes) share += n;
+  for (auto n : plan.schedule.micro_batch_sizes)
+    share += n;
   for (std::size_t p = 0; p < P; ++p) {
     st.pipelines.push_back(spawn_pipeline(self->system(), stages[p], plan.schedule.micro_batch_sizes, plan.batch_size));
     st.shares.push_back(share);
@@ -93,7 +95,8 @@ void build(JobActor self, const JobConfig& config) {
     SyncGroupConfig group;
     group.stage = s;
     group.reduce = [reduce = config.reduce, s] { reduce(s); };
-    for (std::size_t p = 0; p < P; ++p) group.members.push_back(stages[p][s]);
+    for (std::size_t p = 0; p < P; ++p)
+      group.members.push_back(stages[p][s]);
     group.job = job;
     group.detached = config.detached;
     groups[s] = spawn_sync_group(self->system(), std::move(group));
@@ -121,7 +124,8 @@ job_actor::behavior_type job_behavior(JobActor self, JobConfig config) {
     for (auto& [step, pending] : self->state.steps)
       pending.reply.deliver(caf::make_error(caf::sec::runtime_error, "the job was shut down"));
     self->state.steps.clear();
-    for (const caf::actor_addr& actor : self->state.built) self->send_exit(actor, exit.reason);
+    for (const caf::actor_addr& actor : self->state.built)
+      self->send_exit(actor, exit.reason);
     self->quit(exit.reason);
   });
   return {
@@ -146,11 +150,14 @@ job_actor::behavior_type job_behavior(JobActor self, JobConfig config) {
                     it->second.loss_sum += loss * share;
                     if (++it->second.answered < st.pipelines.size()) return;
                     std::uint32_t total = 0;
-                    for (auto n : st.shares) total += n;
+                    for (auto n : st.shares)
+                      total += n;
                     it->second.reply.deliver(it->second.loss_sum / total);
                     st.steps.erase(it);
                   },
-                  [=](caf::error& error) { fail(self, "pipeline " + std::to_string(p) + ": " + self->system().render(error)); });
+                  [=](caf::error& error) {
+                    fail(self, "pipeline " + std::to_string(p) + ": " + self->system().render(error));
+                  });
         }
         return pending.reply;
       },

@@ -28,13 +28,14 @@ struct PipelineState {
 };
 
 pipeline_actor::behavior_type pipeline_behavior(pipeline_actor::stateful_pointer<PipelineState> self,
-                                                std::vector<stage_actor> stages,
-                                std::vector<std::uint32_t> sizes, std::uint32_t batch_size) {
+                                                std::vector<stage_actor> stages, std::vector<std::uint32_t> sizes,
+                                                std::uint32_t batch_size) {
   auto& st = self->state;
   st.stages = std::move(stages);
   st.sizes = std::move(sizes);
   st.batch_size = batch_size;
-  for (auto n : st.sizes) st.share += n;
+  for (auto n : st.sizes)
+    st.share += n;
   return {
       [=](step_atom, std::uint64_t step, train::Payload& inputs, train::Payload& labels) -> caf::result<double> {
         auto& st = self->state;

@@ -55,12 +55,11 @@ struct StageLinks;
 
 /// A stage: its links first, then inputs (step, micro-batch, payload), the last
 /// stage's labels (with the loss scale), output gradients, and the sync group's go.
-using stage_actor = caf::typed_actor<
-    caf::reacts_to<connect_atom, StageLinks>,
-    caf::reacts_to<forward_atom, std::uint64_t, std::uint64_t, train::Payload>,
-    caf::reacts_to<labels_atom, std::uint64_t, std::uint64_t, train::Payload, double>,
-    caf::reacts_to<backward_atom, std::uint64_t, std::uint64_t, train::Payload>,
-    caf::reacts_to<synced_atom, std::uint64_t>>;
+using stage_actor = caf::typed_actor<caf::reacts_to<connect_atom, StageLinks>,
+                                     caf::reacts_to<forward_atom, std::uint64_t, std::uint64_t, train::Payload>,
+                                     caf::reacts_to<labels_atom, std::uint64_t, std::uint64_t, train::Payload, double>,
+                                     caf::reacts_to<backward_atom, std::uint64_t, std::uint64_t, train::Payload>,
+                                     caf::reacts_to<synced_atom, std::uint64_t>>;
 
 /// Whom a stage talks to, sent once before any input. The first stage has no
 /// `previous`, the last no `next`, a stage of a lone pipeline no `sync_group`.

@@ -30,17 +30,17 @@ using json = nlohmann::json;
 
 std::string trace_of(const std::vector<actors::StageTrace>& traces, const Plan& plan, const ClusterSpec& cluster) {
   ChromeTrace trace;
-  for (std::size_t p = 0; p < plan.pipelines; ++p) trace.process(p, "pipeline " + std::to_string(p));
+  for (std::size_t p = 0; p < plan.pipelines; ++p)
+    trace.process(p, "pipeline " + std::to_string(p));
   for (const auto& t : traces) {
     const DeviceId device = plan.devices[t.pipeline][t.stage];
-    trace.thread(t.pipeline, t.stage,
-                 "stage " + std::to_string(t.stage) + " (" + cluster.devices[device].name + ")");
+    trace.thread(t.pipeline, t.stage, "stage " + std::to_string(t.stage) + " (" + cluster.devices[device].name + ")");
     for (const auto& span : t.spans) {
       // Sync and the optimizer step are the whole step's, not a micro-batch's.
       const bool whole_step = span.kind == actors::SpanKind::sync || span.kind == actors::SpanKind::step;
       const char* kind = actors::to_string(span.kind);
-      trace.span(t.pipeline, t.stage, std::string(kind) + (whole_step ? "" : " " + std::to_string(span.micro_batch)), kind,
-                 span.start_us, span.duration_us, span.step);
+      trace.span(t.pipeline, t.stage, std::string(kind) + (whole_step ? "" : " " + std::to_string(span.micro_batch)),
+                 kind, span.start_us, span.duration_us, span.step);
     }
   }
   return trace.finish();
@@ -49,7 +49,7 @@ std::string trace_of(const std::vector<actors::StageTrace>& traces, const Plan& 
 } // namespace
 
 Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, const RunOptions& options,
-                                       std::optional<InjectedFailure> inject_failure) {
+                                        std::optional<InjectedFailure> inject_failure) {
   ACTORPIPE_TRY(plan.validate(job.profile, job.cluster));
   ACTORPIPE_TRY(validate(plan.schedule));
   std::error_code ec;
@@ -82,7 +82,8 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
   const auto origin = Clock::now();
   auto failure = std::make_shared<actors::Failure>();
   std::vector<actors::StageTrace> traces(plan.pipelines * plan.stages.size());
-  for (actors::StageTrace& t : traces) t.keep_steps = job.output.trace_steps;
+  for (actors::StageTrace& t : traces)
+    t.keep_steps = job.output.trace_steps;
   actors::JobConfig job_config;
   job_config.plan = plan;
   job_config.computation = [&session](std::size_t p, std::size_t s) -> train::StageComputation& {
@@ -106,23 +107,38 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
   std::uint64_t steps_here = 0;
   std::vector<double> step_ms; // of this process's steps
   // After the last step of `epoch` (1-based).
-  auto evaluate = [&](std::uint64_t epoch) {
-    const train::Evaluation e = session.evaluate();
+  auto evaluate = [&](std::uint64_t epoch) -> Status {
+    train::Evaluation e;
+    // LibTorch's exceptions end here: a host that embeds the runtime gets an Error.
+    try {
+      e = session.evaluate();
+    } catch (const std::exception& ex) {
+      const std::string what = ex.what();
+      return Error::run_failed("evaluation after epoch " + std::to_string(epoch) + ": " +
+                               what.substr(0, what.find('\n')));
+    }
     summary.test_accuracy = e.accuracy;
     summary.test_loss = e.loss;
-    metrics << json{{"kind", "evaluation"}, {"step", progress.step}, {"epoch", epoch},
-                    {"test_accuracy", e.accuracy}, {"test_loss", e.loss}}
+    metrics << json{{"kind", "evaluation"},
+                    {"step", progress.step},
+                    {"epoch", epoch},
+                    {"test_accuracy", e.accuracy},
+                    {"test_loss", e.loss}}
                    .dump()
             << "\n"
             << std::flush;
     if (options.on_evaluation) options.on_evaluation({progress.step, epoch, e.accuracy, e.loss});
+    return Ok{};
   };
-  auto checkpoint = [&]() -> Status { return session.save_checkpoint(options.output_dir + "/checkpoint.pt", progress); };
+  auto checkpoint = [&]() -> Status {
+    return session.save_checkpoint(options.output_dir + "/checkpoint.pt", progress);
+  };
 
   // A step handed to the job actor and not yet answered.
   auto send_step = [&](std::uint64_t step, std::uint64_t epoch, std::uint64_t index) {
     const train::Batch batch = session.batch(epoch, index);
-    auto handle = (*self)->request(job_actor, caf::infinite, actors::step_atom::value, step, batch.inputs, batch.labels);
+    auto handle =
+        (*self)->request(job_actor, caf::infinite, actors::step_atom::value, step, batch.inputs, batch.labels);
     return std::make_pair(std::move(handle), Clock::now());
   };
   using InFlight = decltype(send_step(0, 0, 0));
@@ -164,8 +180,8 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
     step_ms.push_back(m.step_ms);
     m.samples_per_s = static_cast<double>(steps_here * plan.batch_size) / step_seconds;
     m.eta_s = step_seconds / static_cast<double>(steps_here) * static_cast<double>(total - progress.step);
-    metrics << json{{"kind", "step"}, {"step", m.step}, {"epoch", m.epoch}, {"loss", loss}, {"step_ms", m.step_ms},
-                    {"samples_per_s", m.samples_per_s}}
+    metrics << json{{"kind", "step"}, {"step", m.step},       {"epoch", m.epoch},
+                    {"loss", loss},   {"step_ms", m.step_ms}, {"samples_per_s", m.samples_per_s}}
                    .dump()
             << "\n";
     if (options.on_step) options.on_step(m);
@@ -179,8 +195,10 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
     // the checkpoint, are exactly this step's.
     const bool stop = !queued && progress.step < total && options.stop_requested && options.stop_requested();
     if (epoch_done || progress.step == total) {
-      evaluate(epoch);
-      if (auto s = checkpoint(); !s) error = std::move(s).error();
+      if (auto s = evaluate(epoch); !s)
+        error = std::move(s).error();
+      else if (auto c = checkpoint(); !c)
+        error = std::move(c).error();
     } else if (stop) {
       if (auto s = checkpoint(); !s) error = std::move(s).error();
     }

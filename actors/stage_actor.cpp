@@ -153,8 +153,9 @@ void advance(StageActor self) {
       try {
         run_action(self, a);
       } catch (const std::exception& e) {
-        fail(self, std::string(a.op == Op::forward ? "forward" : "backward") + " of micro-batch " +
-                       std::to_string(a.micro_batch),
+        fail(self,
+             std::string(a.op == Op::forward ? "forward" : "backward") + " of micro-batch " +
+                 std::to_string(a.micro_batch),
              first_line(e));
         return;
       }

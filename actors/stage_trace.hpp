@@ -37,7 +37,8 @@ struct StageTrace {
   void add(const TraceSpan& span) {
     spans.push_back(span);
     if (keep_steps == 0) return;
-    while (spans.front().step + keep_steps <= span.step) spans.pop_front();
+    while (spans.front().step + keep_steps <= span.step)
+      spans.pop_front();
   }
 };
 

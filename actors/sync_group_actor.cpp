@@ -14,9 +14,9 @@ namespace {
 
 struct SyncState {
   SyncGroupConfig config;
-  std::uint64_t step = 0;           ///< the step whose gradients are arriving
-  std::set<std::uint64_t> arrived;  ///< pipelines whose gradients are ready
-  bool broken = false;              ///< a member ended: no reduction any more
+  std::uint64_t step = 0;          ///< the step whose gradients are arriving
+  std::set<std::uint64_t> arrived; ///< pipelines whose gradients are ready
+  bool broken = false;             ///< a member ended: no reduction any more
   static inline const char* name = "sync-group";
 };
 
@@ -30,20 +30,22 @@ void fail(SyncActor self, const std::string& what) {
 
 sync_group_actor::behavior_type sync_behavior(SyncActor self, SyncGroupConfig config) {
   self->state.config = std::move(config);
-  for (const stage_actor& member : self->state.config.members) self->monitor(member);
+  for (const stage_actor& member : self->state.config.members)
+    self->monitor(member);
   self->set_down_handler([=](caf::down_msg& down) {
     auto& st = self->state;
     if (st.broken) return;
     for (std::size_t p = 0; p < st.config.members.size(); ++p)
       if (st.config.members[p].address() == down.source)
-        fail(self, "lost its member of pipeline " + std::to_string(p) + " (" + self->system().render(down.reason) +
-                       ")");
+        fail(self,
+             "lost its member of pipeline " + std::to_string(p) + " (" + self->system().render(down.reason) + ")");
   });
   return {
       [=](grads_atom, std::uint64_t step, std::uint64_t pipeline) {
         auto& st = self->state;
         if (st.broken) return;
-        if (pipeline >= st.config.members.size()) return fail(self, "gradients from unknown pipeline " + std::to_string(pipeline));
+        if (pipeline >= st.config.members.size())
+          return fail(self, "gradients from unknown pipeline " + std::to_string(pipeline));
         if (st.arrived.empty()) st.step = step;
         if (step != st.step || !st.arrived.insert(pipeline).second)
           return fail(self, "pipeline " + std::to_string(pipeline) + " sent gradients of step " + std::to_string(step) +
@@ -56,7 +58,8 @@ sync_group_actor::behavior_type sync_behavior(SyncActor self, SyncGroupConfig co
         } catch (const std::exception& e) {
           return fail(self, e.what());
         }
-        for (const stage_actor& member : st.config.members) self->send(member, synced_atom::value, step);
+        for (const stage_actor& member : st.config.members)
+          self->send(member, synced_atom::value, step);
       },
   };
 }

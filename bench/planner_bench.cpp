@@ -54,7 +54,8 @@ double exact_balance(const ModelProfile& model, std::size_t stages) {
   const std::vector<std::size_t> b = partitioning::min_max_split(
       stages, costs.size(), [&](std::size_t, std::size_t i, std::size_t j) { return costs.compute_ms(i, j); });
   double largest = 0;
-  for (std::size_t s = 0; s < stages; ++s) largest = std::max(largest, costs.compute_ms(b[s], b[s + 1]));
+  for (std::size_t s = 0; s < stages; ++s)
+    largest = std::max(largest, costs.compute_ms(b[s], b[s + 1]));
   return largest / (costs.compute_ms(0, costs.size()) / static_cast<double>(stages));
 }
 
@@ -78,7 +79,8 @@ Row measure(Partitioner& partitioner, const ModelProfile& profile, const Cluster
   std::vector<double> times;
   while (times.size() < 5) {
     const auto start = std::chrono::steady_clock::now();
-    for (std::size_t k = 0; k < batch; ++k) partition = partitioner.partition(context);
+    for (std::size_t k = 0; k < batch; ++k)
+      partition = partitioner.partition(context);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (ms < 1.0 && times.empty()) {
       batch *= 2;
@@ -93,9 +95,11 @@ Row measure(Partitioner& partitioner, const ModelProfile& profile, const Cluster
 
   Plan plan;
   plan.pipelines = 1;
-  for (std::size_t s = 0; s < stages; ++s) plan.stages.push_back({partition->cuts[s], partition->cuts[s + 1], {}});
+  for (std::size_t s = 0; s < stages; ++s)
+    plan.stages.push_back({partition->cuts[s], partition->cuts[s + 1], {}});
   plan.devices.emplace_back();
-  for (std::size_t s = 0; s < stages; ++s) plan.devices[0].push_back(s);
+  for (std::size_t s = 0; s < stages; ++s)
+    plan.devices[0].push_back(s);
   plan.batch_size = context.batch_size;
   plan.schedule = one_f_one_b_schedule(stages, context.micro_batch_sizes);
   SimulationOptions options;
@@ -109,7 +113,8 @@ Row measure(Partitioner& partitioner, const ModelProfile& profile, const Cluster
   std::size_t s = 0;
   double stage = 0;
   for (const Unit& u : profile.units(true)) {
-    while (!(u.begin < partition->cuts[s + 1])) largest = std::max(largest, stage), stage = 0, ++s;
+    while (!(u.begin < partition->cuts[s + 1]))
+      largest = std::max(largest, stage), stage = 0, ++s;
     stage += u.forward_ms + u.backward_ms;
     total += u.forward_ms + u.backward_ms;
   }
@@ -148,7 +153,8 @@ int main(int argc, char** argv) {
 
   const std::vector<std::string> partitioners = {"autopipe", "dapple", "piper", "pipedream", "uniform"};
   std::map<std::string, std::shared_ptr<Partitioner>> loaded;
-  for (const auto& name : partitioners) loaded[name] = *registry->partitioner(name);
+  for (const auto& name : partitioners)
+    loaded[name] = *registry->partitioner(name);
 
   text::Table table({{"model"},
                      {"stages", text::Table::Align::right},
@@ -165,7 +171,8 @@ int main(int argc, char** argv) {
     for (std::size_t stages : {2, 4, 8, 16, 32, 64}) {
       if (stages > units || (only_stages != 0 && stages != only_stages)) continue;
       std::map<std::string, Row> rows;
-      for (const auto& name : partitioners) rows[name] = measure(*loaded[name], model, *cluster, stages);
+      for (const auto& name : partitioners)
+        rows[name] = measure(*loaded[name], model, *cluster, stages);
       const Row& ours = rows["autopipe"];
       const double exact = exact_balance(model, stages);
       for (const auto& name : partitioners) {
@@ -182,7 +189,8 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::cout << "planner: search time (median of 5 batches of ≥ 1 ms), balance (slowest stage / mean) and predicted 1F1B iteration\n"
+  std::cout << "planner: search time (median of 5 batches of ≥ 1 ms), balance (slowest stage / mean) and predicted "
+               "1F1B iteration\n"
                "time of one pipeline on homo-64; 'autopipe faster' = this search time / autopipe's\n\n"
             << table.str();
   return 0;

@@ -53,7 +53,8 @@ namespace {
 /// The round of median throughput; nullopt when there is none.
 std::optional<Rate> median_round(std::vector<Rate> rounds) {
   if (rounds.empty()) return std::nullopt;
-  std::sort(rounds.begin(), rounds.end(), [](const Rate& a, const Rate& b) { return a.samples_per_s < b.samples_per_s; });
+  std::sort(rounds.begin(), rounds.end(),
+            [](const Rate& a, const Rate& b) { return a.samples_per_s < b.samples_per_s; });
   return rounds[rounds.size() / 2];
 }
 
@@ -66,9 +67,12 @@ int main(int argc, char** argv) {
   std::uint64_t steps = 60, rounds = 5;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--steps" && i + 1 < argc) steps = std::stoull(argv[++i]);
-    else if (a == "--rounds" && i + 1 < argc) rounds = std::max<std::uint64_t>(1, std::stoull(argv[++i]));
-    else root = a;
+    if (a == "--steps" && i + 1 < argc)
+      steps = std::stoull(argv[++i]);
+    else if (a == "--rounds" && i + 1 < argc)
+      rounds = std::max<std::uint64_t>(1, std::stoull(argv[++i]));
+    else
+      root = a;
   }
   const fs::path scratch = fs::temp_directory_path() / ("actorpipe-runtime-bench-" + std::to_string(::getpid()));
   fs::create_directories(scratch);
@@ -99,20 +103,28 @@ int main(int argc, char** argv) {
   rows.push_back({"LibTorch, 1 thread", [&] { return std::optional<Rate>(libtorch(job, 1, steps)); }, {}, {}});
   rows.push_back({"LibTorch, 2 threads", [&] { return std::optional<Rate>(libtorch(job, 2, steps)); }, {}, {}});
   rows.push_back({"LibTorch, " + std::to_string(cores) + " independent copies of 1 thread (no coordination)",
-                  [&] { return std::optional<Rate>(libtorch_side_by_side(job, cores, steps, false)); }, {}, {}});
-  rows.push_back({"LibTorch, " + std::to_string(cores) + " copies of 1 thread in lockstep on shares of the batch (sync DP, no averaging)",
-                  [&] { return std::optional<Rate>(libtorch_side_by_side(job, cores, steps, true)); }, {}, {}});
+                  [&] { return std::optional<Rate>(libtorch_side_by_side(job, cores, steps, false)); },
+                  {},
+                  {}});
+  rows.push_back({"LibTorch, " + std::to_string(cores) +
+                      " copies of 1 thread in lockstep on shares of the batch (sync DP, no averaging)",
+                  [&] { return std::optional<Rate>(libtorch_side_by_side(job, cores, steps, true)); },
+                  {},
+                  {}});
   rows.push_back({"PyTorch eager, 1 thread", [&] { return pytorch(root, 1, batch, steps); }, {}, {}});
   rows.push_back({"PyTorch eager, 2 threads", [&] { return pytorch(root, 2, batch, steps); }, {}, {}});
   rows.push_back({"actorpipe, 2 stages × 1 pipeline", actorpipe({"plan.pipelines=1"}), {}, {}});
   rows.push_back({"actorpipe, 2 stages × 2 pipelines", actorpipe({"plan.pipelines=2"}), {}, {}});
   // Data parallelism alone: what two replicas of one thread each reach.
   rows.push_back({"actorpipe, 1 stage × 2 pipelines, 1 micro-batch",
-                  actorpipe({"plan.stages=1", "plan.pipelines=2", "plan.micro_batches=1"}), {}, {}});
+                  actorpipe({"plan.stages=1", "plan.pipelines=2", "plan.micro_batches=1"}),
+                  {},
+                  {}});
   for (std::uint64_t round = 0; round < rounds; ++round)
     for (Row& r : rows)
       if (std::optional<Rate> rate = r.measure()) r.rounds.push_back(*rate);
-  for (Row& r : rows) r.rate = median_round(r.rounds);
+  for (Row& r : rows)
+    r.rate = median_round(r.rounds);
   const Rate single = *rows.front().rate;
   text::Table throughput({{"runner"},
                           {"samples/s", text::Table::Align::right},
@@ -162,7 +174,8 @@ int main(int argc, char** argv) {
   // some measurements and not in others (1 or 52 µs).
   auto best_handoff_us = [](bool sender_computes, std::optional<int> core) {
     double best = os_handoff_us(sender_computes, core);
-    for (int k = 1; k < 3; ++k) best = std::min(best, os_handoff_us(sender_computes, core));
+    for (int k = 1; k < 3; ++k)
+      best = std::min(best, os_handoff_us(sender_computes, core));
     return best;
   };
   const HopLatency floor{best_handoff_us(false, std::nullopt), best_handoff_us(true, std::nullopt)};
@@ -212,17 +225,22 @@ int main(int argc, char** argv) {
   };
   std::vector<Case> cases;
   for (const char* scheduler : {"gpipe", "1f1b", "sliced-1f1b"})
-    cases.push_back({scheduler,
-                     std::to_string(job.plan.stages) + " × " + pipelines + ", 4 micro-batches",
-                     {"plan.scheduler=\"" + std::string(scheduler) + "\"", "plan.pipelines=" + pipelines,
-                      "plan.micro_batches=4"},
-                     {}, {}, {}});
+    cases.push_back(
+        {scheduler,
+         std::to_string(job.plan.stages) + " × " + pipelines + ", 4 micro-batches",
+         {"plan.scheduler=\"" + std::string(scheduler) + "\"", "plan.pipelines=" + pipelines, "plan.micro_batches=4"},
+         {},
+         {},
+         {}});
   const std::size_t default_actors = job.plan.stages * job.plan.pipelines;
   cases.push_back({job.plan.scheduler,
                    std::to_string(job.plan.stages) + " × " + std::to_string(job.plan.pipelines) + ", " +
                        std::to_string(job.plan.micro_batches) + " micro-batches (the default job" +
                        (default_actors > cores ? ", on shared cores)" : ")"),
-                   {}, {}, {}, {}});
+                   {},
+                   {},
+                   {},
+                   {}});
   for (std::uint64_t round = 0; round < rounds; ++round) {
     cli.measure_profile(default_job);
     for (Case& c : cases) {
@@ -235,12 +253,11 @@ int main(int argc, char** argv) {
       c.error.push_back((predicted - measured) / measured);
     }
   }
-  auto percent = [](double error) {
-    return (error >= 0 ? "+" : "") + text::format_fixed(100.0 * error, 1) + "%";
-  };
+  auto percent = [](double error) { return (error >= 0 ? "+" : "") + text::format_fixed(100.0 * error, 1) + "%"; };
   for (const Case& c : cases) {
     std::string each;
-    for (double e : c.error) each += (each.empty() ? "" : " ") + percent(e);
+    for (double e : c.error)
+      each += (each.empty() ? "" : " ") + percent(e);
     prediction.add_row({c.schedule, c.shape, text::format_fixed(median(c.measured), 2),
                         text::format_fixed(median(c.predicted), 2), percent(median(c.error)), each});
   }
@@ -249,7 +266,8 @@ int main(int argc, char** argv) {
   std::cout << "throughput: the default job's CNN, batch " << batch << ", " << cores << " cores; " << steps
             << " timed steps after " << warmup_steps << "; the median of " << rounds << " interleaved rounds\n\n"
             << throughput.str()
-            << "\nper hop: tiny MLP, 1 micro-batch of 4 samples, gpipe; end to end = (8-stage step − 1-stage step) / 14 hops;\n"
+            << "\nper hop: tiny MLP, 1 micro-batch of 4 samples, gpipe; end to end = (8-stage step − 1-stage step) / "
+               "14 hops;\n"
                "latency = a stage's compute end to its neighbour's compute start, from the 8-stage trace; the OS\n"
                "hand-off passes a pointer to a thread blocked on a condition variable while the sender blocks\n"
                "(as after a forward send) / computes on (as after a backward send); on one core it is the switch to\n"

@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
   constexpr std::size_t stages = 8, micro_batches = 8, iterations = 100;
   // Eight stages of three layers each (the embedding and head with the first and last).
   std::vector<Cut> cuts{{0, 0}};
-  for (std::size_t s = 1; s < stages; ++s) cuts.push_back({1 + 3 * s, 0});
+  for (std::size_t s = 1; s < stages; ++s)
+    cuts.push_back({1 + 3 * s, 0});
   cuts.push_back({profile->blocks.size(), 0});
 
   text::Table table({{"devices", text::Table::Align::right},
@@ -44,10 +45,12 @@ int main(int argc, char** argv) {
     for (const char* stragglers : {"", "delay:p=0.01,ms=5"}) {
       Plan plan;
       plan.pipelines = devices / stages;
-      for (std::size_t s = 0; s < stages; ++s) plan.stages.push_back({cuts[s], cuts[s + 1], {}});
+      for (std::size_t s = 0; s < stages; ++s)
+        plan.stages.push_back({cuts[s], cuts[s + 1], {}});
       for (std::size_t p = 0; p < plan.pipelines; ++p) {
         plan.devices.emplace_back();
-        for (std::size_t s = 0; s < stages; ++s) plan.devices.back().push_back(p * stages + s);
+        for (std::size_t s = 0; s < stages; ++s)
+          plan.devices.back().push_back(p * stages + s);
       }
       plan.batch_size = static_cast<std::uint32_t>(plan.pipelines * micro_batches * 4);
       plan.schedule = one_f_one_b_schedule(stages, std::vector<std::uint32_t>(micro_batches, 4));
@@ -62,9 +65,9 @@ int main(int argc, char** argv) {
       if (!report) return std::cerr << "simulator_bench: " << report.error().message << "\n", 1;
       const double per = wall * 1e6 / static_cast<double>(plan.pipelines * stages * iterations);
       if (baseline == 0) baseline = per;
-      table.add_row({std::to_string(plan.pipelines * stages), *stragglers ? stragglers : "none", std::to_string(iterations),
-                     std::to_string(report->events), text::format_fixed(wall, 3), text::format_fixed(per, 3),
-                     text::format_fixed(per / baseline, 2) + "×"});
+      table.add_row({std::to_string(plan.pipelines * stages), *stragglers ? stragglers : "none",
+                     std::to_string(iterations), std::to_string(report->events), text::format_fixed(wall, 3),
+                     text::format_fixed(per, 3), text::format_fixed(per / baseline, 2) + "×"});
     }
   }
   std::cout << "simulator: 100 iterations of 1F1B, 8 stages × 8 micro-batches of BERT-Large per pipeline\n\n"

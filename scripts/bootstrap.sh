@@ -26,6 +26,8 @@ packages=(
   libopenblas0-openmp
   dataset-fashion-mnist
 )
+# The test run also checks the tree's formatting.
+[ "$mode" = test ] && packages+=(clang-format)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || missing+=("$package")
@@ -58,6 +60,7 @@ fi
 
 echo "==> testing"
 status=0
+"$root/scripts/check-format.sh" || status=$?
 meson test -C "$build" --print-errorlogs || status=$?
 # One closing line that any CI can read, counted from Meson's own log.
 log="$build/meson-logs/testlog.json"

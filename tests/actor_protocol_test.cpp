@@ -90,7 +90,8 @@ struct fixture : test_coordinator_fixture<> {
 
   /// The system waits for every actor before it goes: the test's actors end here.
   ~fixture() override {
-    for (const caf::actor& actor : spawned) caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+    for (const caf::actor& actor : spawned)
+      caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
     run();
   }
 
@@ -119,8 +120,8 @@ struct fixture : test_coordinator_fixture<> {
   void connect(const std::vector<stage_actor>& stages, const sync_group_actor& group = {}) {
     for (std::size_t s = 0; s < stages.size(); ++s)
       self->send(stages[s], connect_atom::value,
-                 StageLinks{s > 0 ? stages[s - 1] : stage_actor{}, s + 1 < stages.size() ? stages[s + 1] : stage_actor{},
-                            pipeline, group, job});
+                 StageLinks{s > 0 ? stages[s - 1] : stage_actor{},
+                            s + 1 < stages.size() ? stages[s + 1] : stage_actor{}, pipeline, group, job});
     run();
   }
 };
@@ -139,14 +140,16 @@ CAF_TEST(a_stage_failing_mid_step_reports_once_and_computes_nothing_after) {
     self->send(last, labels_atom::value, std::uint64_t{1}, m, value(0), 0.5);
     self->send(first, forward_atom::value, std::uint64_t{1}, m, value(m + 1.0));
   }
-  expect((labels_atom, std::uint64_t, std::uint64_t, train::Payload, double), from(self).to(last).with(_, 1u, 0u, _, 0.5));
-  expect((labels_atom, std::uint64_t, std::uint64_t, train::Payload, double), from(self).to(last).with(_, 1u, 1u, _, 0.5));
+  expect((labels_atom, std::uint64_t, std::uint64_t, train::Payload, double),
+         from(self).to(last).with(_, 1u, 0u, _, 0.5));
+  expect((labels_atom, std::uint64_t, std::uint64_t, train::Payload, double),
+         from(self).to(last).with(_, 1u, 1u, _, 0.5));
   expect((forward_atom, std::uint64_t, std::uint64_t, train::Payload), from(self).to(first).with(_, 1u, 0u, _));
   expect((forward_atom, std::uint64_t, std::uint64_t, train::Payload), from(self).to(first).with(_, 1u, 1u, _));
   expect((forward_atom, std::uint64_t, std::uint64_t, train::Payload), from(first).to(last).with(_, 1u, 0u, _));
   expect((forward_atom, std::uint64_t, std::uint64_t, train::Payload), from(first).to(last).with(_, 1u, 1u, _));
-  expect((failed_atom, std::string), from(last).to(job)
-                                         .with(_, "stage 1 of pipeline 0, forward of micro-batch 1 in step 1: scripted failure"));
+  expect((failed_atom, std::string),
+         from(last).to(job).with(_, "stage 1 of pipeline 0, forward of micro-batch 1 in step 1: scripted failure"));
   // Inputs that arrive after the failure are taken and left alone: no retry, no second
   // report, no gradient sent back.
   self->send(last, labels_atom::value, std::uint64_t{2}, std::uint64_t{0}, value(0), 0.5);
@@ -194,8 +197,8 @@ CAF_TEST(the_next_steps_inputs_arriving_early_wait_for_this_step) {
          from(self).to(only).with(forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, step1));
   expect((done_atom, std::uint64_t, std::uint64_t, double), from(only).to(pipeline).with(_, 1u, 0u, 1.0));
   expect((done_atom, std::uint64_t, std::uint64_t, double), from(only).to(pipeline).with(_, 2u, 0u, 2.0));
-  CAF_CHECK_EQUAL(log, (std::vector<std::string>{"p0s0 F0", "p0s0 B0", "p0s0 step", "p0s0 F0", "p0s0 B0",
-                                                 "p0s0 step"}));
+  CAF_CHECK_EQUAL(log,
+                  (std::vector<std::string>{"p0s0 F0", "p0s0 B0", "p0s0 step", "p0s0 F0", "p0s0 B0", "p0s0 step"}));
   CAF_CHECK(failures.empty());
 }
 
@@ -255,7 +258,8 @@ CAF_TEST(shutdown_while_messages_are_in_flight_ends_every_actor_and_answers_the_
                             train::wrap(torch::ones({4, 1})), train::wrap(torch::zeros({4, 1})));
   // The step reaches the pipelines and the first micro-batches the stages; the rest is
   // still in the mailboxes when the job is shut down.
-  for (int i = 0; i < 6; ++i) CAF_REQUIRE(sched.try_run_once());
+  for (int i = 0; i < 6; ++i)
+    CAF_REQUIRE(sched.try_run_once());
   const std::size_t computed = log.size();
   CAF_CHECK(sched.has_job());
   self->send_exit(real_job, caf::exit_reason::user_shutdown);

@@ -15,16 +15,17 @@
 #include <set>
 
 using namespace actorpipe;
-using test::contains;
 using actorpipe::test::run_cli;
 using actorpipe::test::ScratchDir;
+using test::contains;
 
 namespace {
 
-
 std::string config(const std::string& name) { return "'" + (test::source_root() / "configs" / name).string() + "'"; }
 
-std::size_t lines(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
+std::size_t lines(const std::string& text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
 
 } // namespace
 
@@ -53,9 +54,9 @@ BOOST_AUTO_TEST_CASE(plugins_json_lists_the_shipped_plugins) {
     seen.insert(p["kind"].get<std::string>() + "/" + p["name"].get<std::string>());
   }
   BOOST_TEST((seen == std::set<std::string>{"partitioner/autopipe", "partitioner/dapple", "partitioner/parameters",
-                                           "partitioner/pipedream", "partitioner/piper", "partitioner/uniform",
-                                           "mapper/hetero", "mapper/sequential", "scheduler/1f1b", "scheduler/gpipe",
-                                           "scheduler/sliced-1f1b"}));
+                                            "partitioner/pipedream", "partitioner/piper", "partitioner/uniform",
+                                            "mapper/hetero", "mapper/sequential", "scheduler/1f1b", "scheduler/gpipe",
+                                            "scheduler/sliced-1f1b"}));
 }
 
 BOOST_AUTO_TEST_CASE(plan_prints_a_table_and_json) {
@@ -90,7 +91,8 @@ BOOST_AUTO_TEST_CASE(flags_override_the_job) {
 BOOST_AUTO_TEST_CASE(profile_and_cluster_flags_take_paths_from_the_current_folder) {
   const std::string profile = "'" + (test::source_root() / "configs/profiles/pipedream/alexnet.txt").string() + "'";
   const std::string cluster = "'" + (test::source_root() / "configs/clusters/hetero-2x8.toml").string() + "'";
-  const auto result = run_cli("plan " + config("vgg16-4dev.toml") + " --json --profile " + profile + " --cluster " + cluster);
+  const auto result =
+      run_cli("plan " + config("vgg16-4dev.toml") + " --json --profile " + profile + " --cluster " + cluster);
   BOOST_REQUIRE_MESSAGE(result.status == 0, result.err);
   const auto json = nlohmann::json::parse(result.out);
   BOOST_TEST(json["model"] == "alexnet");
@@ -169,8 +171,8 @@ BOOST_AUTO_TEST_CASE(plan_json_has_predictions_and_compare_prints_rows) {
     BOOST_TEST(json["stages"][0].contains(key), key);
   BOOST_TEST(json["samples_per_s"].get<double>() > 0);
 
-  const auto compare =
-      run_cli("plan " + config("gpt2-xl-hetero-2x8.toml") + " --compare autopipe+hetero,dapple+sequential,piper,pipedream,uniform");
+  const auto compare = run_cli("plan " + config("gpt2-xl-hetero-2x8.toml") +
+                               " --compare autopipe+hetero,dapple+sequential,piper,pipedream,uniform");
   BOOST_REQUIRE_MESSAGE(compare.status == 0, compare.err);
   for (const char* name : {"autopipe", "dapple", "piper", "pipedream", "uniform", "samples/s"})
     BOOST_TEST(contains(compare.out, name), name);
@@ -183,8 +185,8 @@ BOOST_AUTO_TEST_CASE(plan_json_has_predictions_and_compare_prints_rows) {
 BOOST_AUTO_TEST_CASE(simulate_reports_and_writes_a_trace) {
   ScratchDir dir;
   const std::string trace = (dir.path() / "trace.json").string();
-  const auto run = run_cli("simulate " + config("vgg16-4dev.toml") + " --iterations 3 --stragglers 'delay:p=0.5,ms=5' --trace '" +
-                           trace + "' --json");
+  const auto run = run_cli("simulate " + config("vgg16-4dev.toml") +
+                           " --iterations 3 --stragglers 'delay:p=0.5,ms=5' --trace '" + trace + "' --json");
   BOOST_REQUIRE_MESSAGE(run.status == 0, run.err);
   const auto json = nlohmann::json::parse(run.out);
   BOOST_TEST(json["iterations"] == 3);
@@ -197,10 +199,12 @@ BOOST_AUTO_TEST_CASE(simulate_reports_and_writes_a_trace) {
 
   const auto table = run_cli("simulate " + config("vgg16-4dev.toml"));
   BOOST_TEST(table.status == 0);
-  for (const char* part : {"iteration", "bubble", "busiest links", "fullest devices"}) BOOST_TEST(contains(table.out, part), part);
+  for (const char* part : {"iteration", "bubble", "busiest links", "fullest devices"})
+    BOOST_TEST(contains(table.out, part), part);
 
   const auto bad = run_cli("simulate " + config("vgg16-4dev.toml") + " --stragglers 'slow:device=node/gpu7,factor=2'");
   BOOST_TEST(bad.status == 2);
   BOOST_TEST(lines(bad.err) == 1u);
-  BOOST_TEST(contains(bad.err, "--stragglers: stragglers: 'slow:device=node/gpu7,factor=2': no device 'node/gpu7'"), bad.err);
+  BOOST_TEST(contains(bad.err, "--stragglers: stragglers: 'slow:device=node/gpu7,factor=2': no device 'node/gpu7'"),
+             bad.err);
 }

@@ -7,8 +7,8 @@
 #include "test_support.hpp"
 
 using namespace actorpipe;
-using test::contains;
 using actorpipe::test::ScratchDir;
+using test::contains;
 
 namespace {
 
@@ -40,10 +40,10 @@ struct Job {
   std::string path;
   explicit Job(const std::string& body, bool with_cluster = true) {
     dir.write("tiny.toml", tiny_profile);
-    path = dir.write("job.toml", std::string("[model]\nprofile = \"tiny.toml\"\n") + body + (with_cluster ? inline_cluster : ""));
+    path = dir.write("job.toml",
+                     std::string("[model]\nprofile = \"tiny.toml\"\n") + body + (with_cluster ? inline_cluster : ""));
   }
 };
-
 
 Error expect_error(const Result<JobSpec>& result) {
   BOOST_REQUIRE_MESSAGE(!result.ok(), "expected the job to be rejected");
@@ -97,7 +97,9 @@ BOOST_AUTO_TEST_CASE(unknown_section_suggests_the_closest) {
 BOOST_AUTO_TEST_CASE(wrong_type_names_expected_and_found) {
   Job job("[plan]\nstages = \"four\"\n");
   const Error error = expect_error(load_job(job.path));
-  BOOST_TEST(contains(error.message, job.path + ":4:10: plan.stages: expected \"auto\" or a positive integer, found 'four'"), error.message);
+  BOOST_TEST(
+      contains(error.message, job.path + ":4:10: plan.stages: expected \"auto\" or a positive integer, found 'four'"),
+      error.message);
 }
 
 BOOST_AUTO_TEST_CASE(out_of_range_value_is_rejected) {
@@ -109,7 +111,17 @@ BOOST_AUTO_TEST_CASE(out_of_range_value_is_rejected) {
 BOOST_AUTO_TEST_CASE(bad_choice_lists_the_allowed_values) {
   Job job("[train]\noptimizer = \"adamw\"\n");
   const Error error = expect_error(load_job(job.path));
-  BOOST_TEST(contains(error.message, "train.optimizer: 'adamw' is not one of sgd, adam, did you mean 'adam'?"), error.message);
+  BOOST_TEST(contains(error.message, "train.optimizer: 'adamw' is not one of sgd, adam, did you mean 'adam'?"),
+             error.message);
+}
+
+BOOST_AUTO_TEST_CASE(a_sync_policy_that_does_not_run_is_refused) {
+  Job job("[plan]\nstages = 2\n");
+  auto allreduce = load_job(job.path, {"plan.sync=allreduce"});
+  REQUIRE_OK(allreduce);
+  const Error error = expect_error(load_job(job.path, {"plan.sync=no-such-policy"}));
+  BOOST_TEST(contains(error.message, "--set plan.sync=no-such-policy"), error.message);
+  BOOST_TEST(contains(error.message, "'no-such-policy' is not one of allreduce"), error.message);
 }
 
 BOOST_AUTO_TEST_CASE(bad_unit_in_cluster_names_the_nested_key) {
@@ -120,7 +132,8 @@ name = "x"
 name = "s"
 nic = { bandwidth = "25 Gbps" }
 devices = [{ count = 2, memory = "8 GiB" }]
-)", false);
+)",
+          false);
   const Error error = expect_error(load_job(job.path));
   BOOST_TEST(contains(error.message, "cluster.servers[0].nic.bandwidth: '25 Gbps': unknown bandwidth unit 'Gbps'"),
              error.message);
@@ -133,7 +146,8 @@ name = "x"
 [[cluster.servers]]
 name = "s"
 devices = [{ count = 2, memory = "8 GiB", speed = 0 }]
-)", false);
+)",
+          false);
   const Error error = expect_error(load_job(job.path));
   BOOST_TEST(contains(error.message, "cluster.servers[0].devices[0].speed: 0.000000 is out of range"), error.message);
 }
@@ -172,7 +186,9 @@ BOOST_AUTO_TEST_CASE(overrides_apply_and_are_checked_like_the_file) {
   BOOST_TEST(spec->where("plan.stages") == "--set plan.stages=1: plan.stages: ");
 
   const Error bad = expect_error(load_job(job.path, {"plan.stages=two"}));
-  BOOST_TEST(contains(bad.message, "--set plan.stages=two: plan.stages: expected \"auto\" or a positive integer, found 'two'"), bad.message);
+  BOOST_TEST(
+      contains(bad.message, "--set plan.stages=two: plan.stages: expected \"auto\" or a positive integer, found 'two'"),
+      bad.message);
   const Error typo = expect_error(load_job(job.path, {"plan.stagse=2"}));
   BOOST_TEST(contains(typo.message, "plan.stagse: unknown key, did you mean 'stages'?"), typo.message);
   const Error shape = expect_error(load_job(job.path, {"novalue"}));

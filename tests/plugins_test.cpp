@@ -14,7 +14,6 @@ using test::contains;
 
 namespace {
 
-
 std::string broken(const std::string& name) { return (test::broken_plugins() / (name + ".so")).string(); }
 
 Error discover_error(const std::string& module) {
@@ -107,7 +106,8 @@ BOOST_AUTO_TEST_CASE(an_unknown_plugin_name_points_at_the_key) {
   auto plan = make_plan(vgg16_job({"plan.partitioner=paramters"}), *registry);
   BOOST_REQUIRE(!plan.ok());
   BOOST_TEST(contains(plan.error().message,
-                      "plan.partitioner: no partitioner named 'paramters', did you mean 'parameters'? (found: autopipe, dapple, parameters, pipedream, piper, uniform)"),
+                      "plan.partitioner: no partitioner named 'paramters', did you mean 'parameters'? "
+                      "(found: autopipe, dapple, parameters, pipedream, piper, uniform)"),
              plan.error().message);
 }
 

@@ -10,8 +10,8 @@
 #include <cmath>
 
 using namespace actorpipe;
-using test::contains;
 using actorpipe::test::ScratchDir;
+using test::contains;
 
 namespace {
 
@@ -29,7 +29,6 @@ ModelProfile load(const std::string& path) {
   return *profile;
 }
 
-
 /// Expected totals of every non-input node, computed from the files with awk:
 ///   awk -F' -- ' 'NF==3 && $2 !~ /^Input/ {split($3,a,", "); for(i in a){split(a[i],kv,"=");
 ///                 v[kv[1]]+=kv[2]}; n++} END {print n, v["forward_compute_time"], ...}'
@@ -41,12 +40,9 @@ struct Totals {
   double parameter_bytes;
 };
 constexpr Totals expected_totals[] = {
-    {"vgg16", 40, 233.902, 438.633, 553430176},
-    {"resnet50", 176, 182.488, 260.931, 102228128},
-    {"gnmt", 45, 33.533, 55.883, 775063808},
-    {"densenet121", 428, 177.404, 148.751, 31915424},
-    {"alexnet", 22, 44.801, 40.520, 244403360},
-    {"resnet101", 346, 197.306, 213.786, 178196640},
+    {"vgg16", 40, 233.902, 438.633, 553430176}, {"resnet50", 176, 182.488, 260.931, 102228128},
+    {"gnmt", 45, 33.533, 55.883, 775063808},    {"densenet121", 428, 177.404, 148.751, 31915424},
+    {"alexnet", 22, 44.801, 40.520, 244403360}, {"resnet101", 346, 197.306, 213.786, 178196640},
 };
 
 } // namespace
@@ -82,9 +78,11 @@ BOOST_AUTO_TEST_CASE(resnet50_branches_collapse_to_cut_bytes) {
   // carries more than the output of the block just before it; no cut carries less.
   bool some_cut_carries_more = false;
   std::uint64_t largest = 0;
-  for (const Block& block : resnet.blocks) largest = std::max(largest, block.output_bytes);
+  for (const Block& block : resnet.blocks)
+    largest = std::max(largest, block.output_bytes);
   for (std::size_t b = 0; b + 1 < resnet.blocks.size(); ++b)
-    if (resnet.blocks[b].output_bytes > resnet.blocks[b].stash_bytes_per_sample * pipedream_batch + pipedream_batch) some_cut_carries_more = true;
+    if (resnet.blocks[b].output_bytes > resnet.blocks[b].stash_bytes_per_sample * pipedream_batch + pipedream_batch)
+      some_cut_carries_more = true;
   BOOST_TEST(some_cut_carries_more);
   // Topological order: the file lists node77 first, but the chain starts at the stem.
   BOOST_TEST(contains(resnet.blocks.front().name, "node2 "));
@@ -93,11 +91,12 @@ BOOST_AUTO_TEST_CASE(resnet50_branches_collapse_to_cut_bytes) {
 
 BOOST_AUTO_TEST_CASE(pipedream_order_does_not_depend_on_line_order) {
   ScratchDir dir;
-  const std::string text = "node3 -- C -- forward_compute_time=3, backward_compute_time=3, activation_size=30, parameter_size=0\n"
-                           "node1 -- A -- forward_compute_time=1, backward_compute_time=1, activation_size=10, parameter_size=4\n"
-                           "node2 -- B -- forward_compute_time=2, backward_compute_time=2, activation_size=20, parameter_size=0\n"
-                           "node4 -- D -- forward_compute_time=4, backward_compute_time=4, activation_size=40, parameter_size=8\n"
-                           "node2 -- node4\nnode1 -- node2\nnode1 -- node3\nnode3 -- node4\n";
+  const std::string text =
+      "node3 -- C -- forward_compute_time=3, backward_compute_time=3, activation_size=30, parameter_size=0\n"
+      "node1 -- A -- forward_compute_time=1, backward_compute_time=1, activation_size=10, parameter_size=4\n"
+      "node2 -- B -- forward_compute_time=2, backward_compute_time=2, activation_size=20, parameter_size=0\n"
+      "node4 -- D -- forward_compute_time=4, backward_compute_time=4, activation_size=40, parameter_size=8\n"
+      "node2 -- node4\nnode1 -- node2\nnode1 -- node3\nnode3 -- node4\n";
   const ModelProfile p = load(dir.write("diamond.txt", text));
   BOOST_REQUIRE(p.blocks.size() == 4u);
   BOOST_TEST(p.blocks[0].name == "node1 A");
@@ -117,24 +116,30 @@ BOOST_AUTO_TEST_CASE(pipedream_order_does_not_depend_on_line_order) {
 BOOST_AUTO_TEST_CASE(pipedream_errors_name_file_and_line) {
   ScratchDir dir;
   const ProfileImportOptions with_batch{ProfileFormat::automatic, 8};
-  auto negative = load_profile(dir.write("neg.txt",
-      "node1 -- A -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=0\n"
-      "node2 -- B -- forward_compute_time=-2, backward_compute_time=1, activation_size=1, parameter_size=0\n"
-      "node1 -- node2\n"), with_batch);
+  auto negative = load_profile(
+      dir.write("neg.txt",
+                "node1 -- A -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=0\n"
+                "node2 -- B -- forward_compute_time=-2, backward_compute_time=1, activation_size=1, parameter_size=0\n"
+                "node1 -- node2\n"),
+      with_batch);
   BOOST_REQUIRE(!negative.ok());
   BOOST_TEST(contains(negative.error().message, "neg.txt:2: node2: forward_compute_time: -2 is negative"),
              negative.error().message);
 
-  auto cycle = load_profile(dir.write("cycle.txt",
-      "node1 -- A -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=0\n"
-      "node2 -- B -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=0\n"
-      "node1 -- node2\nnode2 -- node1\n"), with_batch);
+  auto cycle = load_profile(
+      dir.write("cycle.txt",
+                "node1 -- A -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=0\n"
+                "node2 -- B -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=0\n"
+                "node1 -- node2\nnode2 -- node1\n"),
+      with_batch);
   BOOST_REQUIRE(!cycle.ok());
   BOOST_TEST(contains(cycle.error().message, "cycle.txt:1: node 'node1' is on a cycle"), cycle.error().message);
 
-  auto dangling = load_profile(dir.write("edge.txt",
-      "node1 -- A -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=0\n"
-      "node1 -- node9\n"), with_batch);
+  auto dangling = load_profile(
+      dir.write("edge.txt",
+                "node1 -- A -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=0\n"
+                "node1 -- node9\n"),
+      with_batch);
   BOOST_REQUIRE(!dangling.ok());
   BOOST_TEST(contains(dangling.error().message, "edge.txt:2: edge to unknown node 'node9'"), dangling.error().message);
 
@@ -150,7 +155,8 @@ BOOST_AUTO_TEST_CASE(pipedream_errors_name_file_and_line) {
     if (block.name.starts_with("node7 ")) found = block.stash_bytes_per_sample == (6291456u + 2 * 131072u) / 128;
   BOOST_TEST(found);
 
-  auto missing = load_profile(dir.write("short.txt", "node1 -- A -- forward_compute_time=1, backward_compute_time=1\n"), with_batch);
+  auto missing = load_profile(dir.write("short.txt", "node1 -- A -- forward_compute_time=1, backward_compute_time=1\n"),
+                              with_batch);
   BOOST_REQUIRE(!missing.ok());
   BOOST_TEST(contains(missing.error().message, "short.txt:1: node1: missing activation_size"), missing.error().message);
 
@@ -206,8 +212,9 @@ BOOST_AUTO_TEST_CASE(toml_profile_errors_name_file_line_and_key) {
 
   auto typo = load_profile(dir.write("typo.toml", "name = \"x\"\n[[blocks]]\nname = \"a\"\nforward_sm = 1.0\n"));
   BOOST_REQUIRE(!typo.ok());
-  BOOST_TEST(contains(typo.error().message, "typo.toml:4:1: blocks[0].forward_sm: unknown key, did you mean 'forward_ms'?"),
-             typo.error().message);
+  BOOST_TEST(
+      contains(typo.error().message, "typo.toml:4:1: blocks[0].forward_sm: unknown key, did you mean 'forward_ms'?"),
+      typo.error().message);
 
   auto empty = load_profile(dir.write("empty.toml", "name = \"x\"\n"));
   BOOST_REQUIRE(!empty.ok());

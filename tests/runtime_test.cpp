@@ -37,10 +37,12 @@ namespace {
 
 /// Some English for the byte-level gpt.
 std::string some_text() {
-  const char* lines[] = {"the quick brown fox jumps over the lazy dog. ", "pipelines pass micro-batches between stages. ",
-                         "actors exchange messages and never share state. ", "gradients flow backwards through the stages. "};
+  const char* lines[] = {
+      "the quick brown fox jumps over the lazy dog. ", "pipelines pass micro-batches between stages. ",
+      "actors exchange messages and never share state. ", "gradients flow backwards through the stages. "};
   std::string text;
-  for (int i = 0; text.size() < 12000; ++i) text += lines[(i * 7) % 4];
+  for (int i = 0; text.size() < 12000; ++i)
+    text += lines[(i * 7) % 4];
   return text;
 }
 
@@ -94,7 +96,8 @@ std::vector<torch::Tensor> checkpoint_parameters(const std::string& path, std::s
 std::vector<torch::Tensor> single_process(const JobSpec& job, std::uint64_t steps) {
   auto reference = train::SingleProcessTraining::open(job);
   REQUIRE_OK(reference);
-  for (std::uint64_t step = 0; step < steps; ++step) (*reference)->step();
+  for (std::uint64_t step = 0; step < steps; ++step)
+    (*reference)->step();
   return (*reference)->parameters();
 }
 
@@ -166,14 +169,16 @@ BOOST_AUTO_TEST_CASE(convolutional_models_train_exactly_like_one_process) {
       const std::string out = (dir.path() / "run").string();
       auto summary = run(p, out, 10);
       REQUIRE_OK(summary);
-      BOOST_TEST(relative_difference(checkpoint_parameters(out + "/checkpoint.pt", 2), single_process(p.job, 10)) < 1e-5);
+      BOOST_TEST(relative_difference(checkpoint_parameters(out + "/checkpoint.pt", 2), single_process(p.job, 10)) <
+                 1e-5);
     }
 }
 
 BOOST_AUTO_TEST_CASE(a_measured_profile_has_every_unit_and_round_trips) {
   test::ScratchDir dir;
-  auto job = load_job(dir.write("job.toml", job_toml("mlp", "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [12]\nclasses = 5\n",
-                                                      2, 1, "1f1b")));
+  auto job = load_job(dir.write(
+      "job.toml",
+      job_toml("mlp", "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [12]\nclasses = 5\n", 2, 1, "1f1b")));
   BOOST_REQUIRE(job.ok());
   MeasureOptions measure;
   measure.threads = 1;
@@ -196,7 +201,8 @@ BOOST_AUTO_TEST_CASE(a_measured_profile_has_every_unit_and_round_trips) {
   BOOST_TEST(profile->blocks[0].parameter_bytes == (12u * 32 + 32) * 4);
   BOOST_TEST(profile->blocks[0].output_bytes == 16u * 32 * 4);
   BOOST_TEST(profile->blocks[3].output_bytes == 16u * 5 * 4);
-  for (const Block& b : profile->blocks) BOOST_TEST((b.forward_ms > 0 && b.backward_ms > 0), b.name);
+  for (const Block& b : profile->blocks)
+    BOOST_TEST((b.forward_ms > 0 && b.backward_ms > 0), b.name);
   const std::string file = (dir.path() / "measured.toml").string();
   BOOST_REQUIRE(save_profile(*profile, file).ok());
   auto loaded = load_profile(file);
@@ -211,7 +217,8 @@ BOOST_AUTO_TEST_CASE(a_measured_profile_has_every_unit_and_round_trips) {
 BOOST_AUTO_TEST_CASE(gpt_loss_falls_on_text) {
   test::ScratchDir dir;
   const std::string text = dir.write("corpus.txt", some_text());
-  const Prepared p = prepare(dir, job_toml("gpt", "[data]\ndataset = \"text\"\npath = \"" + text + "\"\n", 2, 2, "1f1b"));
+  const Prepared p =
+      prepare(dir, job_toml("gpt", "[data]\ndataset = \"text\"\npath = \"" + text + "\"\n", 2, 2, "1f1b"));
   RunOptions options;
   options.steps = 60;
   options.output_dir = (dir.path() / "run").string();
@@ -232,8 +239,9 @@ BOOST_AUTO_TEST_CASE(gpt_loss_falls_on_text) {
 
 BOOST_AUTO_TEST_CASE(a_resumed_run_equals_an_uninterrupted_one) {
   test::ScratchDir dir;
-  const Prepared p = prepare(
-      dir, job_toml("mlp", "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [12]\nclasses = 5\n", 2, 2, "1f1b"));
+  const Prepared p =
+      prepare(dir, job_toml("mlp", "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [12]\nclasses = 5\n", 2, 2,
+                            "1f1b"));
   // 16 steps an epoch: the resumed run crosses an epoch boundary.
   const std::string whole = (dir.path() / "whole").string(), parts = (dir.path() / "parts").string();
   BOOST_REQUIRE(run(p, whole, 24).ok());
@@ -241,9 +249,11 @@ BOOST_AUTO_TEST_CASE(a_resumed_run_equals_an_uninterrupted_one) {
   auto resumed = run(p, parts, 24, parts);
   REQUIRE_OK(resumed);
   BOOST_TEST(resumed->steps == 24u);
-  const auto a = checkpoint_parameters(whole + "/checkpoint.pt", 2), b = checkpoint_parameters(parts + "/checkpoint.pt", 2);
+  const auto a = checkpoint_parameters(whole + "/checkpoint.pt", 2),
+             b = checkpoint_parameters(parts + "/checkpoint.pt", 2);
   BOOST_REQUIRE_EQUAL(a.size(), b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) BOOST_TEST(torch::equal(a[i], b[i]));
+  for (std::size_t i = 0; i < a.size(); ++i)
+    BOOST_TEST(torch::equal(a[i], b[i]));
 
   // A run asked to stop mid-epoch finishes the step it queued, checkpoints there and
   // returns; resumed, it too ends where the uninterrupted run does.
@@ -262,7 +272,8 @@ BOOST_AUTO_TEST_CASE(a_resumed_run_equals_an_uninterrupted_one) {
   BOOST_REQUIRE(run(p, stopped, 24, stopped).ok());
   const auto c = checkpoint_parameters(stopped + "/checkpoint.pt", 2);
   BOOST_REQUIRE_EQUAL(a.size(), c.size());
-  for (std::size_t i = 0; i < a.size(); ++i) BOOST_TEST(torch::equal(a[i], c[i]));
+  for (std::size_t i = 0; i < a.size(); ++i)
+    BOOST_TEST(torch::equal(a[i], c[i]));
 
   // The run queues each step while the one before it runs, but never past an epoch's
   // end: the evaluation after step 16 sees the parameters of a run that stops there.
@@ -280,8 +291,9 @@ BOOST_AUTO_TEST_CASE(a_run_leaves_its_plan_metrics_trace_and_checkpoint) {
       "job.toml", job_toml("resnet", "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [1, 8, 8]\nclasses = 4\n",
                            2, 2, "1f1b"));
   const std::filesystem::path out = dir.path() / "run";
-  const auto r = test::run_cli("run " + job + " --steps 20 --json -o " + out.string() +
-                               " --set 'model.zoo=\"cnn\"' --set 'plan.scheduler=\"gpipe\"' --set output.trace_steps=8");
+  const auto r =
+      test::run_cli("run " + job + " --steps 20 --json -o " + out.string() +
+                    " --set 'model.zoo=\"cnn\"' --set 'plan.scheduler=\"gpipe\"' --set output.trace_steps=8");
   BOOST_REQUIRE_MESSAGE(r.status == 0, r.err);
   using nlohmann::json;
 
@@ -292,7 +304,8 @@ BOOST_AUTO_TEST_CASE(a_run_leaves_its_plan_metrics_trace_and_checkpoint) {
     (m["kind"] == "step" ? steps : evaluations).push_back(m);
   }
   BOOST_REQUIRE_EQUAL(steps.size(), 20u);
-  for (std::size_t k = 0; k < steps.size(); ++k) BOOST_TEST(steps[k]["step"].get<std::uint64_t>() == k + 1);
+  for (std::size_t k = 0; k < steps.size(); ++k)
+    BOOST_TEST(steps[k]["step"].get<std::uint64_t>() == k + 1);
   BOOST_TEST(steps[15]["epoch"].get<int>() == 0);
   BOOST_TEST(steps[16]["epoch"].get<int>() == 1);
   BOOST_REQUIRE_EQUAL(evaluations.size(), 2u); // after the epoch, and at the end
@@ -307,7 +320,8 @@ BOOST_AUTO_TEST_CASE(a_run_leaves_its_plan_metrics_trace_and_checkpoint) {
   BOOST_TEST(summary["test_accuracy"].get<double>() <= 1.0);
   BOOST_TEST(summary["samples_per_s"].get<double>() > 0.0);
   std::vector<double> step_ms;
-  for (const json& s : steps) step_ms.push_back(s["step_ms"]);
+  for (const json& s : steps)
+    step_ms.push_back(s["step_ms"]);
   std::sort(step_ms.begin(), step_ms.end());
   BOOST_TEST(summary["median_step_ms"].get<double>() == step_ms[10]);
 
@@ -342,7 +356,8 @@ BOOST_AUTO_TEST_CASE(a_run_leaves_its_plan_metrics_trace_and_checkpoint) {
     traced_steps[track].insert(e["args"]["step"].get<std::uint64_t>());
   }
   std::set<std::uint64_t> last_eight;
-  for (std::uint64_t k = 13; k <= 20; ++k) last_eight.insert(k);
+  for (std::uint64_t k = 13; k <= 20; ++k)
+    last_eight.insert(k);
   BOOST_REQUIRE_EQUAL(tracks.size(), 4u);
   for (const auto& [track, name] : tracks)
     BOOST_TEST_CONTEXT("pipeline " << track.first << ", " << name) {
@@ -370,16 +385,18 @@ BOOST_AUTO_TEST_CASE(a_write_clears_the_temporaries_a_killed_one_left) {
   BOOST_TEST(std::filesystem::exists(dir.path() / "checkpoint.pt.tmp-notes"));
   BOOST_TEST(std::filesystem::exists(dir.path() / "metrics.jsonl.tmpAb12Cd"));
   std::size_t files = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path())) ++files;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path()))
+    ++files;
   BOOST_TEST(files == 3u); // checkpoint.pt and the two that are not its temporaries
 }
 
 BOOST_AUTO_TEST_CASE(a_failing_stage_ends_the_run_naming_it) {
   test::ScratchDir dir;
   const std::string job = dir.write(
-      "job.toml", job_toml("mlp", "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [12]\nclasses = 5\n", 2, 2,
-                           "1f1b"));
-  const auto r = test::run_cli("run " + job + " --steps 5 -o " + (dir.path() / "run").string() + " --inject-failure 1:3");
+      "job.toml",
+      job_toml("mlp", "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [12]\nclasses = 5\n", 2, 2, "1f1b"));
+  const auto r =
+      test::run_cli("run " + job + " --steps 5 -o " + (dir.path() / "run").string() + " --inject-failure 1:3");
   BOOST_TEST(r.status == 1);
   BOOST_TEST(r.err.find("stage 1 of pipeline") != std::string::npos, r.err);
   BOOST_TEST(r.err.find("in step 3: injected failure") != std::string::npos, r.err);
@@ -395,10 +412,10 @@ BOOST_AUTO_TEST_CASE(a_missing_data_file_is_bad_input_naming_it) {
   BOOST_TEST(!std::filesystem::exists(dir.path() / "run" / "checkpoint.pt"));
 
   const std::string idx = dir.write("train-images-idx3-ubyte.gz", "not gzip, not idx");
-  const std::string mnist = dir.write(
-      "mnist.toml", "cluster = \"" + (test::source_root() / "configs/clusters/cpu-4.toml").string() +
-                        "\"\n[model]\nzoo = \"cnn\"\n[data]\ndataset = \"fashion-mnist\"\npath = \"" +
-                        dir.path().string() + "\"\n[plan]\nstages = 2\npipelines = 1\nmicro_batches = 2\n");
+  const std::string mnist =
+      dir.write("mnist.toml", "cluster = \"" + (test::source_root() / "configs/clusters/cpu-4.toml").string() +
+                                  "\"\n[model]\nzoo = \"cnn\"\n[data]\ndataset = \"fashion-mnist\"\npath = \"" +
+                                  dir.path().string() + "\"\n[plan]\nstages = 2\npipelines = 1\nmicro_batches = 2\n");
   const auto bad = test::run_cli("run " + mnist + " --steps 1 -o " + (dir.path() / "run2").string());
   BOOST_TEST(bad.status == 2);
   BOOST_TEST(bad.err.find(idx + ": not an IDX file") != std::string::npos, bad.err);
@@ -406,7 +423,7 @@ BOOST_AUTO_TEST_CASE(a_missing_data_file_is_bad_input_naming_it) {
   // A header that promises 2 images of 28 × 28 bytes, followed by 10 (zlib reads a plain
   // file as it is).
   const std::string header{'\0', '\0', '\x08', '\x03', '\0', '\0', '\0', '\x02',
-                           '\0', '\0', '\0', '\x1c', '\0', '\0', '\0', '\x1c'};
+                           '\0', '\0', '\0',   '\x1c', '\0', '\0', '\0', '\x1c'};
   dir.write("train-images-idx3-ubyte.gz", header + std::string(10, '\x7f'));
   const auto truncated = test::run_cli("run " + mnist + " --steps 1 -o " + (dir.path() / "run3").string());
   BOOST_TEST(truncated.status == 2);
@@ -434,8 +451,8 @@ BOOST_AUTO_TEST_CASE(a_scripted_sequential_trains) {
   top.define("def forward(self, x):\n  return self.second.forward(self.first.forward(x))\n");
   const std::string file = (dir.path() / "model.pt").string();
   top.save(file);
-  std::string toml = job_toml("mlp", "[data]\ndataset = \"synthetic\"\nsamples = 512\nshape = [12]\nclasses = 5\n", 2, 1,
-                              "1f1b");
+  std::string toml =
+      job_toml("mlp", "[data]\ndataset = \"synthetic\"\nsamples = 512\nshape = [12]\nclasses = 5\n", 2, 1, "1f1b");
   const std::string model = "[model]\nzoo = \"mlp\"\nlayers = 3\nwidth = 32\n";
   toml.replace(toml.find(model), model.size(), "[model]\nzoo = \"torchscript\"\nfile = \"" + file + "\"\n");
   const Prepared p = prepare(dir, toml);
@@ -453,13 +470,16 @@ BOOST_AUTO_TEST_CASE(stage_actors_that_outnumber_the_cores_share_them_in_pipelin
   // Consecutive actors, pipeline neighbours, share a core; every core takes a turn.
   std::vector<int> two_cores{0, 1}, cores_of_a_container{2, 5, 7};
   std::vector<int> got;
-  for (std::size_t a = 0; a < 4; ++a) got.push_back(train::shared_core(two_cores, a, 4));
+  for (std::size_t a = 0; a < 4; ++a)
+    got.push_back(train::shared_core(two_cores, a, 4));
   BOOST_TEST(got == (std::vector<int>{0, 0, 1, 1}), boost::test_tools::per_element());
   got.clear();
-  for (std::size_t a = 0; a < 8; ++a) got.push_back(train::shared_core(two_cores, a, 8));
+  for (std::size_t a = 0; a < 8; ++a)
+    got.push_back(train::shared_core(two_cores, a, 8));
   BOOST_TEST(got == (std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1}), boost::test_tools::per_element());
   got.clear();
-  for (std::size_t a = 0; a < 4; ++a) got.push_back(train::shared_core(cores_of_a_container, a, 4));
+  for (std::size_t a = 0; a < 4; ++a)
+    got.push_back(train::shared_core(cores_of_a_container, a, 4));
   BOOST_TEST(got == (std::vector<int>{2, 2, 5, 7}), boost::test_tools::per_element());
   // Bound only when they outnumber the cores; with a core each the OS places them.
   BOOST_TEST(train::stage_core(two_cores, 3, 4).value_or(-1) == 1);
@@ -477,4 +497,3 @@ BOOST_AUTO_TEST_CASE(stage_actors_that_outnumber_the_cores_share_them_in_pipelin
   BOOST_TEST(bound);
   BOOST_TEST(ran_on == usable.back());
 }
-

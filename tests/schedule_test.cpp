@@ -13,7 +13,6 @@ using test::contains;
 
 namespace {
 
-
 std::string error_of(const Schedule& schedule) {
   const Status status = validate(schedule);
   BOOST_REQUIRE(!status.ok());
@@ -47,7 +46,8 @@ BOOST_AUTO_TEST_CASE(sliced_warm_up_is_counted_in_samples) {
   const Schedule sliced = one_f_one_b_schedule(4, {2, 2, 2, 2, 8, 8, 8}, 8);
   BOOST_REQUIRE(validate(sliced).ok());
   const auto peaks = peak_stashed_samples(sliced);
-  for (std::size_t s = 0; s < 4; ++s) BOOST_TEST(peaks[s] <= 8u * (4 - s));
+  for (std::size_t s = 0; s < 4; ++s)
+    BOOST_TEST(peaks[s] <= 8u * (4 - s));
   // The last stage starts its first backward right after the first slice.
   BOOST_TEST(to_string(sliced.stages[3][1]) == "B0");
 }

@@ -50,11 +50,13 @@ Plan plan_for(const ModelProfile& profile, std::size_t pipelines, const Schedule
   Plan plan;
   plan.pipelines = pipelines;
   const std::size_t S = schedule.stages.size();
-  for (std::size_t s = 0; s < S; ++s) plan.stages.push_back({{s, 0}, {s + 1, 0}, {}});
+  for (std::size_t s = 0; s < S; ++s)
+    plan.stages.push_back({{s, 0}, {s + 1, 0}, {}});
   if (devices.empty())
     for (std::size_t p = 0; p < pipelines; ++p) {
       devices.emplace_back();
-      for (std::size_t s = 0; s < S; ++s) devices.back().push_back(p * S + s);
+      for (std::size_t s = 0; s < S; ++s)
+        devices.back().push_back(p * S + s);
     }
   plan.devices = devices;
   plan.batch_size = static_cast<std::uint32_t>(schedule.samples() * pipelines);
@@ -62,7 +64,8 @@ Plan plan_for(const ModelProfile& profile, std::size_t pipelines, const Schedule
   return plan;
 }
 
-SimulationReport run(const Plan& plan, const ModelProfile& profile, const ClusterSpec& c, SimulationOptions options = {}) {
+SimulationReport run(const Plan& plan, const ModelProfile& profile, const ClusterSpec& c,
+                     SimulationOptions options = {}) {
   auto report = simulate(plan, profile, c, options);
   REQUIRE_OK(report);
   return *report;
@@ -104,7 +107,8 @@ BOOST_AUTO_TEST_CASE(equal_stages_match_the_closed_form) {
           const double expected = (m + S - 1) * (tf + tb);
           BOOST_TEST(r.iteration_time_ms == expected, tt::tolerance(1e-9));
           const double bubble = static_cast<double>(S - 1) / static_cast<double>(m + S - 1);
-          for (const StageReport& stage : r.stages) BOOST_TEST(stage.bubble == bubble, tt::tolerance(1e-9));
+          for (const StageReport& stage : r.stages)
+            BOOST_TEST(stage.bubble == bubble, tt::tolerance(1e-9));
           // The dependency pass used by partitioners agrees.
           const PipelineTiming t = simulate_pipeline(schedule, std::vector<double>(S, tf), std::vector<double>(S, tb),
                                                      std::vector<double>(S, 0.0));
@@ -124,8 +128,8 @@ BOOST_AUTO_TEST_CASE(the_pipeline_pass_agrees_with_the_engine_on_uneven_stages_a
   options.action_overhead_ms = 0.05;
   const SimulationReport r = run(plan_for(profile, 1, schedule), profile, c, options);
   // 4 MB per sample over the 16 GB/s device links: 0.25 ms per sample.
-  const PipelineTiming t = simulate_pipeline(schedule, {1.0, 2.5, 1.0, 1.0}, {2.0, 2.0, 0.5, 2.0},
-                                             {0.25, 0.25, 0.25}, 0.05);
+  const PipelineTiming t =
+      simulate_pipeline(schedule, {1.0, 2.5, 1.0, 1.0}, {2.0, 2.0, 0.5, 2.0}, {0.25, 0.25, 0.25}, 0.05);
   BOOST_TEST(r.iteration_time_ms == t.makespan_ms, tt::tolerance(1e-9));
   BOOST_TEST(t.critical_stage == 1u);
 }

@@ -62,7 +62,8 @@ std::string ScratchDir::write(const std::string& name, const std::string& conten
 CommandResult run_cli(const std::string& args) {
   ScratchDir scratch;
   const fs::path out = scratch.path() / "out", err = scratch.path() / "err";
-  const std::string command = "'" + env("ACTORPIPE_CLI") + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
+  const std::string command =
+      "'" + env("ACTORPIPE_CLI") + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
   const int raw = std::system(command.c_str());
   CommandResult result;
   result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;

@@ -13,7 +13,7 @@
 
 /// Requires `result`, a Result or Status variable, to hold a value; else the test case
 /// fails with the error's message.
-#define REQUIRE_OK(result) \
+#define REQUIRE_OK(result)                                                                                             \
   BOOST_REQUIRE_MESSAGE((result).ok(), ((result).ok() ? std::string() : (result).error().message))
 
 namespace actorpipe::test {

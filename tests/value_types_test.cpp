@@ -19,12 +19,12 @@ using test::contains;
 
 namespace {
 
-
 ModelProfile three_blocks() {
   ModelProfile p;
   p.name = "m";
   p.batch_size = 4;
-  for (int i = 0; i < 3; ++i) p.blocks.push_back({"b" + std::to_string(i), 1.0, 2.0, 10, 100, 5, {}});
+  for (int i = 0; i < 3; ++i)
+    p.blocks.push_back({"b" + std::to_string(i), 1.0, 2.0, 10, 100, 5, {}});
   return p;
 }
 

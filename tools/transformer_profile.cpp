@@ -18,9 +18,9 @@ using namespace actorpipe;
 struct Shape {
   std::string name = "transformer";
   std::uint32_t layers = 24, hidden = 1024, heads = 16, sequence = 512, vocabulary = 30522, batch = 8;
-  double tflops = 40;           ///< sustained on the reference device
+  double tflops = 40; ///< sustained on the reference device
   std::string device = "V100-32GB";
-  double memory_gbps = 900;     ///< for the memory-bound embedding
+  double memory_gbps = 900; ///< for the memory-bound embedding
   /// Vocabulary slices of the head; 0: about one MLP's work each, ceil(V / 8h).
   std::uint32_t vocabulary_slices = 0;
 };

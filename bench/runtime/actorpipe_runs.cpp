@@ -34,7 +34,8 @@ nlohmann::json Cli::run_json(const std::string& job, std::vector<std::string> se
   fs::remove_all(out);
   std::string command = "'" + actorpipe.string() + "' run '" + job + "' --steps " + std::to_string(steps) + " -o '" +
                         out.string() + "' --json " + flags;
-  for (const std::string& set : sets) command += " --set '" + set + "'";
+  for (const std::string& set : sets)
+    command += " --set '" + set + "'";
   return nlohmann::json::parse(shell(command));
 }
 
@@ -85,8 +86,10 @@ HopLatency hop_latency(const fs::path& trace_file) {
       const auto& f1 = stages[s + 1]["forward"];
       const auto& b0 = stages[s]["backward"];
       const auto& b1 = stages[s + 1]["backward"];
-      for (std::size_t k = 0; k < std::min(f0.size(), f1.size()); ++k) forward.push_back(f1[k].begin - f0[k].end);
-      for (std::size_t k = 0; k < std::min(b0.size(), b1.size()); ++k) backward.push_back(b0[k].begin - b1[k].end);
+      for (std::size_t k = 0; k < std::min(f0.size(), f1.size()); ++k)
+        forward.push_back(f1[k].begin - f0[k].end);
+      for (std::size_t k = 0; k < std::min(b0.size(), b1.size()); ++k)
+        backward.push_back(b0[k].begin - b1[k].end);
     }
   return {median(forward), median(backward)};
 }
@@ -102,7 +105,8 @@ std::string hop_job(std::size_t stages) {
          "[data]\ndataset = \"synthetic\"\nsamples = 4096\nshape = [4]\nclasses = 2\n"
          "[train]\nbatch_size = 4\noptimizer = \"sgd\"\nlr = 0.01\n"
          "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nscheduler = \"gpipe\"\n"
-         "stages = " + std::to_string(stages) + "\npipelines = 1\nmicro_batches = 1\n";
+         "stages = " +
+         std::to_string(stages) + "\npipelines = 1\nmicro_batches = 1\n";
 }
 
 } // namespace actorpipe::bench

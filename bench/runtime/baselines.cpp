@@ -46,7 +46,8 @@ Rate libtorch_side_by_side(const JobSpec& job, unsigned copies, std::uint64_t st
   JobSpec copy_job = job;
   if (lockstep) copy_job.train.batch_size = job.train.batch_size / copies;
   std::vector<std::unique_ptr<train::SingleProcessTraining>> trainings;
-  for (unsigned c = 0; c < copies; ++c) trainings.push_back(need(train::SingleProcessTraining::open(copy_job)));
+  for (unsigned c = 0; c < copies; ++c)
+    trainings.push_back(need(train::SingleProcessTraining::open(copy_job)));
   std::vector<Rate> rates(copies);
   std::latch start(copies);
   std::barrier step_done(copies);
@@ -83,13 +84,14 @@ std::optional<Rate> pytorch(const std::string& root, int threads, std::uint32_t 
     }
   if (python.empty()) return std::nullopt;
   const std::string command = python + " '" + root + "/bench/pytorch_eager.py' --threads " + std::to_string(threads) +
-                              " --batch " + std::to_string(batch) + " --steps " + std::to_string(steps) +
-                              " --warmup " + std::to_string(warmup_steps) + " 2>/dev/null";
+                              " --batch " + std::to_string(batch) + " --steps " + std::to_string(steps) + " --warmup " +
+                              std::to_string(warmup_steps) + " 2>/dev/null";
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return std::nullopt;
   std::string out;
   char buffer[256];
-  while (std::fgets(buffer, sizeof buffer, pipe)) out += buffer;
+  while (std::fgets(buffer, sizeof buffer, pipe))
+    out += buffer;
   if (pclose(pipe) != 0) return std::nullopt;
   // {"samples_per_s": X, "step_ms": Y}
   Rate r;

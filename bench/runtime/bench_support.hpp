@@ -29,7 +29,8 @@ inline double median(std::vector<double> v) {
 
 inline Rate rate_of(std::vector<double> step_ms, std::uint32_t batch) {
   double total = 0;
-  for (double ms : step_ms) total += ms;
+  for (double ms : step_ms)
+    total += ms;
   return {static_cast<double>(batch) * static_cast<double>(step_ms.size()) / (total / 1000.0), median(step_ms)};
 }
 
@@ -38,8 +39,7 @@ inline Rate rate_of(std::vector<double> step_ms, std::uint32_t batch) {
   std::exit(2);
 }
 
-template <class T>
-T need(Result<T> result) {
+template <class T> T need(Result<T> result) {
   if (!result) fail(result.error().message);
   return std::move(*result);
 }

@@ -44,15 +44,14 @@ public:
   /// Activations one micro-batch leaves stashed between forward and backward.
   double stash_bytes(std::size_t i, std::size_t j) const { return entries_[j].stash - entries_[i].stash; }
   /// Activations crossing boundary j (before unit j) for one micro-batch.
-  double boundary_bytes(std::size_t j) const {
-    return j == 0 ? input_bytes_ : entries_[j - 1].output_bytes;
-  }
+  double boundary_bytes(std::size_t j) const { return j == 0 ? input_bytes_ : entries_[j - 1].output_bytes; }
 
   /// Unit boundaries 0 = b_0 < b_1 < ... < b_S = size() as cuts.
   Partition to_partition(const std::vector<std::size_t>& boundaries) const {
     Partition partition;
     partition.cuts.reserve(boundaries.size());
-    for (std::size_t b : boundaries) partition.cuts.push_back(entries_[b].begin);
+    for (std::size_t b : boundaries)
+      partition.cuts.push_back(entries_[b].begin);
     return partition;
   }
 
@@ -121,8 +120,7 @@ inline Bandwidths cluster_bandwidths(const ClusterSpec& cluster) {
 /// largest cost(s, i, j) of stage s holding units [i, j), exactly, by dynamic
 /// programming in O(S · N²); infinite costs rule a stage out. Empty when no split has
 /// a finite cost.
-template <class Cost>
-std::vector<std::size_t> min_max_split(std::size_t S, std::size_t N, const Cost& cost) {
+template <class Cost> std::vector<std::size_t> min_max_split(std::size_t S, std::size_t N, const Cost& cost) {
   constexpr double none = std::numeric_limits<double>::infinity();
   // best[s][j]: the least largest cost when s stages hold units [0, j).
   std::vector<std::vector<double>> best(S + 1, std::vector<double>(N + 1, none));
@@ -140,7 +138,8 @@ std::vector<std::size_t> min_max_split(std::size_t S, std::size_t N, const Cost&
       }
   if (best[S][N] == none) return {};
   std::vector<std::size_t> boundaries(S + 1, N);
-  for (std::size_t s = S; s > 0; --s) boundaries[s - 1] = from[s][boundaries[s]];
+  for (std::size_t s = S; s > 0; --s)
+    boundaries[s - 1] = from[s][boundaries[s]];
   return boundaries;
 }
 

@@ -27,7 +27,9 @@ int devices(bool json, bool nccl) {
     nlohmann::json list = nlohmann::json::array();
     if (gpus)
       for (const GpuInfo& g : *gpus)
-        list.push_back({{"index", g.index}, {"name", g.name}, {"memory_bytes", g.memory_bytes},
+        list.push_back({{"index", g.index},
+                        {"name", g.name},
+                        {"memory_bytes", g.memory_bytes},
                         {"compute_capability", std::to_string(g.compute_major) + "." + std::to_string(g.compute_minor)},
                         {"multiprocessors", g.multiprocessors}});
     else
@@ -40,16 +42,21 @@ int devices(bool json, bool nccl) {
     if (!gpus) {
       std::cout << "cuda   " << gpus.error().message << "\n";
     } else {
-      text::Table table({{"gpu", text::Table::Align::right}, {"name"}, {"memory", text::Table::Align::right},
-                         {"compute"}, {"SMs", text::Table::Align::right}});
+      text::Table table({{"gpu", text::Table::Align::right},
+                         {"name"},
+                         {"memory", text::Table::Align::right},
+                         {"compute"},
+                         {"SMs", text::Table::Align::right}});
       for (const GpuInfo& g : *gpus)
         table.add_row({std::to_string(g.index), g.name, text::format_bytes(g.memory_bytes),
                        std::to_string(g.compute_major) + "." + std::to_string(g.compute_minor),
                        std::to_string(g.multiprocessors)});
       std::cout << table.str();
     }
-    if (nccl) std::cout << "nccl   " << (nccl_version ? "all-reduce over every GPU ok, NCCL " + *nccl_version
-                                                      : nccl_version.error().message) << "\n";
+    if (nccl)
+      std::cout << "nccl   "
+                << (nccl_version ? "all-reduce over every GPU ok, NCCL " + *nccl_version : nccl_version.error().message)
+                << "\n";
   }
   // Having no GPU is a fact to report, not a failure; a failed NCCL check that was asked for is.
   if (nccl && !nccl_version) return exit_status(nccl_version.error().code);

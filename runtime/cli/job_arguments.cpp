@@ -48,7 +48,8 @@ void add_job_arguments(CLI::App& command, JobArguments& args, CommonOptions& com
   command.add_option("--scheduler", args.scheduler, "scheduler plugin (overrides plan.scheduler)");
   command.add_option("--stages", args.stages, "stages per pipeline, or auto (overrides plan.stages)");
   command.add_option("--pipelines", args.pipelines, "parallel pipelines, or auto (overrides plan.pipelines)");
-  command.add_option("--micro-batches", args.micro_batches, "micro-batches per pipeline, or auto (overrides plan.micro_batches)");
+  command.add_option("--micro-batches", args.micro_batches,
+                     "micro-batches per pipeline, or auto (overrides plan.micro_batches)");
   command.add_option("--set", args.set, "override any job key: --set train.batch_size=128 (repeatable)");
   command.add_option("--plugin-path", common.plugin_path, "also search this folder or file for plugins (repeatable)");
 }
@@ -80,7 +81,8 @@ Result<LoadedJob> load(const JobArguments& args, const CommonOptions& common) {
 
 std::function<void(std::size_t, std::size_t)> measuring_progress() {
   return [terminal = ::isatty(STDERR_FILENO) != 0](std::size_t done, std::size_t passes) {
-    if (terminal) std::cerr << "\rmeasuring pass " << done << "/" << passes << (done == passes ? "\n" : "") << std::flush;
+    if (terminal)
+      std::cerr << "\rmeasuring pass " << done << "/" << passes << (done == passes ? "\n" : "") << std::flush;
     else if (done % std::max<std::size_t>(1, passes / 10) == 0 || done == passes)
       std::cerr << "measuring pass " << done << "/" << passes << "\n";
   };

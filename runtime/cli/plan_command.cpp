@@ -72,8 +72,9 @@ void add_plan_command(CLI::App& app, CommonOptions& common, Run& run) {
   add_job_arguments(*command, args->job, common);
   command->add_flag("--json", args->json, "print the plan as JSON");
   command->add_option("-o,--output", args->output, "also write the plan as JSON to this file");
-  command->add_option("--compare", args->compare,
-                      "plan once per partitioner[+mapper] and print them side by side: --compare autopipe+hetero,dapple");
+  command->add_option(
+      "--compare", args->compare,
+      "plan once per partitioner[+mapper] and print them side by side: --compare autopipe+hetero,dapple");
   command->callback([&run, &common, args] { run = [&common, args] { return plan(*args, common); }; });
 }
 

@@ -52,13 +52,16 @@ void add_profile_command(CLI::App& app, Run& run) {
   command->add_option("-o,--output", args->output, "write the profile here (default: print it)");
   command->add_option("--set", args->set, "override any job key (repeatable)");
   command->add_option("--batch-size", args->batch_size, "samples per measurement (default: train.batch_size)");
-  command->add_option("--repeats", args->repeats, "timed passes over the model; each unit's median counts")->check(CLI::PositiveNumber);
-  command->add_option("--threads", args->threads,
-                      "LibTorch threads to measure with (default: one device's share of the cores)")
+  command->add_option("--repeats", args->repeats, "timed passes over the model; each unit's median counts")
       ->check(CLI::PositiveNumber);
-  command->add_option("--load", args->load,
-                      "copies of the model kept busy on the other cores while measuring, as the other devices "
-                      "compute in a run (default: enough to fill every core; 0: idle cores)")
+  command
+      ->add_option("--threads", args->threads,
+                   "LibTorch threads to measure with (default: one device's share of the cores)")
+      ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--load", args->load,
+                   "copies of the model kept busy on the other cores while measuring, as the other devices "
+                   "compute in a run (default: enough to fill every core; 0: idle cores)")
       ->check(CLI::NonNegativeNumber);
   command->callback([&run, args] { run = [args] { return profile_job(*args); }; });
 }

@@ -101,9 +101,9 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
     ++shown;
   };
   options.on_evaluation = [&](const EvaluationMetrics& e) {
-    std::cerr << (terminal && shown ? "\n" : "") << "epoch " << e.epoch << ", step " << e.step
-              << ": test accuracy " << text::format_fixed(100.0 * e.test_accuracy, 2) << "%, test loss "
-              << text::format_fixed(e.test_loss, 4) << "\n";
+    std::cerr << (terminal && shown ? "\n" : "") << "epoch " << e.epoch << ", step " << e.step << ": test accuracy "
+              << text::format_fixed(100.0 * e.test_accuracy, 2) << "%, test loss " << text::format_fixed(e.test_loss, 4)
+              << "\n";
   };
   std::cerr << "actorpipe: training '" << job.job.name << "': " << plan->stages.size() << " stages × "
             << plan->pipelines << " pipelines, " << plan->scheduler << ", " << plan->schedule.micro_batch_sizes.size()
@@ -114,8 +114,8 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
   if (!here) return report(here.error());
   const double predicted = *here;
   if (actors > cores)
-    std::cerr << "actorpipe: " << actors << " stage actors share " << cores << (cores == 1 ? " core" : " cores")
-              << ": " << text::format_fixed(predicted, 2) << " ms per step predicted here (the plan's "
+    std::cerr << "actorpipe: " << actors << " stage actors share " << cores << (cores == 1 ? " core" : " cores") << ": "
+              << text::format_fixed(predicted, 2) << " ms per step predicted here (the plan's "
               << text::format_fixed(plan->iteration_time_ms, 2) << " ms gives each a core)\n";
   options.stop_requested = [] { return interrupted.load() != 0; };
   std::signal(SIGINT, on_interrupt);
@@ -127,8 +127,7 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
   if (!summary) return report(summary.error());
   if (summary->stopped)
     std::cerr << "actorpipe: interrupted; stopped after step " << summary->steps << " with a checkpoint in "
-              << summary->output_dir << ": the same command with --resume " << summary->output_dir
-              << " continues it\n";
+              << summary->output_dir << ": the same command with --resume " << summary->output_dir << " continues it\n";
   if (a.json) {
     nlohmann::json out{{"steps", summary->steps},
                        {"epochs", summary->epochs},
@@ -169,8 +168,9 @@ void add_run_command(CLI::App& app, CommonOptions& common, Run& run) {
   command->add_flag("--no-pin", args->no_pin,
                     "leave stage threads where the operating system puts them (by default, when stage actors "
                     "outnumber the cores, pipeline neighbours are bound to a shared core)");
-  command->add_option("--inject-failure", args->inject_failure,
-                      "testing aid: make stage STAGE throw in step STEP (STAGE:STEP)")
+  command
+      ->add_option("--inject-failure", args->inject_failure,
+                   "testing aid: make stage STAGE throw in step STEP (STAGE:STEP)")
       ->group("Testing");
   command->callback([&run, &common, args] { run = [&common, args] { return run_job(*args, common); }; });
 }

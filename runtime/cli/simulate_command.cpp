@@ -48,7 +48,8 @@ int simulate_job(const SimulateArguments& a, const CommonOptions& common) {
   if (!result) return report(result.error());
   if (!trace.empty())
     if (auto s = write_file_atomically(trace, trace_json(*result, *plan, job.cluster)); !s) return report(s.error());
-  std::cout << (a.json ? simulation_to_json(*result, *plan, job.cluster) : format_simulation(*result, *plan, job.cluster));
+  std::cout << (a.json ? simulation_to_json(*result, *plan, job.cluster)
+                       : format_simulation(*result, *plan, job.cluster));
   return 0;
 }
 

@@ -68,7 +68,8 @@ Mapping lay_out(const std::vector<DeviceId>& ranked, std::size_t stages, std::si
 std::vector<double> stage_speeds(const ClusterSpec& cluster, const Mapping& mapping) {
   std::vector<double> speeds(mapping.devices.front().size(), std::numeric_limits<double>::infinity());
   for (const auto& pipeline : mapping.devices)
-    for (std::size_t s = 0; s < speeds.size(); ++s) speeds[s] = std::min(speeds[s], cluster.devices[pipeline[s]].speed);
+    for (std::size_t s = 0; s < speeds.size(); ++s)
+      speeds[s] = std::min(speeds[s], cluster.devices[pipeline[s]].speed);
   return speeds;
 }
 
@@ -81,7 +82,8 @@ Partition speed_balanced(const PlanContext& context, const Partition& partition,
   if (std::adjacent_find(speeds.begin(), speeds.end(), std::not_equal_to<>()) == speeds.end()) return partition;
   const std::vector<Unit> units = context.profile.units(context.sub_blocks);
   std::vector<double> done(units.size() + 1, 0.0);
-  for (std::size_t u = 0; u < units.size(); ++u) done[u + 1] = done[u] + units[u].forward_ms + units[u].backward_ms;
+  for (std::size_t u = 0; u < units.size(); ++u)
+    done[u + 1] = done[u] + units[u].forward_ms + units[u].backward_ms;
   const double speed_total = std::accumulate(speeds.begin(), speeds.end(), 0.0);
   Partition balanced;
   balanced.cuts.push_back(partition.cuts.front());
@@ -92,7 +94,8 @@ Partition speed_balanced(const PlanContext& context, const Partition& partition,
     // At least one unit per stage, and one left for each stage after this one.
     const std::size_t last = units.size() - (speeds.size() - s - 1);
     std::size_t end = u + 1;
-    while (end < last && done[end + 1] <= share * done.back()) ++end;
+    while (end < last && done[end + 1] <= share * done.back())
+      ++end;
     if (end < last && done[end + 1] - share * done.back() < share * done.back() - done[end]) ++end;
     balanced.cuts.push_back(units[end].begin);
     u = end;
@@ -105,7 +108,8 @@ Partition speed_balanced(const PlanContext& context, const Partition& partition,
 Result<double> price(const PlanContext& context, const Partition& partition, const Mapping& mapping) {
   Plan plan;
   plan.pipelines = context.pipelines;
-  for (std::size_t s = 0; s < context.stages; ++s) plan.stages.push_back({partition.cuts[s], partition.cuts[s + 1], {}});
+  for (std::size_t s = 0; s < context.stages; ++s)
+    plan.stages.push_back({partition.cuts[s], partition.cuts[s + 1], {}});
   plan.devices = mapping.devices;
   plan.batch_size = context.batch_size;
   plan.schedule = context.scheduler == "gpipe" ? gpipe_schedule(context.stages, context.micro_batch_sizes)

@@ -20,7 +20,8 @@ public:
     Mapping mapping;
     for (std::size_t p = 0; p < context.pipelines; ++p) {
       auto& row = mapping.devices.emplace_back();
-      for (std::size_t s = 0; s < context.stages; ++s) row.push_back(p * context.stages + s);
+      for (std::size_t s = 0; s < context.stages; ++s)
+        row.push_back(p * context.stages + s);
     }
     return mapping;
   }

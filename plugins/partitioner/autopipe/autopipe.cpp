@@ -46,7 +46,9 @@ public:
 
   /// Every comparison goes through this one product, so a bound reached by one stage
   /// time is met exactly by the same stage (a multiply, not a divide, per probe).
-  double time(std::size_t s, std::size_t i, std::size_t j) const { return costs_.compute_ms(i, j) * speeds_[s].slowness; }
+  double time(std::size_t s, std::size_t i, std::size_t j) const {
+    return costs_.compute_ms(i, j) * speeds_[s].slowness;
+  }
   bool fits(std::size_t s, std::size_t i, std::size_t j) const {
     if (!limit_memory_ || s >= c_.stage_memory.size()) return true;
     return partitioning::stage_memory(costs_, c_, s, i, j) <= static_cast<double>(c_.stage_memory[s]);
@@ -61,12 +63,15 @@ public:
   std::size_t furthest(std::size_t s, std::size_t i, double bound) const {
     const std::size_t last = N_ - (S_ - s - 1);
     std::size_t lo = i, k = 1; // lo: an end known to fit (or i); probes i + 1, i + 2, i + 4, ...
-    while (i + k <= last && within(s, i, i + k, bound)) lo = i + k, k *= 2;
+    while (i + k <= last && within(s, i, i + k, bound))
+      lo = i + k, k *= 2;
     std::size_t hi = std::min(last, i + k - 1); // answer in [lo, hi]
     while (lo < hi) {
       const std::size_t mid = (lo + hi + 1) / 2;
-      if (within(s, i, mid, bound)) lo = mid;
-      else hi = mid - 1;
+      if (within(s, i, mid, bound))
+        lo = mid;
+      else
+        hi = mid - 1;
     }
     return lo;
   }
@@ -104,8 +109,10 @@ public:
   /// stage times, so a few rounds settle it exactly.
   double min_max_bound() const {
     double speed_sum = 0, fastest = 0, slowest_unit = 0;
-    for (std::size_t s = 0; s < S_; ++s) speed_sum += speeds_[s].speed, fastest = std::max(fastest, speeds_[s].speed);
-    for (std::size_t u = 0; u < N_; ++u) slowest_unit = std::max(slowest_unit, costs_.compute_ms(u, u + 1));
+    for (std::size_t s = 0; s < S_; ++s)
+      speed_sum += speeds_[s].speed, fastest = std::max(fastest, speeds_[s].speed);
+    for (std::size_t u = 0; u < N_; ++u)
+      slowest_unit = std::max(slowest_unit, costs_.compute_ms(u, u + 1));
     // Often the floor itself is reached (one unit outweighs a fair share, or the work
     // divides evenly): the first probe settles it.
     double lo = std::max(costs_.compute_ms(0, N_) / speed_sum, slowest_unit / fastest);
@@ -116,8 +123,10 @@ public:
       lo = at_lo.next;
       if (lo >= hi) break;
       const Probe at_mid = greedy(std::isinf(hi) ? 2 * lo : 0.5 * (lo + hi));
-      if (at_mid.fits()) hi = at_mid.reached;
-      else lo = std::max(lo, at_mid.next);
+      if (at_mid.fits())
+        hi = at_mid.reached;
+      else
+        lo = std::max(lo, at_mid.next);
     }
     return hi;
   }
@@ -131,12 +140,15 @@ public:
       const std::size_t end = start[s + 1];
       // Leave one unit for each earlier stage; end - 1 always fits when feasible.
       std::size_t hi = end - 1, step = 1; // hi: a start known to fit
-      while (hi >= s + step && within(s, hi - step, end, bound)) hi -= step, step *= 2;
+      while (hi >= s + step && within(s, hi - step, end, bound))
+        hi -= step, step *= 2;
       std::size_t lo = hi >= s + step ? hi - step + 1 : s; // answer in [lo, hi]
       while (lo < hi) {
         const std::size_t mid = (lo + hi) / 2;
-        if (within(s, mid, end, bound)) hi = mid;
-        else lo = mid + 1;
+        if (within(s, mid, end, bound))
+          hi = mid;
+        else
+          lo = mid + 1;
       }
       start[s] = lo;
     }
@@ -149,7 +161,8 @@ public:
     // just before it overwrites it.
     std::vector<std::size_t> b = earliest_starts(bound);
     double speed_left = 0;
-    for (std::size_t s = 0; s < S_; ++s) speed_left += speeds_[s].speed;
+    for (std::size_t s = 0; s < S_; ++s)
+      speed_left += speeds_[s].speed;
     b[0] = 0;
     std::size_t i = 0;
     for (std::size_t s = 0; s + 1 < S_; ++s) {
@@ -159,7 +172,8 @@ public:
       // or the bound, whichever comes first (growing stays feasible until `within` fails).
       const std::size_t last = N_ - (S_ - s - 1);
       std::size_t j = std::max(i + 1, b[s + 1]);
-      while (j < last && costs_.compute_ms(i, j + 1) <= target && within(s, i, j + 1, bound)) ++j;
+      while (j < last && costs_.compute_ms(i, j + 1) <= target && within(s, i, j + 1, bound))
+        ++j;
       if (j < last && std::abs(costs_.compute_ms(i, j + 1) - target) < std::abs(costs_.compute_ms(i, j) - target) &&
           within(s, i, j + 1, bound))
         ++j;
@@ -303,7 +317,8 @@ public:
     auto search = choice_option(context.options, "search", "true", {"true", "false"});
     ACTORPIPE_TRY(search);
     const UnitCosts costs(context.profile, context.sub_blocks, partitioning::largest_micro_batch(context));
-    ACTORPIPE_TRY(partitioning::check_stage_count(costs, context, context.sub_blocks ? "blocks and sub-blocks" : "blocks"));
+    ACTORPIPE_TRY(
+        partitioning::check_stage_count(costs, context, context.sub_blocks ? "blocks and sub-blocks" : "blocks"));
 
     std::optional<Search> used(std::in_place, context, costs, true);
     double bound = used->min_max_bound();

@@ -26,7 +26,7 @@ using partitioning::UnitCosts;
 
 struct Prefix {
   double sum = std::numeric_limits<double>::infinity(); ///< work + cuts so far
-  double pivot = 0;                                      ///< most work of one stage
+  double pivot = 0;                                     ///< most work of one stage
   double allreduce_first = 0;
   std::size_t from = 0;
   double latency(double weight) const { return sum + weight * pivot; }
@@ -36,7 +36,8 @@ class DapplePartitioner : public Partitioner {
 public:
   Result<Partition> partition(const PlanContext& context) override {
     ACTORPIPE_TRY(check_options(context.options, {"placement"}));
-    auto placement = choice_option(context.options, "placement", "best", {"best", "fresh_first", "append_first", "scatter_first"});
+    auto placement =
+        choice_option(context.options, "placement", "best", {"best", "fresh_first", "append_first", "scatter_first"});
     ACTORPIPE_TRY(placement);
     const UnitCosts costs(context.profile, false, partitioning::largest_micro_batch(context));
     ACTORPIPE_TRY(partitioning::check_stage_count(costs, context, "blocks"));
@@ -84,15 +85,16 @@ private:
           Prefix next;
           next.sum = before.sum + work + cut;
           next.pivot = std::max(before.pivot, work);
-          next.allreduce_first =
-              s == 1 ? partitioning::allreduce_ms(costs.parameter_bytes(i, j), P, ring_bandwidth) : before.allreduce_first;
+          next.allreduce_first = s == 1 ? partitioning::allreduce_ms(costs.parameter_bytes(i, j), P, ring_bandwidth)
+                                        : before.allreduce_first;
           next.from = i;
           if (next.latency(weight) + next.allreduce_first < best[s][j].latency(weight) + best[s][j].allreduce_first)
             best[s][j] = next;
         }
     latency = best[S][N].latency(weight) + best[S][N].allreduce_first;
     std::vector<std::size_t> boundaries(S + 1, N);
-    for (std::size_t s = S; s > 0; --s) boundaries[s - 1] = best[s][boundaries[s]].from;
+    for (std::size_t s = S; s > 0; --s)
+      boundaries[s - 1] = best[s][boundaries[s]].from;
     return boundaries;
   }
 };

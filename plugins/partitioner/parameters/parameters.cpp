@@ -24,14 +24,16 @@ public:
       return Error::bad_input("cannot put " + std::to_string(n) + " blocks in " + std::to_string(stages) + " stages");
 
     std::vector<double> prefix(n + 1, 0.0);
-    for (std::size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + static_cast<double>(blocks[i].parameter_bytes);
+    for (std::size_t i = 0; i < n; ++i)
+      prefix[i + 1] = prefix[i] + static_cast<double>(blocks[i].parameter_bytes);
     auto size = [&](std::size_t from, std::size_t to) { return prefix[to] - prefix[from]; };
     constexpr double none = std::numeric_limits<double>::infinity();
 
-    const std::vector<std::size_t> first = partitioning::min_max_split(
-        stages, n, [&](std::size_t, std::size_t i, std::size_t j) { return size(i, j); });
+    const std::vector<std::size_t> first =
+        partitioning::min_max_split(stages, n, [&](std::size_t, std::size_t i, std::size_t j) { return size(i, j); });
     double bound = 0;
-    for (std::size_t s = 0; s < stages; ++s) bound = std::max(bound, size(first[s], first[s + 1]));
+    for (std::size_t s = 0; s < stages; ++s)
+      bound = std::max(bound, size(first[s], first[s + 1]));
 
     // squares[s][i]: the least sum of squared stage sizes with every stage within bound.
     std::vector<std::vector<double>> squares(stages + 1, std::vector<double>(n + 1, none));

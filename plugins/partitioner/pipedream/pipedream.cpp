@@ -15,7 +15,6 @@
 
 #include "../unit_costs.hpp"
 
-
 namespace {
 
 using namespace actorpipe;

@@ -33,7 +33,8 @@ public:
     const auto bw = partitioning::cluster_bandwidths(context.cluster);
     const double ring_bandwidth = d <= bw.devices_per_server ? bw.intra_server : bw.inter_server;
     std::uint64_t memory = std::numeric_limits<std::uint64_t>::max();
-    for (const Device& device : context.cluster.devices) memory = std::min(memory, device.memory_bytes);
+    for (const Device& device : context.cluster.devices)
+      memory = std::min(memory, device.memory_bytes);
 
     auto cut_ms = [&](std::size_t j) {
       return j == 0 || j == N ? 0.0 : 2.0 * costs.boundary_bytes(j) / bw.intra_server * 1000.0;
@@ -45,7 +46,8 @@ public:
       const double base = costs.compute_ms(i, j) + cut_ms(i) + cut_ms(j) +
                           partitioning::allreduce_ms(costs.parameter_bytes(i, j), d, ring_bandwidth) / M;
       double best = std::numeric_limits<double>::infinity();
-      if (weights + costs.stash_bytes(i, j) * in_flight <= static_cast<double>(memory)) best = base;
+      if (weights + costs.stash_bytes(i, j) * in_flight <= static_cast<double>(memory))
+        best = base;
       else if (weights + costs.boundary_bytes(i) * in_flight <= static_cast<double>(memory))
         best = base + costs.forward_ms(i, j); // recompute the forward before the backward
       return best;

@@ -14,7 +14,8 @@ public:
     const std::size_t blocks = context.profile.blocks.size();
     const std::size_t stages = context.stages;
     if (stages == 0 || stages > blocks)
-      return Error::bad_input("cannot put " + std::to_string(blocks) + " blocks in " + std::to_string(stages) + " stages");
+      return Error::bad_input("cannot put " + std::to_string(blocks) + " blocks in " + std::to_string(stages) +
+                              " stages");
     Partition partition;
     std::size_t next = 0;
     partition.cuts.push_back({0, 0});

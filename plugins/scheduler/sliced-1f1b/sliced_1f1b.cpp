@@ -47,11 +47,11 @@ public:
       return Error::bad_input("needs the stages' forward times and at least one micro-batch");
 
     const std::uint32_t first = request.micro_batch_sizes.front();
-    const std::uint32_t slices =
-        *fixed > 0 ? std::min<std::uint32_t>(static_cast<std::uint32_t>(*fixed), first)
-                   : choose_slices(request, first, static_cast<std::uint32_t>(*max_slices));
+    const std::uint32_t slices = *fixed > 0 ? std::min<std::uint32_t>(static_cast<std::uint32_t>(*fixed), first)
+                                            : choose_slices(request, first, static_cast<std::uint32_t>(*max_slices));
     std::vector<std::uint32_t> sizes;
-    for (std::uint32_t i = 0; i < slices; ++i) sizes.push_back(first / slices + (i < first % slices ? 1 : 0));
+    for (std::uint32_t i = 0; i < slices; ++i)
+      sizes.push_back(first / slices + (i < first % slices ? 1 : 0));
     sizes.insert(sizes.end(), request.micro_batch_sizes.begin() + 1, request.micro_batch_sizes.end());
     const std::uint32_t reference =
         *std::max_element(request.micro_batch_sizes.begin(), request.micro_batch_sizes.end());

@@ -18,8 +18,8 @@ namespace actorpipe {
 
 /// A PCIe switch: devices behind it share its uplink to the host bridge.
 struct PcieSwitch {
-  double bandwidth = 0;         ///< uplink, bytes/s
-  std::size_t host_bridge = 0;  ///< index into Server::host_bridges
+  double bandwidth = 0;        ///< uplink, bytes/s
+  std::size_t host_bridge = 0; ///< index into Server::host_bridges
 };
 
 /// A CPU root complex (socket); switches under different bridges talk over
@@ -44,9 +44,9 @@ struct Device {
   double speed = 1.0; ///< relative to the profile's reference device
   std::uint64_t memory_bytes = 0;
   double memory_bandwidth = 500e9; ///< bytes/s; bounds the optimizer step
-  std::size_t server = 0;       ///< index into ClusterSpec::servers
-  std::size_t pcie_switch = 0;  ///< index into that server's pcie_switches
-  int nvlink_group = -1;        ///< devices of one group share NVLink; -1 when none
+  std::size_t server = 0;          ///< index into ClusterSpec::servers
+  std::size_t pcie_switch = 0;     ///< index into that server's pcie_switches
+  int nvlink_group = -1;           ///< devices of one group share NVLink; -1 when none
 };
 
 /// The network between servers: each NIC reaches a non-blocking switch.

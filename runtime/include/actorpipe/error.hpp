@@ -19,23 +19,15 @@ enum class ErrorCode {
 };
 
 /// The process exit status for an error code (0 ok, 1 failed run, 2 bad input).
-constexpr int exit_status(ErrorCode code) noexcept {
-  return code == ErrorCode::run_failed ? 1 : 2;
-}
+constexpr int exit_status(ErrorCode code) noexcept { return code == ErrorCode::run_failed ? 1 : 2; }
 
 struct Error {
   ErrorCode code = ErrorCode::bad_input;
   std::string message;
 
-  static Error bad_input(std::string message) {
-    return {ErrorCode::bad_input, std::move(message)};
-  }
-  static Error run_failed(std::string message) {
-    return {ErrorCode::run_failed, std::move(message)};
-  }
-  static Error unsupported(std::string message) {
-    return {ErrorCode::unsupported, std::move(message)};
-  }
+  static Error bad_input(std::string message) { return {ErrorCode::bad_input, std::move(message)}; }
+  static Error run_failed(std::string message) { return {ErrorCode::run_failed, std::move(message)}; }
+  static Error unsupported(std::string message) { return {ErrorCode::unsupported, std::move(message)}; }
 
   /// Prefixes the message with a context such as "FILE: " or "stage 3: ".
   Error&& with_context(const std::string& context) && {
@@ -45,8 +37,7 @@ struct Error {
 };
 
 /// Either a value or an Error. Access to the wrong side is a programming error.
-template <class T>
-class [[nodiscard]] Result {
+template <class T> class [[nodiscard]] Result {
 public:
   Result(T value) : data_(std::in_place_index<0>, std::move(value)) {}
   Result(Error error) : data_(std::in_place_index<1>, std::move(error)) {}
@@ -80,8 +71,8 @@ using Status = Result<Ok>;
 ///   ACTORPIPE_TRY(validate(schedule));
 ///   auto table = read_table(path);
 ///   ACTORPIPE_TRY(table);
-#define ACTORPIPE_TRY(expr)                                                              \
-  do {                                                                                   \
-    if (auto&& actorpipe_try_result_ = (expr); !actorpipe_try_result_)                   \
-      return std::move(actorpipe_try_result_).error();                                   \
+#define ACTORPIPE_TRY(expr)                                                                                            \
+  do {                                                                                                                 \
+    if (auto&& actorpipe_try_result_ = (expr); !actorpipe_try_result_)                                                 \
+      return std::move(actorpipe_try_result_).error();                                                                 \
   } while (false)

@@ -30,15 +30,16 @@ struct ModelOptions {
   /// A built-in model to train: "mlp", "cnn", "resnet", "gpt", or "torchscript" (a
   /// scripted nn.Sequential in `file`). Empty: the job can be planned, not run.
   std::string zoo;
-  std::string file;                ///< the TorchScript file of zoo = "torchscript"
-  std::uint32_t layers = 0;        ///< hidden layers (mlp), residual blocks (resnet), transformer blocks (gpt); 0: the model's default
-  std::uint32_t width = 0;         ///< hidden units (mlp), channels (cnn, resnet), embedding (gpt); 0: the model's default
-  std::uint32_t heads = 4;         ///< attention heads (gpt)
-  std::uint32_t context = 64;      ///< tokens per sample (gpt)
+  std::string file; ///< the TorchScript file of zoo = "torchscript"
+  std::uint32_t layers =
+      0; ///< hidden layers (mlp), residual blocks (resnet), transformer blocks (gpt); 0: the model's default
+  std::uint32_t width = 0;    ///< hidden units (mlp), channels (cnn, resnet), embedding (gpt); 0: the model's default
+  std::uint32_t heads = 4;    ///< attention heads (gpt)
+  std::uint32_t context = 64; ///< tokens per sample (gpt)
   /// Profile file, resolved against the job file's folder. Optional for a zoo model:
   /// `run` then measures one (`actorpipe profile`).
   std::string profile;
-  std::string profile_format = "auto"; ///< "auto", "toml" or "pipedream"
+  std::string profile_format = "auto";  ///< "auto", "toml" or "pipedream"
   std::uint32_t profile_batch_size = 0; ///< samples a PipeDream profile was measured with; required for one
 };
 
@@ -48,9 +49,9 @@ struct DataOptions {
   /// Folder (fashion-mnist) or file (text) of the data set; empty: the Debian package's
   /// folder for fashion-mnist.
   std::string path;
-  std::uint32_t samples = 4096;           ///< training samples of synthetic data (test: a quarter)
-  std::vector<std::int64_t> shape{32};    ///< one synthetic sample's shape
-  std::uint32_t classes = 10;             ///< synthetic labels
+  std::uint32_t samples = 4096;        ///< training samples of synthetic data (test: a quarter)
+  std::vector<std::int64_t> shape{32}; ///< one synthetic sample's shape
+  std::uint32_t classes = 10;          ///< synthetic labels
   bool shuffle = true;
   std::uint64_t seed = 0;
 };
@@ -83,12 +84,12 @@ struct PlanOptions {
   std::string mapper = "hetero";
   std::string scheduler = "1f1b";
   std::string sync = "allreduce";
-  std::string schedule_file;       ///< a schedule file to run instead of the scheduler's
+  std::string schedule_file; ///< a schedule file to run instead of the scheduler's
   std::uint32_t stages = auto_count;
   std::uint32_t pipelines = auto_count;
   std::uint32_t micro_batches = auto_count;
-  bool sub_blocks = true;          ///< may stages start or end inside a block
-  double action_overhead_ms = 0.1; ///< fixed cost of every forward or backward (launches, messages)
+  bool sub_blocks = true;               ///< may stages start or end inside a block
+  double action_overhead_ms = 0.1;      ///< fixed cost of every forward or backward (launches, messages)
   std::vector<std::string> plugin_path; ///< resolved against the job file's folder
   /// [plan.options.NAME]: settings passed to the plugin called NAME.
   std::map<std::string, PluginOptions> options;
@@ -103,7 +104,7 @@ struct SimulateOptions {
 
 /// [output]
 struct OutputOptions {
-  std::string dir = "runs/{job}"; ///< {job} is replaced by job.name
+  std::string dir = "runs/{job}";   ///< {job} is replaced by job.name
   std::uint64_t trace_steps = 1000; ///< trace.json keeps the spans of this many latest steps; 0: all
 };
 
@@ -118,7 +119,7 @@ struct ACTORPIPE_EXPORT JobSpec {
   OutputOptions output;
   std::string cluster_file; ///< where [cluster] came from, when it named a file
   ClusterSpec cluster;
-  ModelProfile profile;     ///< loaded from model.profile
+  ModelProfile profile; ///< loaded from model.profile
   /// Where each key was set ("plan.partitioner" → "job.toml:14:15" or "--set ..."),
   /// so that errors found later, such as an unknown plugin, can point at it.
   std::map<std::string, std::string> origins;

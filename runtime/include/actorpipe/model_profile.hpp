@@ -21,7 +21,7 @@ struct SubBlock {
   std::string name;
   double forward_ms = 0;
   double backward_ms = 0;
-  std::uint64_t output_bytes = 0;    ///< activations leaving this sub-block
+  std::uint64_t output_bytes = 0; ///< activations leaving this sub-block
   std::uint64_t parameter_bytes = 0;
   std::uint64_t stash_bytes_per_sample = 0; ///< kept from forward until backward
 };
@@ -61,8 +61,8 @@ struct Unit {
 
 struct ACTORPIPE_EXPORT ModelProfile {
   std::string name;
-  std::string reference_device; ///< where the times were measured
-  std::uint32_t batch_size = 1; ///< samples the times and activation bytes are for
+  std::string reference_device;  ///< where the times were measured
+  std::uint32_t batch_size = 1;  ///< samples the times and activation bytes are for
   std::uint64_t input_bytes = 0; ///< bytes of one batch entering the first block
   std::vector<Block> blocks;
 
@@ -74,18 +74,25 @@ struct ACTORPIPE_EXPORT ModelProfile {
   /// `sub_blocks` is true and it has some.
   std::vector<Unit> units(bool sub_blocks) const;
   /// Calls `f(const Unit&)` on each of those units in order, building no vector.
-  template <class F>
-  void for_each_unit(bool sub_blocks, F&& f) const {
+  template <class F> void for_each_unit(bool sub_blocks, F&& f) const {
     for (std::size_t b = 0; b < blocks.size(); ++b) {
       const Block& block = blocks[b];
       if (!sub_blocks || block.sub_blocks.empty()) {
-        f(Unit{{b, 0}, block.forward_ms, block.backward_ms, block.output_bytes, block.parameter_bytes,
+        f(Unit{{b, 0},
+               block.forward_ms,
+               block.backward_ms,
+               block.output_bytes,
+               block.parameter_bytes,
                block.stash_bytes_per_sample});
         continue;
       }
       for (std::size_t s = 0; s < block.sub_blocks.size(); ++s) {
         const SubBlock& sub = block.sub_blocks[s];
-        f(Unit{{b, s}, sub.forward_ms, sub.backward_ms, sub.output_bytes, sub.parameter_bytes,
+        f(Unit{{b, s},
+               sub.forward_ms,
+               sub.backward_ms,
+               sub.output_bytes,
+               sub.parameter_bytes,
                sub.stash_bytes_per_sample});
       }
     }

@@ -19,10 +19,10 @@ namespace actorpipe {
 /// What the planner predicts of one stage index (over all its pipelines' replicas),
 /// from simulating one iteration.
 struct StageEstimate {
-  double forward_ms = 0;  ///< per full micro-batch on the slowest replica's device
+  double forward_ms = 0; ///< per full micro-batch on the slowest replica's device
   double backward_ms = 0;
-  double compute_ms = 0;  ///< forward_ms + backward_ms
-  double bubble = 0;      ///< fraction of the iteration the slowest replica is idle
+  double compute_ms = 0; ///< forward_ms + backward_ms
+  double bubble = 0;     ///< fraction of the iteration the slowest replica is idle
   std::uint64_t parameter_bytes = 0;
   std::uint64_t optimizer_bytes = 0;  ///< gradients and optimizer state
   std::uint64_t activation_bytes = 0; ///< stashed activations at the schedule's peak

@@ -36,8 +36,8 @@ namespace actorpipe {
 /// loader can read it from any module, whatever it was built with.
 struct PluginInfo {
   std::uint32_t abi_version;
-  const char* kind;        ///< "partitioner", "mapper", "scheduler" or "sync"
-  const char* name;        ///< unique among loaded plugins; what configs name
+  const char* kind; ///< "partitioner", "mapper", "scheduler" or "sync"
+  const char* name; ///< unique among loaded plugins; what configs name
   const char* version;
   const char* description; ///< one line
 };
@@ -53,10 +53,12 @@ using PluginOptions = std::map<std::string, std::string>;
 inline Status check_options(const PluginOptions& options, std::initializer_list<std::string_view> known) {
   for (const auto& [key, value] : options) {
     bool found = false;
-    for (std::string_view k : known) found = found || key == k;
+    for (std::string_view k : known)
+      found = found || key == k;
     if (!found) {
       std::string list;
-      for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+      for (std::string_view k : known)
+        list += (list.empty() ? "" : ", ") + std::string(k);
       return Error::bad_input("unknown option '" + key + "'" +
                               (list.empty() ? " (this plugin takes none)" : " (known: " + list + ")"));
     }
@@ -102,11 +104,11 @@ struct PlanContext {
   const ClusterSpec& cluster;
   std::size_t stages = 1;
   std::size_t pipelines = 1;
-  std::uint32_t batch_size = 1;                ///< all pipelines together
+  std::uint32_t batch_size = 1;                   ///< all pipelines together
   std::vector<std::uint32_t> micro_batch_sizes{}; ///< one pipeline's, in order
   std::string scheduler{};
-  bool sub_blocks = true; ///< whether cuts inside blocks are allowed
-  double optimizer_factor = 1; ///< bytes of gradients and optimizer state per parameter byte
+  bool sub_blocks = true;        ///< whether cuts inside blocks are allowed
+  double optimizer_factor = 1;   ///< bytes of gradients and optimizer state per parameter byte
   double action_overhead_ms = 0; ///< fixed cost of every forward or backward
   /// Where a previous round placed each stage: the speed of its slowest replica and
   /// the memory of its smallest device. Empty on the first round, before any mapping;
@@ -157,7 +159,7 @@ struct SyncRound {
   };
   Kind kind = Kind::allreduce_gradients;
   std::vector<std::vector<std::size_t>> groups; ///< disjoint sets of pipelines
-  double alpha = 0; ///< elastic moving rate, when kind is elastic
+  double alpha = 0;                             ///< elastic moving rate, when kind is elastic
 };
 
 /// Common base: the loader owns plugins through it.
@@ -199,44 +201,68 @@ inline Error from_exception(const char* operation) {
 }
 
 /// Wrappers instantiated inside the plugin module, so a throw is caught there.
-template <class Impl>
-struct GuardedPartitioner final : Impl {
+template <class Impl> struct GuardedPartitioner final : Impl {
   Result<Partition> partition(const PlanContext& c) override {
-    try { return Impl::partition(c); } catch (...) { return from_exception("partition"); }
+    try {
+      return Impl::partition(c);
+    } catch (...) {
+      return from_exception("partition");
+    }
   }
 };
-template <class Impl>
-struct GuardedMapper final : Impl {
+template <class Impl> struct GuardedMapper final : Impl {
   Result<Mapping> map(const PlanContext& c, const Partition& p) override {
-    try { return Impl::map(c, p); } catch (...) { return from_exception("map"); }
+    try {
+      return Impl::map(c, p);
+    } catch (...) {
+      return from_exception("map");
+    }
   }
 };
-template <class Impl>
-struct GuardedScheduler final : Impl {
+template <class Impl> struct GuardedScheduler final : Impl {
   Result<Schedule> schedule(const ScheduleRequest& r) override {
-    try { return Impl::schedule(r); } catch (...) { return from_exception("schedule"); }
+    try {
+      return Impl::schedule(r);
+    } catch (...) {
+      return from_exception("schedule");
+    }
   }
 };
-template <class Impl>
-struct GuardedSyncPolicy final : Impl {
+template <class Impl> struct GuardedSyncPolicy final : Impl {
   Result<SyncRound> round(const SyncRequest& r) override {
-    try { return Impl::round(r); } catch (...) { return from_exception("round"); }
+    try {
+      return Impl::round(r);
+    } catch (...) {
+      return from_exception("round");
+    }
   }
 };
 
 template <class Impl> struct Guard;
 template <class Impl>
-  requires std::is_base_of_v<Partitioner, Impl>
-struct Guard<Impl> { using type = GuardedPartitioner<Impl>; static constexpr const char* kind = "partitioner"; };
+requires std::is_base_of_v<Partitioner, Impl>
+struct Guard<Impl> {
+  using type = GuardedPartitioner<Impl>;
+  static constexpr const char* kind = "partitioner";
+};
 template <class Impl>
-  requires std::is_base_of_v<Mapper, Impl>
-struct Guard<Impl> { using type = GuardedMapper<Impl>; static constexpr const char* kind = "mapper"; };
+requires std::is_base_of_v<Mapper, Impl>
+struct Guard<Impl> {
+  using type = GuardedMapper<Impl>;
+  static constexpr const char* kind = "mapper";
+};
 template <class Impl>
-  requires std::is_base_of_v<Scheduler, Impl>
-struct Guard<Impl> { using type = GuardedScheduler<Impl>; static constexpr const char* kind = "scheduler"; };
+requires std::is_base_of_v<Scheduler, Impl>
+struct Guard<Impl> {
+  using type = GuardedScheduler<Impl>;
+  static constexpr const char* kind = "scheduler";
+};
 template <class Impl>
-  requires std::is_base_of_v<SyncPolicy, Impl>
-struct Guard<Impl> { using type = GuardedSyncPolicy<Impl>; static constexpr const char* kind = "sync"; };
+requires std::is_base_of_v<SyncPolicy, Impl>
+struct Guard<Impl> {
+  using type = GuardedSyncPolicy<Impl>;
+  static constexpr const char* kind = "sync";
+};
 
 } // namespace plugin_detail
 } // namespace actorpipe
@@ -247,14 +273,13 @@ struct Guard<Impl> { using type = GuardedSyncPolicy<Impl>; static constexpr cons
 /// SyncPolicy (which decides the kind) and is default-constructible. Use it once per
 /// module, at namespace scope:
 ///   ACTORPIPE_PLUGIN(UniformPartitioner, "uniform", "1.0", "equal block counts")
-#define ACTORPIPE_PLUGIN(CLASS, NAME, VERSION, DESCRIPTION)                              \
-  ACTORPIPE_PLUGIN_EXPORT const ::actorpipe::PluginInfo actorpipe_plugin_info = {        \
-      ::actorpipe::plugin_abi_version, ::actorpipe::plugin_detail::Guard<CLASS>::kind,   \
-      NAME, VERSION, DESCRIPTION};                                                       \
-  ACTORPIPE_PLUGIN_EXPORT ::actorpipe::Plugin* actorpipe_plugin_create() noexcept {      \
-    try {                                                                                \
-      return new ::actorpipe::plugin_detail::Guard<CLASS>::type();                       \
-    } catch (...) {                                                                      \
-      return nullptr;                                                                    \
-    }                                                                                    \
+#define ACTORPIPE_PLUGIN(CLASS, NAME, VERSION, DESCRIPTION)                                                            \
+  ACTORPIPE_PLUGIN_EXPORT const ::actorpipe::PluginInfo actorpipe_plugin_info = {                                      \
+      ::actorpipe::plugin_abi_version, ::actorpipe::plugin_detail::Guard<CLASS>::kind, NAME, VERSION, DESCRIPTION};    \
+  ACTORPIPE_PLUGIN_EXPORT ::actorpipe::Plugin* actorpipe_plugin_create() noexcept {                                    \
+    try {                                                                                                              \
+      return new ::actorpipe::plugin_detail::Guard<CLASS>::type();                                                     \
+    } catch (...) {                                                                                                    \
+      return nullptr;                                                                                                  \
+    }                                                                                                                  \
   }

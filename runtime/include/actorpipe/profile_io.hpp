@@ -29,7 +29,7 @@ ACTORPIPE_EXPORT Result<ModelProfile> load_profile(const std::string& path, cons
 
 /// Parses PipeDream graph.txt text; `source` names it in errors.
 ACTORPIPE_EXPORT Result<ModelProfile> parse_pipedream_profile(const std::string& text, const std::string& source,
-                                             std::uint32_t batch_size);
+                                                              std::uint32_t batch_size);
 
 /// Parses actorpipe's TOML profile text; `source` names it in errors.
 ACTORPIPE_EXPORT Result<ModelProfile> parse_toml_profile(const std::string& text, const std::string& source);

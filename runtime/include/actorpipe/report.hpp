@@ -17,7 +17,7 @@ namespace actorpipe {
 /// parameter, optimizer, activation and total memory against the device's.
 ACTORPIPE_EXPORT std::string format_plan(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster);
 
-/// The plan as a JSON document (docs/plan-json.md lists the fields).
+/// The plan as a JSON document: the fields of Plan and each stage's estimates.
 ACTORPIPE_EXPORT std::string plan_to_json(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster);
 
 /// Plans of one job side by side, a row each: partitioner, mapper, shape, predicted
@@ -25,13 +25,16 @@ ACTORPIPE_EXPORT std::string plan_to_json(const Plan& plan, const ModelProfile& 
 ACTORPIPE_EXPORT std::string format_comparison(const std::vector<Plan>& plans, const ClusterSpec& cluster);
 
 /// The plans as a JSON array of plan documents.
-ACTORPIPE_EXPORT std::string comparison_to_json(const std::vector<Plan>& plans, const ModelProfile& profile, const ClusterSpec& cluster);
+ACTORPIPE_EXPORT std::string comparison_to_json(const std::vector<Plan>& plans, const ModelProfile& profile,
+                                                const ClusterSpec& cluster);
 
 /// A simulated run: iteration times, per-stage busy/bubble/sync, the fullest devices
 /// and the busiest links.
-ACTORPIPE_EXPORT std::string format_simulation(const SimulationReport& report, const Plan& plan, const ClusterSpec& cluster);
+ACTORPIPE_EXPORT std::string format_simulation(const SimulationReport& report, const Plan& plan,
+                                               const ClusterSpec& cluster);
 
 /// The same as JSON (docs/simulate.md lists the fields).
-ACTORPIPE_EXPORT std::string simulation_to_json(const SimulationReport& report, const Plan& plan, const ClusterSpec& cluster);
+ACTORPIPE_EXPORT std::string simulation_to_json(const SimulationReport& report, const Plan& plan,
+                                                const ClusterSpec& cluster);
 
 } // namespace actorpipe

@@ -18,6 +18,6 @@ ACTORPIPE_EXPORT Schedule gpipe_schedule(std::size_t stages, const std::vector<s
 /// than micro-batches keeps the activation bound of 1F1B when the first micro-batches
 /// are sliced smaller. `reference_size` 0 means the largest micro-batch.
 ACTORPIPE_EXPORT Schedule one_f_one_b_schedule(std::size_t stages, const std::vector<std::uint32_t>& micro_batch_sizes,
-                              std::uint32_t reference_size = 0);
+                                               std::uint32_t reference_size = 0);
 
 } // namespace actorpipe

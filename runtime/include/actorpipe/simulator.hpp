@@ -59,7 +59,7 @@ struct SimulationOptions {
   double action_overhead_ms = 0; ///< fixed cost of every forward or backward
   double optimizer_factor = 1;   ///< bytes of gradients and optimizer state per parameter byte
   Stragglers stragglers;
-  bool trace = false;            ///< collect spans for write_trace
+  bool trace = false; ///< collect spans for write_trace
   /// Per device, the processor that computes for it; devices on one processor run one
   /// action (or optimizer step) at a time, as stage actors sharing a CPU core do. Empty:
   /// every device computes on its own.
@@ -68,18 +68,18 @@ struct SimulationOptions {
 
 /// One stage index, over its replicas in every pipeline.
 struct StageReport {
-  double forward_ms = 0;     ///< per full micro-batch, slowest replica
+  double forward_ms = 0; ///< per full micro-batch, slowest replica
   double backward_ms = 0;
-  double busy = 0;           ///< fraction of the run its slowest replica computes
-  double bubble = 0;         ///< 1 − busy: idle waiting for inputs, transfers or sync
-  double sync_ms = 0;        ///< per iteration, from the last backward to the step's end
+  double busy = 0;    ///< fraction of the run its slowest replica computes
+  double bubble = 0;  ///< 1 − busy: idle waiting for inputs, transfers or sync
+  double sync_ms = 0; ///< per iteration, from the last backward to the step's end
 };
 
 struct DeviceReport {
   DeviceId device = 0;
   std::size_t pipeline = 0;
   std::size_t stage = 0;
-  double busy = 0;                     ///< fraction of the run computing
+  double busy = 0; ///< fraction of the run computing
   std::uint64_t parameter_bytes = 0;
   std::uint64_t optimizer_bytes = 0;
   std::uint64_t activation_bytes = 0;  ///< peak stash under the schedule
@@ -89,17 +89,18 @@ struct DeviceReport {
 
 /// A shared resource that carried traffic, one direction of it.
 struct LinkReport {
-  std::string name;    ///< "fast/switch0 up", "slow/nic0 in"
-  double busy = 0;     ///< fraction of the run in use
-  double bytes = 0;    ///< carried during the run
+  std::string name; ///< "fast/switch0 up", "slow/nic0 in"
+  double busy = 0;  ///< fraction of the run in use
+  double bytes = 0; ///< carried during the run
 };
 
 /// A span on the timeline, for traces.
 struct Span {
   std::string name;     ///< "F3", "B3", "send F3", "allreduce", "step"
   std::size_t pipeline; ///< trace process
-  std::size_t track;    ///< stage; kind of span picks the thread (compute, send, sync)
-  int kind;             ///< 0 compute, 1 send, 2 sync
+  std::size_t track;    ///< stage; the kind picks the stage's thread
+  /// Each stage has a trace thread per kind, so that sends and syncs overlap compute.
+  enum class Kind { compute, send, sync } kind;
   double start_ms;
   double duration_ms;
 };
@@ -107,7 +108,7 @@ struct Span {
 struct SimulationReport {
   std::size_t iterations = 0;
   double total_ms = 0;
-  double iteration_time_ms = 0; ///< mean
+  double iteration_time_ms = 0;     ///< mean
   std::vector<double> iteration_ms; ///< each iteration, first to last
   double samples_per_s = 0;
   std::vector<StageReport> stages;
@@ -119,8 +120,8 @@ struct SimulationReport {
 
 /// Simulates `plan` (its devices, micro-batches and schedule) for options.iterations.
 /// Fails with bad input when the plan or schedule does not validate.
-ACTORPIPE_EXPORT Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster,
-                                  const SimulationOptions& options);
+ACTORPIPE_EXPORT Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
+                                                   const ClusterSpec& cluster, const SimulationOptions& options);
 
 /// One pipeline alone, on stages with the given per-sample forward and backward times
 /// and per-sample transfer times between neighbours (no contention, no sync, no step):
@@ -128,12 +129,14 @@ ACTORPIPE_EXPORT Result<SimulationReport> simulate(const Plan& plan, const Model
 /// schedule must be valid. Agrees with simulate() on a plan without shared links.
 struct PipelineTiming {
   double makespan_ms = 0;
-  std::vector<double> busy_ms;   ///< per stage
+  std::vector<double> busy_ms;    ///< per stage
   std::size_t critical_stage = 0; ///< the stage whose idle time is least
 };
-ACTORPIPE_EXPORT PipelineTiming simulate_pipeline(const Schedule& schedule, const std::vector<double>& forward_ms_per_sample,
-                                 const std::vector<double>& backward_ms_per_sample,
-                                 const std::vector<double>& send_ms_per_sample, double action_overhead_ms = 0);
+ACTORPIPE_EXPORT PipelineTiming simulate_pipeline(const Schedule& schedule,
+                                                  const std::vector<double>& forward_ms_per_sample,
+                                                  const std::vector<double>& backward_ms_per_sample,
+                                                  const std::vector<double>& send_ms_per_sample,
+                                                  double action_overhead_ms = 0);
 
 /// The report's spans as a Chrome/Perfetto trace (JSON): one process per pipeline, one
 /// thread per stage for compute and one for its sends and sync.

@@ -70,10 +70,10 @@ struct RunSummary {
   double final_loss = 0;    ///< training loss of the last step
   double test_accuracy = 0; ///< at the last evaluation
   double test_loss = 0;
-  double samples_per_s = 0; ///< training samples per second of this process's steps
+  double samples_per_s = 0;  ///< training samples per second of this process's steps
   double median_step_ms = 0; ///< of this process's steps: what the plan's iteration_time_ms predicts
   bool stopped = false;      ///< ended early by RunOptions::stop_requested
-  double seconds = 0;       ///< wall time of the steps (without evaluation)
+  double seconds = 0;        ///< wall time of the steps (without evaluation)
   std::string output_dir;
 };
 

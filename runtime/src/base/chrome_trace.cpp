@@ -25,12 +25,12 @@ void ChromeTrace::thread(std::size_t pid, std::size_t tid, const std::string& na
   out_ << R"({"name":"thread_name","ph":"M","pid":)" << pid << ",\"tid\":" << tid << R"(,"args":{"name":)"
        << nlohmann::json(name).dump() << "}}";
   comma();
-  out_ << R"({"name":"thread_sort_index","ph":"M","pid":)" << pid << ",\"tid\":" << tid
-       << R"(,"args":{"sort_index":)" << tid << "}}";
+  out_ << R"({"name":"thread_sort_index","ph":"M","pid":)" << pid << ",\"tid\":" << tid << R"(,"args":{"sort_index":)"
+       << tid << "}}";
 }
 
-void ChromeTrace::span(std::size_t pid, std::size_t tid, const std::string& name, const char* category,
-                       double start_us, double duration_us, std::optional<std::uint64_t> step) {
+void ChromeTrace::span(std::size_t pid, std::size_t tid, const std::string& name, const char* category, double start_us,
+                       double duration_us, std::optional<std::uint64_t> step) {
   comma();
   out_ << "{\"name\":" << nlohmann::json(name).dump() << ",\"cat\":\"" << category << "\",\"ph\":\"X\",\"pid\":" << pid
        << ",\"tid\":" << tid << ",\"ts\":" << start_us << ",\"dur\":" << duration_us;

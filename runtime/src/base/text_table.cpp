@@ -15,9 +15,11 @@ std::size_t width(const std::string& s) {
 
 std::string Table::str() const {
   std::vector<std::size_t> widths;
-  for (const auto& column : columns_) widths.push_back(width(column.title));
+  for (const auto& column : columns_)
+    widths.push_back(width(column.title));
   for (const auto& row : rows_)
-    for (std::size_t c = 0; c < row.size() && c < widths.size(); ++c) widths[c] = std::max(widths[c], width(row[c]));
+    for (std::size_t c = 0; c < row.size() && c < widths.size(); ++c)
+      widths[c] = std::max(widths[c], width(row[c]));
 
   auto line = [&](const std::vector<std::string>& cells) {
     std::string out;
@@ -30,12 +32,15 @@ std::string Table::str() const {
     return out + "\n";
   };
   std::vector<std::string> titles;
-  for (const auto& column : columns_) titles.push_back(column.title);
+  for (const auto& column : columns_)
+    titles.push_back(column.title);
   std::string out = line(titles);
   std::vector<std::string> rule;
-  for (std::size_t w : widths) rule.push_back(std::string(w, '-'));
+  for (std::size_t w : widths)
+    rule.push_back(std::string(w, '-'));
   out += line(rule);
-  for (const auto& row : rows_) out += line(row);
+  for (const auto& row : rows_)
+    out += line(row);
   return out;
 }
 

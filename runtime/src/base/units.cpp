@@ -38,24 +38,49 @@ Result<double> scale(std::string_view text, const std::array<Unit, N>& table, st
   std::string known;
   for (const auto& u : table)
     if (!u.name.empty()) known += (known.empty() ? "" : ", ") + std::string(u.name);
-  return Error::bad_input("'" + std::string(text) + "': unknown " + std::string(what) + " unit '" +
-                          std::string(unit) + "' (use " + known + ")");
+  return Error::bad_input("'" + std::string(text) + "': unknown " + std::string(what) + " unit '" + std::string(unit) +
+                          "' (use " + known + ")");
 }
 
 constexpr std::array<Unit, 11> byte_units{{
-    {"", 1}, {"B", 1}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
-    {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}, {"PiB", 1125899906842624.0},
+    {"", 1},
+    {"B", 1},
+    {"KB", 1e3},
+    {"MB", 1e6},
+    {"GB", 1e9},
+    {"TB", 1e12},
+    {"KiB", 1024.0},
+    {"MiB", 1048576.0},
+    {"GiB", 1073741824.0},
+    {"TiB", 1099511627776.0},
+    {"PiB", 1125899906842624.0},
 }};
 
 constexpr std::array<Unit, 15> bandwidth_units{{
-    {"", 1}, {"B/s", 1}, {"KB/s", 1e3}, {"MB/s", 1e6}, {"GB/s", 1e9}, {"TB/s", 1e12},
-    {"GiB/s", 1073741824.0}, {"MiB/s", 1048576.0},
-    {"bit/s", 0.125}, {"Kb/s", 125.0}, {"Mb/s", 125e3}, {"Gb/s", 125e6},
-    {"Mbit/s", 125e3}, {"Gbit/s", 125e6}, {"Tb/s", 125e9},
+    {"", 1},
+    {"B/s", 1},
+    {"KB/s", 1e3},
+    {"MB/s", 1e6},
+    {"GB/s", 1e9},
+    {"TB/s", 1e12},
+    {"GiB/s", 1073741824.0},
+    {"MiB/s", 1048576.0},
+    {"bit/s", 0.125},
+    {"Kb/s", 125.0},
+    {"Mb/s", 125e3},
+    {"Gb/s", 125e6},
+    {"Mbit/s", 125e3},
+    {"Gbit/s", 125e6},
+    {"Tb/s", 125e9},
 }};
 
 constexpr std::array<Unit, 6> duration_units{{
-    {"", 1}, {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"µs", 1e-6}, {"ns", 1e-9},
+    {"", 1},
+    {"s", 1},
+    {"ms", 1e-3},
+    {"us", 1e-6},
+    {"µs", 1e-6},
+    {"ns", 1e-9},
 }};
 
 } // namespace
@@ -67,12 +92,8 @@ Result<std::uint64_t> parse_bytes(std::string_view text) {
   return static_cast<std::uint64_t>(std::llround(*value));
 }
 
-Result<double> parse_bandwidth(std::string_view text) {
-  return scale(text, bandwidth_units, "bandwidth");
-}
+Result<double> parse_bandwidth(std::string_view text) { return scale(text, bandwidth_units, "bandwidth"); }
 
-Result<double> parse_duration(std::string_view text) {
-  return scale(text, duration_units, "time");
-}
+Result<double> parse_duration(std::string_view text) { return scale(text, duration_units, "time"); }
 
 } // namespace actorpipe::units

@@ -15,16 +15,14 @@ Status ClusterSpec::validate() const {
   const std::string cluster = "cluster '" + name + "': ";
   if (servers.empty()) return Error::bad_input(cluster + "has no servers");
   if (devices.empty()) return Error::bad_input(cluster + "has no devices");
-  if (!positive(network.bandwidth))
-    return Error::bad_input(cluster + "network bandwidth must be positive");
+  if (!positive(network.bandwidth)) return Error::bad_input(cluster + "network bandwidth must be positive");
   if (!std::isfinite(network.latency) || network.latency < 0)
     return Error::bad_input(cluster + "network latency must not be negative");
 
   std::set<std::string> server_names;
   for (const Server& server : servers) {
     const std::string where = cluster + "server '" + server.name + "': ";
-    if (!server_names.insert(server.name).second)
-      return Error::bad_input(where + "another server has the same name");
+    if (!server_names.insert(server.name).second) return Error::bad_input(where + "another server has the same name");
     if (server.nics == 0) return Error::bad_input(where + "needs at least one NIC");
     if (!positive(server.nic_bandwidth)) return Error::bad_input(where + "NIC bandwidth must be positive");
     if (server.pcie_switches.empty()) return Error::bad_input(where + "has no PCIe switch");
@@ -51,12 +49,10 @@ Status ClusterSpec::validate() const {
   for (std::size_t d = 0; d < devices.size(); ++d) {
     const Device& device = devices[d];
     const std::string where = cluster + "device " + std::to_string(d) + " '" + device.name + "': ";
-    if (!device_names.insert(device.name).second)
-      return Error::bad_input(where + "another device has the same name");
+    if (!device_names.insert(device.name).second) return Error::bad_input(where + "another device has the same name");
     if (device.server >= servers.size())
       return Error::bad_input(where + "server " + std::to_string(device.server) + " does not exist");
-    if (device.server < previous_server)
-      return Error::bad_input(where + "devices must be listed server by server");
+    if (device.server < previous_server) return Error::bad_input(where + "devices must be listed server by server");
     previous_server = device.server;
     if (device.pcie_switch >= servers[device.server].pcie_switches.size())
       return Error::bad_input(where + "PCIe switch " + std::to_string(device.pcie_switch) + " does not exist");

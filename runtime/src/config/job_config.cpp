@@ -134,8 +134,8 @@ Status count_or_auto(TableReader& r, std::string_view key, std::uint32_t& out) {
       out = auto_count;
       return Ok{};
     }
-    return config::error_at(*node, r.key_path(key), "expected \"auto\" or a positive integer, found '" +
-                                                        node->as_string()->get() + "'");
+    return config::error_at(*node, r.key_path(key),
+                            "expected \"auto\" or a positive integer, found '" + node->as_string()->get() + "'");
   }
   return r.integer(key, out, 1u, 1u << 20);
 }
@@ -145,7 +145,8 @@ Status read_plan(TableReader& top, PlanOptions& plan) {
     if (auto s = r.string("partitioner", plan.partitioner); !s) return s;
     if (auto s = r.string("mapper", plan.mapper); !s) return s;
     if (auto s = r.string("scheduler", plan.scheduler); !s) return s;
-    if (auto s = r.string("sync", plan.sync); !s) return s;
+    // Gradient all-reduce is what the actors run; other policies come as sync plugins.
+    if (auto s = r.choice("sync", plan.sync, {"allreduce"}); !s) return s;
     if (auto s = count_or_auto(r, "stages", plan.stages); !s) return s;
     if (auto s = count_or_auto(r, "pipelines", plan.pipelines); !s) return s;
     if (auto s = count_or_auto(r, "micro_batches", plan.micro_batches); !s) return s;

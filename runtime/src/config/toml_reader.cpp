@@ -39,24 +39,22 @@ Result<toml::table> parse_toml_file(const std::string& path) {
   }
 }
 
-
 const char* type_name(const toml::node& node) {
   switch (node.type()) {
-    case toml::node_type::string: return "a string";
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a number";
-    case toml::node_type::boolean: return "a boolean";
-    case toml::node_type::table: return "a table";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::date:
-    case toml::node_type::time:
-    case toml::node_type::date_time: return "a date or time";
-    default: return "nothing";
+  case toml::node_type::string: return "a string";
+  case toml::node_type::integer: return "an integer";
+  case toml::node_type::floating_point: return "a number";
+  case toml::node_type::boolean: return "a boolean";
+  case toml::node_type::table: return "a table";
+  case toml::node_type::array: return "an array";
+  case toml::node_type::date:
+  case toml::node_type::time:
+  case toml::node_type::date_time: return "a date or time";
+  default: return "nothing";
   }
 }
 
-TableReader::TableReader(const toml::table& table, std::string path)
-    : table_(table), path_(std::move(path)) {}
+TableReader::TableReader(const toml::table& table, std::string path) : table_(table), path_(std::move(path)) {}
 
 std::string TableReader::key_path(std::string_view key) const {
   return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
@@ -67,10 +65,8 @@ const toml::node* TableReader::node(std::string_view key) {
   return table_.get(key);
 }
 
-Error TableReader::wrong_type(const toml::node& node, std::string_view key,
-                              std::string_view expected) const {
-  return error_at(node, key_path(key),
-                  "expected " + std::string(expected) + ", found " + type_name(node));
+Error TableReader::wrong_type(const toml::node& node, std::string_view key, std::string_view expected) const {
+  return error_at(node, key_path(key), "expected " + std::string(expected) + ", found " + type_name(node));
 }
 
 Status TableReader::string(std::string_view key, std::string& out) {
@@ -81,8 +77,7 @@ Status TableReader::string(std::string_view key, std::string& out) {
   return Ok{};
 }
 
-Status TableReader::choice(std::string_view key, std::string& out,
-                           const std::vector<std::string>& allowed) {
+Status TableReader::choice(std::string_view key, std::string& out, const std::vector<std::string>& allowed) {
   std::string value = out;
   if (auto s = string(key, value); !s) return s;
   const toml::node* n = table_.get(key);
@@ -93,8 +88,7 @@ Status TableReader::choice(std::string_view key, std::string& out,
       return Ok{};
     }
   return error_at(*n, key_path(key),
-                  "'" + value + "' is not one of " + text::join(allowed, ", ") +
-                      text::did_you_mean(value, allowed));
+                  "'" + value + "' is not one of " + text::join(allowed, ", ") + text::did_you_mean(value, allowed));
 }
 
 Status TableReader::boolean(std::string_view key, bool& out) {
@@ -105,8 +99,7 @@ Status TableReader::boolean(std::string_view key, bool& out) {
   return Ok{};
 }
 
-Status TableReader::integer64(std::string_view key, std::int64_t& out, std::int64_t min,
-                              std::int64_t max) {
+Status TableReader::integer64(std::string_view key, std::int64_t& out, std::int64_t min, std::int64_t max) {
   const toml::node* n = node(key);
   if (!n) return Ok{};
   if (!n->is_integer()) return wrong_type(*n, key, "an integer");
@@ -114,8 +107,7 @@ Status TableReader::integer64(std::string_view key, std::int64_t& out, std::int6
   if (value < min || value > max)
     return error_at(*n, key_path(key),
                     std::to_string(value) + " is out of range [" + std::to_string(min) + ", " +
-                        (max == std::numeric_limits<std::int64_t>::max() ? std::string("...")
-                                                                          : std::to_string(max)) +
+                        (max == std::numeric_limits<std::int64_t>::max() ? std::string("...") : std::to_string(max)) +
                         "]");
   out = value;
   return Ok{};
@@ -133,8 +125,8 @@ Status TableReader::number(std::string_view key, double& out, double min, double
     return wrong_type(*n, key, "a number");
   if (!std::isfinite(value) || value < min || value > max)
     return error_at(*n, key_path(key),
-                    text::format_fixed(value, 6) + " is out of range [" + text::format_fixed(min, 6) +
-                        ", " + (std::isinf(max) ? std::string("...") : text::format_fixed(max, 6)) + "]");
+                    text::format_fixed(value, 6) + " is out of range [" + text::format_fixed(min, 6) + ", " +
+                        (std::isinf(max) ? std::string("...") : text::format_fixed(max, 6)) + "]");
   out = value;
   return Ok{};
 }
@@ -143,19 +135,16 @@ namespace {
 
 /// A quantity given as a plain number (in the base unit) or as text with a unit.
 template <class T, class Parse>
-Status quantity(TableReader& reader, std::string_view key, T& out, Parse parse,
-                std::string_view what) {
+Status quantity(TableReader& reader, std::string_view key, T& out, Parse parse, std::string_view what) {
   const toml::node* n = reader.node(key);
   if (!n) return Ok{};
   Result<T> value = Error::bad_input("");
   if (n->is_integer()) {
-    if (n->as_integer()->get() < 0)
-      return error_at(*n, reader.key_path(key), "must not be negative");
+    if (n->as_integer()->get() < 0) return error_at(*n, reader.key_path(key), "must not be negative");
     value = static_cast<T>(n->as_integer()->get());
   } else if (n->is_floating_point()) {
     const double v = n->as_floating_point()->get();
-    if (!std::isfinite(v) || v < 0)
-      return error_at(*n, reader.key_path(key), "must be a finite, non-negative number");
+    if (!std::isfinite(v) || v < 0) return error_at(*n, reader.key_path(key), "must be a finite, non-negative number");
     value = static_cast<T>(v);
   } else if (n->is_string()) {
     value = parse(n->as_string()->get());
@@ -212,7 +201,8 @@ Status TableReader::integer_list(std::string_view key, std::vector<std::int64_t>
     const std::int64_t v = element.as_integer()->get();
     if (v < min || v > max)
       return error_at(element, key_path(key),
-                      std::to_string(v) + " is out of range [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+                      std::to_string(v) + " is out of range [" + std::to_string(min) + ", " + std::to_string(max) +
+                          "]");
     values.push_back(v);
   }
   out = std::move(values);
@@ -229,7 +219,8 @@ Status TableReader::path_list(std::string_view key, std::vector<std::string>& ou
   if (auto s = string_list(key, out); !s) return s;
   const toml::node* n = table_.get(key);
   if (!n) return Ok{};
-  for (auto& p : out) p = resolve_path(*n, p);
+  for (auto& p : out)
+    p = resolve_path(*n, p);
   return Ok{};
 }
 

@@ -83,8 +83,7 @@ public:
 
 private:
   Status integer64(std::string_view key, std::int64_t& out, std::int64_t min, std::int64_t max);
-  template <class T>
-  static std::int64_t clamp_max(T max) {
+  template <class T> static std::int64_t clamp_max(T max) {
     if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(std::int64_t))
       return std::numeric_limits<std::int64_t>::max();
     else

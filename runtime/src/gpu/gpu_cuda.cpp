@@ -71,16 +71,18 @@ Result<std::string> check_nccl() {
   check.streams.assign(count, nullptr);
   for (int i = 0; i < count; ++i) {
     if (const cudaError_t s = cudaSetDevice(i); s != cudaSuccess) return cuda_error("cudaSetDevice", s);
-    if (const cudaError_t s = cudaMalloc(&check.buffers[i], sizeof(float)); s != cudaSuccess) return cuda_error("cudaMalloc", s);
-    if (const cudaError_t s = cudaStreamCreate(&check.streams[i]); s != cudaSuccess) return cuda_error("cudaStreamCreate", s);
+    if (const cudaError_t s = cudaMalloc(&check.buffers[i], sizeof(float)); s != cudaSuccess)
+      return cuda_error("cudaMalloc", s);
+    if (const cudaError_t s = cudaStreamCreate(&check.streams[i]); s != cudaSuccess)
+      return cuda_error("cudaStreamCreate", s);
     const float one = 1.0f;
     if (const cudaError_t s = cudaMemcpy(check.buffers[i], &one, sizeof one, cudaMemcpyHostToDevice); s != cudaSuccess)
       return cuda_error("cudaMemcpy", s);
   }
   if (const ncclResult_t s = ncclGroupStart(); s != ncclSuccess) return nccl_error("ncclGroupStart", s);
   for (int i = 0; i < count; ++i)
-    if (const ncclResult_t s = ncclAllReduce(check.buffers[i], check.buffers[i], 1, ncclFloat, ncclSum, check.comms[i],
-                                             check.streams[i]);
+    if (const ncclResult_t s =
+            ncclAllReduce(check.buffers[i], check.buffers[i], 1, ncclFloat, ncclSum, check.comms[i], check.streams[i]);
         s != ncclSuccess)
       return nccl_error("ncclAllReduce", s);
   if (const ncclResult_t s = ncclGroupEnd(); s != ncclSuccess) return nccl_error("ncclGroupEnd", s);
@@ -97,7 +99,8 @@ Result<std::string> check_nccl() {
   }
   int version = 0;
   ncclGetVersion(&version);
-  return std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." + std::to_string(version % 100);
+  return std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." +
+         std::to_string(version % 100);
 }
 
 } // namespace actorpipe

@@ -41,7 +41,8 @@ Status check_partition(const Partition& partition, const ModelProfile& profile, 
     const Cut& cut = partition.cuts[i];
     if (!(partition.cuts[i - 1] < cut)) return Error::run_failed("stage " + std::to_string(i - 1) + " is empty");
     if (cut.sub > 0) {
-      if (!sub_blocks) return Error::run_failed("cuts inside " + describe(profile, cut) + " but plan.sub_blocks is false");
+      if (!sub_blocks)
+        return Error::run_failed("cuts inside " + describe(profile, cut) + " but plan.sub_blocks is false");
       if (cut.block >= profile.blocks.size() || cut.sub >= profile.blocks[cut.block].sub_blocks.size())
         return Error::run_failed("cuts at a sub-block that " + describe(profile, {cut.block, 0}) + " does not have");
     }
@@ -86,7 +87,8 @@ Result<Schedule> make_schedule(const Planning& planning, const Plan& plan, const
   auto schedule = planning.scheduler->schedule(request);
   if (!schedule) return plugin_failed(std::move(schedule).error(), planning.scheduler_label);
   if (auto s = validate(*schedule); !s) return plugin_failed(std::move(s).error(), planning.scheduler_label);
-  const std::uint64_t expected = std::accumulate(request.micro_batch_sizes.begin(), request.micro_batch_sizes.end(), std::uint64_t{0});
+  const std::uint64_t expected =
+      std::accumulate(request.micro_batch_sizes.begin(), request.micro_batch_sizes.end(), std::uint64_t{0});
   if (schedule->stages.size() != request.stages || schedule->samples() != expected)
     return plugin_failed(Error::run_failed("returned a schedule of " + std::to_string(schedule->stages.size()) +
                                            " stages and " + std::to_string(schedule->samples()) + " samples for " +
@@ -116,13 +118,15 @@ Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContex
   plan.batch_size = job.train.batch_size;
   // The micro-batches the scheduler is asked for; its schedule may slice them.
   plan.schedule.micro_batch_sizes = context.micro_batch_sizes;
-  for (std::size_t s = 0; s < shape.stages; ++s) plan.stages.push_back({partition->cuts[s], partition->cuts[s + 1], {}});
+  for (std::size_t s = 0; s < shape.stages; ++s)
+    plan.stages.push_back({partition->cuts[s], partition->cuts[s + 1], {}});
 
   context.options = options_for(job, job.plan.mapper);
   auto mapping = planning.mapper->map(context, *partition);
   if (!mapping) return plugin_failed(std::move(mapping).error(), planning.mapper_label);
   plan.devices = std::move(mapping->devices);
-  if (auto s = plan.validate(job.profile, job.cluster); !s) return plugin_failed(std::move(s).error(), planning.mapper_label);
+  if (auto s = plan.validate(job.profile, job.cluster); !s)
+    return plugin_failed(std::move(s).error(), planning.mapper_label);
 
   auto schedule = make_schedule(planning, plan, partition->cuts);
   ACTORPIPE_TRY(schedule);
@@ -155,11 +159,12 @@ Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContex
       const double ratio = static_cast<double>(d.peak_memory_bytes) / static_cast<double>(d.memory_capacity);
       if (ratio > 1 && ratio > candidate.overflow_ratio) {
         candidate.overflow_ratio = ratio;
-        candidate.overflow = "stage " + std::to_string(s) + " (blocks " + describe_blocks(plan.stages[s]) + ") on device " +
-                             job.cluster.devices[d.device].name + " needs " + text::format_bytes(d.peak_memory_bytes) +
-                             " (parameters " + text::format_bytes(d.parameter_bytes) + ", optimizer " +
-                             text::format_bytes(d.optimizer_bytes) + ", activations " +
-                             text::format_bytes(d.activation_bytes) + ") but has " + text::format_bytes(d.memory_capacity);
+        candidate.overflow =
+            "stage " + std::to_string(s) + " (blocks " + describe_blocks(plan.stages[s]) + ") on device " +
+            job.cluster.devices[d.device].name + " needs " + text::format_bytes(d.peak_memory_bytes) + " (parameters " +
+            text::format_bytes(d.parameter_bytes) + ", optimizer " + text::format_bytes(d.optimizer_bytes) +
+            ", activations " + text::format_bytes(d.activation_bytes) + ") but has " +
+            text::format_bytes(d.memory_capacity);
       }
     }
     compute.push_back(e.compute_ms);
@@ -213,10 +218,10 @@ Result<Candidate> evaluate(const Planning& planning, const Shape& shape) {
   context.stages = shape.stages;
   context.pipelines = shape.pipelines;
   context.batch_size = job.train.batch_size;
-  context.micro_batch_sizes = planning.schedule_file
-                                  ? planning.schedule_file->micro_batch_sizes
-                                  : split_batch(job.train.batch_size / static_cast<std::uint32_t>(shape.pipelines),
-                                                shape.micro_batches);
+  context.micro_batch_sizes =
+      planning.schedule_file
+          ? planning.schedule_file->micro_batch_sizes
+          : split_batch(job.train.batch_size / static_cast<std::uint32_t>(shape.pipelines), shape.micro_batches);
   context.scheduler = job.plan.scheduler;
   context.sub_blocks = job.plan.sub_blocks;
   context.optimizer_factor = planning.optimizer_factor;

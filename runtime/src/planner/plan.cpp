@@ -7,9 +7,7 @@ namespace actorpipe {
 
 std::size_t first_block(const StagePlan& stage) { return stage.begin.block; }
 
-std::size_t last_block(const StagePlan& stage) {
-  return stage.end.sub == 0 ? stage.end.block - 1 : stage.end.block;
-}
+std::size_t last_block(const StagePlan& stage) { return stage.end.sub == 0 ? stage.end.block - 1 : stage.end.block; }
 
 std::string describe_blocks(const StagePlan& stage) {
   auto position = [](std::size_t block, std::size_t sub) {
@@ -31,8 +29,7 @@ Status Plan::validate(const ModelProfile& profile, const ClusterSpec& cluster) c
   for (std::size_t s = 0; s < stages.size(); ++s) {
     const StagePlan& stage = stages[s];
     const std::string where = "plan: stage " + std::to_string(s) + ": ";
-    if (stage.begin != expected)
-      return Error::bad_input(where + "does not start where the previous stage ends");
+    if (stage.begin != expected) return Error::bad_input(where + "does not start where the previous stage ends");
     if (!(stage.begin < stage.end)) return Error::bad_input(where + "is empty");
     if (stage.end > model_end) return Error::bad_input(where + "ends past the model's last block");
     if (stage.end.block < profile.blocks.size() && stage.end.sub > 0 &&
@@ -55,8 +52,8 @@ Status Plan::validate(const ModelProfile& profile, const ClusterSpec& cluster) c
       const DeviceId d = devices[p][s];
       const std::string where = "plan: pipeline " + std::to_string(p) + " stage " + std::to_string(s) + ": ";
       if (d >= cluster.devices.size())
-        return Error::bad_input(where + "device " + std::to_string(d) + " does not exist (cluster '" +
-                                cluster.name + "' has " + std::to_string(cluster.devices.size()) + ")");
+        return Error::bad_input(where + "device " + std::to_string(d) + " does not exist (cluster '" + cluster.name +
+                                "' has " + std::to_string(cluster.devices.size()) + ")");
       if (!used.insert(d).second)
         return Error::bad_input(where + "device " + cluster.devices[d].name + " already runs another stage");
     }

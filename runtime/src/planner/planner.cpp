@@ -17,7 +17,8 @@ using planning::Shape;
 
 std::set<std::size_t> powers_of_two_up_to(std::size_t limit) {
   std::set<std::size_t> out;
-  for (std::size_t v = 1; v <= limit; v *= 2) out.insert(v);
+  for (std::size_t v = 1; v <= limit; v *= 2)
+    out.insert(v);
   return out;
 }
 
@@ -40,17 +41,19 @@ Result<std::vector<Shape>> shapes(const JobSpec& job, const planning::Planning& 
   if (planning.schedule_file) {
     const Schedule& file = *planning.schedule_file;
     if (fixed_stages && fixed_stages != file.stages.size())
-      return Error::bad_input(job.where("plan.stages") + std::to_string(fixed_stages) + " stages, but the schedule file has " +
-                              std::to_string(file.stages.size()));
+      return Error::bad_input(job.where("plan.stages") + std::to_string(fixed_stages) +
+                              " stages, but the schedule file has " + std::to_string(file.stages.size()));
     fixed_stages = file.stages.size();
     fixed_micro_batches = static_cast<std::uint32_t>(file.micro_batch_sizes.size());
     if (batch % file.samples() != 0)
-      return Error::bad_input(job.where("plan.schedule_file") + "its micro-batches hold " + std::to_string(file.samples()) +
-                              " samples, which do not divide train.batch_size " + std::to_string(batch));
+      return Error::bad_input(job.where("plan.schedule_file") + "its micro-batches hold " +
+                              std::to_string(file.samples()) + " samples, which do not divide train.batch_size " +
+                              std::to_string(batch));
     const std::size_t pipelines = batch / file.samples();
     if (fixed_pipelines && fixed_pipelines != pipelines)
-      return Error::bad_input(job.where("plan.pipelines") + std::to_string(fixed_pipelines) + " pipelines, but the schedule file's " +
-                              std::to_string(file.samples()) + " samples per pipeline make " + std::to_string(pipelines));
+      return Error::bad_input(job.where("plan.pipelines") + std::to_string(fixed_pipelines) +
+                              " pipelines, but the schedule file's " + std::to_string(file.samples()) +
+                              " samples per pipeline make " + std::to_string(pipelines));
     fixed_pipelines = pipelines;
   }
 
@@ -59,8 +62,8 @@ Result<std::vector<Shape>> shapes(const JobSpec& job, const planning::Planning& 
                             " pipelines need at least as many devices; cluster '" + cluster.name + "' has " +
                             std::to_string(devices));
   if (fixed_pipelines && batch % fixed_pipelines != 0)
-    return Error::bad_input(job.where("train.batch_size") + std::to_string(batch) + " samples do not split evenly over " +
-                            std::to_string(fixed_pipelines) + " pipelines");
+    return Error::bad_input(job.where("train.batch_size") + std::to_string(batch) +
+                            " samples do not split evenly over " + std::to_string(fixed_pipelines) + " pipelines");
   if (fixed_stages > units)
     return Error::bad_input(job.where("plan.stages") + std::to_string(fixed_stages) + " stages, but model '" +
                             job.profile.name + "' has only " + std::to_string(units) +
@@ -72,7 +75,8 @@ Result<std::vector<Shape>> shapes(const JobSpec& job, const planning::Planning& 
                             " devices; cluster '" + cluster.name + "' has " + std::to_string(devices));
 
   std::set<std::size_t> stage_options;
-  if (fixed_stages) stage_options = {fixed_stages};
+  if (fixed_stages)
+    stage_options = {fixed_stages};
   else {
     const std::size_t limit = std::min(units, fixed_pipelines ? devices / fixed_pipelines : devices);
     stage_options = powers_of_two_up_to(limit);
@@ -81,7 +85,8 @@ Result<std::vector<Shape>> shapes(const JobSpec& job, const planning::Planning& 
   std::vector<Shape> out;
   for (std::size_t stages : stage_options) {
     std::set<std::size_t> pipeline_options;
-    if (fixed_pipelines) pipeline_options = {fixed_pipelines};
+    if (fixed_pipelines)
+      pipeline_options = {fixed_pipelines};
     else {
       // More replicas almost always help throughput; a few smaller counts are tried in
       // case data-parallel traffic or memory says otherwise.
@@ -104,13 +109,14 @@ Result<std::vector<Shape>> shapes(const JobSpec& job, const planning::Planning& 
           if (stages * factor <= per_pipeline) micro_batch_options.insert(static_cast<std::uint32_t>(stages * factor));
         if (micro_batch_options.empty()) micro_batch_options.insert(per_pipeline);
       }
-      for (std::uint32_t m : micro_batch_options) out.push_back({stages, pipelines, m});
+      for (std::uint32_t m : micro_batch_options)
+        out.push_back({stages, pipelines, m});
     }
   }
   if (out.empty())
     return Error::bad_input(job.where("plan.micro_batches") + std::to_string(fixed_micro_batches) +
-                            " micro-batches need more samples per pipeline than train.batch_size " + std::to_string(batch) +
-                            " leaves with any pipeline count");
+                            " micro-batches need more samples per pipeline than train.batch_size " +
+                            std::to_string(batch) + " leaves with any pipeline count");
   return out;
 }
 
@@ -118,7 +124,8 @@ Result<std::vector<Shape>> shapes(const JobSpec& job, const planning::Planning& 
 
 std::vector<std::uint32_t> split_batch(std::uint32_t samples, std::uint32_t micro_batches) {
   std::vector<std::uint32_t> sizes(micro_batches, samples / micro_batches);
-  for (std::uint32_t i = 0; i < samples % micro_batches; ++i) ++sizes[i];
+  for (std::uint32_t i = 0; i < samples % micro_batches; ++i)
+    ++sizes[i];
   return sizes;
 }
 
@@ -151,8 +158,8 @@ Result<Plan> make_plan(const JobSpec& job, const PluginRegistry& plugins) {
   if (!best) return std::move(*first_error);
   if (best->overflow)
     return Error::bad_input(job.file + ": no plan fits in memory" +
-                            (planned > 1 ? " (best of " + std::to_string(planned) + " shapes)" : "") +
-                            ": " + *best->overflow +
+                            (planned > 1 ? " (best of " + std::to_string(planned) + " shapes)" : "") + ": " +
+                            *best->overflow +
                             "; try more stages, more micro-batches (smaller ones) or a schedule that stashes less");
   Plan plan = std::move(best->plan);
   plan.candidates = planned;

@@ -14,7 +14,8 @@ namespace {
 /// The smallest memory among the devices running a stage: what it must fit in.
 std::uint64_t stage_capacity(const Plan& plan, const ClusterSpec& cluster, std::size_t stage) {
   std::uint64_t capacity = std::numeric_limits<std::uint64_t>::max();
-  for (const auto& pipeline : plan.devices) capacity = std::min(capacity, cluster.devices[pipeline[stage]].memory_bytes);
+  for (const auto& pipeline : plan.devices)
+    capacity = std::min(capacity, cluster.devices[pipeline[stage]].memory_bytes);
   return capacity;
 }
 
@@ -32,16 +33,19 @@ std::string format_plan(const Plan& plan, const ModelProfile& profile, const Clu
   std::string out;
   out += "model        " + plan.model + " (" + std::to_string(profile.blocks.size()) + " blocks, " +
          format_bytes(profile.total_parameter_bytes()) + " of parameters)\n";
-  out += "cluster      " + plan.cluster + " (" + std::to_string(cluster.servers.size()) + (cluster.servers.size() == 1 ? " server, " : " servers, ") +
-         std::to_string(cluster.devices.size()) + " devices)\n";
+  out += "cluster      " + plan.cluster + " (" + std::to_string(cluster.servers.size()) +
+         (cluster.servers.size() == 1 ? " server, " : " servers, ") + std::to_string(cluster.devices.size()) +
+         " devices)\n";
   out += "plan         " + std::to_string(plan.pipelines) + " pipeline(s) × " + std::to_string(plan.stages.size()) +
          " stages; partitioner " + plan.partitioner + ", mapper " + plan.mapper + ", scheduler " + plan.scheduler +
          ", sync " + plan.sync + "\n";
-  const auto [smallest, largest] = std::minmax_element(plan.schedule.micro_batch_sizes.begin(), plan.schedule.micro_batch_sizes.end());
-  out += "batch        " + std::to_string(plan.batch_size) + " samples; " + std::to_string(plan.schedule.micro_batch_sizes.size()) +
-         " micro-batches of " +
-         (*smallest == *largest ? std::to_string(*largest) : std::to_string(*smallest) + "-" + std::to_string(*largest)) +
-         " per pipeline\n";
+  const auto [smallest, largest] =
+      std::minmax_element(plan.schedule.micro_batch_sizes.begin(), plan.schedule.micro_batch_sizes.end());
+  out +=
+      "batch        " + std::to_string(plan.batch_size) + " samples; " +
+      std::to_string(plan.schedule.micro_batch_sizes.size()) + " micro-batches of " +
+      (*smallest == *largest ? std::to_string(*largest) : std::to_string(*smallest) + "-" + std::to_string(*largest)) +
+      " per pipeline\n";
   out += "predicted    " + format_fixed(plan.iteration_time_ms, 3) + " ms per iteration, " +
          format_fixed(plan.samples_per_s, 1) + " samples/s\n\n";
 
@@ -57,10 +61,12 @@ std::string format_plan(const Plan& plan, const ModelProfile& profile, const Clu
                      {"of device", text::Table::Align::right}});
   for (std::size_t s = 0; s < plan.stages.size(); ++s) {
     const StageEstimate& e = plan.stages[s].estimate;
-    const double share = 100.0 * static_cast<double>(e.memory_bytes) / static_cast<double>(stage_capacity(plan, cluster, s));
+    const double share =
+        100.0 * static_cast<double>(e.memory_bytes) / static_cast<double>(stage_capacity(plan, cluster, s));
     table.add_row({std::to_string(s), describe_blocks(plan.stages[s]), devices_cell(plan, cluster, s),
-                   format_fixed(e.compute_ms, 2), format_fixed(100.0 * e.bubble, 1) + "%", format_bytes(e.parameter_bytes), format_bytes(e.optimizer_bytes),
-                   format_bytes(e.activation_bytes), format_bytes(e.memory_bytes), format_fixed(share, 1) + "%"});
+                   format_fixed(e.compute_ms, 2), format_fixed(100.0 * e.bubble, 1) + "%",
+                   format_bytes(e.parameter_bytes), format_bytes(e.optimizer_bytes), format_bytes(e.activation_bytes),
+                   format_bytes(e.memory_bytes), format_fixed(share, 1) + "%"});
   }
   out += table.str();
   out += "\nbalance      " + format_fixed(plan.balance, 3) + " (max stage compute / mean)\n";
@@ -80,7 +86,8 @@ json plan_document(const Plan& plan, const ModelProfile& profile, const ClusterS
     const StagePlan& stage = plan.stages[s];
     const StageEstimate& e = stage.estimate;
     json devices = json::array();
-    for (const auto& pipeline : plan.devices) devices.push_back(cluster.devices[pipeline[s]].name);
+    for (const auto& pipeline : plan.devices)
+      devices.push_back(cluster.devices[pipeline[s]].name);
     stages.push_back({
         {"index", s},
         {"first_block", first_block(stage)},
@@ -104,7 +111,8 @@ json plan_document(const Plan& plan, const ModelProfile& profile, const ClusterS
   json schedule_actions = json::array();
   for (const auto& actions : plan.schedule.stages) {
     std::string line;
-    for (const Action& a : actions) line += (line.empty() ? "" : " ") + to_string(a);
+    for (const Action& a : actions)
+      line += (line.empty() ? "" : " ") + to_string(a);
     schedule_actions.push_back(line);
   }
   const json document = {
@@ -147,9 +155,11 @@ std::string plan_to_json(const Plan& plan, const ModelProfile& profile, const Cl
   return plan_document(plan, profile, cluster).dump(2) + "\n";
 }
 
-std::string comparison_to_json(const std::vector<Plan>& plans, const ModelProfile& profile, const ClusterSpec& cluster) {
+std::string comparison_to_json(const std::vector<Plan>& plans, const ModelProfile& profile,
+                               const ClusterSpec& cluster) {
   json out = json::array();
-  for (const Plan& plan : plans) out.push_back(plan_document(plan, profile, cluster));
+  for (const Plan& plan : plans)
+    out.push_back(plan_document(plan, profile, cluster));
   return out.dump(2) + "\n";
 }
 
@@ -171,8 +181,9 @@ std::string format_comparison(const std::vector<Plan>& plans, const ClusterSpec&
                    std::to_string(plan.pipelines) + " × " + std::to_string(plan.stages.size()),
                    std::to_string(plan.schedule.micro_batch_sizes.size()), format_fixed(plan.iteration_time_ms, 2),
                    format_fixed(plan.samples_per_s, 1),
-                   format_fixed(plan.samples_per_s / plans.front().samples_per_s, 2) + "×", format_fixed(plan.balance, 3),
-                   format_fixed(100.0 * fullest(plan, cluster), 1) + "%", format_fixed(plan.search_ms, 2)});
+                   format_fixed(plan.samples_per_s / plans.front().samples_per_s, 2) + "×",
+                   format_fixed(plan.balance, 3), format_fixed(100.0 * fullest(plan, cluster), 1) + "%",
+                   format_fixed(plan.search_ms, 2)});
   return table.str() + "\nmemory: the fullest device's share in use; vs first: samples/s against the first row\n";
 }
 

@@ -107,10 +107,10 @@ std::vector<std::string> modules_in(const fs::path& folder) {
 
 const char* to_string(PluginKind kind) {
   switch (kind) {
-    case PluginKind::partitioner: return "partitioner";
-    case PluginKind::mapper: return "mapper";
-    case PluginKind::scheduler: return "scheduler";
-    case PluginKind::sync: return "sync";
+  case PluginKind::partitioner: return "partitioner";
+  case PluginKind::mapper: return "mapper";
+  case PluginKind::scheduler: return "scheduler";
+  case PluginKind::sync: return "sync";
   }
   return "?";
 }
@@ -198,8 +198,7 @@ Result<std::shared_ptr<Plugin>> PluginRegistry::create(PluginKind kind, const st
   }
   const Loaded& loaded = it->second;
   Plugin* raw = loaded.factory();
-  if (!raw)
-    return Error::run_failed(loaded.record.file + ": " + to_string(kind) + " '" + name + "': factory failed");
+  if (!raw) return Error::run_failed(loaded.record.file + ": " + to_string(kind) + " '" + name + "': factory failed");
   // The instance holds its module open: code must outlive the object.
   std::shared_ptr<Module> module = loaded.module;
   return std::shared_ptr<Plugin>(raw, [module](Plugin* p) { delete p; });
@@ -207,8 +206,7 @@ Result<std::shared_ptr<Plugin>> PluginRegistry::create(PluginKind kind, const st
 
 namespace {
 
-template <class Interface>
-Result<std::shared_ptr<Interface>> as(Result<std::shared_ptr<Plugin>> plugin) {
+template <class Interface> Result<std::shared_ptr<Interface>> as(Result<std::shared_ptr<Plugin>> plugin) {
   ACTORPIPE_TRY(plugin);
   // The kind was checked from the info block, and the macro builds the object from a
   // class of that kind.

@@ -71,19 +71,22 @@ std::vector<Unit> ModelProfile::units(bool sub_blocks) const {
 
 double ModelProfile::total_forward_ms() const {
   double total = 0;
-  for (const auto& block : blocks) total += block.forward_ms;
+  for (const auto& block : blocks)
+    total += block.forward_ms;
   return total;
 }
 
 double ModelProfile::total_backward_ms() const {
   double total = 0;
-  for (const auto& block : blocks) total += block.backward_ms;
+  for (const auto& block : blocks)
+    total += block.backward_ms;
   return total;
 }
 
 std::uint64_t ModelProfile::total_parameter_bytes() const {
   std::uint64_t total = 0;
-  for (const auto& block : blocks) total += block.parameter_bytes;
+  for (const auto& block : blocks)
+    total += block.parameter_bytes;
   return total;
 }
 

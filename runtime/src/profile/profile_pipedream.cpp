@@ -59,8 +59,7 @@ Result<double> parse_number(std::string_view value, const std::string& where, st
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
   if (ec != std::errc{} || end != value.data() + value.size() || !std::isfinite(number))
     return Error::bad_input(where + ": " + std::string(key) + ": '" + std::string(value) + "' is not a number");
-  if (number < 0)
-    return Error::bad_input(where + ": " + std::string(key) + ": " + std::string(value) + " is negative");
+  if (number < 0) return Error::bad_input(where + ": " + std::string(key) + ": " + std::string(value) + " is negative");
   return number;
 }
 
@@ -81,8 +80,8 @@ Result<double> parse_attribute(std::string_view value, const std::string& where,
 
 Status parse_attributes(std::string_view list, Node& node, const std::string& where) {
   bool seen[4] = {false, false, false, false};
-  static constexpr std::string_view keys[4] = {"forward_compute_time", "backward_compute_time",
-                                               "activation_size", "parameter_size"};
+  static constexpr std::string_view keys[4] = {"forward_compute_time", "backward_compute_time", "activation_size",
+                                               "parameter_size"};
   double* fields[4] = {&node.forward_ms, &node.backward_ms, &node.activation_bytes, &node.parameter_bytes};
   for (const std::string& item : text::split(list, ',')) {
     const std::string_view entry = text::trim(item);
@@ -108,7 +107,7 @@ Result<ModelProfile> parse_pipedream_profile(const std::string& text, const std:
                                              std::uint32_t batch_size) {
   if (batch_size == 0)
     return Error::bad_input(source + ": PipeDream profiles do not record their batch size; give it "
-                            "(model.profile_batch_size in a job file)");
+                                     "(model.profile_batch_size in a job file)");
   std::vector<Node> nodes;
   std::unordered_map<std::string, std::size_t> index;
   std::vector<std::pair<std::string, std::string>> edges;
@@ -207,7 +206,8 @@ Result<ModelProfile> parse_pipedream_profile(const std::string& text, const std:
   std::vector<double> crossing(profile.blocks.size() + 1, 0.0);
   for (std::size_t n = 0; n < nodes.size(); ++n) {
     std::ptrdiff_t last_use = position[n];
-    for (std::size_t next : nodes[n].successors) last_use = std::max(last_use, position[next]);
+    for (std::size_t next : nodes[n].successors)
+      last_use = std::max(last_use, position[next]);
     if (last_use <= position[n]) continue;
     const std::size_t from = static_cast<std::size_t>(std::max<std::ptrdiff_t>(position[n], 0));
     crossing[from] += nodes[n].activation_bytes;

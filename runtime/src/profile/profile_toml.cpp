@@ -14,8 +14,7 @@ namespace {
 using config::TableReader;
 
 /// Reads the per-unit figures shared by blocks and sub-blocks.
-template <class Part>
-Status read_figures(TableReader& reader, Part& part) {
+template <class Part> Status read_figures(TableReader& reader, Part& part) {
   const double unlimited = std::numeric_limits<double>::infinity();
   if (auto s = reader.string("name", part.name); !s) return s;
   if (auto s = reader.number("forward_ms", part.forward_ms, 0, unlimited); !s) return s;
@@ -52,8 +51,7 @@ Result<Block> read_block(const toml::table& table, const std::string& path) {
   return block;
 }
 
-template <class Part>
-void write_figures(toml::table& table, const Part& part) {
+template <class Part> void write_figures(toml::table& table, const Part& part) {
   table.insert("name", part.name);
   table.insert("forward_ms", part.forward_ms);
   table.insert("backward_ms", part.backward_ms);

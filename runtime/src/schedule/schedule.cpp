@@ -26,7 +26,8 @@ Status check_stage(const Schedule& schedule, std::size_t s) {
                               std::to_string(m) + ")");
     if (a.size != schedule.micro_batch_sizes[a.micro_batch])
       return Error::bad_input(where + "size " + std::to_string(a.size) + " differs from micro-batch " +
-                              std::to_string(a.micro_batch) + "'s " + std::to_string(schedule.micro_batch_sizes[a.micro_batch]));
+                              std::to_string(a.micro_batch) + "'s " +
+                              std::to_string(schedule.micro_batch_sizes[a.micro_batch]));
     if (a.op == Op::forward) {
       if (++forwards[a.micro_batch] > 1) return Error::bad_input(where + "a second forward of the micro-batch");
     } else {
@@ -105,8 +106,10 @@ std::vector<std::uint64_t> peak_stashed_samples(const Schedule& schedule) {
   for (const auto& actions : schedule.stages) {
     std::uint64_t held = 0, peak = 0;
     for (const Action& a : actions) {
-      if (a.op == Op::forward) peak = std::max(peak, held += a.size);
-      else held -= std::min<std::uint64_t>(held, a.size);
+      if (a.op == Op::forward)
+        peak = std::max(peak, held += a.size);
+      else
+        held -= std::min<std::uint64_t>(held, a.size);
     }
     peaks.push_back(peak);
   }

@@ -22,8 +22,10 @@ Action backward(const std::vector<std::uint32_t>& sizes, std::size_t k) { return
 Schedule gpipe_schedule(std::size_t stages, const std::vector<std::uint32_t>& sizes) {
   Schedule schedule = empty_schedule("gpipe", stages, sizes);
   for (auto& actions : schedule.stages) {
-    for (std::size_t k = 0; k < sizes.size(); ++k) actions.push_back(forward(sizes, k));
-    for (std::size_t k = 0; k < sizes.size(); ++k) actions.push_back(backward(sizes, k));
+    for (std::size_t k = 0; k < sizes.size(); ++k)
+      actions.push_back(forward(sizes, k));
+    for (std::size_t k = 0; k < sizes.size(); ++k)
+      actions.push_back(backward(sizes, k));
   }
   return schedule;
 }
@@ -52,7 +54,8 @@ Schedule one_f_one_b_schedule(std::size_t stages, const std::vector<std::uint32_
         actions.push_back(backward(sizes, next_backward++));
       } while (next_forward < m && next_backward < next_forward && held + sizes[next_forward] > bound);
     }
-    while (next_backward < m) actions.push_back(backward(sizes, next_backward++));
+    while (next_backward < m)
+      actions.push_back(backward(sizes, next_backward++));
   }
   return schedule;
 }

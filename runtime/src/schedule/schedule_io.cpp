@@ -24,8 +24,8 @@ Result<Action> parse_action(std::string_view token, const std::vector<std::uint3
   if (ec != std::errc{} || end != token.data() + token.size())
     return Error::bad_input("'" + std::string(token) + "' is not an action (F<k> or B<k>)");
   if (k >= sizes.size())
-    return Error::bad_input("'" + std::string(token) + "': micro-batch " + std::to_string(k) + " does not exist (there are " +
-                            std::to_string(sizes.size()) + ")");
+    return Error::bad_input("'" + std::string(token) + "': micro-batch " + std::to_string(k) +
+                            " does not exist (there are " + std::to_string(sizes.size()) + ")");
   return Action{token[0] == 'F' ? Op::forward : Op::backward, k, sizes[k]};
 }
 
@@ -38,7 +38,8 @@ std::string format_schedule(const Schedule& schedule) {
   out += "]\nstages = [\n";
   for (const auto& actions : schedule.stages) {
     std::string line;
-    for (const Action& a : actions) line += (line.empty() ? "" : " ") + to_string(a);
+    for (const Action& a : actions)
+      line += (line.empty() ? "" : " ") + to_string(a);
     out += "  \"" + line + "\",\n";
   }
   return out + "]\n";

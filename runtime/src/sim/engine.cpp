@@ -23,7 +23,7 @@ struct Event {
 enum : std::uint32_t { action_done = 0, iteration_start = 1 };
 
 struct InstanceState {
-  std::size_t next = 0;      ///< action index
+  std::size_t next = 0; ///< action index
   bool busy = false;
   bool waiting_step = false; ///< finished its actions, waiting for sync and the step
   double idle_since = 0;
@@ -41,8 +41,8 @@ public:
         m_(model.schedule->micro_batch_sizes.size()), state_(model.instances.size()),
         forward_in_(model.instances.size() * m_, unknown), backward_in_(model.instances.size() * m_, unknown),
         lane_free_(model.lane_bytes_per_ms.size(), 0.0), processor_free_(model.processors, 0.0),
-        group_ready_(model.groups.size(), 0),
-        group_ready_at_(model.groups.size(), 0.0), random_(model.stragglers.seed) {
+        group_ready_(model.groups.size(), 0), group_ready_at_(model.groups.size(), 0.0),
+        random_(model.stragglers.seed) {
     out_.iteration_end_ms.assign(iterations, 0.0);
     out_.busy_ms.assign(model.instances.size(), 0.0);
     out_.sync_ms.assign(model.instances.size(), 0.0);
@@ -52,13 +52,16 @@ public:
 
   Outcome run() {
     if (iterations_ == 0 || m_ == 0) return std::move(out_);
-    for (std::uint32_t i = 0; i < model_.instances.size(); ++i) try_start(i);
+    for (std::uint32_t i = 0; i < model_.instances.size(); ++i)
+      try_start(i);
     while (!queue_.empty()) {
       const Event event = queue_.top();
       queue_.pop();
       ++out_.events;
-      if (event.kind == action_done) finish_action(event.instance, event.time);
-      else start_iteration(event.instance, event.time);
+      if (event.kind == action_done)
+        finish_action(event.instance, event.time);
+      else
+        start_iteration(event.instance, event.time);
     }
     return std::move(out_);
   }
@@ -68,12 +71,13 @@ private:
   double& backward_in(std::uint32_t i, std::size_t k) { return backward_in_[i * m_ + k]; }
 
   double duration(const Instance& instance, const Action& action, double start) {
-    double ms = model_.action_overhead_ms +
-                action.size * (action.op == Op::forward ? instance.forward_ms_per_sample : instance.backward_ms_per_sample);
+    double ms = model_.action_overhead_ms + action.size * (action.op == Op::forward ? instance.forward_ms_per_sample
+                                                                                    : instance.backward_ms_per_sample);
     for (const SlowWindow& w : model_.stragglers.windows)
       if (w.device == instance.device && start >= w.from_ms && start < w.to_ms) ms *= w.factor;
     for (const RandomDelay& d : model_.stragglers.delays)
-      if ((!d.device || *d.device == instance.device) && std::uniform_real_distribution<double>(0, 1)(random_) < d.probability)
+      if ((!d.device || *d.device == instance.device) &&
+          std::uniform_real_distribution<double>(0, 1)(random_) < d.probability)
         ms += d.delay_ms;
     return ms;
   }
@@ -106,12 +110,14 @@ private:
   /// slow NIC does not block a fast switch for its whole transfer.
   double transfer(const Route& route, double bytes, double ready, std::uint32_t from, const std::string* label) {
     double start = ready;
-    for (std::uint8_t l = 0; l < route.count; ++l) start = std::max(start, lane_free_[route.lanes[l]]);
+    for (std::uint8_t l = 0; l < route.count; ++l)
+      start = std::max(start, lane_free_[route.lanes[l]]);
     const double ms = route.latency_ms + (std::isinf(route.bytes_per_ms) ? 0.0 : bytes / route.bytes_per_ms);
-    for (std::uint8_t l = 0; l < route.count; ++l) occupy(route.lanes[l], start, bytes);
+    for (std::uint8_t l = 0; l < route.count; ++l)
+      occupy(route.lanes[l], start, bytes);
     if (label && ms > 0) {
       const Instance& instance = model_.instances[from];
-      out_.spans.push_back({"send " + *label, instance.pipeline, instance.stage, 1, start, ms});
+      out_.spans.push_back({"send " + *label, instance.pipeline, instance.stage, Span::Kind::send, start, ms});
     }
     return start + ms;
   }
@@ -131,13 +137,15 @@ private:
     std::string label;
     if (model_.trace) {
       label = to_string(action);
-      out_.spans.push_back({label, instance.pipeline, instance.stage, 0, st.action_start, st.action_ms});
+      out_.spans.push_back(
+          {label, instance.pipeline, instance.stage, Span::Kind::compute, st.action_start, st.action_ms});
     }
     const std::string* trace_label = model_.trace ? &label : nullptr;
     const std::size_t k = action.micro_batch;
     if (action.op == Op::forward) {
       if (instance.stage + 1 < model_.stages) {
-        forward_in(i + 1, k) = transfer(instance.to_next, action.size * instance.send_bytes_per_sample, now, i, trace_label);
+        forward_in(i + 1, k) =
+            transfer(instance.to_next, action.size * instance.send_bytes_per_sample, now, i, trace_label);
         try_start(i + 1);
       } else {
         backward_in(i, k) = now; // the loss is computed where the forward ends
@@ -145,7 +153,8 @@ private:
     } else {
       st.last_backward = now;
       if (instance.stage > 0) {
-        backward_in(i - 1, k) = transfer(instance.to_previous, action.size * instance.grad_bytes_per_sample, now, i, trace_label);
+        backward_in(i - 1, k) =
+            transfer(instance.to_previous, action.size * instance.grad_bytes_per_sample, now, i, trace_label);
         try_start(i - 1);
       }
     }
@@ -168,7 +177,8 @@ private:
     double end = group_ready_at_[stage];
     if (group.instances.size() > 1 && group.bytes > 0) {
       double start = end;
-      for (LaneId lane : group.lanes) start = std::max(start, lane_free_[lane]);
+      for (LaneId lane : group.lanes)
+        start = std::max(start, lane_free_[lane]);
       const double ms = ring_allreduce_ms(group);
       const double n = static_cast<double>(group.instances.size());
       for (std::size_t l = 0; l < group.lanes.size(); ++l)
@@ -176,7 +186,7 @@ private:
       end = start + ms;
       if (model_.trace)
         for (std::uint32_t i : group.instances)
-          out_.spans.push_back({"allreduce", model_.instances[i].pipeline, stage, 2, start, ms});
+          out_.spans.push_back({"allreduce", model_.instances[i].pipeline, stage, Span::Kind::sync, start, ms});
     }
     group_ready_at_[stage] = 0;
     for (std::uint32_t i : group.instances) {
@@ -186,7 +196,7 @@ private:
       const double step_end = step_start + instance.optimizer_ms;
       processor_free = step_end;
       if (model_.trace && instance.optimizer_ms > 0)
-        out_.spans.push_back({"step", instance.pipeline, stage, 2, step_start, instance.optimizer_ms});
+        out_.spans.push_back({"step", instance.pipeline, stage, Span::Kind::sync, step_start, instance.optimizer_ms});
       out_.sync_ms[i] += step_end - state_[i].last_backward;
       double& iteration_end = out_.iteration_end_ms[state_[i].iteration];
       iteration_end = std::max(iteration_end, step_end);

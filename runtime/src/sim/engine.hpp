@@ -1,9 +1,9 @@
 #pragma once
 
 /// The discrete-event core of simulate() (simulate_pipeline() prices one pipeline
-/// without it, by a dependency pass): stage instances execute their schedule in order as inputs arrive; transfers and collectives
-/// reserve the lanes they cross in the order they are requested (time order), so a lane
-/// busy with one transfer delays the next.
+/// without it, by a dependency pass): stage instances execute their schedule in order as inputs arrive; transfers and
+/// collectives reserve the lanes they cross in the order they are requested (time order), so a lane busy with one
+/// transfer delays the next.
 
 #include <actorpipe/schedule.hpp>
 #include <actorpipe/simulator.hpp>
@@ -19,11 +19,11 @@ struct Instance {
   std::size_t pipeline = 0;
   std::size_t stage = 0;
   DeviceId device = 0;
-  std::size_t processor = 0;         ///< instances on one processor compute in turn
-  double forward_ms_per_sample = 0;  ///< on this device
+  std::size_t processor = 0;        ///< instances on one processor compute in turn
+  double forward_ms_per_sample = 0; ///< on this device
   double backward_ms_per_sample = 0;
-  double send_bytes_per_sample = 0;  ///< activations to the next stage
-  double grad_bytes_per_sample = 0;  ///< gradients to the previous stage
+  double send_bytes_per_sample = 0; ///< activations to the next stage
+  double grad_bytes_per_sample = 0; ///< gradients to the previous stage
   Route to_next, to_previous;
   double optimizer_ms = 0;
 };
@@ -31,11 +31,11 @@ struct Instance {
 /// The replicas of one stage index and the ring they all-reduce gradients over.
 struct Group {
   std::vector<std::uint32_t> instances;
-  std::vector<LaneId> lanes;   ///< every lane the ring crosses
-  std::vector<int> lane_uses;  ///< how many ring steps cross each of them
-  double bytes = 0;            ///< gradients to reduce
-  double bytes_per_ms = 0;     ///< bottleneck, shared lanes divided among their uses
-  double latency_ms = 0;       ///< per ring step
+  std::vector<LaneId> lanes;  ///< every lane the ring crosses
+  std::vector<int> lane_uses; ///< how many ring steps cross each of them
+  double bytes = 0;           ///< gradients to reduce
+  double bytes_per_ms = 0;    ///< bottleneck, shared lanes divided among their uses
+  double latency_ms = 0;      ///< per ring step
 };
 
 struct Model {
@@ -51,9 +51,9 @@ struct Model {
 };
 
 struct Outcome {
-  std::vector<double> iteration_end_ms;  ///< when every instance finished each step
-  std::vector<double> busy_ms;           ///< per instance, computing
-  std::vector<double> sync_ms;           ///< per instance, last backward to step end
+  std::vector<double> iteration_end_ms; ///< when every instance finished each step
+  std::vector<double> busy_ms;          ///< per instance, computing
+  std::vector<double> sync_ms;          ///< per instance, last backward to step end
   std::vector<double> lane_busy_ms, lane_bytes;
   std::vector<Span> spans;
   std::size_t events = 0;

@@ -19,7 +19,8 @@ constexpr std::size_t shown_devices = 8;
 /// Devices by the share of their memory in use, fullest first.
 std::vector<const DeviceReport*> by_memory(const SimulationReport& report) {
   std::vector<const DeviceReport*> out;
-  for (const DeviceReport& d : report.devices) out.push_back(&d);
+  for (const DeviceReport& d : report.devices)
+    out.push_back(&d);
   std::stable_sort(out.begin(), out.end(), [](const DeviceReport* a, const DeviceReport* b) {
     return static_cast<double>(a->peak_memory_bytes) / static_cast<double>(a->memory_capacity) >
            static_cast<double>(b->peak_memory_bytes) / static_cast<double>(b->memory_capacity);
@@ -40,7 +41,8 @@ std::string format_simulation(const SimulationReport& report, const Plan& plan, 
   out += "simulated    " + std::to_string(report.iterations) + " iteration(s) in " + format_fixed(report.total_ms, 3) +
          " ms (" + std::to_string(report.events) + " events)\n";
   out += "iteration    " + format_fixed(report.iteration_time_ms, 3) + " ms mean, " +
-         (report.iteration_ms.empty() ? std::string("-") : format_fixed(*fastest, 3) + " min, " + format_fixed(*slowest, 3) + " max") +
+         (report.iteration_ms.empty() ? std::string("-")
+                                      : format_fixed(*fastest, 3) + " min, " + format_fixed(*slowest, 3) + " max") +
          "\n";
   out += "throughput   " + format_fixed(report.samples_per_s, 1) + " samples/s\n\n";
 
@@ -54,8 +56,8 @@ std::string format_simulation(const SimulationReport& report, const Plan& plan, 
   for (std::size_t s = 0; s < report.stages.size(); ++s) {
     const StageReport& r = report.stages[s];
     stages.add_row({std::to_string(s), describe_blocks(plan.stages[s]), format_fixed(r.forward_ms, 3),
-                    format_fixed(r.backward_ms, 3), format_fixed(100 * r.busy, 1) + "%", format_fixed(100 * r.bubble, 1) + "%",
-                    format_fixed(r.sync_ms, 3)});
+                    format_fixed(r.backward_ms, 3), format_fixed(100 * r.busy, 1) + "%",
+                    format_fixed(100 * r.bubble, 1) + "%", format_fixed(r.sync_ms, 3)});
   }
   out += stages.str();
 
@@ -68,9 +70,11 @@ std::string format_simulation(const SimulationReport& report, const Plan& plan, 
   const auto fullest = by_memory(report);
   for (std::size_t i = 0; i < std::min(shown_devices, fullest.size()); ++i) {
     const DeviceReport& d = *fullest[i];
-    devices.add_row({cluster.devices[d.device].name, std::to_string(d.pipeline), std::to_string(d.stage),
-                     format_fixed(100 * d.busy, 1) + "%", format_bytes(d.peak_memory_bytes),
-                     format_fixed(100.0 * static_cast<double>(d.peak_memory_bytes) / static_cast<double>(d.memory_capacity), 1) + "%"});
+    devices.add_row(
+        {cluster.devices[d.device].name, std::to_string(d.pipeline), std::to_string(d.stage),
+         format_fixed(100 * d.busy, 1) + "%", format_bytes(d.peak_memory_bytes),
+         format_fixed(100.0 * static_cast<double>(d.peak_memory_bytes) / static_cast<double>(d.memory_capacity), 1) +
+             "%"});
   }
   out += "\nfullest devices (" + std::to_string(std::min(shown_devices, fullest.size())) + " of " +
          std::to_string(fullest.size()) + ")\n" + devices.str();
@@ -113,7 +117,8 @@ std::string simulation_to_json(const SimulationReport& report, const Plan& plan,
                        {"peak_memory_bytes", d.peak_memory_bytes},
                        {"memory_bytes", d.memory_capacity}});
   json links = json::array();
-  for (const LinkReport& l : report.links) links.push_back({{"name", l.name}, {"busy", l.busy}, {"bytes", l.bytes}});
+  for (const LinkReport& l : report.links)
+    links.push_back({{"name", l.name}, {"busy", l.busy}, {"bytes", l.bytes}});
   const json document = {{"model", plan.model},
                          {"cluster", plan.cluster},
                          {"partitioner", plan.partitioner},

@@ -35,7 +35,8 @@ sim::Group make_group(const sim::Topology& topology, const ClusterSpec& cluster,
   std::map<sim::LaneId, int> uses;
   for (std::size_t j = 0; j < order.size(); ++j) {
     const sim::Route route = topology.route(devices[order[j]], devices[order[(j + 1) % order.size()]]);
-    for (std::uint8_t l = 0; l < route.count; ++l) ++uses[route.lanes[l]];
+    for (std::uint8_t l = 0; l < route.count; ++l)
+      ++uses[route.lanes[l]];
     group.latency_ms = std::max(group.latency_ms, route.latency_ms);
     group.bytes_per_ms = std::min(group.bytes_per_ms, route.bytes_per_ms);
   }
@@ -69,7 +70,8 @@ Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
   const std::size_t S = plan.stages.size();
   const std::size_t P = plan.pipelines;
   std::vector<Cut> cuts{plan.stages.front().begin};
-  for (const StagePlan& stage : plan.stages) cuts.push_back(stage.end);
+  for (const StagePlan& stage : plan.stages)
+    cuts.push_back(stage.end);
   const std::vector<StageFigures> figures = stage_figures(profile, cuts);
   const std::vector<std::uint64_t> stashed = peak_stashed_samples(plan.schedule);
   const sim::Topology topology(cluster);
@@ -81,7 +83,8 @@ Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
   model.stragglers = options.stragglers;
   model.trace = options.trace;
   model.lane_bytes_per_ms.resize(topology.lane_count());
-  for (sim::LaneId l = 0; l < topology.lane_count(); ++l) model.lane_bytes_per_ms[l] = topology.bytes_per_ms(l);
+  for (sim::LaneId l = 0; l < topology.lane_count(); ++l)
+    model.lane_bytes_per_ms[l] = topology.bytes_per_ms(l);
 
   SimulationReport report;
   for (std::size_t p = 0; p < P; ++p)
@@ -123,8 +126,8 @@ Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
       members.push_back(static_cast<std::uint32_t>(p * S + s));
       devices.push_back(plan.devices[p][s]);
     }
-    model.groups.push_back(make_group(topology, cluster, std::move(members), devices,
-                                      static_cast<double>(figures[s].parameter_bytes)));
+    model.groups.push_back(
+        make_group(topology, cluster, std::move(members), devices, static_cast<double>(figures[s].parameter_bytes)));
   }
 
   sim::Outcome outcome = sim::run(model, options.iterations);
@@ -139,7 +142,8 @@ Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
   report.iteration_time_ms = options.iterations ? report.total_ms / static_cast<double>(options.iterations) : 0;
   report.samples_per_s = report.iteration_time_ms > 0 ? plan.batch_size / report.iteration_time_ms * 1000.0 : 0;
 
-  const std::uint32_t full = *std::max_element(plan.schedule.micro_batch_sizes.begin(), plan.schedule.micro_batch_sizes.end());
+  const std::uint32_t full =
+      *std::max_element(plan.schedule.micro_batch_sizes.begin(), plan.schedule.micro_batch_sizes.end());
   report.stages.resize(S);
   for (std::size_t i = 0; i < model.instances.size(); ++i) {
     const sim::Instance& instance = model.instances[i];
@@ -147,14 +151,17 @@ Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
     device.busy = report.total_ms > 0 ? outcome.busy_ms[i] / report.total_ms : 0;
     StageReport& stage = report.stages[instance.stage];
     stage.forward_ms = std::max(stage.forward_ms, instance.forward_ms_per_sample * full + options.action_overhead_ms);
-    stage.backward_ms = std::max(stage.backward_ms, instance.backward_ms_per_sample * full + options.action_overhead_ms);
+    stage.backward_ms =
+        std::max(stage.backward_ms, instance.backward_ms_per_sample * full + options.action_overhead_ms);
     stage.busy = std::max(stage.busy, device.busy);
     stage.sync_ms = std::max(stage.sync_ms, options.iterations ? outcome.sync_ms[i] / options.iterations : 0.0);
   }
-  for (StageReport& stage : report.stages) stage.bubble = std::max(0.0, 1.0 - stage.busy);
+  for (StageReport& stage : report.stages)
+    stage.bubble = std::max(0.0, 1.0 - stage.busy);
   for (sim::LaneId l = 0; l < outcome.lane_busy_ms.size(); ++l)
     if (outcome.lane_bytes[l] > 0)
-      report.links.push_back({topology.lane_name(l), report.total_ms > 0 ? outcome.lane_busy_ms[l] / report.total_ms : 0,
+      report.links.push_back({topology.lane_name(l),
+                              report.total_ms > 0 ? outcome.lane_busy_ms[l] / report.total_ms : 0,
                               outcome.lane_bytes[l]});
   std::stable_sort(report.links.begin(), report.links.end(),
                    [](const LinkReport& a, const LinkReport& b) { return a.busy > b.busy; });
@@ -178,7 +185,8 @@ PipelineTiming simulate_pipeline(const Schedule& schedule, const std::vector<dou
     return boundary < send_ms_per_sample.size() ? send_ms_per_sample[boundary] * size : 0.0;
   };
   std::vector<std::size_t> work(S);
-  for (std::size_t s = 0; s < S; ++s) work[s] = s;
+  for (std::size_t s = 0; s < S; ++s)
+    work[s] = s;
   while (!work.empty()) {
     const std::size_t s = work.back();
     work.pop_back();
@@ -197,8 +205,8 @@ PipelineTiming simulate_pipeline(const Schedule& schedule, const std::vector<dou
           input = forward_end[s * m + a.micro_batch];
         }
       }
-      const double ms = action_overhead_ms +
-                        a.size * (a.op == Op::forward ? forward_ms_per_sample[s] : backward_ms_per_sample[s]);
+      const double ms =
+          action_overhead_ms + a.size * (a.op == Op::forward ? forward_ms_per_sample[s] : backward_ms_per_sample[s]);
       const double end = std::max(input, free_at[s]) + ms;
       (a.op == Op::forward ? forward_end : backward_end)[s * m + a.micro_batch] = end;
       free_at[s] = end;
@@ -212,8 +220,8 @@ PipelineTiming simulate_pipeline(const Schedule& schedule, const std::vector<dou
       if (s + 1 < S) work.push_back(s + 1);
     }
   }
-  timing.critical_stage = static_cast<std::size_t>(
-      std::max_element(timing.busy_ms.begin(), timing.busy_ms.end()) - timing.busy_ms.begin());
+  timing.critical_stage =
+      static_cast<std::size_t>(std::max_element(timing.busy_ms.begin(), timing.busy_ms.end()) - timing.busy_ms.begin());
   return timing;
 }
 

@@ -36,7 +36,8 @@ Result<DeviceId> device(const std::string& entry, const std::string& value, cons
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), index);
   if (ec == std::errc{} && end == value.data() + value.size() && index < cluster.devices.size()) return index;
   std::vector<std::string> names;
-  for (const Device& d : cluster.devices) names.push_back(d.name);
+  for (const Device& d : cluster.devices)
+    names.push_back(d.name);
   return Error::bad_input("stragglers: '" + entry + "': no device '" + value + "' in cluster '" + cluster.name + "'" +
                           text::did_you_mean(value, names));
 }
@@ -55,7 +56,8 @@ Result<Stragglers> parse_stragglers(std::string_view spec, const ClusterSpec& cl
     std::map<std::string, std::string> fields;
     for (const std::string& field : text::split(entry.substr(colon + 1), ',')) {
       const auto eq = field.find('=');
-      if (eq == std::string::npos) return Error::bad_input("stragglers: '" + entry + "': expected key=value, found '" + field + "'");
+      if (eq == std::string::npos)
+        return Error::bad_input("stragglers: '" + entry + "': expected key=value, found '" + field + "'");
       fields[std::string(text::trim(field.substr(0, eq)))] = std::string(text::trim(field.substr(eq + 1)));
     }
     auto take = [&](const std::string& key) -> Result<std::string> {
@@ -71,7 +73,8 @@ Result<Stragglers> parse_stragglers(std::string_view spec, const ClusterSpec& cl
       ACTORPIPE_TRY(p);
       auto probability = number(entry, "p", *p);
       ACTORPIPE_TRY(probability);
-      if (*probability < 0 || *probability > 1) return Error::bad_input("stragglers: '" + entry + "': p must be in [0, 1]");
+      if (*probability < 0 || *probability > 1)
+        return Error::bad_input("stragglers: '" + entry + "': p must be in [0, 1]");
       delay.probability = *probability;
       auto ms = take("ms");
       ACTORPIPE_TRY(ms);
@@ -110,7 +113,8 @@ Result<Stragglers> parse_stragglers(std::string_view spec, const ClusterSpec& cl
         ACTORPIPE_TRY(to);
         window.to_ms = *to;
       }
-      if (!(window.to_ms > window.from_ms)) return Error::bad_input("stragglers: '" + entry + "': 'to' must be after 'from'");
+      if (!(window.to_ms > window.from_ms))
+        return Error::bad_input("stragglers: '" + entry + "': 'to' must be after 'from'");
       out.windows.push_back(window);
     }
     if (!fields.empty())

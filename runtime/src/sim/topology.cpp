@@ -21,7 +21,8 @@ Topology::Topology(const ClusterSpec& cluster) : cluster_(cluster) {
     bytes_per_ms_.insert(bytes_per_ms_.end(), {link, link});
   }
   lane_owner_.resize(bytes_per_ms_.size());
-  for (std::size_t i = 0; i < 2 * devices; ++i) lane_owner_[i] = lane_owner_[nvlink_base_ + i] = static_cast<std::uint32_t>(i / 2);
+  for (std::size_t i = 0; i < 2 * devices; ++i)
+    lane_owner_[i] = lane_owner_[nvlink_base_ + i] = static_cast<std::uint32_t>(i / 2);
 
   for (std::size_t s = 0; s < cluster.servers.size(); ++s) {
     const Server& server = cluster.servers[s];
@@ -31,13 +32,16 @@ Topology::Topology(const ClusterSpec& cluster) : cluster_(cluster) {
       lane_owner_.insert(lane_owner_.end(), {static_cast<std::uint32_t>(s), static_cast<std::uint32_t>(s)});
     };
     lanes.switches = static_cast<LaneId>(bytes_per_ms_.size());
-    for (const PcieSwitch& sw : server.pcie_switches) add(sw.bandwidth);
+    for (const PcieSwitch& sw : server.pcie_switches)
+      add(sw.bandwidth);
     lanes.bridges = static_cast<LaneId>(bytes_per_ms_.size());
-    for (const HostBridge& bridge : server.host_bridges) add(bridge.bandwidth);
+    for (const HostBridge& bridge : server.host_bridges)
+      add(bridge.bandwidth);
     lanes.inter_bridge = static_cast<LaneId>(bytes_per_ms_.size());
     add(server.host_bridges.size() > 1 ? server.inter_bridge_bandwidth : 1e30);
     lanes.nics = static_cast<LaneId>(bytes_per_ms_.size());
-    for (std::size_t n = 0; n < server.nics; ++n) add(server.nic_bandwidth);
+    for (std::size_t n = 0; n < server.nics; ++n)
+      add(server.nic_bandwidth);
     servers_.push_back(lanes);
   }
 }
@@ -51,9 +55,11 @@ std::string Topology::lane_name(LaneId lane) const {
   const ServerLanes& base = servers_[s];
   const std::string& server = cluster_.servers[s].name;
   if (lane < base.bridges)
-    return server + "/switch" + std::to_string((lane - base.switches) / 2) + direction_pair[1][(lane - base.switches) % 2];
+    return server + "/switch" + std::to_string((lane - base.switches) / 2) +
+           direction_pair[1][(lane - base.switches) % 2];
   if (lane < base.inter_bridge)
-    return server + "/bridge" + std::to_string((lane - base.bridges) / 2) + direction_pair[1][(lane - base.bridges) % 2];
+    return server + "/bridge" + std::to_string((lane - base.bridges) / 2) +
+           direction_pair[1][(lane - base.bridges) % 2];
   if (lane < base.nics) return server + "/inter-socket" + ((lane - base.inter_bridge) % 2 ? " down" : " up");
   return server + "/nic" + std::to_string((lane - base.nics) / 2) + direction_pair[0][(lane - base.nics) % 2];
 }

@@ -23,7 +23,8 @@ std::vector<int> usable_cores() {
     for (int c = 0; c < CPU_SETSIZE; ++c)
       if (CPU_ISSET(c, &set)) cores.push_back(c);
   if (cores.empty())
-    for (unsigned c = 0; c < std::max(1u, std::thread::hardware_concurrency()); ++c) cores.push_back(static_cast<int>(c));
+    for (unsigned c = 0; c < std::max(1u, std::thread::hardware_concurrency()); ++c)
+      cores.push_back(static_cast<int>(c));
   return cores;
 }
 

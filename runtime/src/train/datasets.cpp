@@ -22,7 +22,8 @@ Result<std::vector<std::uint8_t>> read_gzip(const std::string& path) {
   std::vector<std::uint8_t> out;
   std::uint8_t buffer[1 << 16];
   int n = 0;
-  while ((n = gzread(file, buffer, sizeof buffer)) > 0) out.insert(out.end(), buffer, buffer + n);
+  while ((n = gzread(file, buffer, sizeof buffer)) > 0)
+    out.insert(out.end(), buffer, buffer + n);
   int code = 0;
   const char* message = n < 0 ? gzerror(file, &code) : nullptr;
   const std::string why = message ? message : "";
@@ -39,7 +40,7 @@ std::uint32_t big_endian(const std::vector<std::uint8_t>& bytes, std::size_t at)
 /// An IDX file of unsigned bytes: its dimensions and data, checked against the magic
 /// number and the length the header promises.
 Result<std::pair<std::vector<std::int64_t>, std::vector<std::uint8_t>>> read_idx(const std::string& path,
-                                                                                std::uint32_t dimensions) {
+                                                                                 std::uint32_t dimensions) {
   auto bytes = read_gzip(path);
   ACTORPIPE_TRY(bytes);
   const std::uint32_t magic = 0x800 + dimensions; // unsigned byte data
@@ -69,12 +70,13 @@ Result<Split> fashion_mnist_split(const std::string& folder, const std::string& 
     return Error::bad_input(folder + "/" + prefix + "-labels-idx1-ubyte.gz: " + std::to_string(labels->first[0]) +
                             " labels for " + std::to_string(shape[0]) + " images");
   Split split;
-  auto raw = torch::from_blob(const_cast<std::uint8_t*>(pixels.data()), {shape[0], 1, shape[1], shape[2]}, torch::kUInt8);
+  auto raw =
+      torch::from_blob(const_cast<std::uint8_t*>(pixels.data()), {shape[0], 1, shape[1], shape[2]}, torch::kUInt8);
   // Normalised by the training set's mean and standard deviation, in place: the
   // training images as floats are 188 MB, and each temporary would cost as much again.
   split.inputs = raw.to(torch::kFloat32).div_(255.0).sub_(0.2860).div_(0.3530);
-  split.labels = torch::from_blob(const_cast<std::uint8_t*>(labels->second.data()), {shape[0]}, torch::kUInt8)
-                     .to(torch::kLong);
+  split.labels =
+      torch::from_blob(const_cast<std::uint8_t*>(labels->second.data()), {shape[0]}, torch::kUInt8).to(torch::kLong);
   return split;
 }
 
@@ -100,7 +102,8 @@ DataSets synthetic(const DataOptions& data) {
   sets.shape.sample = data.shape;
   sets.shape.classes = data.classes;
   std::int64_t features = 1;
-  for (auto d : data.shape) features *= d;
+  for (auto d : data.shape)
+    features *= d;
   const auto teacher = torch::randn({features, static_cast<std::int64_t>(data.classes)});
   auto make = [&](std::int64_t n) {
     std::vector<std::int64_t> shape{n};
@@ -158,7 +161,8 @@ std::vector<std::int64_t> epoch_order(std::int64_t samples, std::uint64_t seed, 
     std::mt19937_64 random(seed * 0x9e3779b97f4a7c15ULL + epoch);
     // Fisher–Yates with our own draws: std::shuffle's use of the engine is not fixed
     // by the standard, and orders must not change between library versions.
-    for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[random() % i]);
+    for (std::size_t i = order.size(); i > 1; --i)
+      std::swap(order[i - 1], order[random() % i]);
   }
   return order;
 }

@@ -88,8 +88,7 @@ struct FeedForwardImpl : nn::Module {
 };
 TORCH_MODULE(FeedForward);
 
-template <class Holder>
-ModelUnit unit(std::string name, Holder module) {
+template <class Holder> ModelUnit unit(std::string name, Holder module) {
   ModelUnit u;
   u.name = std::move(name);
   u.parameters = module->parameters();
@@ -99,8 +98,7 @@ ModelUnit unit(std::string name, Holder module) {
   return u;
 }
 
-template <class Holder>
-ModelBlock block(std::string name, Holder module) {
+template <class Holder> ModelBlock block(std::string name, Holder module) {
   ModelBlock b;
   b.units.push_back(unit(name, std::move(module)));
   b.name = std::move(name);
@@ -109,7 +107,8 @@ ModelBlock block(std::string name, Holder module) {
 
 std::int64_t flat_size(const std::vector<std::int64_t>& shape) {
   std::int64_t n = 1;
-  for (auto d : shape) n *= d;
+  for (auto d : shape)
+    n *= d;
   return n;
 }
 
@@ -144,8 +143,8 @@ Result<Model> cnn(const ModelOptions& o, const DataShape& shape) {
   const std::int64_t width = o.width ? o.width : 16, C = shape.sample[0];
   const std::int64_t H = shape.sample[1] / 4, W = shape.sample[2] / 4;
   Model m;
-  m.blocks.push_back(block("conv1", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(C, width, 3).padding(1)), nn::ReLU(),
-                                                   nn::MaxPool2d(2))));
+  m.blocks.push_back(block(
+      "conv1", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(C, width, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2))));
   m.blocks.push_back(block("conv2", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(width, 2 * width, 3).padding(1)),
                                                    nn::ReLU(), nn::MaxPool2d(2))));
   ModelBlock head;
@@ -163,7 +162,8 @@ Result<Model> resnet(const ModelOptions& o, const DataShape& shape) {
   Model m;
   m.blocks.push_back(block("stem", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(shape.sample[0], width, 3).padding(1)),
                                                   nn::GroupNorm(nn::GroupNormOptions(4, width)), nn::ReLU())));
-  for (std::int64_t l = 0; l < layers; ++l) m.blocks.push_back(block("residual" + std::to_string(l), Residual(width)));
+  for (std::int64_t l = 0; l < layers; ++l)
+    m.blocks.push_back(block("residual" + std::to_string(l), Residual(width)));
   m.blocks.push_back(block("head", nn::Sequential(nn::AdaptiveAvgPool2d(nn::AdaptiveAvgPool2dOptions(1)), nn::Flatten(),
                                                   nn::Linear(width, shape.classes))));
   return m;
@@ -185,8 +185,8 @@ Result<Model> gpt(const ModelOptions& o, const DataShape& shape) {
     b.units.push_back(unit("mlp", FeedForward(width)));
     m.blocks.push_back(std::move(b));
   }
-  m.blocks.push_back(block("head", nn::Sequential(nn::LayerNorm(nn::LayerNormOptions({width})),
-                                                  nn::Linear(width, shape.classes))));
+  m.blocks.push_back(
+      block("head", nn::Sequential(nn::LayerNorm(nn::LayerNormOptions({width})), nn::Linear(width, shape.classes))));
   return m;
 }
 
@@ -203,7 +203,8 @@ Result<Model> torchscript(const ModelOptions& o) {
   for (const auto& child : module->named_children()) {
     ModelUnit u;
     u.name = child.name;
-    for (const auto& p : child.value.parameters()) u.parameters.push_back(p);
+    for (const auto& p : child.value.parameters())
+      u.parameters.push_back(p);
     u.forward = [c = child.value](const torch::Tensor& x) mutable { return c.forward({x}).toTensor(); };
     u.set_training = [c = child.value](bool on) mutable { c.train(on); };
     u.owner = module;
@@ -234,7 +235,8 @@ ModelProfile Model::skeleton() const {
     Block block;
     block.name = b.name;
     if (b.has_sub_blocks)
-      for (const ModelUnit& u : b.units) block.sub_blocks.push_back(SubBlock{.name = u.name});
+      for (const ModelUnit& u : b.units)
+        block.sub_blocks.push_back(SubBlock{.name = u.name});
     p.blocks.push_back(std::move(block));
   }
   return p;
@@ -243,12 +245,18 @@ ModelProfile Model::skeleton() const {
 Result<Model> build_model(const ModelOptions& options, const DataShape& shape, std::uint64_t seed) {
   torch::manual_seed(seed);
   Result<Model> model = Error::bad_input("model.zoo: no model named '" + options.zoo + "'");
-  if (options.zoo == "mlp") model = mlp(options, shape);
-  else if (options.zoo == "cnn") model = cnn(options, shape);
-  else if (options.zoo == "resnet") model = resnet(options, shape);
-  else if (options.zoo == "gpt") model = gpt(options, shape);
-  else if (options.zoo == "torchscript") model = torchscript(options);
-  else if (options.zoo.empty()) model = Error::bad_input("model.zoo: the job names no model to train");
+  if (options.zoo == "mlp")
+    model = mlp(options, shape);
+  else if (options.zoo == "cnn")
+    model = cnn(options, shape);
+  else if (options.zoo == "resnet")
+    model = resnet(options, shape);
+  else if (options.zoo == "gpt")
+    model = gpt(options, shape);
+  else if (options.zoo == "torchscript")
+    model = torchscript(options);
+  else if (options.zoo.empty())
+    model = Error::bad_input("model.zoo: the job names no model to train");
   if (model) model->name = options.zoo;
   return model;
 }

@@ -42,11 +42,13 @@ public:
           while (!stop.stop_requested()) {
             torch::Tensor y = input;
             for (const ModelBlock& b : copy.blocks)
-              for (const ModelUnit& u : b.units) y = u.forward(y);
+              for (const ModelUnit& u : b.units)
+                y = u.forward(y);
             if (y.requires_grad()) y.backward(torch::ones_like(y));
             for (const ModelBlock& b : copy.blocks)
               for (const ModelUnit& u : b.units)
-                for (const auto& p : u.parameters) p.mutable_grad() = torch::Tensor();
+                for (const auto& p : u.parameters)
+                  p.mutable_grad() = torch::Tensor();
           }
         } catch (const std::exception& e) {
           std::lock_guard<std::mutex> lock(mutex_);
@@ -56,12 +58,14 @@ public:
     started_.wait();
   }
   ~Load() {
-    for (auto& w : workers_) w.request_stop();
+    for (auto& w : workers_)
+      w.request_stop();
   }
   /// Why a copy stopped early (it ran out of memory, say), leaving its core idle; empty
   /// when none did. Stops the copies first.
   std::string failure() {
-    for (auto& w : workers_) w.request_stop();
+    for (auto& w : workers_)
+      w.request_stop();
     workers_.clear();
     return failure_;
   }
@@ -102,8 +106,8 @@ Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& o
     copies.push_back(std::move(*copy));
   }
   if (load_copies > 0)
-    profile.reference_device += ", " + std::to_string(load_copies) + (load_copies == 1 ? " copy" : " copies") +
-                                " of the model busy beside it";
+    profile.reference_device +=
+        ", " + std::to_string(load_copies) + (load_copies == 1 ? " copy" : " copies") + " of the model busy beside it";
   std::optional<Load> load;
   if (!copies.empty()) load.emplace(std::move(copies), x, threads);
 
@@ -112,7 +116,8 @@ Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& o
   // a machine whose speed drifts, and their times keep their proportions.
   std::vector<const ModelUnit*> units;
   for (const ModelBlock& b : model->blocks)
-    for (const ModelUnit& u : b.units) units.push_back(&u);
+    for (const ModelUnit& u : b.units)
+      units.push_back(&u);
   std::vector<std::vector<double>> forward(units.size()), backward(units.size());
   std::vector<torch::Tensor> inputs(units.size()), outputs(units.size());
   const std::size_t passes = options.warmup + options.repeats;
@@ -143,7 +148,8 @@ Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& o
       if (timed) backward[k].push_back(ms);
     }
     for (const ModelUnit* u : units)
-      for (const auto& p : u->parameters) p.mutable_grad() = torch::Tensor();
+      for (const auto& p : u->parameters)
+        p.mutable_grad() = torch::Tensor();
     if (options.on_pass) options.on_pass(pass + 1, passes);
   }
 
@@ -158,7 +164,8 @@ Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& o
       figures.forward_ms = median(forward[k]);
       figures.backward_ms = median(backward[k]);
       figures.output_bytes = bytes_of(outputs[k]);
-      for (const auto& p : unit.parameters) figures.parameter_bytes += bytes_of(p);
+      for (const auto& p : unit.parameters)
+        figures.parameter_bytes += bytes_of(p);
       // What autograd keeps between forward and backward is at least the unit's input
       // and output; intermediate buffers inside a unit are not seen from here.
       figures.stash_bytes_per_sample = (bytes_of(inputs[k]) + bytes_of(outputs[k])) / static_cast<std::uint64_t>(n);

@@ -16,7 +16,7 @@ struct Session::Data {
   JobSpec job;
   Plan plan;
   DataSets data;
-  std::vector<std::shared_ptr<const Model>> replicas;            ///< one model per pipeline
+  std::vector<std::shared_ptr<const Model>> replicas;             ///< one model per pipeline
   std::vector<std::vector<std::unique_ptr<StageWorker>>> workers; ///< [pipeline][stage]
   mutable std::uint64_t order_epoch = ~0ULL;
   mutable std::vector<std::int64_t> order;
@@ -43,12 +43,18 @@ Result<std::unique_ptr<Session>> Session::open(const JobSpec& job, const Plan& p
     auto model = build_model(job.model, d.data.shape, job.job.seed);
     ACTORPIPE_TRY(model);
     if (model->blocks.size() != job.profile.blocks.size() && !job.profile.blocks.empty())
-      return Error::bad_input(job.where("model.profile") + "the profile has " + std::to_string(job.profile.blocks.size()) +
-                              " blocks, model '" + job.model.zoo + "' " + std::to_string(model->blocks.size()));
+      return Error::bad_input(job.where("model.profile") + "the profile has " +
+                              std::to_string(job.profile.blocks.size()) + " blocks, model '" + job.model.zoo + "' " +
+                              std::to_string(model->blocks.size()));
     d.replicas.push_back(std::make_shared<const Model>(std::move(*model)));
     d.workers.emplace_back();
     for (std::size_t s = 0; s < plan.stages.size(); ++s) {
-      StageSetup setup{p, s, plan.stages.size(), plan.stages[s].begin, plan.stages[s].end, job.train,
+      StageSetup setup{p,
+                       s,
+                       plan.stages.size(),
+                       plan.stages[s].begin,
+                       plan.stages[s].end,
+                       job.train,
                        compute_threads_for(plan.pipelines * plan.stages.size())};
       d.workers.back().push_back(std::make_unique<StageWorker>(d.replicas.back(), setup));
     }
@@ -71,8 +77,7 @@ Batch Session::batch(std::uint64_t epoch, std::uint64_t index) const {
     d_->order_epoch = epoch;
   }
   const std::int64_t n = d_->plan.batch_size;
-  const auto picked =
-      torch::from_blob(d_->order.data() + index * n, {n}, torch::kLong).clone();
+  const auto picked = torch::from_blob(d_->order.data() + index * n, {n}, torch::kLong).clone();
   return {wrap(d_->data.train.inputs.index_select(0, picked)), wrap(d_->data.train.labels.index_select(0, picked)),
           static_cast<std::uint32_t>(n)};
 }
@@ -81,7 +86,8 @@ StageWorker& Session::worker(std::size_t pipeline, std::size_t stage) { return *
 
 std::vector<StageWorker*> Session::replicas(std::size_t stage) {
   std::vector<StageWorker*> out;
-  for (auto& pipeline : d_->workers) out.push_back(pipeline[stage].get());
+  for (auto& pipeline : d_->workers)
+    out.push_back(pipeline[stage].get());
   return out;
 }
 
@@ -91,14 +97,16 @@ Evaluation Session::evaluate() {
   torch::NoGradGuard no_grad;
   const auto& pipeline = d_->workers.front();
   for (auto& w : pipeline)
-    for (const ModelUnit* u : w->impl().units) u->set_training(false);
+    for (const ModelUnit* u : w->impl().units)
+      u->set_training(false);
   const Split& test = d_->data.test;
   Evaluation e;
   double loss_sum = 0, right = 0, positions = 0;
   for (std::int64_t at = 0; at < test.size(); at += 500) {
     const std::int64_t n = std::min<std::int64_t>(500, test.size() - at);
     torch::Tensor x = test.inputs.narrow(0, at, n);
-    for (auto& w : pipeline) x = w->impl().run(x);
+    for (auto& w : pipeline)
+      x = w->impl().run(x);
     const torch::Tensor logits = x.reshape({-1, x.size(-1)});
     const torch::Tensor labels = test.labels.narrow(0, at, n).reshape({-1});
     loss_sum += torch::nn::functional::cross_entropy(
@@ -108,7 +116,8 @@ Evaluation Session::evaluate() {
     positions += static_cast<double>(labels.size(0));
   }
   for (auto& w : pipeline)
-    for (const ModelUnit* u : w->impl().units) u->set_training(true);
+    for (const ModelUnit* u : w->impl().units)
+      u->set_training(true);
   e.samples = test.size();
   e.accuracy = positions > 0 ? right / positions : 0;
   e.loss = positions > 0 ? loss_sum / positions : 0;
@@ -127,7 +136,8 @@ Status Session::save_checkpoint(const std::string& path, const Progress& progres
     for (std::size_t s = 0; s < d_->plan.stages.size(); ++s) {
       const StageWorker::Impl& w = d_->workers.front()[s]->impl();
       torch::serialize::OutputArchive stage;
-      for (std::size_t i = 0; i < w.parameters.size(); ++i) stage.write("p" + std::to_string(i), w.parameters[i]);
+      for (std::size_t i = 0; i < w.parameters.size(); ++i)
+        stage.write("p" + std::to_string(i), w.parameters[i]);
       if (w.optimizer) {
         torch::serialize::OutputArchive optimizer;
         w.optimizer->save(optimizer);

@@ -11,8 +11,8 @@ Result<std::unique_ptr<SingleProcessTraining>> SingleProcessTraining::open(const
   auto model = build_model(job.model, data->shape, job.job.seed);
   ACTORPIPE_TRY(model);
   if (job.train.batch_size == 0 || data->train.size() < static_cast<std::int64_t>(job.train.batch_size))
-    return Error::bad_input("train.batch_size: " + std::to_string(job.train.batch_size) + " samples, but the data has " +
-                            std::to_string(data->train.size()));
+    return Error::bad_input("train.batch_size: " + std::to_string(job.train.batch_size) +
+                            " samples, but the data has " + std::to_string(data->train.size()));
   std::unique_ptr<SingleProcessTraining> t(new SingleProcessTraining());
   t->job_ = job;
   t->data_ = std::move(*data);
@@ -35,7 +35,8 @@ double SingleProcessTraining::step() {
   const auto picked = torch::from_blob(order_.data() + index * B, {B}, torch::kLong);
   torch::Tensor x = data_.train.inputs.index_select(0, picked);
   const torch::Tensor y = data_.train.labels.index_select(0, picked);
-  for (const ModelUnit* u : units_) x = u->forward(x);
+  for (const ModelUnit* u : units_)
+    x = u->forward(x);
   const torch::Tensor loss = mean_loss(x, y);
   loss.backward();
   optimizer_->step();

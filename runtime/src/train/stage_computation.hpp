@@ -19,8 +19,7 @@ public:
   virtual Payload forward(std::size_t micro, const Payload& input) = 0;
   /// The last stage's forward: the micro-batch's mean loss against `labels`; its
   /// backward starts from that loss times `loss_scale`.
-  virtual double forward_loss(std::size_t micro, const Payload& input, const Payload& labels,
-                              double loss_scale) = 0;
+  virtual double forward_loss(std::size_t micro, const Payload& input, const Payload& labels, double loss_scale) = 0;
   /// Backward of micro-batch `micro` from the gradient of its output (none on the last
   /// stage); returns the gradient of its input (none on the first stage).
   virtual Payload backward(std::size_t micro, const Payload& output_gradient) = 0;

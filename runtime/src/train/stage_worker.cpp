@@ -7,7 +7,8 @@
 
 namespace actorpipe::train {
 
-StageWorker::StageWorker(std::shared_ptr<const Model> model, const StageSetup& setup) : impl_(std::make_unique<Impl>()) {
+StageWorker::StageWorker(std::shared_ptr<const Model> model, const StageSetup& setup)
+    : impl_(std::make_unique<Impl>()) {
   impl_->model = std::move(model);
   impl_->setup = setup;
   impl_->units = impl_->model->units(setup.begin, setup.end);
@@ -52,8 +53,10 @@ Payload StageWorker::backward(std::size_t micro, const Payload& output_gradient)
     throw std::logic_error("backward of micro-batch " + std::to_string(micro) + " before its forward");
   Impl::Stash stash = std::move(it->second);
   impl_->stash.erase(it);
-  if (last()) stash.output.backward();
-  else stash.output.backward(output_gradient->tensor);
+  if (last())
+    stash.output.backward();
+  else
+    stash.output.backward(output_gradient->tensor);
   if (first() || !stash.input.requires_grad()) return nullptr;
   return wrap(stash.input.grad());
 }
@@ -66,7 +69,8 @@ void StageWorker::step() {
   // Dropped rather than zeroed: the next backward takes its first gradient as it comes,
   // and replicas may share one summed gradient (sum_gradients), which zeroing in
   // place would make them accumulate into together.
-  for (torch::Tensor& p : impl_->parameters) p.mutable_grad() = torch::Tensor();
+  for (torch::Tensor& p : impl_->parameters)
+    p.mutable_grad() = torch::Tensor();
 }
 
 void sum_gradients(const std::vector<StageWorker*>& replicas) {
@@ -76,10 +80,12 @@ void sum_gradients(const std::vector<StageWorker*>& replicas) {
   for (std::size_t i = 0; i < first.size(); ++i) {
     torch::Tensor sum = first[i].mutable_grad();
     if (!sum.defined()) continue;
-    for (std::size_t r = 1; r < replicas.size(); ++r) sum.add_(replicas[r]->impl().parameters[i].grad());
+    for (std::size_t r = 1; r < replicas.size(); ++r)
+      sum.add_(replicas[r]->impl().parameters[i].grad());
     // Every replica's optimizer reads this one tensor (optimizers only read
     // gradients), so nothing is copied back.
-    for (std::size_t r = 1; r < replicas.size(); ++r) replicas[r]->impl().parameters[i].mutable_grad() = sum;
+    for (std::size_t r = 1; r < replicas.size(); ++r)
+      replicas[r]->impl().parameters[i].mutable_grad() = sum;
   }
 }
 

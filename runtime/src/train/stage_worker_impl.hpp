@@ -27,7 +27,8 @@ struct StageWorker::Impl {
   std::map<std::size_t, Stash> stash;
 
   torch::Tensor run(torch::Tensor x) const {
-    for (const ModelUnit* u : units) x = u->forward(x);
+    for (const ModelUnit* u : units)
+      x = u->forward(x);
     return x;
   }
 };
