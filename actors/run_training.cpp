@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -161,6 +162,12 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
                             error = Error::run_failed(failure->what.empty() ? "the run failed" : failure->what);
                           });
     if (error) break;
+    // Training on from a diverged loss only writes a checkpoint of NaNs.
+    if (!std::isfinite(loss)) {
+      error = Error::run_failed("step " + std::to_string(progress.step + 1) + ": the training loss is " +
+                                std::to_string(loss) + " (diverged; a smaller train.lr may help)");
+      break;
+    }
     // A queued step starts when the one before it ends.
     const auto done = Clock::now();
     const double seconds = std::chrono::duration<double>(done - std::max(current.second, previous_done)).count();

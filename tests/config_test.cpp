@@ -124,6 +124,13 @@ BOOST_AUTO_TEST_CASE(a_sync_policy_that_does_not_run_is_refused) {
   BOOST_TEST(contains(error.message, "'no-such-policy' is not one of allreduce"), error.message);
 }
 
+BOOST_AUTO_TEST_CASE(a_job_name_that_is_not_a_plain_name_is_refused) {
+  Job job("[job]\nname = \"../escape\"\n");
+  const Error error = expect_error(load_job(job.path));
+  BOOST_TEST(contains(error.message, job.path + ":"), error.message);
+  BOOST_TEST(contains(error.message, "job.name: '../escape' is not a plain name"), error.message);
+}
+
 BOOST_AUTO_TEST_CASE(bad_unit_in_cluster_names_the_nested_key) {
   Job job(R"(
 [cluster]

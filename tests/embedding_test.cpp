@@ -14,6 +14,7 @@
 #include <cmath>
 #include <filesystem>
 #include <sched.h>
+#include <sys/stat.h>
 
 using namespace actorpipe;
 
@@ -76,4 +77,42 @@ BOOST_AUTO_TEST_CASE(missing_data_is_bad_input_for_an_application_too) {
   BOOST_REQUIRE(!data.ok());
   BOOST_TEST(exit_status(data.error().code) == 2); // bad input
   BOOST_TEST(data.error().message.find("no-such.txt: file not found") != std::string::npos, data.error().message);
+}
+
+BOOST_AUTO_TEST_CASE(a_diverging_run_stops_at_the_step_whose_loss_is_not_finite) {
+  test::ScratchDir dir;
+  auto job = load_job(
+      dir.write("job.toml", job_toml("[data]\ndataset = \"synthetic\"\nsamples = 128\nshape = [8]\nclasses = 3\n")),
+      {"train.lr=1e30"});
+  REQUIRE_OK(job);
+  MeasureOptions measure;
+  measure.repeats = 1;
+  const auto [measured, plan] = test::measure_and_plan(*job, measure);
+  RunOptions options;
+  options.steps = 8;
+  options.output_dir = (dir.path() / "run").string();
+  std::uint64_t last_step = 0;
+  options.on_step = [&](const StepMetrics& m) { last_step = m.step; };
+  auto summary = run_training(measured, plan, options);
+  BOOST_REQUIRE(!summary.ok());
+  BOOST_TEST(exit_status(summary.error().code) == 1);
+  BOOST_TEST(
+      test::contains(summary.error().message, "step " + std::to_string(last_step + 1) + ": the training loss is"),
+      summary.error().message);
+  BOOST_TEST(last_step < 8u);
+  BOOST_TEST(!std::filesystem::exists(dir.path() / "run" / "checkpoint.pt"));
+}
+
+BOOST_AUTO_TEST_CASE(data_that_is_not_a_regular_file_is_refused_without_blocking) {
+  test::ScratchDir dir;
+  const std::string fifo = (dir.path() / "fifo").string();
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  auto job = load_job(dir.write("job.toml", job_toml("[data]\ndataset = \"text\"\npath = \"fifo\"\n")));
+  REQUIRE_OK(job);
+  auto data = load_training_data(*job);
+  BOOST_REQUIRE(!data.ok());
+  BOOST_TEST(test::contains(data.error().message, "fifo: is a FIFO, not a regular file"), data.error().message);
+  auto folder = load_job(dir.path().string());
+  BOOST_REQUIRE(!folder.ok());
+  BOOST_TEST(test::contains(folder.error().message, ": is a folder, not a file"), folder.error().message);
 }

@@ -17,6 +17,7 @@
 #include <actorpipe/training.hpp>
 
 #include "base/atomic_file.hpp"
+#include "base/input_file.hpp"
 #include "train/cores.hpp"
 #include "train/model_zoo.hpp"
 #include "train/single_process.hpp"

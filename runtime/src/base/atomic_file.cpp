@@ -75,13 +75,4 @@ Status write_file_atomically(const std::string& path, std::string_view content) 
   return Ok{};
 }
 
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::bad_input(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream out;
-  out << in.rdbuf();
-  if (in.bad()) return Error::bad_input(path + ": cannot read");
-  return out.str();
-}
-
 } // namespace actorpipe

@@ -14,7 +14,4 @@ namespace actorpipe {
 /// Temporaries of `path` that a killed process left behind go once it is written.
 Status write_file_atomically(const std::string& path, std::string_view content);
 
-/// The whole file, or an error naming it.
-Result<std::string> read_file(const std::string& path);
-
 } // namespace actorpipe

@@ -4,7 +4,6 @@
 
 #include "config/cluster_config.hpp"
 
-#include "base/atomic_file.hpp"
 #include "config/toml_reader.hpp"
 
 #include <filesystem>

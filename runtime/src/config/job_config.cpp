@@ -5,6 +5,7 @@
 #include <actorpipe/profile_io.hpp>
 
 #include "config/cluster_config.hpp"
+#include "base/input_file.hpp"
 #include "config/toml_reader.hpp"
 #include "base/text.hpp"
 
@@ -65,6 +66,10 @@ Status apply_override(toml::table& root, const std::string& assignment) {
 Status read_job_section(TableReader& top, JobOptions& job) {
   return top.optional_table("job", [&](TableReader& r) -> Status {
     if (auto s = r.string("name", job.name); !s) return s;
+    // The name becomes a folder under runs/ ({job} in output.dir): one plain name.
+    if (const toml::node* n = r.node("name");
+        n && (job.name.empty() || job.name == "." || job.name == ".." || job.name.find('/') != std::string::npos))
+      return config::error_at(*n, "job.name", "'" + job.name + "' is not a plain name (it names the run's folder)");
     if (auto s = r.string("description", job.description); !s) return s;
     if (auto s = r.integer("seed", job.seed); !s) return s;
     return Ok{};
@@ -258,8 +263,8 @@ Result<JobSpec> load_job(const std::string& path, const std::vector<std::string>
                                                              : ProfileFormat::automatic;
   // A zoo model without a profile is measured by whoever runs it.
   if (spec.model.profile.empty()) return spec;
-  if (!std::filesystem::is_regular_file(spec.model.profile))
-    return Error::bad_input(spec.where("model.profile") + spec.model.profile + ": file not found");
+  if (auto s = check_input_file(spec.model.profile); !s)
+    return std::move(s).error().with_context(spec.where("model.profile"));
   auto profile = load_profile(spec.model.profile, import);
   if (!profile) return std::move(profile).error().with_context(spec.where("model.profile"));
   spec.profile = std::move(*profile);

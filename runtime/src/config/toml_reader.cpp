@@ -1,6 +1,6 @@
 #include "config/toml_reader.hpp"
 
-#include "base/atomic_file.hpp"
+#include "base/input_file.hpp"
 #include "base/text.hpp"
 #include "base/units.hpp"
 
@@ -29,7 +29,6 @@ std::string resolve_path(const toml::node& node, const std::string& path) {
 }
 
 Result<toml::table> parse_toml_file(const std::string& path) {
-  if (!std::filesystem::is_regular_file(path)) return Error::bad_input(path + ": file not found");
   auto text = read_file(path);
   ACTORPIPE_TRY(text);
   try {

@@ -1,6 +1,7 @@
 #include <actorpipe/profile_io.hpp>
 
 #include "base/atomic_file.hpp"
+#include "base/input_file.hpp"
 
 #include <filesystem>
 
@@ -21,7 +22,6 @@ ProfileFormat sniff(const std::string& path, const std::string& text) {
 } // namespace
 
 Result<ModelProfile> load_profile(const std::string& path, const ProfileImportOptions& options) {
-  if (!std::filesystem::is_regular_file(path)) return Error::bad_input(path + ": profile file not found");
   auto text = read_file(path);
   ACTORPIPE_TRY(text);
   const ProfileFormat format = options.format == ProfileFormat::automatic ? sniff(path, *text) : options.format;

@@ -2,7 +2,7 @@
 
 #include <actorpipe/schedule_io.hpp>
 
-#include "base/atomic_file.hpp"
+#include "base/input_file.hpp"
 #include "config/toml_reader.hpp"
 #include "base/text.hpp"
 
@@ -87,7 +87,6 @@ Result<Schedule> parse_schedule(std::string_view text, const std::string& source
 }
 
 Result<Schedule> load_schedule(const std::string& path) {
-  if (!std::filesystem::is_regular_file(path)) return Error::bad_input(path + ": file not found");
   auto text = read_file(path);
   ACTORPIPE_TRY(text);
   return parse_schedule(*text, path);

@@ -1,6 +1,7 @@
 /// Data sets: Fashion-MNIST (gzipped IDX, read with zlib), synthetic, byte-level text.
 
 #include "train/datasets.hpp"
+#include "base/input_file.hpp"
 
 #include <zlib.h>
 
@@ -16,7 +17,7 @@ namespace {
 
 /// The whole decompressed content of a gzip file (or a plain file: zlib passes it through).
 Result<std::vector<std::uint8_t>> read_gzip(const std::string& path) {
-  if (!std::filesystem::is_regular_file(path)) return Error::bad_input(path + ": file not found");
+  ACTORPIPE_TRY(check_input_file(path));
   gzFile file = gzopen(path.c_str(), "rb");
   if (!file) return Error::bad_input(path + ": cannot open");
   std::vector<std::uint8_t> out;
@@ -122,8 +123,9 @@ DataSets synthetic(const DataOptions& data) {
 /// labels the next byte of each. The last tenth of the file is the test split.
 Result<DataSets> text(const DataOptions& data, const ModelOptions& model) {
   if (data.path.empty()) return Error::bad_input("data.path: a text data set needs a file");
+  ACTORPIPE_TRY(check_input_file(data.path));
   std::ifstream in(data.path, std::ios::binary);
-  if (!in || !std::filesystem::is_regular_file(data.path)) return Error::bad_input(data.path + ": file not found");
+  if (!in) return Error::bad_input(data.path + ": cannot open");
   std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::int64_t T = model.context;
   const std::int64_t windows = static_cast<std::int64_t>(bytes.size() > 0 ? (bytes.size() - 1) / T : 0);

@@ -2,6 +2,7 @@
 /// of units that a plan can cut between.
 
 #include "train/model_zoo.hpp"
+#include "base/input_file.hpp"
 
 #include <torch/script.h>
 
@@ -192,7 +193,7 @@ Result<Model> gpt(const ModelOptions& o, const DataShape& shape) {
 
 /// A scripted nn.Sequential: its top-level children, in order, are the blocks.
 Result<Model> torchscript(const ModelOptions& o) {
-  if (!std::filesystem::is_regular_file(o.file)) return Error::bad_input(o.file + ": file not found");
+  ACTORPIPE_TRY(check_input_file(o.file));
   std::shared_ptr<torch::jit::Module> module;
   try {
     module = std::make_shared<torch::jit::Module>(torch::jit::load(o.file));

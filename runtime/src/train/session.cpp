@@ -3,6 +3,7 @@
 #include "train/session.hpp"
 
 #include "base/atomic_file.hpp"
+#include "base/input_file.hpp"
 #include "train/cores.hpp"
 #include "train/datasets.hpp"
 #include "train/stage_worker_impl.hpp"
