@@ -114,6 +114,9 @@ BOOST_AUTO_TEST_CASE(bad_input_exits_2_with_one_message_and_writes_nothing) {
       {bad_key, "", bad_key + ":3:1: model.profil: unknown key, did you mean 'profile'?"},
       {config("vgg16-4dev.toml"), "--set model.profile_batch_size=0", "model.profile_batch_size: 0 is out of range"},
       {config("vgg16-4dev.toml"), "--set plan.stages=-1", "--set plan.stages=-1: plan.stages: -1 is out of range"},
+      {config("vgg16-4dev.toml"), "--set plan.stagez=4",
+       "--set plan.stagez=4: plan.stagez: unknown key, did you mean 'stages'?"},
+      {config("vgg16-4dev.toml"), "--set plann.stages=4", "--set plann.stages=4: plann: unknown key, did you mean"},
       {config("vgg16-4dev.toml"), "--partitioner nope", "plan.partitioner: no partitioner named 'nope'"},
       {config("vgg16-4dev.toml"), "--profile missing.txt", "missing.txt: file not found"},
       {config("vgg16-4dev.toml"), "--plugin-path '" + (test::broken_plugins() / "wrong_abi.so").string() + "'",
@@ -134,6 +137,36 @@ BOOST_AUTO_TEST_CASE(bad_input_exits_2_with_one_message_and_writes_nothing) {
       BOOST_TEST(std::distance(std::filesystem::directory_iterator(dir.path()), {}) == 2); // only the inputs
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(commands_and_counts_out_of_range_are_named) {
+  const auto unknown = run_cli("simulat " + config("vgg16-4dev.toml"));
+  BOOST_TEST(unknown.status == 2);
+  BOOST_TEST(contains(unknown.err, "unknown command 'simulat' (commands: "), unknown.err);
+  BOOST_TEST(contains(unknown.err, "simulate"), unknown.err);
+
+  ScratchDir dir;
+  const auto steps = run_cli("run " + config("fashion-mnist.toml") + " --steps 99999999999999999999999 -o '" +
+                             (dir.path() / "run").string() + "'");
+  BOOST_TEST(steps.status == 2);
+  BOOST_TEST(contains(steps.err, "--steps"), steps.err);
+  BOOST_TEST(!std::filesystem::exists(dir.path() / "run"));
+
+  const std::string corpus = dir.write("corpus.txt", std::string(400, 'a'));
+  const std::string gpt = dir.write(
+      "gpt.toml", "cluster = \"" + (test::source_root() / "configs/clusters/cpu-4.toml").string() +
+                      "\"\n[model]\nzoo = \"gpt\"\nwidth = 30\nheads = 4\ncontext = 16\n[data]\ndataset = \"text\"\n"
+                      "path = \"corpus.txt\"\n");
+  const auto heads = run_cli("profile " + gpt);
+  BOOST_TEST(heads.status == 2);
+  BOOST_TEST(contains(heads.err, gpt + ":4:9: model.width: 30 is not a multiple of model.heads (4)"), heads.err);
+
+  const auto load = run_cli("profile " + config("fashion-mnist.toml") + " --load 100000");
+  BOOST_TEST(load.status == 2);
+  BOOST_TEST(contains(load.err, "profile load 100000: more copies of the model than the "), load.err);
+  const auto batch = run_cli("profile " + config("fashion-mnist.toml") + " --batch-size 100000000");
+  BOOST_TEST(batch.status == 2);
+  BOOST_TEST(contains(batch.err, "profile batch size 100000000: more than the 60000 training samples"), batch.err);
 }
 
 BOOST_AUTO_TEST_CASE(output_file_holds_the_json_plan) {

@@ -118,4 +118,7 @@ BOOST_AUTO_TEST_CASE(unknown_plugin_options_are_refused_by_the_plugin) {
   BOOST_REQUIRE(!plan.ok());
   BOOST_TEST(contains(plan.error().message, "partitioner 'uniform'"), plan.error().message);
   BOOST_TEST(contains(plan.error().message, "unknown option 'depth'"), plan.error().message);
+  // Placed where the option was set.
+  BOOST_TEST(plan.error().message.starts_with("--set plan.options.uniform.depth=3: plan.options.uniform.depth: "),
+             plan.error().message);
 }

@@ -155,6 +155,15 @@ BOOST_AUTO_TEST_CASE(pipedream_errors_name_file_and_line) {
     if (block.name.starts_with("node7 ")) found = block.stash_bytes_per_sample == (6291456u + 2 * 131072u) / 128;
   BOOST_TEST(found);
 
+  auto huge = load_profile(
+      dir.write(
+          "huge.txt",
+          "node1 -- A -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=1e300\n"),
+      with_batch);
+  BOOST_REQUIRE(!huge.ok());
+  BOOST_TEST(contains(huge.error().message, "huge.txt:1: node1: parameter_size: "), huge.error().message);
+  BOOST_TEST(contains(huge.error().message, " is too large"), huge.error().message);
+
   auto missing = load_profile(dir.write("short.txt", "node1 -- A -- forward_compute_time=1, backward_compute_time=1\n"),
                               with_batch);
   BOOST_REQUIRE(!missing.ok());
@@ -162,7 +171,7 @@ BOOST_AUTO_TEST_CASE(pipedream_errors_name_file_and_line) {
 
   auto absent = load_profile((dir.path() / "absent.txt").string());
   BOOST_REQUIRE(!absent.ok());
-  BOOST_TEST(contains(absent.error().message, "absent.txt: profile file not found"));
+  BOOST_TEST(contains(absent.error().message, "absent.txt: file not found"), absent.error().message);
 }
 
 BOOST_AUTO_TEST_CASE(toml_round_trip_is_exact) {
@@ -215,6 +224,13 @@ BOOST_AUTO_TEST_CASE(toml_profile_errors_name_file_line_and_key) {
   BOOST_TEST(
       contains(typo.error().message, "typo.toml:4:1: blocks[0].forward_sm: unknown key, did you mean 'forward_ms'?"),
       typo.error().message);
+
+  auto huge = load_profile(
+      dir.write("huge.toml",
+                "name = \"x\"\n[[blocks]]\nname = \"a\"\nforward_ms = 1.0\nbackward_ms = 1.0\noutput_bytes = 1e300\n"));
+  BOOST_REQUIRE(!huge.ok());
+  BOOST_TEST(contains(huge.error().message, "huge.toml:6:16: blocks[0].output_bytes: "), huge.error().message);
+  BOOST_TEST(contains(huge.error().message, " is too large"), huge.error().message);
 
   auto empty = load_profile(dir.write("empty.toml", "name = \"x\"\n"));
   BOOST_REQUIRE(!empty.ok());

@@ -19,6 +19,7 @@
 #include "base/atomic_file.hpp"
 #include "base/input_file.hpp"
 #include "train/cores.hpp"
+#include "train/idx_file.hpp"
 #include "train/model_zoo.hpp"
 #include "train/single_process.hpp"
 
@@ -432,6 +433,77 @@ BOOST_AUTO_TEST_CASE(a_missing_data_file_is_bad_input_naming_it) {
                  std::string::npos,
              truncated.err);
   BOOST_TEST(!std::filesystem::exists(dir.path() / "run3" / "checkpoint.pt"));
+}
+
+BOOST_AUTO_TEST_CASE(an_idx_header_is_checked_before_its_data_is_trusted) {
+  auto idx = [](std::vector<std::uint32_t> sizes, std::size_t data) {
+    std::vector<std::uint8_t> bytes;
+    auto put = [&](std::uint32_t v) {
+      for (int shift = 24; shift >= 0; shift -= 8)
+        bytes.push_back(static_cast<std::uint8_t>(v >> shift));
+    };
+    put(0x800 + static_cast<std::uint32_t>(sizes.size()));
+    for (auto n : sizes)
+      put(n);
+    bytes.resize(bytes.size() + data, 7);
+    return bytes;
+  };
+  auto images = train::parse_idx(idx({2, 3, 3}, 18), 3, "i");
+  REQUIRE_OK(images);
+  BOOST_TEST(images->shape == (std::vector<std::int64_t>{2, 3, 3}));
+  BOOST_TEST(images->data.size() == 18u);
+  auto message = [](const Result<train::IdxArray>& r) { return r.ok() ? std::string("parsed") : r.error().message; };
+  BOOST_TEST(message(train::parse_idx(idx({0, 28, 28}, 0), 3, "i")) == "i: dimension 0 of the header is 0: no data");
+  BOOST_TEST(message(train::parse_idx(idx({0xffffffffu, 0xffffffffu, 0xffffffffu}, 4), 3, "i")) ==
+             "i: the header's sizes multiply past what memory holds");
+  BOOST_TEST(message(train::parse_idx(idx({2, 3, 3}, 20), 3, "i")) ==
+             "i: 2 bytes follow the 18 bytes of data the header promises");
+  BOOST_TEST(message(train::parse_idx(idx({2, 3, 3}, 17), 3, "i")) ==
+             "i: truncated: the header promises 18 bytes of data, 17 follow");
+  BOOST_TEST(message(train::parse_idx(idx({2}, 2), 3, "i")) ==
+             "i: not an IDX file of 3 dimensions (wrong magic number)");
+}
+
+BOOST_AUTO_TEST_CASE(bad_fashion_mnist_files_are_refused_before_a_run_starts) {
+  test::ScratchDir dir;
+  // IDX files as the data set's folder holds them (zlib reads plain files as they are).
+  auto write_idx = [&](const std::string& name, std::vector<std::uint32_t> sizes, std::uint8_t value) {
+    std::string bytes;
+    auto put = [&](std::uint32_t v) {
+      for (int shift = 24; shift >= 0; shift -= 8)
+        bytes.push_back(static_cast<char>(v >> shift));
+    };
+    put(0x800 + static_cast<std::uint32_t>(sizes.size()));
+    std::size_t count = 1;
+    for (auto n : sizes) {
+      put(n);
+      count *= n;
+    }
+    bytes.append(count, static_cast<char>(value));
+    dir.write(name, bytes);
+  };
+  const std::string job_file =
+      dir.write("job.toml", "cluster = \"" + (test::source_root() / "configs/clusters/cpu-4.toml").string() +
+                                "\"\n[model]\nzoo = \"cnn\"\n[data]\ndataset = \"fashion-mnist\"\npath = \"" +
+                                dir.path().string() + "\"\n");
+  auto job = load_job(job_file);
+  REQUIRE_OK(job);
+  auto message = [&] {
+    auto data = load_training_data(*job);
+    return data.ok() ? std::string("loaded") : data.error().message;
+  };
+  write_idx("train-images-idx3-ubyte.gz", {4, 28, 28}, 1);
+  write_idx("train-labels-idx1-ubyte.gz", {4}, 3);
+  write_idx("t10k-images-idx3-ubyte.gz", {2, 28, 28}, 1);
+  write_idx("t10k-labels-idx1-ubyte.gz", {2}, 3);
+  BOOST_TEST(message() == "loaded");
+  write_idx("train-labels-idx1-ubyte.gz", {4}, 12);
+  BOOST_TEST(test::contains(message(), "train-labels-idx1-ubyte.gz: label 12 is not one of the 10 classes"), message());
+  write_idx("train-labels-idx1-ubyte.gz", {4}, 3);
+  write_idx("t10k-images-idx3-ubyte.gz", {2, 14, 14}, 1);
+  BOOST_TEST(test::contains(message(), "t10k-images-idx3-ubyte.gz: test images of 14 × 14 pixels, training images of "
+                                       "28 × 28"),
+             message());
 }
 
 BOOST_AUTO_TEST_CASE(a_scripted_sequential_trains) {

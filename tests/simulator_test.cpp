@@ -188,6 +188,10 @@ BOOST_AUTO_TEST_CASE(stragglers_slow_the_run_and_are_parsed_with_clear_errors) {
   BOOST_REQUIRE(!bad_p.ok());
   BOOST_TEST(bad_p.error().message.find("p must be in [0, 1]") != std::string::npos);
   BOOST_TEST(!parse_stragglers("jitter:p=1", c).ok());
+  auto nan_p = parse_stragglers("delay:p=nan,ms=1", c);
+  BOOST_REQUIRE(!nan_p.ok());
+  BOOST_TEST(nan_p.error().message == "stragglers: 'delay:p=nan,ms=1': p 'nan' is not a number");
+  BOOST_TEST(!parse_stragglers("slow:device=s0/gpu1,factor=inf", c).ok());
 }
 
 BOOST_AUTO_TEST_CASE(traces_hold_every_action) {

@@ -5,6 +5,7 @@
 #include <actorpipe/version.hpp>
 
 #include <iostream>
+#include <string>
 
 namespace actorpipe::cli {
 
@@ -33,6 +34,17 @@ int main(int argc, char** argv) {
   cli::add_profile_command(app, run);
   cli::add_devices_command(app, run);
 
+  // CLI11 takes an unknown first word for a missing subcommand; say what it is.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* command : app.get_subcommands({})) {
+      known = known || command->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + command->get_name();
+    }
+    if (!known)
+      return cli::report(Error::bad_input("unknown command '" + std::string(argv[1]) + "' (commands: " + names + ")"));
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

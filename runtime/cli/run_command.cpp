@@ -160,8 +160,11 @@ void add_run_command(CLI::App& app, CommonOptions& common, Run& run) {
   auto args = std::make_shared<RunArguments>();
   auto* command = app.add_subcommand("run", "Plan a job and train it with the actor runtime");
   add_job_arguments(*command, args->job, common);
-  command->add_option("--steps", args->steps, "steps to run (overrides train.steps)")->check(CLI::PositiveNumber);
-  command->add_option("--epochs", args->epochs, "epochs to run (overrides train.epochs)")->check(CLI::PositiveNumber);
+  // Bounded like train.steps and train.epochs in a job file.
+  command->add_option("--steps", args->steps, "steps to run (overrides train.steps)")
+      ->check(CLI::Range(std::uint64_t{1}, max_steps));
+  command->add_option("--epochs", args->epochs, "epochs to run (overrides train.epochs)")
+      ->check(CLI::Range(std::uint32_t{1}, max_epochs));
   command->add_option("--resume", args->resume, "continue from the checkpoint in this run folder");
   command->add_option("-o,--output", args->output, "the run's output folder (default: output.dir)");
   command->add_flag("--json", args->json, "print a JSON summary at the end");

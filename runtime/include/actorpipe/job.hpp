@@ -56,6 +56,11 @@ struct DataOptions {
   std::uint64_t seed = 0;
 };
 
+/// The most steps and epochs a run takes (train.steps, train.epochs, `--steps`,
+/// `--epochs`): far beyond any real run, and a bound on what a typo asks for.
+inline constexpr std::uint64_t max_steps = std::uint64_t{1} << 40;
+inline constexpr std::uint32_t max_epochs = std::uint32_t{1} << 20;
+
 /// [train]
 struct TrainOptions {
   std::uint32_t batch_size = 64; ///< samples per iteration, all pipelines together

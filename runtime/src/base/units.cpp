@@ -88,7 +88,7 @@ constexpr std::array<Unit, 6> duration_units{{
 Result<std::uint64_t> parse_bytes(std::string_view text) {
   auto value = scale(text, byte_units, "size");
   ACTORPIPE_TRY(value);
-  if (*value > 1.8e19) return Error::bad_input("'" + std::string(text) + "' is too large");
+  if (*value >= max_bytes) return Error::bad_input("'" + std::string(text) + "' is too large");
   return static_cast<std::uint64_t>(std::llround(*value));
 }
 

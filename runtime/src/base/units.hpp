@@ -9,6 +9,10 @@
 
 namespace actorpipe::units {
 
+/// The largest byte count a file may give: below 2^63, so that it converts to an
+/// integer without overflow and sums of a few still fit.
+inline constexpr double max_bytes = 9.2e18;
+
 /// Bytes from "512", "16 KB", "32GiB" (KB = 1000, KiB = 1024).
 Result<std::uint64_t> parse_bytes(std::string_view text);
 

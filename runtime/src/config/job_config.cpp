@@ -4,6 +4,8 @@
 #include <actorpipe/job.hpp>
 #include <actorpipe/profile_io.hpp>
 
+#include "config/job_config.hpp"
+
 #include "config/cluster_config.hpp"
 #include "base/input_file.hpp"
 #include "config/toml_reader.hpp"
@@ -45,12 +47,15 @@ Status apply_override(toml::table& root, const std::string& assignment) {
     parsed = toml::parse("value = " + text::toml_quote(value_text), origin);
   }
 
+  // Keys the override adds carry its origin, so that an unknown one is reported as
+  // "--set KEY=VALUE", not as a place in no file.
+  const toml::source_region& from = parsed.begin()->first.source();
   toml::table* table = &root;
   for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
     if (keys[i].empty()) return Error::bad_input(origin + ": empty key in '" + key_path + "'");
     toml::node* next = table->get(keys[i]);
     if (!next) {
-      table->insert(keys[i], toml::table{});
+      table->insert(toml::key{keys[i], from}, toml::table{});
       next = table->get(keys[i]);
     }
     if (!next->is_table())
@@ -59,7 +64,7 @@ Status apply_override(toml::table& root, const std::string& assignment) {
     table = next->as_table();
   }
   if (keys.back().empty()) return Error::bad_input(origin + ": empty key in '" + key_path + "'");
-  table->insert_or_assign(keys.back(), std::move(*parsed.get("value")));
+  table->insert_or_assign(toml::key{keys.back(), from}, std::move(*parsed.get("value")));
   return Ok{};
 }
 
@@ -113,8 +118,8 @@ Status read_data(TableReader& top, DataOptions& data) {
 Status read_train(TableReader& top, TrainOptions& train) {
   return top.optional_table("train", [&](TableReader& r) -> Status {
     if (auto s = r.integer("batch_size", train.batch_size, 1u, 1u << 24); !s) return s;
-    if (auto s = r.integer("epochs", train.epochs, 1u, 1u << 20); !s) return s;
-    if (auto s = r.integer("steps", train.steps); !s) return s;
+    if (auto s = r.integer("epochs", train.epochs, 1u, max_epochs); !s) return s;
+    if (auto s = r.integer("steps", train.steps, std::uint64_t{0}, max_steps); !s) return s;
     if (auto s = r.choice("optimizer", train.optimizer, {"sgd", "adam"}); !s) return s;
     if (auto s = r.number("lr", train.lr, 0, unlimited); !s) return s;
     if (auto s = r.number("momentum", train.momentum, 0, 0.999999); !s) return s;
@@ -238,7 +243,10 @@ Result<ClusterSpec> load_cluster(const std::string& path) {
 Result<JobSpec> load_job(const std::string& path, const std::vector<std::string>& overrides) {
   auto parsed = config::parse_toml_file(path);
   ACTORPIPE_TRY(parsed);
-  toml::table& root = *parsed;
+  return config::read_job(std::move(*parsed), path, overrides);
+}
+
+Result<JobSpec> config::read_job(toml::table root, const std::string& path, const std::vector<std::string>& overrides) {
   for (const auto& assignment : overrides)
     ACTORPIPE_TRY(apply_override(root, assignment));
 

@@ -28,14 +28,18 @@ std::string resolve_path(const toml::node& node, const std::string& path) {
   return (fs::path(*source).parent_path() / path).lexically_normal().string();
 }
 
-Result<toml::table> parse_toml_file(const std::string& path) {
-  auto text = read_file(path);
-  ACTORPIPE_TRY(text);
+Result<toml::table> parse_toml(std::string_view text, const std::string& source) {
   try {
-    return toml::parse(*text, path);
+    return toml::parse(text, source);
   } catch (const toml::parse_error& e) {
     return Error::bad_input(where(e.source()) + ": " + std::string(e.description()));
   }
+}
+
+Result<toml::table> parse_toml_file(const std::string& path) {
+  auto text = read_file(path);
+  ACTORPIPE_TRY(text);
+  return parse_toml(*text, path);
 }
 
 const char* type_name(const toml::node& node) {
@@ -144,6 +148,8 @@ Status quantity(TableReader& reader, std::string_view key, T& out, Parse parse, 
   } else if (n->is_floating_point()) {
     const double v = n->as_floating_point()->get();
     if (!std::isfinite(v) || v < 0) return error_at(*n, reader.key_path(key), "must be a finite, non-negative number");
+    if constexpr (std::is_integral_v<T>)
+      if (v >= units::max_bytes) return error_at(*n, reader.key_path(key), text::format_fixed(v, 0) + " is too large");
     value = static_cast<T>(v);
   } else if (n->is_string()) {
     value = parse(n->as_string()->get());

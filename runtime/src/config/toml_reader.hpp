@@ -25,6 +25,9 @@ std::string where(const toml::source_region& region);
 /// An error about `node`, reached as `key_path`.
 Error error_at(const toml::node& node, std::string_view key_path, std::string_view what);
 
+/// Parses TOML text; a syntax error comes back as "SOURCE:LINE:COL: what".
+Result<toml::table> parse_toml(std::string_view text, const std::string& source);
+
 /// Parses a TOML file; a syntax error comes back as "FILE:LINE:COL: what".
 Result<toml::table> parse_toml_file(const std::string& path);
 

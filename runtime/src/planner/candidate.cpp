@@ -24,6 +24,17 @@ std::string plugin_label(const PluginRegistry& plugins, PluginKind kind, const s
 /// the job named the plugin, and planning runs nothing.
 Error plugin_failed(Error error, const std::string& label) { return Error::bad_input(label + error.message); }
 
+/// What a plugin returned as an error, placed where the job set the option it names
+/// (plugins quote the keys of [plan.options.NAME] they refuse), else under its label.
+Error plugin_refused(Error error, const std::string& label, const JobSpec& job, const std::string& plugin) {
+  const auto it = job.plan.options.find(plugin);
+  if (it != job.plan.options.end())
+    for (const auto& [key, value] : it->second)
+      if (error.message.find("'" + key + "'") != std::string::npos)
+        return Error::bad_input(job.where("plan.options." + plugin + "." + key) + label + error.message);
+  return plugin_failed(std::move(error), label);
+}
+
 PluginOptions options_for(const JobSpec& job, const std::string& name) {
   const auto it = job.plan.options.find(name);
   return it == job.plan.options.end() ? PluginOptions{} : it->second;
@@ -85,7 +96,9 @@ Result<Schedule> make_schedule(const Planning& planning, const Plan& plan, const
     }
   }
   auto schedule = planning.scheduler->schedule(request);
-  if (!schedule) return plugin_failed(std::move(schedule).error(), planning.scheduler_label);
+  if (!schedule)
+    return plugin_refused(std::move(schedule).error(), planning.scheduler_label, planning.job,
+                          planning.job.plan.scheduler);
   if (auto s = validate(*schedule); !s) return plugin_failed(std::move(s).error(), planning.scheduler_label);
   const std::uint64_t expected =
       std::accumulate(request.micro_batch_sizes.begin(), request.micro_batch_sizes.end(), std::uint64_t{0});
@@ -102,7 +115,8 @@ Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContex
   const JobSpec& job = planning.job;
   context.options = options_for(job, job.plan.partitioner);
   auto partition = planning.partitioner->partition(context);
-  if (!partition) return plugin_failed(std::move(partition).error(), planning.partitioner_label);
+  if (!partition)
+    return plugin_refused(std::move(partition).error(), planning.partitioner_label, job, job.plan.partitioner);
   if (auto s = check_partition(*partition, job.profile, shape.stages, job.plan.sub_blocks); !s)
     return plugin_failed(std::move(s).error(), planning.partitioner_label);
 
@@ -123,7 +137,7 @@ Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContex
 
   context.options = options_for(job, job.plan.mapper);
   auto mapping = planning.mapper->map(context, *partition);
-  if (!mapping) return plugin_failed(std::move(mapping).error(), planning.mapper_label);
+  if (!mapping) return plugin_refused(std::move(mapping).error(), planning.mapper_label, job, job.plan.mapper);
   plan.devices = std::move(mapping->devices);
   if (auto s = plan.validate(job.profile, job.cluster); !s)
     return plugin_failed(std::move(s).error(), planning.mapper_label);

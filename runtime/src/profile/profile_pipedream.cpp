@@ -14,6 +14,7 @@
 #include <actorpipe/profile_io.hpp>
 
 #include "base/text.hpp"
+#include "base/units.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -93,6 +94,9 @@ Status parse_attributes(std::string_view list, Node& node, const std::string& wh
     if (k == 4) continue; // newer profiles add fields; they do not matter here
     auto value = parse_attribute(entry.substr(eq + 1), where, key);
     ACTORPIPE_TRY(value);
+    const bool bytes = k >= 2;
+    if (!std::isfinite(*value) || (bytes && *value >= units::max_bytes))
+      return Error::bad_input(where + ": " + std::string(key) + ": " + text::format_fixed(*value, 0) + " is too large");
     *fields[k] = *value;
     seen[k] = true;
   }

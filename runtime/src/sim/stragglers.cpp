@@ -6,6 +6,7 @@
 #include "base/units.hpp"
 
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <map>
 
@@ -16,7 +17,8 @@ namespace {
 Result<double> number(const std::string& entry, const std::string& key, const std::string& value) {
   double out = 0;
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
-  if (ec != std::errc{} || end != value.data() + value.size())
+  // from_chars reads "nan" and "inf"; no straggler is described by either.
+  if (ec != std::errc{} || end != value.data() + value.size() || !std::isfinite(out))
     return Error::bad_input("stragglers: '" + entry + "': " + key + " '" + value + "' is not a number");
   return out;
 }

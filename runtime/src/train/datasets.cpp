@@ -2,6 +2,7 @@
 
 #include "train/datasets.hpp"
 #include "base/input_file.hpp"
+#include "train/idx_file.hpp"
 
 #include <zlib.h>
 
@@ -33,32 +34,11 @@ Result<std::vector<std::uint8_t>> read_gzip(const std::string& path) {
   return out;
 }
 
-std::uint32_t big_endian(const std::vector<std::uint8_t>& bytes, std::size_t at) {
-  return (std::uint32_t{bytes[at]} << 24) | (std::uint32_t{bytes[at + 1]} << 16) | (std::uint32_t{bytes[at + 2]} << 8) |
-         bytes[at + 3];
-}
-
-/// An IDX file of unsigned bytes: its dimensions and data, checked against the magic
-/// number and the length the header promises.
-Result<std::pair<std::vector<std::int64_t>, std::vector<std::uint8_t>>> read_idx(const std::string& path,
-                                                                                 std::uint32_t dimensions) {
+/// An IDX file of unsigned bytes, gzipped or not.
+Result<IdxArray> read_idx(const std::string& path, std::uint32_t dimensions) {
   auto bytes = read_gzip(path);
   ACTORPIPE_TRY(bytes);
-  const std::uint32_t magic = 0x800 + dimensions; // unsigned byte data
-  if (bytes->size() < 4 + 4 * dimensions || big_endian(*bytes, 0) != magic)
-    return Error::bad_input(path + ": not an IDX file of " + std::to_string(dimensions) +
-                            " dimensions (wrong magic number)");
-  std::vector<std::int64_t> shape;
-  std::size_t count = 1;
-  for (std::uint32_t d = 0; d < dimensions; ++d) {
-    shape.push_back(big_endian(*bytes, 4 + 4 * d));
-    count *= static_cast<std::size_t>(shape.back());
-  }
-  const std::size_t header = 4 + 4 * dimensions;
-  if (bytes->size() != header + count)
-    return Error::bad_input(path + ": truncated: the header promises " + std::to_string(count) + " bytes of data, " +
-                            std::to_string(bytes->size() - header) + " follow");
-  return std::make_pair(std::move(shape), std::vector<std::uint8_t>(bytes->begin() + header, bytes->end()));
+  return parse_idx(*bytes, dimensions, path);
 }
 
 Result<Split> fashion_mnist_split(const std::string& folder, const std::string& prefix) {
@@ -67,8 +47,8 @@ Result<Split> fashion_mnist_split(const std::string& folder, const std::string& 
   const auto labels = read_idx(folder + "/" + prefix + "-labels-idx1-ubyte.gz", 1);
   if (!labels) return labels.error();
   const auto& [shape, pixels] = *images;
-  if (labels->first[0] != shape[0])
-    return Error::bad_input(folder + "/" + prefix + "-labels-idx1-ubyte.gz: " + std::to_string(labels->first[0]) +
+  if (labels->shape[0] != shape[0])
+    return Error::bad_input(folder + "/" + prefix + "-labels-idx1-ubyte.gz: " + std::to_string(labels->shape[0]) +
                             " labels for " + std::to_string(shape[0]) + " images");
   Split split;
   auto raw =
@@ -77,7 +57,7 @@ Result<Split> fashion_mnist_split(const std::string& folder, const std::string& 
   // training images as floats are 188 MB, and each temporary would cost as much again.
   split.inputs = raw.to(torch::kFloat32).div_(255.0).sub_(0.2860).div_(0.3530);
   split.labels =
-      torch::from_blob(const_cast<std::uint8_t*>(labels->second.data()), {shape[0]}, torch::kUInt8).to(torch::kLong);
+      torch::from_blob(const_cast<std::uint8_t*>(labels->data.data()), {shape[0]}, torch::kUInt8).to(torch::kLong);
   return split;
 }
 
@@ -92,6 +72,19 @@ Result<DataSets> fashion_mnist(const DataOptions& data) {
   sets.test = std::move(*test);
   sets.shape.sample = {1, sets.train.inputs.size(2), sets.train.inputs.size(3)};
   sets.shape.classes = 10;
+  // Checked here, before a run writes anything: found at the first step or at the
+  // evaluation after an epoch, they would cost the run.
+  if (sets.test.inputs.sizes().slice(1) != sets.train.inputs.sizes().slice(1))
+    return Error::bad_input(
+        folder + "/t10k-images-idx3-ubyte.gz: test images of " + std::to_string(sets.test.inputs.size(2)) + " × " +
+        std::to_string(sets.test.inputs.size(3)) + " pixels, training images of " +
+        std::to_string(sets.train.inputs.size(2)) + " × " + std::to_string(sets.train.inputs.size(3)));
+  for (const auto& [split, prefix] : {std::pair{&sets.train, "train"}, std::pair{&sets.test, "t10k"}}) {
+    const std::int64_t largest = split->labels.max().item<std::int64_t>();
+    if (largest >= static_cast<std::int64_t>(sets.shape.classes))
+      return Error::bad_input(folder + "/" + prefix + "-labels-idx1-ubyte.gz: label " + std::to_string(largest) +
+                              " is not one of the " + std::to_string(sets.shape.classes) + " classes (0-9)");
+  }
   return sets;
 }
 

@@ -171,10 +171,10 @@ Result<Model> resnet(const ModelOptions& o, const DataShape& shape) {
 }
 
 Result<Model> gpt(const ModelOptions& o, const DataShape& shape) {
-  if (!shape.tokens) return Error::bad_input("model.zoo = \"gpt\" needs token data (data.dataset = \"text\")");
+  if (!shape.tokens) return Error::bad_input("model.zoo: \"gpt\" needs token data (data.dataset = \"text\")");
   const std::int64_t width = o.width ? o.width : 64, layers = o.layers ? o.layers : 2, heads = o.heads;
   if (width % heads != 0)
-    return Error::bad_input("model.width (" + std::to_string(width) + ") must be a multiple of model.heads (" +
+    return Error::bad_input("model.width: " + std::to_string(width) + " is not a multiple of model.heads (" +
                             std::to_string(heads) + ")");
   Model m;
   m.blocks.push_back(block("embedding", Embedding(shape.classes, shape.sample.at(0), width)));
@@ -260,6 +260,17 @@ Result<Model> build_model(const ModelOptions& options, const DataShape& shape, s
     model = Error::bad_input("model.zoo: the job names no model to train");
   if (model) model->name = options.zoo;
   return model;
+}
+
+Result<Model> build_model(const JobSpec& job, const DataShape& shape) {
+  auto model = build_model(job.model, shape, job.job.seed);
+  if (model) return model;
+  // "model.KEY: what" becomes "FILE:LINE:COL: model.KEY: what", where the job set it.
+  Error error = std::move(model).error();
+  const auto colon = error.message.find(": ");
+  if (error.message.starts_with("model.") && colon != std::string::npos)
+    error.message = job.where(error.message.substr(0, colon)) + error.message.substr(colon + 2);
+  return error;
 }
 
 } // namespace actorpipe::train

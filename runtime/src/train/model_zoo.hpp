@@ -55,5 +55,7 @@ struct Model {
 /// Builds `options.zoo` for data of `shape`, its parameters drawn from `seed`: the
 /// same seed gives the same parameters.
 Result<Model> build_model(const ModelOptions& options, const DataShape& shape, std::uint64_t seed);
+/// `job`'s model from its seed; an error about a model key says where the job sets it.
+Result<Model> build_model(const JobSpec& job, const DataShape& shape);
 
 } // namespace actorpipe::train

@@ -83,8 +83,11 @@ Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& o
   auto loaded = given_or_loaded(job, options.data);
   ACTORPIPE_TRY(loaded);
   const DataSets* data = &(*loaded)->sets;
-  auto model = build_model(job.model, data->shape, job.job.seed);
+  auto model = build_model(job, data->shape);
   ACTORPIPE_TRY(model);
+  if (static_cast<std::int64_t>(options.batch_size) > data->train.size())
+    return Error::bad_input("profile batch size " + std::to_string(options.batch_size) + ": more than the " +
+                            std::to_string(data->train.size()) + " training samples");
   const std::int64_t n =
       std::min<std::int64_t>(options.batch_size ? options.batch_size : job.train.batch_size, data->train.size());
   ModelProfile profile = model->skeleton();
@@ -98,10 +101,14 @@ Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& o
   profile.input_bytes = bytes_of(x);
   const std::size_t cores = usable_cores().size();
   const std::size_t shares = std::max<std::size_t>(1, cores / static_cast<std::size_t>(threads));
+  // A copy beyond one per core measures nothing a run would see, and costs a model's memory.
+  if (options.load > static_cast<int>(cores))
+    return Error::bad_input("profile load " + std::to_string(options.load) + ": more copies of the model than the " +
+                            std::to_string(cores) + " cores they would keep busy");
   const std::size_t load_copies = options.load >= 0 ? static_cast<std::size_t>(options.load) : shares - 1;
   std::vector<Model> copies;
   for (std::size_t c = 0; c < load_copies; ++c) {
-    auto copy = build_model(job.model, data->shape, job.job.seed);
+    auto copy = build_model(job, data->shape);
     ACTORPIPE_TRY(copy);
     copies.push_back(std::move(*copy));
   }

@@ -41,7 +41,7 @@ Result<std::unique_ptr<Session>> Session::open(const JobSpec& job, const Plan& p
     return Error::bad_input(job.where("train.batch_size") + std::to_string(plan.batch_size) +
                             " samples per batch, but the training data has " + std::to_string(d.data.train.size()));
   for (std::size_t p = 0; p < plan.pipelines; ++p) {
-    auto model = build_model(job.model, d.data.shape, job.job.seed);
+    auto model = build_model(job, d.data.shape);
     ACTORPIPE_TRY(model);
     if (model->blocks.size() != job.profile.blocks.size() && !job.profile.blocks.empty())
       return Error::bad_input(job.where("model.profile") + "the profile has " +

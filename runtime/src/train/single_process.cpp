@@ -8,7 +8,7 @@ namespace actorpipe::train {
 Result<std::unique_ptr<SingleProcessTraining>> SingleProcessTraining::open(const JobSpec& job) {
   auto data = load_data(job.data, job.model);
   ACTORPIPE_TRY(data);
-  auto model = build_model(job.model, data->shape, job.job.seed);
+  auto model = build_model(job, data->shape);
   ACTORPIPE_TRY(model);
   if (job.train.batch_size == 0 || data->train.size() < static_cast<std::int64_t>(job.train.batch_size))
     return Error::bad_input("train.batch_size: " + std::to_string(job.train.batch_size) +
