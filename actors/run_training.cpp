@@ -13,6 +13,8 @@
 
 #include "base/atomic_file.hpp"
 #include "base/chrome_trace.hpp"
+#include "base/folder_lock.hpp"
+#include "base/input_file.hpp"
 #include "train/session.hpp"
 
 #include <nlohmann/json.hpp>
@@ -47,15 +49,30 @@ std::string trace_of(const std::vector<actors::StageTrace>& traces, const Plan& 
   return trace.finish();
 }
 
+/// The lines of a run's metrics.jsonl up to and including step `step`: what a resume
+/// from a checkpoint at that step keeps. A line cut short by a killed process, and the
+/// lines of steps after the checkpoint, are dropped. No file: nothing.
+std::string metrics_up_to(const std::string& path, std::uint64_t step) {
+  auto content = read_file(path);
+  if (!content) return {};
+  std::string kept;
+  std::size_t at = 0;
+  for (std::size_t end; (end = content->find('\n', at)) != std::string::npos; at = end + 1) {
+    const std::string line = content->substr(at, end - at);
+    const json entry = json::parse(line, nullptr, false);
+    if (entry.is_object() && entry.contains("step") && entry["step"].is_number_unsigned() &&
+        entry["step"].get<std::uint64_t>() <= step)
+      kept += line + "\n";
+  }
+  return kept;
+}
+
 } // namespace
 
 Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, const RunOptions& options,
                                         std::optional<InjectedFailure> inject_failure) {
   ACTORPIPE_TRY(plan.validate(job.profile, job.cluster));
   ACTORPIPE_TRY(validate(plan.schedule));
-  std::error_code ec;
-  std::filesystem::create_directories(options.output_dir, ec);
-  if (ec) return Error::run_failed(options.output_dir + ": cannot create the output folder: " + ec.message());
   auto opened = train::Session::open(job, plan, options.data);
   ACTORPIPE_TRY(opened);
   train::Session& session = **opened;
@@ -69,10 +86,25 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
   const std::uint64_t per_epoch = session.steps_per_epoch();
   const std::uint64_t epochs = options.epochs ? options.epochs : job.train.epochs;
   const std::uint64_t total = options.steps ? options.steps : job.train.steps ? job.train.steps : epochs * per_epoch;
+  if (!options.resume.empty() && progress.step >= total)
+    return Error::bad_input("the checkpoint in " + options.resume + " is at step " + std::to_string(progress.step) +
+                            " already; the run asks for " + std::to_string(total));
 
+  // Every input is checked: only now does the run create and write its folder.
+  std::error_code ec;
+  std::filesystem::create_directories(options.output_dir, ec);
+  if (ec) return Error::run_failed(options.output_dir + ": cannot create the output folder: " + ec.message());
+  auto lock = FolderLock::take(options.output_dir);
+  ACTORPIPE_TRY(lock);
   ACTORPIPE_TRY(write_file_atomically(options.output_dir + "/plan.json", plan_to_json(plan, job.profile, job.cluster)));
-  std::ofstream metrics(options.output_dir + "/metrics.jsonl", progress.step > 0 ? std::ios::app : std::ios::trunc);
-  if (!metrics) return Error::run_failed(options.output_dir + "/metrics.jsonl: cannot write");
+  // Written afresh by rename (a symbolic link planted there is replaced, its target
+  // left alone): a resumed run's metrics begin with the lines up to its checkpoint.
+  const std::string metrics_path = options.output_dir + "/metrics.jsonl";
+  ACTORPIPE_TRY(write_file_atomically(
+      metrics_path,
+      options.resume.empty() ? std::string() : metrics_up_to(options.resume + "/metrics.jsonl", progress.step)));
+  std::ofstream metrics(metrics_path, std::ios::app);
+  if (!metrics) return Error::run_failed(metrics_path + ": cannot write");
 
   caf::actor_system_config config;
   // The stage and sync-group actors compute on threads of their own; the job and

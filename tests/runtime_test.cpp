@@ -14,10 +14,13 @@
 #include <actorpipe/planner.hpp>
 #include <actorpipe/profile_io.hpp>
 #include <actorpipe/plugin_registry.hpp>
+#include <actorpipe/schedule_builders.hpp>
 #include <actorpipe/training.hpp>
 
 #include "base/atomic_file.hpp"
+#include "base/folder_lock.hpp"
 #include "base/input_file.hpp"
+#include "train/checkpoint_file.hpp"
 #include "train/cores.hpp"
 #include "train/idx_file.hpp"
 #include "train/model_zoo.hpp"
@@ -79,8 +82,13 @@ Prepared prepare(const test::ScratchDir& dir, const std::string& toml) {
 
 /// Every parameter of a run's checkpoint, in model order.
 std::vector<torch::Tensor> checkpoint_parameters(const std::string& path, std::size_t stages) {
+  auto file = read_file(path);
+  REQUIRE_OK(file);
+  auto content = train::unseal_checkpoint(*file, path);
+  REQUIRE_OK(content);
   torch::serialize::InputArchive archive;
-  archive.load_from(path);
+  std::istringstream bytes(*content);
+  archive.load_from(bytes);
   std::vector<torch::Tensor> out;
   for (std::size_t s = 0; s < stages; ++s) {
     torch::serialize::InputArchive stage;
@@ -256,6 +264,12 @@ BOOST_AUTO_TEST_CASE(a_resumed_run_equals_an_uninterrupted_one) {
   BOOST_REQUIRE_EQUAL(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i)
     BOOST_TEST(torch::equal(a[i], b[i]));
+
+  // A resume asked for fewer steps than the checkpoint holds has nothing to do.
+  auto behind = run(p, (dir.path() / "behind").string(), 8, parts);
+  BOOST_REQUIRE(!behind.ok());
+  BOOST_TEST(behind.error().message == "the checkpoint in " + parts + " is at step 24 already; the run asks for 8",
+             behind.error().message);
 
   // A run asked to stop mid-epoch finishes the step it queued, checkpoints there and
   // returns; resumed, it too ends where the uninterrupted run does.
@@ -504,6 +518,70 @@ BOOST_AUTO_TEST_CASE(bad_fashion_mnist_files_are_refused_before_a_run_starts) {
   BOOST_TEST(test::contains(message(), "t10k-images-idx3-ubyte.gz: test images of 14 × 14 pixels, training images of "
                                        "28 × 28"),
              message());
+}
+
+BOOST_AUTO_TEST_CASE(a_damaged_checkpoint_or_another_batch_is_refused_on_resume) {
+  test::ScratchDir dir;
+  const std::string data = "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [12]\nclasses = 5\n";
+  const Prepared p = prepare(dir, job_toml("mlp", data, 2, 1, "1f1b"));
+  const std::string first = (dir.path() / "first").string();
+  REQUIRE_OK(run(p, first, 4));
+  const std::string checkpoint = first + "/checkpoint.pt";
+  // The same checkpoint at another batch size: its steps count other batches.
+  Prepared larger = p;
+  larger.job.train.batch_size = 32;
+  larger.plan.batch_size = 32;
+  for (auto& size : larger.plan.schedule.micro_batch_sizes)
+    size *= 2;
+  larger.plan.schedule = one_f_one_b_schedule(2, larger.plan.schedule.micro_batch_sizes);
+  auto other_batch = run(larger, (dir.path() / "larger").string(), 8, first);
+  BOOST_REQUIRE(!other_batch.ok());
+  BOOST_TEST(test::contains(other_batch.error().message, "written at train.batch_size 16, the job has 32"),
+             other_batch.error().message);
+  // A byte flipped in the middle of the file.
+  auto bytes = read_file(checkpoint);
+  REQUIRE_OK(bytes);
+  (*bytes)[bytes->size() / 2] ^= 0x40;
+  REQUIRE_OK(write_file_atomically(checkpoint, *bytes));
+  auto damaged = run(p, (dir.path() / "second").string(), 8, first);
+  BOOST_REQUIRE(!damaged.ok());
+  BOOST_TEST(exit_status(damaged.error().code) == 2);
+  BOOST_TEST(test::contains(damaged.error().message, checkpoint + ": "), damaged.error().message);
+}
+
+BOOST_AUTO_TEST_CASE(a_run_owns_its_folder_and_a_resume_its_metrics) {
+  test::ScratchDir dir;
+  const std::string data = "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [12]\nclasses = 5\n";
+  const Prepared p = prepare(dir, job_toml("mlp", data, 2, 1, "1f1b"));
+  const std::string out = (dir.path() / "run").string();
+  std::filesystem::create_directories(out);
+  // A metrics.jsonl planted as a link to a file elsewhere: the run replaces the link.
+  const std::string elsewhere = dir.write("elsewhere.txt", "keep me");
+  std::filesystem::create_symlink(elsewhere, out + "/metrics.jsonl");
+  {
+    auto held = FolderLock::take(out); // another run, writing there
+    REQUIRE_OK(held);
+    auto second = run(p, out, 4);
+    BOOST_REQUIRE(!second.ok());
+    BOOST_TEST(second.error().message == out + ": another run is writing to this folder");
+  }
+  REQUIRE_OK(run(p, out, 4));
+  BOOST_TEST(read_file(elsewhere).value() == "keep me");
+  BOOST_TEST(!std::filesystem::is_symlink(out + "/metrics.jsonl"));
+  // As a process killed after the checkpoint at step 4 leaves it: a step past the
+  // checkpoint and a line cut short.
+  {
+    std::ofstream metrics(out + "/metrics.jsonl", std::ios::app);
+    metrics << "{\"kind\":\"step\",\"step\":5,\"loss\":1.0}\n{\"kind\":\"st";
+  }
+  REQUIRE_OK(run(p, out, 6, out));
+  std::vector<std::uint64_t> steps;
+  std::ifstream metrics(out + "/metrics.jsonl");
+  for (std::string line; std::getline(metrics, line);) {
+    const auto entry = nlohmann::json::parse(line); // throws on a torn line
+    if (entry["kind"] == "step") steps.push_back(entry["step"].get<std::uint64_t>());
+  }
+  BOOST_TEST(steps == (std::vector<std::uint64_t>{1, 2, 3, 4, 5, 6}));
 }
 
 BOOST_AUTO_TEST_CASE(a_scripted_sequential_trains) {

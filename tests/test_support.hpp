@@ -11,10 +11,13 @@
 #include <string>
 #include <string_view>
 
-/// Requires `result`, a Result or Status variable, to hold a value; else the test case
-/// fails with the error's message.
+/// Requires `result`, a Result or Status (evaluated once), to hold a value; else the
+/// test case fails with the error's message.
 #define REQUIRE_OK(result)                                                                                             \
-  BOOST_REQUIRE_MESSAGE((result).ok(), ((result).ok() ? std::string() : (result).error().message))
+  do {                                                                                                                 \
+    const auto& require_ok_ = (result);                                                                                \
+    BOOST_REQUIRE_MESSAGE(require_ok_.ok(), (require_ok_.ok() ? std::string() : require_ok_.error().message));         \
+  } while (false)
 
 namespace actorpipe::test {
 

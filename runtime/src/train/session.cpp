@@ -4,6 +4,7 @@
 
 #include "base/atomic_file.hpp"
 #include "base/input_file.hpp"
+#include "train/checkpoint_file.hpp"
 #include "train/cores.hpp"
 #include "train/datasets.hpp"
 #include "train/stage_worker_impl.hpp"
@@ -132,6 +133,9 @@ Status Session::save_checkpoint(const std::string& path, const Progress& progres
     archive.write("epoch", torch::tensor(static_cast<std::int64_t>(progress.epoch)));
     archive.write("index", torch::tensor(static_cast<std::int64_t>(progress.index)));
     archive.write("stages", torch::tensor(static_cast<std::int64_t>(d_->plan.stages.size())));
+    // What a resume must match: the batches the progress counts in, and the data.
+    archive.write("batch_size", torch::tensor(static_cast<std::int64_t>(d_->plan.batch_size)));
+    archive.write("train_samples", torch::tensor(static_cast<std::int64_t>(d_->data.train.size())));
     // Pipelines hold equal parameters and optimizer state after a synchronous step,
     // so pipeline 0 speaks for all.
     for (std::size_t s = 0; s < d_->plan.stages.size(); ++s) {
@@ -148,14 +152,16 @@ Status Session::save_checkpoint(const std::string& path, const Progress& progres
     }
     std::ostringstream bytes;
     archive.save_to(bytes);
-    return write_file_atomically(path, bytes.str());
+    return write_file_atomically(path, seal_checkpoint(bytes.str()));
   } catch (const std::exception& e) {
     return Error::run_failed(path + ": cannot write the checkpoint: " + e.what());
   }
 }
 
 Result<Progress> Session::load_checkpoint(const std::string& path) {
-  auto content = read_file(path);
+  auto file = read_file(path);
+  ACTORPIPE_TRY(file);
+  auto content = unseal_checkpoint(*file, path);
   ACTORPIPE_TRY(content);
   try {
     torch::serialize::InputArchive archive;
@@ -169,6 +175,14 @@ Result<Progress> Session::load_checkpoint(const std::string& path) {
     if (integer("stages") != d_->plan.stages.size())
       return Error::bad_input(path + ": the checkpoint has " + std::to_string(integer("stages")) +
                               " stages, the plan " + std::to_string(d_->plan.stages.size()));
+    if (integer("batch_size") != d_->plan.batch_size)
+      return Error::bad_input(path + ": the checkpoint was written at train.batch_size " +
+                              std::to_string(integer("batch_size")) + ", the job has " +
+                              std::to_string(d_->plan.batch_size) + "; resume with the same batch");
+    if (integer("train_samples") != static_cast<std::uint64_t>(d_->data.train.size()))
+      return Error::bad_input(path + ": the checkpoint was written for " + std::to_string(integer("train_samples")) +
+                              " training samples, the job's data has " + std::to_string(d_->data.train.size()) +
+                              "; resume with the same data");
     Progress progress{integer("step"), integer("epoch"), integer("index")};
     torch::NoGradGuard no_grad;
     // Each pipeline reads its own copy: tensors read from one archive are shared, and
