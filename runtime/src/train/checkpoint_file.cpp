@@ -28,9 +28,8 @@ std::string seal_checkpoint(const std::string& archive) {
   torch::serialize::OutputArchive sealed;
   sealed.write("format", torch::tensor(format_version));
   sealed.write("crc32", torch::tensor(crc32_of(bytes, archive.size())));
-  sealed.write("archive",
-               torch::from_blob(const_cast<std::uint8_t*>(bytes), {static_cast<std::int64_t>(archive.size())},
-                                torch::kUInt8));
+  sealed.write("archive", torch::from_blob(const_cast<std::uint8_t*>(bytes),
+                                           {static_cast<std::int64_t>(archive.size())}, torch::kUInt8));
   std::ostringstream out;
   sealed.save_to(out);
   return out.str();
