@@ -96,6 +96,12 @@ BOOST_AUTO_TEST_CASE(files_round_trip_and_errors_name_the_line) {
   BOOST_REQUIRE(!typo.ok());
   BOOST_TEST(contains(typo.error().message, "s.toml:3:3: stages[0]: 'X0' is not an action"), typo.error().message);
 
+  // A float, however large, is no sample count (found by the schedule fuzzer).
+  auto huge = parse_schedule("micro_batch_sizes = [555555e55]\nstages = [\"F0 B0\"]\n", "h.toml");
+  BOOST_REQUIRE(!huge.ok());
+  BOOST_TEST(contains(huge.error().message, "h.toml:1:22: micro_batch_sizes: expected a positive sample count"),
+             huge.error().message);
+
   auto deadlock = parse_schedule("micro_batch_sizes = [1, 1]\nstages = [\"F0 B0 F1 B1\", \"F0 F1 B0 B1\"]\n", "d.toml");
   BOOST_REQUIRE(!deadlock.ok());
   BOOST_TEST(contains(deadlock.error().message, "d.toml: schedule 'custom': deadlock"), deadlock.error().message);

@@ -8,6 +8,7 @@
 
 #include <charconv>
 #include <filesystem>
+#include <optional>
 
 namespace actorpipe {
 
@@ -60,7 +61,9 @@ Result<Schedule> parse_schedule(std::string_view text, const std::string& source
   const toml::node* sizes = reader.node("micro_batch_sizes");
   if (!sizes->is_array()) return error_at(*sizes, "micro_batch_sizes", "expected an array of sample counts");
   for (const toml::node& size : *sizes->as_array()) {
-    const auto value = size.value<std::int64_t>();
+    // An integer node only: TOML++ converts a float to an integer without a range check.
+    const std::optional<std::int64_t> value =
+        size.is_integer() ? std::optional<std::int64_t>(size.as_integer()->get()) : std::nullopt;
     if (!value || *value < 1 || *value > (1 << 24))
       return error_at(size, "micro_batch_sizes", "expected a positive sample count");
     schedule.micro_batch_sizes.push_back(static_cast<std::uint32_t>(*value));
