@@ -70,6 +70,37 @@ BOOST_AUTO_TEST_CASE(two_plugins_with_one_name_are_refused) {
   BOOST_TEST(contains(e.message, "partitioner_uniform.so"), e.message);
 }
 
+BOOST_AUTO_TEST_CASE(the_search_path_loads_what_it_names_and_nothing_a_stranger_may_write) {
+  test::ScratchDir dir;
+  namespace fs = std::filesystem;
+  // A relative entry is relative to the current folder, not the dynamic loader's path
+  // (on which the tests' own failing.so lies): here it names a module of another ABI.
+  fs::copy_file(broken("wrong_abi"), dir.path() / "failing.so");
+  const fs::path here = fs::current_path();
+  fs::current_path(dir.path());
+  auto relative = PluginRegistry::discover({"failing.so"});
+  fs::current_path(here);
+  BOOST_REQUIRE(!relative.ok());
+  BOOST_TEST(contains(relative.error().message, (dir.path() / "failing.so").string() + ": plugin ABI version"),
+             relative.error().message);
+
+  // A folder's subfolders are not searched.
+  fs::create_directories(dir.path() / "folder" / "deeper");
+  fs::copy_file(broken("failing"), dir.path() / "folder" / "deeper" / "failing.so");
+  auto folder = PluginRegistry::discover({(dir.path() / "folder").string()});
+  REQUIRE_OK(folder);
+  BOOST_TEST(folder->plugins().empty());
+
+  // A module any user may write is refused.
+  const fs::path open_to_all = dir.path() / "folder" / "failing.so";
+  fs::copy_file(broken("failing"), open_to_all);
+  fs::permissions(open_to_all, fs::perms::others_write, fs::perm_options::add);
+  auto writable = PluginRegistry::discover({open_to_all.string()});
+  BOOST_REQUIRE(!writable.ok());
+  BOOST_TEST(contains(writable.error().message, "refusing to load a plugin that any user may write"),
+             writable.error().message);
+}
+
 BOOST_AUTO_TEST_CASE(a_missing_plugin_folder_is_named) {
   auto registry = PluginRegistry::discover({(test::broken_plugins() / "no-such-folder").string()});
   BOOST_REQUIRE(!registry.ok());

@@ -87,20 +87,36 @@ Result<Loaded> open_module(const std::string& file) {
 }
 
 /// Every "*.so" under `folder`, sorted so that discovery does not depend on the file system.
-std::vector<std::string> modules_in(const fs::path& folder) {
+/// The modules a search-path entry names: the file itself, or the `.so` files directly
+/// in the folder (not its subfolders), as absolute paths, so that the dynamic loader
+/// never searches its own path for a relative name.
+std::vector<std::string> modules_in(const fs::path& entry) {
   std::vector<std::string> files;
   std::error_code ec;
-  if (fs::is_regular_file(folder, ec)) return {folder.string()};
-  for (fs::recursive_directory_iterator it(folder, fs::directory_options::skip_permission_denied, ec), end;
-       !ec && it != end; it.increment(ec)) {
-    if (it->is_directory(ec) && it->path().extension() == ".p") {
-      it.disable_recursion_pending(); // Meson's object folders
-      continue;
-    }
-    if (it->is_regular_file(ec) && it->path().extension() == ".so") files.push_back(it->path().string());
-  }
+  const fs::path folder = fs::absolute(entry, ec);
+  if (fs::is_regular_file(folder, ec)) return {folder.lexically_normal().string()};
+  for (fs::directory_iterator it(folder, fs::directory_options::skip_permission_denied, ec), end; !ec && it != end;
+       it.increment(ec))
+    if (it->is_regular_file(ec) && it->path().extension() == ".so")
+      files.push_back(it->path().lexically_normal().string());
   std::sort(files.begin(), files.end());
   return files;
+}
+
+/// A module that any user may replace runs their code in ours: refused, as is one in a
+/// folder where any user may swap files (a world-writable folder without the sticky bit).
+Status check_owner_only(const std::string& file) {
+  std::error_code ec;
+  const fs::perms module = fs::status(file, ec).permissions();
+  if (!ec && (module & fs::perms::others_write) != fs::perms::none)
+    return Error::bad_input(file + ": refusing to load a plugin that any user may write (chmod o-w)");
+  const fs::path folder = fs::path(file).parent_path();
+  const fs::perms parent = fs::status(folder, ec).permissions();
+  if (!ec && (parent & fs::perms::others_write) != fs::perms::none &&
+      (parent & fs::perms::sticky_bit) == fs::perms::none)
+    return Error::bad_input(file + ": refusing to load a plugin from " + folder.string() +
+                            ", where any user may replace it (chmod o-w or +t)");
+  return Ok{};
 }
 
 } // namespace
@@ -163,6 +179,7 @@ Result<PluginRegistry> PluginRegistry::discover(const std::vector<std::string>& 
       const std::string canonical = fs::weakly_canonical(file, ec).string();
       if (std::find(seen_files.begin(), seen_files.end(), canonical) != seen_files.end()) continue;
       seen_files.push_back(canonical);
+      ACTORPIPE_TRY(check_owner_only(file));
       auto loaded = open_module(file);
       ACTORPIPE_TRY(loaded);
       const auto key = std::pair{loaded->record.kind, loaded->record.name};
