@@ -7,6 +7,8 @@
 
 #include "test_support.hpp"
 
+#include "base/input_file.hpp"
+
 #include <cmath>
 
 using namespace actorpipe;
@@ -135,6 +137,27 @@ BOOST_AUTO_TEST_CASE(pipedream_errors_name_file_and_line) {
   BOOST_REQUIRE(!cycle.ok());
   BOOST_TEST(contains(cycle.error().message, "cycle.txt:1: node 'node1' is on a cycle"), cycle.error().message);
 
+  // node1 feeds a cycle between node3 and node4, which feeds node2: the message names a
+  // node on the cycle, not the first one waiting.
+  auto downstream = load_profile(
+      dir.write("downstream.txt",
+                "node1 -- A -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=0\n"
+                "node2 -- B -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=0\n"
+                "node3 -- C -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=0\n"
+                "node4 -- D -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=0\n"
+                "node1 -- node3\nnode3 -- node4\nnode4 -- node3\nnode4 -- node2\n"),
+      with_batch);
+  BOOST_REQUIRE(!downstream.ok());
+  BOOST_TEST(contains(downstream.error().message, "downstream.txt:3: node 'node3' is on a cycle"),
+             downstream.error().message);
+
+  // vgg16 cut short after its last node line: its edges are gone.
+  const std::string vgg16 = read_file(pipedream("vgg16")).value();
+  const std::string cut = vgg16.substr(0, vgg16.find("node1 -- node2"));
+  auto incomplete = load_profile(dir.write("cut.txt", cut), with_batch);
+  BOOST_REQUIRE(!incomplete.ok());
+  BOOST_TEST(contains(incomplete.error().message, "has no edges: the graph is incomplete"), incomplete.error().message);
+
   auto dangling = load_profile(
       dir.write("edge.txt",
                 "node1 -- A -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=0\n"
@@ -214,25 +237,36 @@ BOOST_AUTO_TEST_CASE(toml_round_trip_is_exact) {
 
 BOOST_AUTO_TEST_CASE(toml_profile_errors_name_file_line_and_key) {
   ScratchDir dir;
-  auto negative = load_profile(dir.write("neg.toml", "name = \"x\"\n[[blocks]]\nname = \"a\"\nforward_ms = -1.0\n"));
+  auto negative = load_profile(
+      dir.write("neg.toml", "name = \"x\"\nbatch_size = 8\n[[blocks]]\nname = \"a\"\nforward_ms = -1.0\n"));
   BOOST_REQUIRE(!negative.ok());
-  BOOST_TEST(contains(negative.error().message, "neg.toml:4:14: blocks[0].forward_ms: -1.000000 is out of range"),
+  BOOST_TEST(contains(negative.error().message, "neg.toml:5:14: blocks[0].forward_ms: -1.000000 is out of range"),
              negative.error().message);
 
-  auto typo = load_profile(dir.write("typo.toml", "name = \"x\"\n[[blocks]]\nname = \"a\"\nforward_sm = 1.0\n"));
+  auto typo = load_profile(
+      dir.write("typo.toml", "name = \"x\"\nbatch_size = 8\n[[blocks]]\nname = \"a\"\nforward_sm = 1.0\n"));
   BOOST_REQUIRE(!typo.ok());
   BOOST_TEST(
-      contains(typo.error().message, "typo.toml:4:1: blocks[0].forward_sm: unknown key, did you mean 'forward_ms'?"),
+      contains(typo.error().message, "typo.toml:5:1: blocks[0].forward_sm: unknown key, did you mean 'forward_ms'?"),
       typo.error().message);
 
-  auto huge = load_profile(
-      dir.write("huge.toml",
-                "name = \"x\"\n[[blocks]]\nname = \"a\"\nforward_ms = 1.0\nbackward_ms = 1.0\noutput_bytes = 1e300\n"));
+  auto huge = load_profile(dir.write("huge.toml", "name = \"x\"\nbatch_size = 8\n[[blocks]]\nname = \"a\"\nforward_ms "
+                                                  "= 1.0\nbackward_ms = 1.0\noutput_bytes = 1e300\n"));
   BOOST_REQUIRE(!huge.ok());
-  BOOST_TEST(contains(huge.error().message, "huge.toml:6:16: blocks[0].output_bytes: "), huge.error().message);
+  BOOST_TEST(contains(huge.error().message, "huge.toml:7:16: blocks[0].output_bytes: "), huge.error().message);
   BOOST_TEST(contains(huge.error().message, " is too large"), huge.error().message);
 
-  auto empty = load_profile(dir.write("empty.toml", "name = \"x\"\n"));
+  // Nothing that planning rests on has a default: the batch the times are for, and each
+  // unit's times.
+  auto no_batch = load_profile(dir.write("nobatch.toml", "name = \"x\"\n[[blocks]]\nname = \"a\"\n"));
+  BOOST_REQUIRE(!no_batch.ok());
+  BOOST_TEST(contains(no_batch.error().message, "batch_size: missing"), no_batch.error().message);
+  auto no_time = load_profile(
+      dir.write("notime.toml", "name = \"x\"\nbatch_size = 8\n[[blocks]]\nname = \"a\"\nbackward_ms = 1.0\n"));
+  BOOST_REQUIRE(!no_time.ok());
+  BOOST_TEST(contains(no_time.error().message, "blocks[0].forward_ms: missing"), no_time.error().message);
+
+  auto empty = load_profile(dir.write("empty.toml", "name = \"x\"\nbatch_size = 8\n"));
   BOOST_REQUIRE(!empty.ok());
   BOOST_TEST(contains(empty.error().message, "blocks: missing"), empty.error().message);
 }

@@ -155,6 +155,14 @@ Result<ModelProfile> parse_pipedream_profile(const std::string& text, const std:
     ++nodes[to->second].predecessors;
   }
 
+  // A file cut short at a line boundary loses the last edges (or all of them): the
+  // nodes they reached are left with none.
+  if (nodes.size() > 1)
+    for (const Node& node : nodes)
+      if (node.predecessors == 0 && node.successors.empty())
+        return Error::bad_input(source + ":" + std::to_string(node.line) + ": node '" + node.id +
+                                "' has no edges: the graph is incomplete (a file cut short?)");
+
   // Kahn's algorithm; the queue yields the lowest node id first.
   auto later = [&](std::size_t a, std::size_t b) { return id_less(nodes[b].id, nodes[a].id); };
   std::priority_queue<std::size_t, std::vector<std::size_t>, decltype(later)> ready(later);
@@ -172,10 +180,28 @@ Result<ModelProfile> parse_pipedream_profile(const std::string& text, const std:
       if (--waiting[next] == 0) ready.push(next);
   }
   if (order.size() != nodes.size()) {
+    // What Kahn left is reachable from a cycle; of it, drop what reaches no cycle (no
+    // successor left), and every node still left has a successor left: following them
+    // must repeat a node, and the first repeated one is on a cycle.
+    std::vector<bool> left(nodes.size());
     for (std::size_t n = 0; n < nodes.size(); ++n)
-      if (waiting[n] > 0)
-        return Error::bad_input(source + ":" + std::to_string(nodes[n].line) + ": node '" + nodes[n].id +
-                                "' is on a cycle");
+      left[n] = waiting[n] > 0;
+    for (bool pruned = true; pruned;) {
+      pruned = false;
+      for (std::size_t n = 0; n < nodes.size(); ++n)
+        if (left[n] && std::none_of(nodes[n].successors.begin(), nodes[n].successors.end(),
+                                    [&](std::size_t next) { return left[next]; }))
+          left[n] = false, pruned = true;
+    }
+    std::size_t n = static_cast<std::size_t>(std::find(left.begin(), left.end(), true) - left.begin());
+    std::vector<bool> visited(nodes.size());
+    while (!visited[n]) {
+      visited[n] = true;
+      n = *std::find_if(nodes[n].successors.begin(), nodes[n].successors.end(),
+                        [&](std::size_t next) { return left[next]; });
+    }
+    return Error::bad_input(source + ":" + std::to_string(nodes[n].line) + ": node '" + nodes[n].id +
+                            "' is on a cycle");
   }
 
   ModelProfile profile;

@@ -19,6 +19,9 @@ template <class Part> Status read_figures(TableReader& reader, Part& part) {
   if (auto s = reader.string("name", part.name); !s) return s;
   if (auto s = reader.number("forward_ms", part.forward_ms, 0, unlimited); !s) return s;
   if (auto s = reader.number("backward_ms", part.backward_ms, 0, unlimited); !s) return s;
+  // Times have no default: a unit without them would look free to every planner.
+  if (auto s = reader.require("forward_ms"); !s) return s;
+  if (auto s = reader.require("backward_ms"); !s) return s;
   if (auto s = reader.bytes("output_bytes", part.output_bytes); !s) return s;
   if (auto s = reader.bytes("parameter_bytes", part.parameter_bytes); !s) return s;
   return reader.bytes("stash_bytes_per_sample", part.stash_bytes_per_sample);
@@ -63,16 +66,14 @@ template <class Part> void write_figures(toml::table& table, const Part& part) {
 } // namespace
 
 Result<ModelProfile> parse_toml_profile(const std::string& text, const std::string& source) {
-  toml::table root;
-  try {
-    root = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    return Error::bad_input(config::where(e.source()) + ": " + std::string(e.description()));
-  }
-  TableReader reader(root, "");
+  auto root = config::parse_toml(text, source);
+  ACTORPIPE_TRY(root);
+  TableReader reader(*root, "");
   ModelProfile profile;
   ACTORPIPE_TRY(reader.string("name", profile.name));
   ACTORPIPE_TRY(reader.string("reference_device", profile.reference_device));
+  // The times are per batch of this many samples: without it they mean nothing.
+  ACTORPIPE_TRY(reader.require("batch_size"));
   ACTORPIPE_TRY(reader.integer("batch_size", profile.batch_size, 1u));
   ACTORPIPE_TRY(reader.bytes("input_bytes", profile.input_bytes));
   ACTORPIPE_TRY(reader.require("blocks"));
