@@ -12,6 +12,7 @@
 #include <caf/all.hpp>
 
 #include "base/atomic_file.hpp"
+#include "base/boundary.hpp"
 #include "base/chrome_trace.hpp"
 #include "base/folder_lock.hpp"
 #include "base/input_file.hpp"
@@ -23,6 +24,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 namespace actorpipe {
 
@@ -132,6 +134,18 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
   actors::job_actor job_actor = actors::spawn_job(system, std::move(job_config));
   // The driver's own actor, which must be gone before the system can wait for the rest.
   auto self = std::make_unique<caf::scoped_actor>(system);
+  // However this scope ends (an exception from a callback or from LibTorch included),
+  // the job and its actors go first: ~actor_system waits for every actor.
+  auto shut_down = [&] {
+    if (!job_actor) return;
+    caf::anon_send_exit(job_actor, caf::exit_reason::user_shutdown);
+    self.reset();
+    job_actor = nullptr;
+  };
+  struct OnExit {
+    std::function<void()> run;
+    ~OnExit() { run(); }
+  } on_exit{shut_down};
 
   RunSummary summary;
   summary.output_dir = options.output_dir;
@@ -247,9 +261,7 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
     }
   }
   // The job shuts down every actor it built.
-  caf::anon_send_exit(job_actor, caf::exit_reason::user_shutdown);
-  self.reset();
-  job_actor = nullptr;
+  shut_down();
   system.await_all_actors_done();
   metrics.close();
   if (auto s = write_file_atomically(options.output_dir + "/trace.json", trace_of(traces, plan, job.cluster));
@@ -269,7 +281,7 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
 }
 
 Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunOptions& options) {
-  return actors::run_training(job, plan, options, std::nullopt);
+  return at_boundary("run", [&] { return actors::run_training(job, plan, options, std::nullopt); });
 }
 
 } // namespace actorpipe

@@ -116,3 +116,56 @@ BOOST_AUTO_TEST_CASE(data_that_is_not_a_regular_file_is_refused_without_blocking
   BOOST_REQUIRE(!folder.ok());
   BOOST_TEST(test::contains(folder.error().message, ": is a folder, not a file"), folder.error().message);
 }
+
+BOOST_AUTO_TEST_CASE(what_libtorch_cannot_do_is_an_error_before_it_tries) {
+  test::ScratchDir dir;
+  const std::string job = dir.write("job.toml", job_toml("[data]\ndataset = \"synthetic\"\nsamples = 128\nshape = [8]\n"
+                                                         "classes = 3\n"));
+  auto message = [](const auto& result) { return result.ok() ? std::string("ok") : result.error().message; };
+  // More data than memory holds: LibTorch would abort on the allocation.
+  auto huge = load_job(job, {"data.samples=1000000000", "data.shape=[100000]"});
+  REQUIRE_OK(huge);
+  const std::string too_much = message(load_training_data(*huge));
+  BOOST_TEST(test::contains(too_much, "--set data.samples=1000000000: data.samples: 1000000000 samples of 100000 "
+                                      "features"),
+             too_much);
+  BOOST_TEST(test::contains(too_much, "more than half this machine's"), too_much);
+  // Images too small for the CNN's pooling: found by a dry run, not in the first step.
+  auto tiny = load_job(job, {"model.zoo=cnn", "data.shape=[1, 1, 1]"});
+  REQUIRE_OK(tiny);
+  const std::string too_small = message(measure_profile(*tiny, {}));
+  BOOST_TEST(test::contains(too_small, "--set model.zoo=cnn: model.zoo: 'cnn' "), too_small);
+  BOOST_TEST(test::contains(too_small, " samples of 1 × 1 × 1: "), too_small);
+}
+
+BOOST_AUTO_TEST_CASE(a_throwing_callback_ends_the_run_with_an_error_not_a_hang) {
+  test::ScratchDir dir;
+  auto job = load_job(
+      dir.write("job.toml", job_toml("[data]\ndataset = \"synthetic\"\nsamples = 128\nshape = [8]\nclasses = 3\n")));
+  REQUIRE_OK(job);
+  MeasureOptions measure;
+  measure.repeats = 1;
+  const auto [measured, plan] = test::measure_and_plan(*job, measure);
+  RunOptions options;
+  options.steps = 6;
+  options.output_dir = (dir.path() / "run").string();
+  options.on_step = [](const StepMetrics& m) {
+    if (m.step == 2) throw std::runtime_error("the host's callback failed");
+  };
+  auto summary = run_training(measured, plan, options);
+  BOOST_REQUIRE(!summary.ok());
+  BOOST_TEST(summary.error().message == "run: the host's callback failed", summary.error().message);
+
+  // A checkpoint is no TorchScript module.
+  options.on_step = nullptr;
+  options.steps = 2;
+  REQUIRE_OK(run_training(measured, plan, options));
+  auto scripted = load_job(dir.write("scripted.toml", job_toml("[data]\ndataset = \"synthetic\"\nsamples = 128\n"
+                                                               "shape = [8]\nclasses = 3\n")),
+                           {"model.zoo=torchscript", "model.file=" + options.output_dir + "/checkpoint.pt"});
+  REQUIRE_OK(scripted);
+  auto profile = measure_profile(*scripted, measure);
+  BOOST_REQUIRE(!profile.ok());
+  BOOST_TEST(exit_status(profile.error().code) == 2);
+  BOOST_TEST(test::contains(profile.error().message, "checkpoint.pt: "), profile.error().message);
+}

@@ -1,7 +1,10 @@
 /// Data sets: Fashion-MNIST (gzipped IDX, read with zlib), synthetic, byte-level text.
 
 #include "train/datasets.hpp"
+#include "base/boundary.hpp"
+#include "config/job_config.hpp"
 #include "base/input_file.hpp"
+#include "base/text.hpp"
 #include "train/idx_file.hpp"
 
 #include <zlib.h>
@@ -11,6 +14,7 @@
 #include <fstream>
 #include <numeric>
 #include <random>
+#include <unistd.h>
 
 namespace actorpipe::train {
 
@@ -90,14 +94,23 @@ Result<DataSets> fashion_mnist(const DataOptions& data) {
 
 /// Gaussian inputs labelled by a fixed random linear teacher: learnable, and the same
 /// for the same seed.
-DataSets synthetic(const DataOptions& data) {
+Result<DataSets> synthetic(const DataOptions& data) {
+  // Refused before LibTorch is asked for it: an allocation it cannot make aborts.
+  std::int64_t features = 1;
+  for (auto d : data.shape)
+    if (d < 1 || __builtin_mul_overflow(features, d, &features))
+      return Error::bad_input("data.shape: its sizes multiply past what memory holds");
+  const double bytes = 1.25 * static_cast<double>(data.samples) * static_cast<double>(features) * sizeof(float);
+  const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  if (bytes > memory / 2)
+    return Error::bad_input("data.samples: " + std::to_string(data.samples) + " samples of " +
+                            std::to_string(features) + " features, with a test quarter, take " +
+                            text::format_fixed(bytes / (1 << 30), 1) + " GiB, more than half this machine's " +
+                            text::format_fixed(memory / (1 << 30), 1) + " GiB");
   torch::manual_seed(data.seed + 0x5eed);
   DataSets sets;
   sets.shape.sample = data.shape;
   sets.shape.classes = data.classes;
-  std::int64_t features = 1;
-  for (auto d : data.shape)
-    features *= d;
   const auto teacher = torch::randn({features, static_cast<std::int64_t>(data.classes)});
   auto make = [&](std::int64_t n) {
     std::vector<std::int64_t> shape{n};
@@ -166,9 +179,9 @@ std::vector<std::int64_t> epoch_order(std::int64_t samples, std::uint64_t seed, 
 
 namespace actorpipe {
 
-Result<std::shared_ptr<const TrainingData>> load_training_data(const JobSpec& job) {
+static Result<std::shared_ptr<const TrainingData>> load_training_data_unguarded(const JobSpec& job) {
   auto sets = train::load_data(job.data, job.model);
-  if (!sets) return std::move(sets).error().with_context(job.where("data.path"));
+  if (!sets) return config::place_in_job(job, std::move(sets).error(), "data.path");
   return std::make_shared<const TrainingData>(TrainingData{std::move(*sets)});
 }
 
@@ -176,6 +189,10 @@ Result<std::shared_ptr<const TrainingData>> train::given_or_loaded(const JobSpec
                                                                    std::shared_ptr<const TrainingData> given) {
   if (given) return given;
   return load_training_data(job);
+}
+
+Result<std::shared_ptr<const TrainingData>> load_training_data(const JobSpec& job) {
+  return at_boundary("loading the data", [&] { return load_training_data_unguarded(job); });
 }
 
 } // namespace actorpipe

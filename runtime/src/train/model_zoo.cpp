@@ -2,6 +2,8 @@
 /// of units that a plan can cut between.
 
 #include "train/model_zoo.hpp"
+
+#include "config/job_config.hpp"
 #include "base/input_file.hpp"
 
 #include <torch/script.h>
@@ -262,15 +264,58 @@ Result<Model> build_model(const ModelOptions& options, const DataShape& shape, s
   return model;
 }
 
+namespace {
+
+std::string dimensions(const std::vector<std::int64_t>& shape) {
+  std::string out;
+  for (auto d : shape)
+    out += (out.empty() ? "" : " × ") + std::to_string(d);
+  return out;
+}
+
+/// One sample through every unit, in evaluation mode and without gradients: a model
+/// that does not fit the data (images too small for its pooling, a TorchScript module
+/// that expects another shape) fails here, as bad input, not inside a run.
+Status check_fit(const Model& model, const DataShape& shape) {
+  std::vector<std::int64_t> batch{1};
+  batch.insert(batch.end(), shape.sample.begin(), shape.sample.end());
+  const auto fail = [&](const std::string& why) {
+    return Error::bad_input("model.zoo: '" + model.name + "' does not fit samples of " + dimensions(shape.sample) +
+                            (shape.tokens ? " tokens" : "") + ": " + why);
+  };
+  try {
+    torch::NoGradGuard no_grad;
+    torch::Tensor x = shape.tokens ? torch::zeros(batch, torch::kLong) : torch::zeros(batch);
+    for (const ModelBlock& block : model.blocks)
+      for (const ModelUnit& unit : block.units) {
+        if (unit.set_training) unit.set_training(false);
+        x = unit.forward(x);
+        if (unit.set_training) unit.set_training(true);
+      }
+    if (x.dim() < 2 || x.size(0) != 1 || x.size(-1) != shape.classes)
+      return fail("its output is " + dimensions(x.sizes().vec()) + ", not " + std::to_string(shape.classes) +
+                  " logits per sample");
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    return fail(what.substr(0, what.find('\n')));
+  }
+  return Ok{};
+}
+
+} // namespace
+
 Result<Model> build_model(const JobSpec& job, const DataShape& shape) {
-  auto model = build_model(job.model, shape, job.job.seed);
-  if (model) return model;
-  // "model.KEY: what" becomes "FILE:LINE:COL: model.KEY: what", where the job set it.
-  Error error = std::move(model).error();
-  const auto colon = error.message.find(": ");
-  if (error.message.starts_with("model.") && colon != std::string::npos)
-    error.message = job.where(error.message.substr(0, colon)) + error.message.substr(colon + 2);
-  return error;
+  Result<Model> model = Error::bad_input("");
+  try {
+    model = build_model(job.model, shape, job.job.seed);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    model = Error::bad_input("model.zoo: '" + job.model.zoo + "' cannot be built for samples of " +
+                             dimensions(shape.sample) + ": " + what.substr(0, what.find('\n')));
+  }
+  Status fits = model ? check_fit(*model, shape) : Status(Ok{});
+  if (model && fits) return model;
+  return config::place_in_job(job, model ? std::move(fits).error() : std::move(model).error(), "model");
 }
 
 } // namespace actorpipe::train

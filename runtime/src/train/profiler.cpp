@@ -2,6 +2,7 @@
 
 #include <actorpipe/training.hpp>
 
+#include "base/boundary.hpp"
 #include "train/cores.hpp"
 #include "train/datasets.hpp"
 #include "train/model_zoo.hpp"
@@ -79,7 +80,7 @@ private:
 
 } // namespace
 
-Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& options) {
+static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const MeasureOptions& options) {
   auto loaded = given_or_loaded(job, options.data);
   ACTORPIPE_TRY(loaded);
   const DataSets* data = &(*loaded)->sets;
@@ -190,6 +191,10 @@ Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& o
       return Error::run_failed("a copy of the model that keeps the other cores busy while measuring failed (" +
                                why.substr(0, why.find('\n')) + "); measure with --load 0");
   return profile;
+}
+
+Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& options) {
+  return at_boundary("profile", [&] { return measure_profile_unguarded(job, options); });
 }
 
 } // namespace actorpipe

@@ -3,13 +3,14 @@
 #include <actorpipe/simulator.hpp>
 #include <actorpipe/training.hpp>
 
+#include "base/boundary.hpp"
 #include "train/cores.hpp"
 
 #include <numeric>
 
 namespace actorpipe {
 
-Result<double> predicted_step_ms(const JobSpec& job, const Plan& plan) {
+static Result<double> predicted_step_ms_unguarded(const JobSpec& job, const Plan& plan) {
   const std::vector<int> cores = train::usable_cores();
   const std::size_t S = plan.stages.size(), actors = plan.pipelines * S, devices = job.cluster.devices.size();
   SimulationOptions options;
@@ -28,6 +29,10 @@ Result<double> predicted_step_ms(const JobSpec& job, const Plan& plan) {
   auto report = simulate(plan, job.profile, job.cluster, options);
   ACTORPIPE_TRY(report);
   return report->iteration_time_ms;
+}
+
+Result<double> predicted_step_ms(const JobSpec& job, const Plan& plan) {
+  return at_boundary("predicting the step", [&] { return predicted_step_ms_unguarded(job, plan); });
 }
 
 } // namespace actorpipe
