@@ -270,6 +270,7 @@ BOOST_AUTO_TEST_CASE(a_resumed_run_equals_an_uninterrupted_one) {
   BOOST_REQUIRE(!behind.ok());
   BOOST_TEST(behind.error().message == "the checkpoint in " + parts + " is at step 24 already; the run asks for 8",
              behind.error().message);
+  BOOST_TEST(!std::filesystem::exists(dir.path() / "behind")); // refused before the folder is made
 
   // A run asked to stop mid-epoch finishes the step it queued, checkpoints there and
   // returns; resumed, it too ends where the uninterrupted run does.
@@ -416,6 +417,11 @@ BOOST_AUTO_TEST_CASE(a_failing_stage_ends_the_run_naming_it) {
   BOOST_TEST(r.status == 1);
   BOOST_TEST(r.err.find("stage 1 of pipeline") != std::string::npos, r.err);
   BOOST_TEST(r.err.find("in step 3: injected failure") != std::string::npos, r.err);
+  // A stage the plan does not have is named, not ignored.
+  const auto no_stage =
+      test::run_cli("run " + job + " --steps 5 -o " + (dir.path() / "run9").string() + " --inject-failure 9:5");
+  BOOST_TEST(no_stage.status == 2);
+  BOOST_TEST(test::contains(no_stage.err, "--inject-failure: the plan has no stage 9"), no_stage.err);
 }
 
 BOOST_AUTO_TEST_CASE(a_missing_data_file_is_bad_input_naming_it) {
