@@ -135,12 +135,13 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
   // The driver's own actor, which must be gone before the system can wait for the rest.
   auto self = std::make_unique<caf::scoped_actor>(system);
   // However this scope ends (an exception from a callback or from LibTorch included),
-  // the job and its actors go first: ~actor_system waits for every actor.
+  // the job and its actors end before anything they write to (the traces) goes.
   auto shut_down = [&] {
     if (!job_actor) return;
     caf::anon_send_exit(job_actor, caf::exit_reason::user_shutdown);
     self.reset();
     job_actor = nullptr;
+    system.await_all_actors_done();
   };
   struct OnExit {
     std::function<void()> run;
@@ -262,7 +263,6 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
   }
   // The job shuts down every actor it built.
   shut_down();
-  system.await_all_actors_done();
   metrics.close();
   if (auto s = write_file_atomically(options.output_dir + "/trace.json", trace_of(traces, plan, job.cluster));
       !s && !error)

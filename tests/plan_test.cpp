@@ -340,3 +340,27 @@ BOOST_AUTO_TEST_CASE(auto_searches_shapes_and_sliced_1f1b_fills_sooner) {
   BOOST_TEST(sliced.schedule.micro_batch_sizes.size() > plain.schedule.micro_batch_sizes.size());
   BOOST_TEST(sliced.iteration_time_ms < plain.iteration_time_ms);
 }
+
+BOOST_AUTO_TEST_CASE(a_search_reports_its_progress_from_inside_the_plugins) {
+  for (const char* partitioner : {"dapple", "piper", "pipedream"}) {
+    BOOST_TEST_CONTEXT(partitioner) {
+      // One shape: whatever lies strictly between 0 and 1 comes from the plugin's search.
+      const JobSpec spec = job("vgg16-4dev.toml", {std::string("plan.partitioner=") + partitioner, "plan.stages=4",
+                                                   "plan.pipelines=1", "plan.micro_batches=8"});
+      std::vector<double> fractions;
+      std::string last;
+      auto result = make_plan(spec, test::plugins(), [&](double fraction, const std::string& doing) {
+        fractions.push_back(fraction);
+        last = doing;
+      });
+      REQUIRE_OK(result);
+      BOOST_REQUIRE(!fractions.empty());
+      BOOST_TEST(std::is_sorted(fractions.begin(), fractions.end()));
+      BOOST_TEST(fractions.front() == 0.0);
+      BOOST_TEST(fractions.back() == 1.0);
+      const auto inside = std::count_if(fractions.begin(), fractions.end(), [](double f) { return f > 0 && f < 1; });
+      BOOST_TEST(inside >= 10, inside);
+      BOOST_TEST(last == "done");
+    }
+  }
+}

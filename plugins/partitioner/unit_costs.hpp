@@ -7,6 +7,7 @@
 #include <actorpipe/plugin.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -120,14 +121,37 @@ inline Bandwidths cluster_bandwidths(const ClusterSpec& cluster) {
 /// largest cost(s, i, j) of stage s holding units [i, j), exactly, by dynamic
 /// programming in O(S · N²); infinite costs rule a stage out. Empty when no split has
 /// a finite cost.
-template <class Cost> std::vector<std::size_t> min_max_split(std::size_t S, std::size_t N, const Cost& cost) {
+/// Calls `report` with the fraction done of a dynamic programme over `rows` × `columns`
+/// cells about a hundred times, so that a long one shows progress at no real cost.
+class RowProgress {
+public:
+  RowProgress(std::function<void(double)> report, std::size_t rows, std::size_t columns)
+      : report_(std::move(report)), rows_(static_cast<double>(rows)), columns_(static_cast<double>(columns)),
+        stride_(std::max<std::size_t>(1, rows * columns / 100)) {}
+  /// Row `row` (from 0), column `column` reached.
+  void at(std::size_t row, std::size_t column) {
+    if (!report_ || ++calls_ % stride_ != 0) return;
+    report_((static_cast<double>(row) + static_cast<double>(column) / columns_) / rows_);
+  }
+
+private:
+  std::function<void(double)> report_;
+  double rows_, columns_;
+  std::size_t stride_, calls_ = 0;
+};
+
+template <class Cost>
+std::vector<std::size_t> min_max_split(std::size_t S, std::size_t N, const Cost& cost,
+                                       std::function<void(double)> progress = {}) {
+  RowProgress rows(std::move(progress), S, N + 1);
   constexpr double none = std::numeric_limits<double>::infinity();
   // best[s][j]: the least largest cost when s stages hold units [0, j).
   std::vector<std::vector<double>> best(S + 1, std::vector<double>(N + 1, none));
   std::vector<std::vector<std::size_t>> from(S + 1, std::vector<std::size_t>(N + 1, 0));
   best[0][0] = 0;
   for (std::size_t s = 1; s <= S; ++s)
-    for (std::size_t j = s; j <= N - (S - s); ++j)
+    for (std::size_t j = s; j <= N - (S - s); ++j) {
+      rows.at(s - 1, j);
       for (std::size_t i = s - 1; i < j; ++i) {
         if (best[s - 1][i] == none) continue;
         const double value = std::max(best[s - 1][i], cost(s - 1, i, j));
@@ -136,6 +160,7 @@ template <class Cost> std::vector<std::size_t> min_max_split(std::size_t S, std:
           from[s][j] = i;
         }
       }
+    }
   if (best[S][N] == none) return {};
   std::vector<std::size_t> boundaries(S + 1, N);
   for (std::size_t s = S; s > 0; --s)

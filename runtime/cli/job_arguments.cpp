@@ -3,6 +3,7 @@
 #include <actorpipe/training.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <iostream>
 
 #include <unistd.h>
@@ -85,6 +86,23 @@ std::function<void(std::size_t, std::size_t)> measuring_progress() {
       std::cerr << "\rmeasuring pass " << done << "/" << passes << (done == passes ? "\n" : "") << std::flush;
     else if (done % std::max<std::size_t>(1, passes / 10) == 0 || done == passes)
       std::cerr << "measuring pass " << done << "/" << passes << "\n";
+  };
+}
+
+PlanProgress planning_progress() {
+  struct Shown {
+    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+    int percent = -1;
+  };
+  return [terminal = ::isatty(STDERR_FILENO) != 0, shown = std::make_shared<Shown>()](double fraction,
+                                                                                      const std::string& doing) {
+    if (std::chrono::steady_clock::now() - shown->started < std::chrono::seconds(1)) return;
+    const int percent = static_cast<int>(fraction * 100);
+    const bool done = fraction >= 1;
+    if (percent == shown->percent || (!terminal && !done && percent / 10 == shown->percent / 10)) return;
+    shown->percent = percent;
+    std::cerr << (terminal ? "\r" : "") << "planning " << percent << "% (" << doing << ")"
+              << (terminal && !done ? "   " : "\n") << std::flush;
   };
 }
 

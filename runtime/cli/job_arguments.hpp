@@ -2,11 +2,12 @@
 
 /// What `plan`, `simulate`, `run` and `profile` share: the job file, the flags that
 /// override its [plan] keys, loading the job with its plugins, and the progress of
-/// measuring a profile.
+/// measuring a profile and of planning.
 
 #include "commands.hpp"
 
 #include <actorpipe/job.hpp>
+#include <actorpipe/planner.hpp>
 #include <actorpipe/plugin_registry.hpp>
 #include <actorpipe/training.hpp>
 
@@ -37,5 +38,9 @@ Result<LoadedJob> load(const JobArguments& args, const CommonOptions& common);
 /// Progress of `measure_profile` on stderr: one line rewritten in place on a terminal,
 /// about ten lines in a log.
 std::function<void(std::size_t done, std::size_t passes)> measuring_progress();
+
+/// Progress of `make_plan` on stderr once it has searched for a second (a quick plan
+/// shows nothing): one line rewritten in place on a terminal, a line every tenth in a log.
+PlanProgress planning_progress();
 
 } // namespace actorpipe::cli

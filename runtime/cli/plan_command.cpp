@@ -34,7 +34,7 @@ Result<std::vector<Plan>> compare(const LoadedJob& loaded, const std::string& li
     job.plan.partitioner = entry.substr(0, plus);
     if (plus != std::string::npos) job.plan.mapper = entry.substr(plus + 1);
     job.origins["plan.partitioner"] = job.origins["plan.mapper"] = "--compare " + entry;
-    auto plan = make_plan(job, loaded.plugins);
+    auto plan = make_plan(job, loaded.plugins, planning_progress());
     ACTORPIPE_TRY(plan);
     plans.push_back(std::move(*plan));
   }
@@ -55,7 +55,7 @@ int plan(const PlanArguments& a, const CommonOptions& common) {
     std::cout << (a.json ? json : format_comparison(*plans, job.cluster));
     return 0;
   }
-  auto result = make_plan(job, loaded->plugins);
+  auto result = make_plan(job, loaded->plugins, planning_progress());
   if (!result) return report(result.error());
   const std::string json = plan_to_json(*result, job.profile, job.cluster);
   if (!a.output.empty())

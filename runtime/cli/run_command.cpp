@@ -71,7 +71,7 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
   const JobSpec& job = loaded->job;
   if (job.model.zoo.empty())
     return report(Error::bad_input(job.where("model.zoo") + "the job names no model to train (model.zoo)"));
-  auto plan = make_plan(job, loaded->plugins);
+  auto plan = make_plan(job, loaded->plugins, planning_progress());
   if (!plan) return report(plan.error());
 
   RunOptions options;

@@ -35,7 +35,7 @@ int simulate_job(const SimulateArguments& a, const CommonOptions& common) {
   }
   stragglers->seed = job.job.seed;
 
-  auto plan = make_plan(job, loaded->plugins);
+  auto plan = make_plan(job, loaded->plugins, planning_progress());
   if (!plan) return report(plan.error());
   SimulationOptions options;
   options.iterations = a.iterations.value_or(job.simulate.iterations);

@@ -44,10 +44,15 @@ public:
 
     double best_latency = std::numeric_limits<double>::infinity();
     std::vector<std::size_t> best;
+    const double searches = *placement == "best" ? 3.0 : 1.0;
+    double searched = 0;
     for (const char* policy : {"fresh_first", "append_first", "scatter_first"}) {
       if (*placement != "best" && *placement != policy) continue;
       double latency = 0;
-      std::vector<std::size_t> boundaries = plan(context, costs, policy, latency);
+      // Each policy's search is an equal share of the progress.
+      const auto progress = [&context, searched, searches](double f) { context.report((searched + f) / searches); };
+      std::vector<std::size_t> boundaries = plan(context, costs, policy, latency, progress);
+      ++searched;
       if (latency < best_latency) {
         best_latency = latency;
         best = std::move(boundaries);
@@ -58,7 +63,7 @@ public:
 
 private:
   static std::vector<std::size_t> plan(const PlanContext& context, const UnitCosts& costs, const std::string& policy,
-                                       double& latency) {
+                                       double& latency, const std::function<void(double)>& progress) {
     const std::size_t N = costs.size(), S = context.stages, P = context.pipelines;
     const double weight = static_cast<double>(std::max<std::size_t>(context.micro_batch_sizes.size(), 1)) - 1.0;
     const auto bw = partitioning::cluster_bandwidths(context.cluster);
@@ -75,8 +80,10 @@ private:
 
     std::vector<std::vector<Prefix>> best(S + 1, std::vector<Prefix>(N + 1));
     best[0][0].sum = 0;
+    partitioning::RowProgress rows(progress, S, N + 1);
     for (std::size_t s = 1; s <= S; ++s)
-      for (std::size_t j = s; j <= N - (S - s); ++j)
+      for (std::size_t j = s; j <= N - (S - s); ++j) {
+        rows.at(s - 1, j);
         for (std::size_t i = s - 1; i < j; ++i) {
           const Prefix& before = best[s - 1][i];
           if (before.sum == std::numeric_limits<double>::infinity()) continue;
@@ -91,6 +98,7 @@ private:
           if (next.latency(weight) + next.allreduce_first < best[s][j].latency(weight) + best[s][j].allreduce_first)
             best[s][j] = next;
         }
+      }
     latency = best[S][N].latency(weight) + best[S][N].allreduce_first;
     std::vector<std::size_t> boundaries(S + 1, N);
     for (std::size_t s = S; s > 0; --s)

@@ -29,8 +29,8 @@ public:
     auto size = [&](std::size_t from, std::size_t to) { return prefix[to] - prefix[from]; };
     constexpr double none = std::numeric_limits<double>::infinity();
 
-    const std::vector<std::size_t> first =
-        partitioning::min_max_split(stages, n, [&](std::size_t, std::size_t i, std::size_t j) { return size(i, j); });
+    const std::vector<std::size_t> first = partitioning::min_max_split(
+        stages, n, [&](std::size_t, std::size_t i, std::size_t j) { return size(i, j); }, context.progress);
     double bound = 0;
     for (std::size_t s = 0; s < stages; ++s)
       bound = std::max(bound, size(first[s], first[s + 1]));

@@ -39,7 +39,8 @@ public:
     auto cut = [&](std::size_t j) { return 2.0 * costs.boundary_bytes(j) / cut_bandwidth * 1000.0; };
 
     const auto boundaries = partitioning::min_max_split(
-        S, N, [&](std::size_t, std::size_t i, std::size_t j) { return std::max(i > 0 ? cut(i) : 0.0, stage(i, j)); });
+        S, N, [&](std::size_t, std::size_t i, std::size_t j) { return std::max(i > 0 ? cut(i) : 0.0, stage(i, j)); },
+        context.progress);
     return costs.to_partition(boundaries);
   }
 };

@@ -53,7 +53,7 @@ public:
       return best;
     };
 
-    auto boundaries = partitioning::min_max_split(S, N, stage);
+    auto boundaries = partitioning::min_max_split(S, N, stage, context.progress);
     // Nothing fits even with recomputation: balance time alone, so that the planner can
     // say which stage overflows which device.
     if (boundaries.empty())

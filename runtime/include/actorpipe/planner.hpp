@@ -15,7 +15,12 @@ namespace actorpipe {
 /// The fastest plan (predicted samples/s) among the shapes that fit in memory. Plugin
 /// errors come back as bad input, prefixed with the plugin's kind, name and file; a
 /// job no shape of which fits is bad input naming the stage and device that overflow.
-ACTORPIPE_EXPORT Result<Plan> make_plan(const JobSpec& job, const PluginRegistry& plugins);
+/// What a long planning search reports: the fraction done (0 to 1) and what it is doing
+/// ("shape 2 of 6: 4 stages × 2 pipelines × 8 micro-batches").
+using PlanProgress = std::function<void(double fraction, const std::string& doing)>;
+
+ACTORPIPE_EXPORT Result<Plan> make_plan(const JobSpec& job, const PluginRegistry& plugins,
+                                        const PlanProgress& progress = {});
 
 /// Splits one pipeline's share of the batch into `micro_batches` sizes that differ by
 /// at most one sample, larger ones first.

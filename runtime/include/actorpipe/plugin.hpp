@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <stdexcept>
@@ -116,6 +117,13 @@ struct PlanContext {
   std::vector<double> stage_speeds{};
   std::vector<std::uint64_t> stage_memory{};
   PluginOptions options{};
+  /// A long search reports the fraction of it done (0 to 1), now and then: the planner
+  /// shows it to a user who would otherwise wait on a silent terminal. May be empty.
+  std::function<void(double)> progress{};
+
+  void report(double fraction) const {
+    if (progress) progress(fraction);
+  }
 };
 
 /// Where the model is cut: stages + 1 cuts, the first {0, 0}, the last

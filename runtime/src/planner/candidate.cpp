@@ -226,9 +226,10 @@ bool better(const Candidate& a, const Candidate& b) {
   return a.plan.samples_per_s > b.plan.samples_per_s;
 }
 
-Result<Candidate> evaluate(const Planning& planning, const Shape& shape) {
+Result<Candidate> evaluate(const Planning& planning, const Shape& shape, std::function<void(double)> progress) {
   const JobSpec& job = planning.job;
   PlanContext context{.profile = job.profile, .cluster = job.cluster};
+  context.progress = std::move(progress);
   context.stages = shape.stages;
   context.pipelines = shape.pipelines;
   context.batch_size = job.train.batch_size;

@@ -9,6 +9,7 @@
 #include <actorpipe/plugin_registry.hpp>
 #include <actorpipe/simulator.hpp>
 
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -47,6 +48,7 @@ bool better(const Candidate& a, const Candidate& b);
 
 /// Plans and simulates one shape. Plugin failures are errors; not fitting in memory is
 /// not (the candidate says so, and the search goes on).
-Result<Candidate> evaluate(const Planning& planning, const Shape& shape);
+/// `progress` gets the fraction of this shape's search done (the plugins' reports).
+Result<Candidate> evaluate(const Planning& planning, const Shape& shape, std::function<void(double)> progress = {});
 
 } // namespace actorpipe::planning

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <set>
 
 namespace actorpipe {
@@ -129,7 +130,7 @@ std::vector<std::uint32_t> split_batch(std::uint32_t samples, std::uint32_t micr
   return sizes;
 }
 
-Result<Plan> make_plan(const JobSpec& job, const PluginRegistry& plugins) {
+Result<Plan> make_plan(const JobSpec& job, const PluginRegistry& plugins, const PlanProgress& progress) {
   const auto started = std::chrono::steady_clock::now();
   if (job.profile.blocks.empty())
     return Error::bad_input(job.where("model.profile") +
@@ -145,8 +146,20 @@ Result<Plan> make_plan(const JobSpec& job, const PluginRegistry& plugins) {
   std::optional<planning::Candidate> best;
   std::optional<Error> first_error;
   std::size_t planned = 0;
-  for (const Shape& shape : *candidates) {
-    auto candidate = planning::evaluate(*planning, shape);
+  const double shapes_to_search = static_cast<double>(candidates->size());
+  for (std::size_t k = 0; k < candidates->size(); ++k) {
+    const Shape& shape = (*candidates)[k];
+    std::function<void(double)> shape_progress;
+    if (progress) {
+      const std::string doing = "shape " + std::to_string(k + 1) + " of " + std::to_string(candidates->size()) + ": " +
+                                std::to_string(shape.stages) + " stages × " + std::to_string(shape.pipelines) +
+                                " pipelines × " + std::to_string(shape.micro_batches) + " micro-batches";
+      shape_progress = [&progress, doing, k, shapes_to_search](double f) {
+        progress((static_cast<double>(k) + std::clamp(f, 0.0, 1.0)) / shapes_to_search, doing);
+      };
+      shape_progress(0);
+    }
+    auto candidate = planning::evaluate(*planning, shape, shape_progress);
     if (!candidate) {
       if (candidates->size() == 1) return std::move(candidate).error();
       if (!first_error) first_error = std::move(candidate).error();
@@ -155,6 +168,7 @@ Result<Plan> make_plan(const JobSpec& job, const PluginRegistry& plugins) {
     ++planned;
     if (!best || planning::better(*candidate, *best)) best = std::move(*candidate);
   }
+  if (progress) progress(1.0, "done");
   if (!best) return std::move(*first_error);
   if (best->overflow)
     return Error::bad_input(job.file + ": no plan fits in memory" +
