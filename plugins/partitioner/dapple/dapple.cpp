@@ -81,14 +81,16 @@ private:
     std::vector<std::vector<Prefix>> best(S + 1, std::vector<Prefix>(N + 1));
     best[0][0].sum = 0;
     partitioning::RowProgress rows(progress, S, N + 1);
-    for (std::size_t s = 1; s <= S; ++s)
+    for (std::size_t s = 1; s <= S; ++s) {
+      // The link of the cut before stage s − 1, the same for every split of this row.
+      const double bandwidth = s >= 2 ? cut_bandwidth(s - 2) : 1.0;
       for (std::size_t j = s; j <= N - (S - s); ++j) {
         rows.at(s - 1, j);
         for (std::size_t i = s - 1; i < j; ++i) {
           const Prefix& before = best[s - 1][i];
           if (before.sum == std::numeric_limits<double>::infinity()) continue;
           const double work = costs.compute_ms(i, j);
-          const double cut = i > 0 ? 2.0 * costs.boundary_bytes(i) / cut_bandwidth(s - 2) * 1000.0 : 0.0;
+          const double cut = i > 0 ? 2.0 * costs.boundary_bytes(i) / bandwidth * 1000.0 : 0.0;
           Prefix next;
           next.sum = before.sum + work + cut;
           next.pivot = std::max(before.pivot, work);
@@ -99,6 +101,7 @@ private:
             best[s][j] = next;
         }
       }
+    }
     latency = best[S][N].latency(weight) + best[S][N].allreduce_first;
     std::vector<std::size_t> boundaries(S + 1, N);
     for (std::size_t s = S; s > 0; --s)
