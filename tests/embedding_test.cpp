@@ -30,6 +30,17 @@ std::string job_toml(const std::string& data) {
          data + "[train]\nbatch_size = 16\n[plan]\nstages = 2\npipelines = 1\nmicro_batches = 2\n";
 }
 
+/// A small synthetic job, measured (one timed pass) and planned.
+test::MeasuredPlan synthetic_plan(const test::ScratchDir& dir, const std::vector<std::string>& overrides = {}) {
+  auto job = load_job(
+      dir.write("job.toml", job_toml("[data]\ndataset = \"synthetic\"\nsamples = 128\nshape = [8]\nclasses = 3\n")),
+      overrides);
+  REQUIRE_OK(job);
+  MeasureOptions measure;
+  measure.repeats = 1;
+  return test::measure_and_plan(*std::move(job), measure);
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_CASE(an_application_loads_measures_plans_and_trains) {
@@ -81,13 +92,7 @@ BOOST_AUTO_TEST_CASE(missing_data_is_bad_input_for_an_application_too) {
 
 BOOST_AUTO_TEST_CASE(a_diverging_run_stops_at_the_step_whose_loss_is_not_finite) {
   test::ScratchDir dir;
-  auto job = load_job(
-      dir.write("job.toml", job_toml("[data]\ndataset = \"synthetic\"\nsamples = 128\nshape = [8]\nclasses = 3\n")),
-      {"train.lr=1e30"});
-  REQUIRE_OK(job);
-  MeasureOptions measure;
-  measure.repeats = 1;
-  const auto [measured, plan] = test::measure_and_plan(*job, measure);
+  const auto [measured, plan] = synthetic_plan(dir, {"train.lr=1e30"});
   RunOptions options;
   options.steps = 8;
   options.output_dir = (dir.path() / "run").string();
@@ -140,12 +145,7 @@ BOOST_AUTO_TEST_CASE(what_libtorch_cannot_do_is_an_error_before_it_tries) {
 
 BOOST_AUTO_TEST_CASE(a_throwing_callback_ends_the_run_with_an_error_not_a_hang) {
   test::ScratchDir dir;
-  auto job = load_job(
-      dir.write("job.toml", job_toml("[data]\ndataset = \"synthetic\"\nsamples = 128\nshape = [8]\nclasses = 3\n")));
-  REQUIRE_OK(job);
-  MeasureOptions measure;
-  measure.repeats = 1;
-  const auto [measured, plan] = test::measure_and_plan(*job, measure);
+  const auto [measured, plan] = synthetic_plan(dir);
   RunOptions options;
   options.steps = 6;
   options.output_dir = (dir.path() / "run").string();
@@ -164,7 +164,7 @@ BOOST_AUTO_TEST_CASE(a_throwing_callback_ends_the_run_with_an_error_not_a_hang) 
                                                                "shape = [8]\nclasses = 3\n")),
                            {"model.zoo=torchscript", "model.file=" + options.output_dir + "/checkpoint.pt"});
   REQUIRE_OK(scripted);
-  auto profile = measure_profile(*scripted, measure);
+  auto profile = measure_profile(*scripted, {});
   BOOST_REQUIRE(!profile.ok());
   BOOST_TEST(exit_status(profile.error().code) == 2);
   BOOST_TEST(test::contains(profile.error().message, "checkpoint.pt: "), profile.error().message);
