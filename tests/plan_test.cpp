@@ -10,6 +10,8 @@
 
 #include "test_support.hpp"
 
+#include "../plugins/partitioner/unit_costs.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -361,6 +363,40 @@ BOOST_AUTO_TEST_CASE(a_search_reports_its_progress_from_inside_the_plugins) {
       const auto inside = std::count_if(fractions.begin(), fractions.end(), [](double f) { return f > 0 && f < 1; });
       BOOST_TEST(inside >= 10, inside);
       BOOST_TEST(last == "done");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_bisection_finds_the_programmes_answer_exactly) {
+  // Random chains: stage costs are sums of unit times (monotone), cut costs anything.
+  std::mt19937 random(11);
+  std::uniform_real_distribution<double> unit(0.0, 10.0), cut(0.0, 25.0);
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::size_t N = 1 + random() % 40, S = 1 + random() % N;
+    std::vector<double> prefix{0}, cuts(N + 1);
+    for (std::size_t u = 0; u < N; ++u)
+      prefix.push_back(prefix.back() + (trial % 7 == 0 ? 1.0 : unit(random)));
+    for (auto& c : cuts)
+      c = trial % 5 == 0 ? 0.0 : cut(random);
+    auto stage = [&](std::size_t i, std::size_t j) { return prefix[j] - prefix[i]; };
+    auto cut_at = [&](std::size_t i) { return cuts[i]; };
+    auto worst = [&](const std::vector<std::size_t>& b) {
+      double most = 0;
+      for (std::size_t s = 0; s < S; ++s)
+        most = std::max({most, stage(b[s], b[s + 1]), s > 0 ? cut_at(b[s]) : 0.0});
+      return most;
+    };
+    const auto programme = partitioning::min_max_split(S, N, [&](std::size_t, std::size_t i, std::size_t j) {
+      return std::max(i > 0 ? cut_at(i) : 0.0, stage(i, j));
+    });
+    const auto bisected = partitioning::min_max_split_monotone(S, N, stage, cut_at);
+    BOOST_TEST_CONTEXT("trial " << trial << ": " << S << " stages of " << N << " units") {
+      BOOST_REQUIRE_EQUAL(bisected.size(), S + 1);
+      BOOST_TEST(bisected.front() == 0u);
+      BOOST_TEST(bisected.back() == N);
+      for (std::size_t s = 0; s < S; ++s)
+        BOOST_TEST(bisected[s] < bisected[s + 1]);
+      BOOST_TEST(worst(bisected) == worst(programme)); // exactly, not within a tolerance
     }
   }
 }

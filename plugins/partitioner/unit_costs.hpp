@@ -7,6 +7,9 @@
 #include <actorpipe/plugin.hpp>
 
 #include <algorithm>
+#include <cstdint>
+#include <cmath>
+#include <bit>
 #include <functional>
 #include <limits>
 #include <string>
@@ -165,6 +168,59 @@ std::vector<std::size_t> min_max_split(std::size_t S, std::size_t N, const Cost&
   std::vector<std::size_t> boundaries(S + 1, N);
   for (std::size_t s = S; s > 0; --s)
     boundaries[s - 1] = from[s][boundaries[s]];
+  return boundaries;
+}
+
+/// The same least largest cost as min_max_split with cost max(cut(i) for i > 0,
+/// stage(i, j)), for a `stage` cost that a longer stage never lowers (sums of unit
+/// figures: nonincreasing in i, nondecreasing in j) and any `cut` cost. Instead of the
+/// O(S · N²) programme it bisects on the answer, over the bit patterns of non-negative
+/// doubles (at most 64 rounds, each an O(S · N) reachability pass), so that it finds
+/// exactly the programme's value: a 100,000-unit chain takes a fraction of a second.
+template <class Stage, class Cut>
+std::vector<std::size_t> min_max_split_monotone(std::size_t S, std::size_t N, const Stage& stage, const Cut& cut,
+                                                const std::function<void(double)>& progress = {}) {
+  if (S == 0 || S > N) return {};
+  // parent[s][j]: where the last stage of a split of [0, j) into s stages starts, all
+  // costs at most `limit`; N + 1 where there is none.
+  std::vector<std::vector<std::size_t>> parent(S + 1, std::vector<std::size_t>(N + 1, N + 1));
+  auto feasible = [&](double limit) {
+    parent[0].assign(N + 1, N + 1);
+    parent[0][0] = 0;
+    for (std::size_t s = 1; s <= S; ++s) {
+      std::vector<std::size_t>& here = parent[s];
+      here.assign(N + 1, N + 1);
+      std::size_t lo = 0, last = N + 1; // the latest valid start before j
+      for (std::size_t j = 1; j <= N; ++j) {
+        const std::size_t i = j - 1; // a new candidate start
+        if (parent[s - 1][i] <= N && (i == 0 || cut(i) <= limit)) last = i;
+        while (lo < j && stage(lo, j) > limit)
+          ++lo;
+        if (last <= N && last >= lo) here[j] = last;
+      }
+    }
+    return parent[S][N] <= N;
+  };
+  double highest = stage(0, N);
+  for (std::size_t i = 1; i < N; ++i)
+    highest = std::max(highest, cut(i));
+  if (!std::isfinite(highest)) return {};
+  // Non-negative doubles order as their bit patterns do.
+  auto bits = [](double x) { return std::bit_cast<std::uint64_t>(x); };
+  auto value = [](std::uint64_t b) { return std::bit_cast<double>(b); };
+  std::uint64_t lo = 0, hi = bits(std::max(highest, 0.0)); // feasible(value(hi))
+  for (int round = 0; lo < hi; ++round) {
+    if (progress) progress(std::min(1.0, round / 64.0));
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    if (feasible(value(mid)))
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  if (!feasible(value(hi))) return {};
+  std::vector<std::size_t> boundaries(S + 1, N);
+  for (std::size_t s = S; s > 0; --s)
+    boundaries[s - 1] = parent[s][boundaries[s]];
   return boundaries;
 }
 
