@@ -15,6 +15,8 @@
 
 #include "../unit_costs.hpp"
 
+#include <vector>
+
 #include <limits>
 
 namespace {
@@ -39,10 +41,14 @@ public:
     auto cut_ms = [&](std::size_t j) {
       return j == 0 || j == N ? 0.0 : 2.0 * costs.boundary_bytes(j) / bw.intra_server * 1000.0;
     };
+    // Micro-batches each stage stashes, found once: the search asks for them per split.
+    std::vector<double> in_flight_of(S);
+    for (std::size_t s = 0; s < S; ++s)
+      in_flight_of[s] = static_cast<double>(partitioning::in_flight(context, s));
     // The least time of stage s over units [i, j) among the configurations that fit.
     auto stage = [&](std::size_t s, std::size_t i, std::size_t j) {
       const double weights = costs.parameter_bytes(i, j) * (1.0 + context.optimizer_factor);
-      const double in_flight = static_cast<double>(partitioning::in_flight(context, s));
+      const double in_flight = in_flight_of[s];
       const double base = costs.compute_ms(i, j) + cut_ms(i) + cut_ms(j) +
                           partitioning::allreduce_ms(costs.parameter_bytes(i, j), d, ring_bandwidth) / M;
       double best = std::numeric_limits<double>::infinity();
