@@ -47,6 +47,12 @@ constexpr Totals expected_totals[] = {
     {"alexnet", 22, 44.801, 40.520, 244403360}, {"resnet101", 346, 197.306, 213.786, 178196640},
 };
 
+/// A PipeDream node line whose figures are all 1 (parameters 0).
+std::string node(const std::string& id, const std::string& description) {
+  return id + " -- " + description +
+         " -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=0\n";
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_CASE(pipedream_totals_match_independent_sums) {
@@ -119,33 +125,26 @@ BOOST_AUTO_TEST_CASE(pipedream_errors_name_file_and_line) {
   ScratchDir dir;
   const ProfileImportOptions with_batch{ProfileFormat::automatic, 8};
   auto negative = load_profile(
-      dir.write("neg.txt",
-                "node1 -- A -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=0\n"
-                "node2 -- B -- forward_compute_time=-2, backward_compute_time=1, activation_size=1, parameter_size=0\n"
-                "node1 -- node2\n"),
+      dir.write(
+          "neg.txt",
+          node("node1", "A") +
+              "node2 -- B -- forward_compute_time=-2, backward_compute_time=1, activation_size=1, parameter_size=0\n"
+              "node1 -- node2\n"),
       with_batch);
   BOOST_REQUIRE(!negative.ok());
   BOOST_TEST(contains(negative.error().message, "neg.txt:2: node2: forward_compute_time: -2 is negative"),
              negative.error().message);
 
   auto cycle = load_profile(
-      dir.write("cycle.txt",
-                "node1 -- A -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=0\n"
-                "node2 -- B -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=0\n"
-                "node1 -- node2\nnode2 -- node1\n"),
-      with_batch);
+      dir.write("cycle.txt", node("node1", "A") + node("node2", "B") + "node1 -- node2\nnode2 -- node1\n"), with_batch);
   BOOST_REQUIRE(!cycle.ok());
   BOOST_TEST(contains(cycle.error().message, "cycle.txt:1: node 'node1' is on a cycle"), cycle.error().message);
 
   // node1 feeds a cycle between node3 and node4, which feeds node2: the message names a
   // node on the cycle, not the first one waiting.
   auto downstream = load_profile(
-      dir.write("downstream.txt",
-                "node1 -- A -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=0\n"
-                "node2 -- B -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=0\n"
-                "node3 -- C -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=0\n"
-                "node4 -- D -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=0\n"
-                "node1 -- node3\nnode3 -- node4\nnode4 -- node3\nnode4 -- node2\n"),
+      dir.write("downstream.txt", node("node1", "A") + node("node2", "B") + node("node3", "C") + node("node4", "D") +
+                                      "node1 -- node3\nnode3 -- node4\nnode4 -- node3\nnode4 -- node2\n"),
       with_batch);
   BOOST_REQUIRE(!downstream.ok());
   BOOST_TEST(contains(downstream.error().message, "downstream.txt:3: node 'node3' is on a cycle"),
@@ -158,11 +157,7 @@ BOOST_AUTO_TEST_CASE(pipedream_errors_name_file_and_line) {
   BOOST_REQUIRE(!incomplete.ok());
   BOOST_TEST(contains(incomplete.error().message, "has no edges: the graph is incomplete"), incomplete.error().message);
 
-  auto dangling = load_profile(
-      dir.write("edge.txt",
-                "node1 -- A -- forward_compute_time=1, backward_compute_time=1, activation_size=1, parameter_size=0\n"
-                "node1 -- node9\n"),
-      with_batch);
+  auto dangling = load_profile(dir.write("edge.txt", node("node1", "A") + "node1 -- node9\n"), with_batch);
   BOOST_REQUIRE(!dangling.ok());
   BOOST_TEST(contains(dangling.error().message, "edge.txt:2: edge to unknown node 'node9'"), dangling.error().message);
 
