@@ -99,6 +99,18 @@ BOOST_AUTO_TEST_CASE(the_search_path_loads_what_it_names_and_nothing_a_stranger_
   BOOST_REQUIRE(!writable.ok());
   BOOST_TEST(contains(writable.error().message, "refusing to load a plugin that any user may write"),
              writable.error().message);
+
+  // So is one in a folder where any user may replace it (no sticky bit).
+  const fs::path shared = dir.path() / "shared";
+  fs::create_directories(shared);
+  fs::copy_file(broken("failing"), shared / "failing.so");
+  fs::permissions(shared, fs::perms::others_all, fs::perm_options::add);
+  auto replaceable = PluginRegistry::discover({shared.string()});
+  BOOST_REQUIRE(!replaceable.ok());
+  BOOST_TEST(contains(replaceable.error().message, "where any user may replace it"), replaceable.error().message);
+  // With the sticky bit (as /tmp has), only the owner may replace it.
+  fs::permissions(shared, fs::perms::sticky_bit, fs::perm_options::add);
+  REQUIRE_OK(PluginRegistry::discover({shared.string()}));
 }
 
 BOOST_AUTO_TEST_CASE(a_missing_plugin_folder_is_named) {
