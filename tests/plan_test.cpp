@@ -18,6 +18,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -36,6 +37,20 @@ Plan plan(const JobSpec& spec) {
   auto result = make_plan(spec, test::plugins());
   REQUIRE_OK(result);
   return *result;
+}
+
+/// The cluster with every link unlimited: sends take no time.
+ClusterSpec free_links(ClusterSpec cluster) {
+  constexpr double unlimited = std::numeric_limits<double>::infinity();
+  cluster.network = {unlimited, 0};
+  for (Server& server : cluster.servers) {
+    server.nic_bandwidth = server.inter_bridge_bandwidth = unlimited;
+    for (PcieSwitch& sw : server.pcie_switches)
+      sw.bandwidth = unlimited;
+    for (HostBridge& bridge : server.host_bridges)
+      bridge.bandwidth = unlimited;
+  }
+  return cluster;
 }
 
 double stage_parameters(const ModelProfile& p, std::size_t from, std::size_t to) {
@@ -239,11 +254,12 @@ double brute_force_min_max(const std::vector<Unit>& units, std::size_t stages) {
 
 } // namespace
 
-BOOST_AUTO_TEST_CASE(autopipe_is_never_worse_than_the_exact_min_max_partition) {
+BOOST_AUTO_TEST_CASE(where_sends_are_free_autopipe_is_the_exact_min_max_partition) {
   auto autopipe = test::plugins().partitioner("autopipe");
   BOOST_REQUIRE(autopipe.ok());
   std::mt19937 random(42);
-  const ClusterSpec cluster = job("vgg16-4dev.toml").cluster;
+  const ClusterSpec cluster = free_links(job("vgg16-4dev.toml").cluster);
+  BOOST_REQUIRE(cluster.validate().ok());
   for (int trial = 0; trial < 40; ++trial) {
     const ModelProfile profile = random_profile(random, 3 + trial % 5);
     const std::size_t stages = 2 + trial % 3;
@@ -257,8 +273,7 @@ BOOST_AUTO_TEST_CASE(autopipe_is_never_worse_than_the_exact_min_max_partition) {
     const double largest = largest_stage(units, *partition);
     const double optimum = brute_force_min_max(units, stages);
     BOOST_TEST_CONTEXT("trial " << trial << ": " << units.size() << " units, " << stages << " stages") {
-      // Within 1% of the optimum: the room autopipe's simulated search may use.
-      BOOST_TEST(largest <= optimum * 1.01 + 1e-9);
+      BOOST_TEST(largest <= optimum + 1e-9);
       BOOST_TEST(largest >= optimum - 1e-9);
     }
   }
@@ -270,7 +285,11 @@ BOOST_AUTO_TEST_CASE(autopipe_cuts_inside_the_gpt2_head_where_block_planners_can
   auto profile = load_profile((test::source_root() / "configs/profiles/gpt2-xl.toml").string());
   BOOST_REQUIRE(profile.ok());
   const std::vector<Unit> units = profile->units(true);
-  PlanContext context{.profile = *profile, .cluster = job("gpt2-xl-hetero-2x8.toml").cluster};
+  // Free links, so that balance alone decides.
+  auto homo = load_cluster((test::source_root() / "configs/clusters/homo-64.toml").string());
+  REQUIRE_OK(homo);
+  const ClusterSpec cluster = free_links(*homo);
+  PlanContext context{.profile = *profile, .cluster = cluster};
   context.stages = 32;
   context.micro_batch_sizes = std::vector<std::uint32_t>(64, profile->batch_size);
   context.scheduler = "1f1b";

@@ -32,7 +32,7 @@ public:
       e.output_bytes = static_cast<double>(unit.output_bytes) * scale_;
       entries_.push_back({e.forward + unit.forward_ms * scale_, e.backward + unit.backward_ms * scale_,
                           e.parameters + static_cast<double>(unit.parameter_bytes),
-                          e.stash + static_cast<double>(unit.stash_bytes_per_sample) * micro_batch});
+                          e.stash + static_cast<double>(unit.stash_bytes_per_sample) * micro_batch, Cut{}, 0.0});
     });
     entries_.back().begin = {profile.blocks.size(), 0};
   }

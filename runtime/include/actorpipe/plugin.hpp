@@ -111,11 +111,13 @@ struct PlanContext {
   bool sub_blocks = true;        ///< whether cuts inside blocks are allowed
   double optimizer_factor = 1;   ///< bytes of gradients and optimizer state per parameter byte
   double action_overhead_ms = 0; ///< fixed cost of every forward or backward
-  /// Where a previous round placed each stage: the speed of its slowest replica and
-  /// the memory of its smallest device. Empty on the first round, before any mapping;
-  /// a heterogeneity-aware partitioner balances against these when they are given.
+  /// Where the previous round's mapper placed each stage: the speed of its slowest
+  /// replica, the memory of its smallest device, and every device, placement[p][s]
+  /// (so that a partitioner can price its cuts over the links they will cross, with
+  /// IterationModel). Empty on the first round, before any mapping.
   std::vector<double> stage_speeds{};
   std::vector<std::uint64_t> stage_memory{};
+  std::vector<std::vector<DeviceId>> placement{};
   PluginOptions options{};
   /// A long search reports the fraction of it done (0 to 1), now and then: the planner
   /// shows it to a user who would otherwise wait on a silent terminal. May be empty.

@@ -5,6 +5,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -92,7 +93,10 @@ Result<std::uint64_t> parse_bytes(std::string_view text) {
   return static_cast<std::uint64_t>(std::llround(*value));
 }
 
-Result<double> parse_bandwidth(std::string_view text) { return scale(text, bandwidth_units, "bandwidth"); }
+Result<double> parse_bandwidth(std::string_view text) {
+  if (text::trim(text) == "unlimited") return std::numeric_limits<double>::infinity();
+  return scale(text, bandwidth_units, "bandwidth");
+}
 
 Result<double> parse_duration(std::string_view text) { return scale(text, duration_units, "time"); }
 

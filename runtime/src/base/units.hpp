@@ -16,7 +16,8 @@ inline constexpr double max_bytes = 9.2e18;
 /// Bytes from "512", "16 KB", "32GiB" (KB = 1000, KiB = 1024).
 Result<std::uint64_t> parse_bytes(std::string_view text);
 
-/// Bytes per second from "25 Gb/s" (bits), "16 GB/s" (bytes), "100 Mbit/s", "1e9".
+/// Bytes per second from "25 Gb/s" (bits), "16 GB/s" (bytes), "100 Mbit/s", "1e9";
+/// infinity from "unlimited" (a link that takes no time, for what-if planning).
 Result<double> parse_bandwidth(std::string_view text);
 
 /// Seconds from "5 us", "1.5 ms", "2 s", "100 ns".

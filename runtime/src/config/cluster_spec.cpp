@@ -8,6 +8,8 @@ namespace actorpipe {
 namespace {
 
 bool positive(double x) { return std::isfinite(x) && x > 0; }
+/// A bandwidth may be unlimited (infinite): a link that takes no time.
+bool positive_bandwidth(double x) { return x > 0; }
 
 } // namespace
 
@@ -15,7 +17,7 @@ Status ClusterSpec::validate() const {
   const std::string cluster = "cluster '" + name + "': ";
   if (servers.empty()) return Error::bad_input(cluster + "has no servers");
   if (devices.empty()) return Error::bad_input(cluster + "has no devices");
-  if (!positive(network.bandwidth)) return Error::bad_input(cluster + "network bandwidth must be positive");
+  if (!positive_bandwidth(network.bandwidth)) return Error::bad_input(cluster + "network bandwidth must be positive");
   if (!std::isfinite(network.latency) || network.latency < 0)
     return Error::bad_input(cluster + "network latency must not be negative");
 
@@ -24,23 +26,22 @@ Status ClusterSpec::validate() const {
     const std::string where = cluster + "server '" + server.name + "': ";
     if (!server_names.insert(server.name).second) return Error::bad_input(where + "another server has the same name");
     if (server.nics == 0) return Error::bad_input(where + "needs at least one NIC");
-    if (!positive(server.nic_bandwidth)) return Error::bad_input(where + "NIC bandwidth must be positive");
+    if (!positive_bandwidth(server.nic_bandwidth)) return Error::bad_input(where + "NIC bandwidth must be positive");
     if (server.pcie_switches.empty()) return Error::bad_input(where + "has no PCIe switch");
     if (server.host_bridges.empty()) return Error::bad_input(where + "has no host bridge");
-    if (server.host_bridges.size() > 1 && !positive(server.inter_bridge_bandwidth))
+    if (server.host_bridges.size() > 1 && !positive_bandwidth(server.inter_bridge_bandwidth))
       return Error::bad_input(where + "inter-bridge bandwidth must be positive");
-    if (!std::isfinite(server.nvlink_bandwidth) || server.nvlink_bandwidth < 0)
-      return Error::bad_input(where + "NVLink bandwidth must not be negative");
+    if (!(server.nvlink_bandwidth >= 0)) return Error::bad_input(where + "NVLink bandwidth must not be negative");
     for (std::size_t i = 0; i < server.pcie_switches.size(); ++i) {
       const PcieSwitch& sw = server.pcie_switches[i];
-      if (!positive(sw.bandwidth))
+      if (!positive_bandwidth(sw.bandwidth))
         return Error::bad_input(where + "PCIe switch " + std::to_string(i) + ": bandwidth must be positive");
       if (sw.host_bridge >= server.host_bridges.size())
         return Error::bad_input(where + "PCIe switch " + std::to_string(i) + ": host bridge " +
                                 std::to_string(sw.host_bridge) + " does not exist");
     }
     for (std::size_t i = 0; i < server.host_bridges.size(); ++i)
-      if (!positive(server.host_bridges[i].bandwidth))
+      if (!positive_bandwidth(server.host_bridges[i].bandwidth))
         return Error::bad_input(where + "host bridge " + std::to_string(i) + ": bandwidth must be positive");
   }
 

@@ -110,8 +110,8 @@ Result<Schedule> make_schedule(const Planning& planning, const Plan& plan, const
   return schedule;
 }
 
-/// Partition, map, schedule and simulate with `context` as it stands.
-Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContext& context) {
+/// The partitioner's cuts for `context` as it stands, checked.
+Result<Partition> partition_for(const Planning& planning, const Shape& shape, PlanContext& context) {
   const JobSpec& job = planning.job;
   context.options = options_for(job, job.plan.partitioner);
   auto partition = planning.partitioner->partition(context);
@@ -119,7 +119,13 @@ Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContex
     return plugin_refused(std::move(partition).error(), planning.partitioner_label, job, job.plan.partitioner);
   if (auto s = check_partition(*partition, job.profile, shape.stages, job.plan.sub_blocks); !s)
     return plugin_failed(std::move(s).error(), planning.partitioner_label);
+  return partition;
+}
 
+/// Maps, schedules and simulates `partition` with `context` as it stands.
+Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContext& context,
+                        const Partition& partition) {
+  const JobSpec& job = planning.job;
   Candidate candidate;
   Plan& plan = candidate.plan;
   plan.model = job.profile.name;
@@ -133,16 +139,16 @@ Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContex
   // The micro-batches the scheduler is asked for; its schedule may slice them.
   plan.schedule.micro_batch_sizes = context.micro_batch_sizes;
   for (std::size_t s = 0; s < shape.stages; ++s)
-    plan.stages.push_back({partition->cuts[s], partition->cuts[s + 1], {}});
+    plan.stages.push_back({partition.cuts[s], partition.cuts[s + 1], {}});
 
   context.options = options_for(job, job.plan.mapper);
-  auto mapping = planning.mapper->map(context, *partition);
+  auto mapping = planning.mapper->map(context, partition);
   if (!mapping) return plugin_refused(std::move(mapping).error(), planning.mapper_label, job, job.plan.mapper);
   plan.devices = std::move(mapping->devices);
   if (auto s = plan.validate(job.profile, job.cluster); !s)
     return plugin_failed(std::move(s).error(), planning.mapper_label);
 
-  auto schedule = make_schedule(planning, plan, partition->cuts);
+  auto schedule = make_schedule(planning, plan, partition.cuts);
   ACTORPIPE_TRY(schedule);
   plan.schedule = std::move(*schedule);
 
@@ -229,7 +235,6 @@ bool better(const Candidate& a, const Candidate& b) {
 Result<Candidate> evaluate(const Planning& planning, const Shape& shape, std::function<void(double)> progress) {
   const JobSpec& job = planning.job;
   PlanContext context{.profile = job.profile, .cluster = job.cluster};
-  context.progress = std::move(progress);
   context.stages = shape.stages;
   context.pipelines = shape.pipelines;
   context.batch_size = job.train.batch_size;
@@ -242,19 +247,35 @@ Result<Candidate> evaluate(const Planning& planning, const Shape& shape, std::fu
   context.optimizer_factor = planning.optimizer_factor;
   context.action_overhead_ms = job.plan.action_overhead_ms;
 
-  auto first = price(planning, shape, context);
-  if (!first) return first;
-  // A second round tells the partitioner where its stages landed (device speeds and
-  // memory), so a heterogeneity-aware one can rebalance; keep whichever is better.
-  placement_hints(first->plan, job.cluster, context.stage_speeds, context.stage_memory);
-  const bool uniform = std::all_of(context.stage_speeds.begin(), context.stage_speeds.end(),
-                                   [&](double v) { return v == context.stage_speeds.front(); }) &&
-                       std::all_of(context.stage_memory.begin(), context.stage_memory.end(),
-                                   [&](std::uint64_t v) { return v == context.stage_memory.front(); });
-  if (uniform && !first->overflow) return first;
-  auto second = price(planning, shape, context);
-  if (!second) return second;
-  return better(*second, *first) ? second : first;
+  // Each round reports its share of the progress.
+  constexpr int rounds = 4;
+  int round = 0;
+  if (progress)
+    context.progress = [&round, report = std::move(progress)](double f) {
+      report((round + std::clamp(f, 0.0, 1.0)) / rounds);
+    };
+  auto partition = partition_for(planning, shape, context);
+  ACTORPIPE_TRY(partition);
+  auto best = price(planning, shape, context, *partition);
+  ACTORPIPE_TRY(best);
+  // Later rounds tell the partitioner where its stages landed (device speeds, memory
+  // and links), so that a placement-aware one can re-cut for them, and the mapper
+  // places the new cuts. They alternate until the cuts repeat, a fixed point, or for
+  // at most `rounds`; the best candidate of any round is kept.
+  Plan last = best->plan;
+  for (round = 1; round < rounds; ++round) {
+    placement_hints(last, job.cluster, context.stage_speeds, context.stage_memory);
+    context.placement = last.devices;
+    auto next_partition = partition_for(planning, shape, context);
+    ACTORPIPE_TRY(next_partition);
+    if (next_partition->cuts == partition->cuts) break;
+    auto next = price(planning, shape, context, *next_partition);
+    ACTORPIPE_TRY(next);
+    last = next->plan;
+    partition = std::move(next_partition);
+    if (better(*next, *best)) best = std::move(next);
+  }
+  return best;
 }
 
 } // namespace actorpipe::planning

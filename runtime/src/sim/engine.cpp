@@ -106,15 +106,16 @@ private:
 
   /// Starts a transfer when every lane on its route is free (from `ready` on) and
   /// returns its arrival: latency plus bytes at the bottleneck's bandwidth. Each lane
-  /// is occupied for as long as it takes to carry the bytes at its own bandwidth, so a
-  /// slow NIC does not block a fast switch for its whole transfer.
+  /// is occupied for as long as it takes to carry the bytes (times the route's share
+  /// of it) at its own bandwidth, so a slow NIC does not block a fast switch for its
+  /// whole transfer.
   double transfer(const Route& route, double bytes, double ready, std::uint32_t from, const std::string* label) {
     double start = ready;
     for (std::uint8_t l = 0; l < route.count; ++l)
       start = std::max(start, lane_free_[route.lanes[l]]);
     const double ms = route.latency_ms + (std::isinf(route.bytes_per_ms) ? 0.0 : bytes / route.bytes_per_ms);
     for (std::uint8_t l = 0; l < route.count; ++l)
-      occupy(route.lanes[l], start, bytes);
+      occupy(route.lanes[l], start, bytes * route.share[l]);
     if (label && ms > 0) {
       const Instance& instance = model_.instances[from];
       out_.spans.push_back({"send " + *label, instance.pipeline, instance.stage, Span::Kind::send, start, ms});
@@ -175,12 +176,12 @@ private:
     if (++group_ready_[stage] < group.instances.size()) return;
     group_ready_[stage] = 0;
     double end = group_ready_at_[stage];
-    if (group.instances.size() > 1 && group.bytes > 0) {
+    if (group.ring > 1 && group.bytes > 0) {
       double start = end;
       for (LaneId lane : group.lanes)
         start = std::max(start, lane_free_[lane]);
       const double ms = ring_allreduce_ms(group);
-      const double n = static_cast<double>(group.instances.size());
+      const double n = static_cast<double>(group.ring);
       for (std::size_t l = 0; l < group.lanes.size(); ++l)
         occupy(group.lanes[l], start, group.lane_uses[l] * 2.0 * (n - 1) / n * group.bytes);
       end = start + ms;
@@ -232,7 +233,7 @@ private:
 } // namespace
 
 double ring_allreduce_ms(const Group& group) {
-  const double n = static_cast<double>(group.instances.size());
+  const double n = static_cast<double>(group.ring);
   if (n < 2) return 0;
   const double transfer = std::isinf(group.bytes_per_ms) ? 0.0 : 2.0 * (n - 1) / n * group.bytes / group.bytes_per_ms;
   return transfer + 2.0 * (n - 1) * group.latency_ms;

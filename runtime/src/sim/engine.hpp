@@ -31,6 +31,9 @@ struct Instance {
 /// The replicas of one stage index and the ring they all-reduce gradients over.
 struct Group {
   std::vector<std::uint32_t> instances;
+  /// Replicas in the ring: as many as `instances`, or more where the model simulates
+  /// one replica for all (IterationModel); the all-reduce waits for `instances` only.
+  std::size_t ring = 0;
   std::vector<LaneId> lanes;  ///< every lane the ring crosses
   std::vector<int> lane_uses; ///< how many ring steps cross each of them
   double bytes = 0;           ///< gradients to reduce

@@ -5,6 +5,7 @@
 #include <actorpipe/simulator.hpp>
 
 #include "sim/engine.hpp"
+#include "sim/model_builder.hpp"
 #include "sim/stage_figures.hpp"
 #include "sim/topology.hpp"
 
@@ -15,38 +16,6 @@
 namespace actorpipe {
 
 namespace {
-
-/// The ring a stage's replicas all-reduce over: ordered by server and switch, as NCCL
-/// orders its rings, so that the ring crosses each server boundary once each way.
-sim::Group make_group(const sim::Topology& topology, const ClusterSpec& cluster, std::vector<std::uint32_t> instances,
-                      const std::vector<DeviceId>& devices, double bytes) {
-  sim::Group group;
-  group.bytes = bytes;
-  std::vector<std::size_t> order(instances.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const Device& x = cluster.devices[devices[a]];
-    const Device& y = cluster.devices[devices[b]];
-    return std::tie(x.server, x.pcie_switch, devices[a]) < std::tie(y.server, y.pcie_switch, devices[b]);
-  });
-  group.instances = std::move(instances);
-  group.bytes_per_ms = std::numeric_limits<double>::infinity();
-  if (order.size() < 2) return group;
-  std::map<sim::LaneId, int> uses;
-  for (std::size_t j = 0; j < order.size(); ++j) {
-    const sim::Route route = topology.route(devices[order[j]], devices[order[(j + 1) % order.size()]]);
-    for (std::uint8_t l = 0; l < route.count; ++l)
-      ++uses[route.lanes[l]];
-    group.latency_ms = std::max(group.latency_ms, route.latency_ms);
-    group.bytes_per_ms = std::min(group.bytes_per_ms, route.bytes_per_ms);
-  }
-  for (const auto& [lane, count] : uses) {
-    group.lanes.push_back(lane);
-    group.lane_uses.push_back(count);
-    group.bytes_per_ms = std::min(group.bytes_per_ms, topology.bytes_per_ms(lane) / count);
-  }
-  return group;
-}
 
 Status check_inputs(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster) {
   if (auto s = plan.validate(profile, cluster); !s) return s;
@@ -98,15 +67,11 @@ Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
       instance.device = d;
       instance.processor = options.processors.empty() ? d : options.processors.at(d);
       model.processors = std::max(model.processors, instance.processor + 1);
-      instance.forward_ms_per_sample = f.forward_ms / device.speed;
-      instance.backward_ms_per_sample = f.backward_ms / device.speed;
+      sim::set_stage_costs(instance, f, device, options.optimizer_factor);
       instance.send_bytes_per_sample = s + 1 < S ? f.output_bytes : 0;
       instance.grad_bytes_per_sample = s > 0 ? figures[s - 1].output_bytes : 0;
       if (s + 1 < S) instance.to_next = topology.route(d, plan.devices[p][s + 1]);
       if (s > 0) instance.to_previous = topology.route(d, plan.devices[p][s - 1]);
-      // The step reads parameters and gradients and reads and writes its state.
-      const double touched = static_cast<double>(f.parameter_bytes) * (1.0 + 2.0 * options.optimizer_factor);
-      instance.optimizer_ms = touched / device.memory_bandwidth * 1000.0;
       model.instances.push_back(instance);
 
       DeviceReport& r = report.devices.emplace_back();
@@ -126,8 +91,8 @@ Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
       members.push_back(static_cast<std::uint32_t>(p * S + s));
       devices.push_back(plan.devices[p][s]);
     }
-    model.groups.push_back(
-        make_group(topology, cluster, std::move(members), devices, static_cast<double>(figures[s].parameter_bytes)));
+    model.groups.push_back(sim::make_group(topology, cluster, std::move(members), devices,
+                                           static_cast<double>(figures[s].parameter_bytes)));
   }
 
   sim::Outcome outcome = sim::run(model, options.iterations);

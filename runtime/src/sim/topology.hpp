@@ -19,12 +19,20 @@ using LaneId = std::uint32_t;
 /// The lanes a transfer holds, its bottleneck bandwidth and its latency.
 struct Route {
   std::array<LaneId, 12> lanes{};
+  /// Bytes each lane carries per byte of this transfer: 1, or more where one transfer
+  /// stands for the same transfer of several pipelines (IterationModel).
+  std::array<float, 12> share = ones();
   std::uint8_t count = 0;
   double bytes_per_ms = std::numeric_limits<double>::infinity();
   double latency_ms = 0;
   void add(LaneId lane, double lane_bytes_per_ms) {
     lanes[count++] = lane;
     bytes_per_ms = std::min(bytes_per_ms, lane_bytes_per_ms);
+  }
+  static constexpr std::array<float, 12> ones() {
+    std::array<float, 12> out{};
+    out.fill(1.0f);
+    return out;
   }
 };
 

@@ -1,0 +1,100 @@
+#pragma once
+
+/// Cuts moved one at a time for a shorter estimated iteration: coordinate descent over
+/// the cuts with IterationModel as the judge. For each cut in turn it tries its two
+/// neighbouring unit boundaries and the boundaries between its neighbours that send
+/// fewest bytes (left of it, right of it), keeps the best if it shortens the
+/// iteration, and sweeps again until a sweep changes nothing or the evaluation budget
+/// is spent. Every move keeps both stages it touches in memory and, where a compute
+/// limit is given, within it.
+
+#include "../unit_costs.hpp"
+
+#include <actorpipe/iteration_model.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+namespace actorpipe::autopipe {
+
+class IterationSearch {
+public:
+  /// `memory`: per stage, the device memory its units must fit (empty: no limit).
+  IterationSearch(const PlanContext& context, const partitioning::UnitCosts& costs, IterationModel& model,
+                  std::vector<std::uint64_t> memory, std::size_t budget)
+      : c_(context), costs_(costs), model_(model), memory_(std::move(memory)), budget_(budget),
+        figures_(context.stages) {}
+
+  /// The estimated iteration time of the split at unit boundaries `b`.
+  double time(const std::vector<std::size_t>& b) {
+    ++evaluations_;
+    const double per_sample = 1.0 / costs_.micro_batch();
+    for (std::size_t s = 0; s < figures_.size(); ++s) {
+      StageFigures& f = figures_[s];
+      f.forward_ms = costs_.forward_ms(b[s], b[s + 1]) * per_sample;
+      f.backward_ms = costs_.backward_ms(b[s], b[s + 1]) * per_sample;
+      f.output_bytes = costs_.boundary_bytes(b[s + 1]) * per_sample;
+      f.parameter_bytes = static_cast<std::uint64_t>(costs_.parameter_bytes(b[s], b[s + 1]));
+      f.stash_bytes_per_sample = static_cast<std::uint64_t>(costs_.stash_bytes(b[s], b[s + 1]) * per_sample);
+    }
+    return model_.iteration_ms(figures_);
+  }
+
+  bool fits(std::size_t s, std::size_t i, std::size_t j) const {
+    return memory_.empty() || partitioning::stage_memory(costs_, c_, s, i, j) <= static_cast<double>(memory_[s]);
+  }
+  bool spent() const { return evaluations_ >= budget_; }
+  std::size_t evaluations() const { return evaluations_; }
+
+  /// Improves `b` (estimated at `t`) in place; `compute_limit` bounds every stage's
+  /// compute on its device (infinity: no bound).
+  void refine(std::vector<std::size_t>& b, double& t, double compute_limit) {
+    const std::size_t S = b.size() - 1;
+    auto allowed = [&](std::size_t k, std::size_t value) {
+      return b[k - 1] < value && value < b[k + 1] && fits(k - 1, b[k - 1], value) && fits(k, value, b[k + 1]) &&
+             costs_.compute_ms(b[k - 1], value) / model_.stage_speed(k - 1) <= compute_limit &&
+             costs_.compute_ms(value, b[k + 1]) / model_.stage_speed(k) <= compute_limit;
+    };
+    for (bool moved = true; moved && !spent();) {
+      moved = false;
+      for (std::size_t k = 1; k < S && !spent(); ++k) {
+        std::size_t options[4] = {b[k] - 1, b[k] + 1, quietest(b[k - 1] + 1, b[k]), quietest(b[k] + 1, b[k + 1])};
+        const std::size_t kept = b[k];
+        std::size_t best = kept;
+        double best_time = t * (1 - 1e-9);
+        for (std::size_t value : options) {
+          if (value == kept || !allowed(k, value) || spent()) continue;
+          b[k] = value;
+          if (const double candidate = time(b); candidate < best_time) best_time = candidate, best = value;
+          b[k] = kept;
+        }
+        if (best != kept) {
+          b[k] = best;
+          t = best_time;
+          moved = true;
+        }
+      }
+    }
+  }
+
+private:
+  /// The boundary in [from, to) that sends fewest bytes; `to` when the range is empty.
+  std::size_t quietest(std::size_t from, std::size_t to) const {
+    std::size_t best = to;
+    for (std::size_t j = from; j < to; ++j)
+      if (best == to || costs_.boundary_bytes(j) < costs_.boundary_bytes(best)) best = j;
+    return best;
+  }
+
+  const PlanContext& c_;
+  const partitioning::UnitCosts& costs_;
+  IterationModel& model_;
+  std::vector<std::uint64_t> memory_;
+  std::size_t budget_;
+  std::size_t evaluations_ = 0;
+  std::vector<StageFigures> figures_;
+};
+
+} // namespace actorpipe::autopipe

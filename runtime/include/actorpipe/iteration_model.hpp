@@ -1,0 +1,88 @@
+#pragma once
+
+/// The planner's estimate of one iteration: what a partitioner or mapper minimises
+/// while it searches many candidate cuts for one placement of devices.
+///
+/// It runs the simulator's own engine and rules (stage times by device speed; sends
+/// over the routes and lanes of the topology, each lane carrying one transfer at a
+/// time; the ring all-reduce of every stage; the optimizer step) on one
+/// representative pipeline instead of all of them:
+///   - each stage computes at the speed of its slowest replica, which all wait for;
+///   - sends take the routes of the pipeline whose links are slowest, and every lane
+///     on them carries its bandwidth divided by the number of pipelines whose sends
+///     at the same cut cross it: pipelines run in lockstep, so what they send at one
+///     cut shares a PCIe switch, host bridge or NIC at the same time;
+///   - each stage's gradients are all-reduced over the ring of all its replicas, as
+///     simulate() builds it.
+/// When every pipeline is alike and shares nothing with another, the estimate is what
+/// simulate() reports for one iteration; elsewhere it ranks plans as simulate() does
+/// (tests/simulator_test.cpp checks both). docs/simulate.md explains the model.
+
+#include <actorpipe/cluster_spec.hpp>
+#include <actorpipe/export.hpp>
+#include <actorpipe/schedule.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace actorpipe {
+
+/// What one stage of a partition costs, per sample on the profile's reference device.
+struct StageFigures {
+  double forward_ms = 0;
+  double backward_ms = 0;
+  double output_bytes = 0; ///< activations leaving the stage (gradients return as many)
+  std::uint64_t parameter_bytes = 0;
+  std::uint64_t stash_bytes_per_sample = 0;
+};
+
+/// What stays fixed while a search moves cuts: where each stage of each pipeline runs
+/// and the schedule of one pipeline.
+struct IterationSetup {
+  std::vector<std::vector<DeviceId>> devices; ///< devices[pipeline][stage]
+  Schedule schedule;                          ///< one pipeline's micro-batches and actions
+  double action_overhead_ms = 0;              ///< fixed cost of every forward or backward
+  double optimizer_factor = 1;                ///< bytes of gradients and optimizer state per parameter byte
+};
+
+class ACTORPIPE_EXPORT IterationModel {
+public:
+  /// The setup must be valid for the cluster (every device index in range, one device
+  /// per stage of each pipeline, a schedule of as many stages).
+  IterationModel(const ClusterSpec& cluster, IterationSetup setup);
+  ~IterationModel();
+  IterationModel(IterationModel&&) noexcept;
+  IterationModel& operator=(IterationModel&&) noexcept;
+
+  std::size_t stages() const;
+  /// Stage s's speed relative to the reference device: its slowest replica's.
+  double stage_speed(std::size_t stage) const;
+  /// Device memory of stage s: its smallest replica's.
+  std::uint64_t stage_memory(std::size_t stage) const;
+  /// Milliseconds one byte takes across the cut after stage `cut`, forward or
+  /// backward, whichever is slower, with the lanes shared as above; and the latency.
+  double cut_ms_per_byte(std::size_t cut) const;
+  double cut_latency_ms(std::size_t cut) const;
+
+  /// The estimated iteration time for stages with these figures (one per stage).
+  /// Not for concurrent use: it reuses its buffers.
+  double iteration_ms(const std::vector<StageFigures>& stages);
+
+  /// What iteration_ms() found out besides the time: the stage that computed most of
+  /// the iteration, and the cut whose sends kept a lane busiest. −1 when none.
+  struct Bottleneck {
+    std::ptrdiff_t stage = -1;
+    std::ptrdiff_t cut = -1;
+    double stage_busy = 0; ///< fraction of the iteration
+    double cut_busy = 0;   ///< fraction of the iteration its busiest lane carried sends
+  };
+  Bottleneck last_bottleneck() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace actorpipe

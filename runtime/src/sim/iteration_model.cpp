@@ -1,0 +1,211 @@
+/// IterationModel: the engine of simulate() run on one representative pipeline
+/// (actorpipe/iteration_model.hpp says which, and why).
+
+#include <actorpipe/iteration_model.hpp>
+
+#include "sim/engine.hpp"
+#include "sim/model_builder.hpp"
+#include "sim/topology.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+namespace actorpipe {
+
+struct IterationModel::Impl {
+  const ClusterSpec* cluster = nullptr;
+  Schedule schedule;
+  double optimizer_factor = 1;
+  std::vector<const Device*> device; ///< per stage, its slowest replica
+  std::vector<std::uint64_t> memory; ///< per stage, its smallest replica's
+  std::vector<double> cut_ms_per_byte, cut_latency_ms;
+  std::vector<std::vector<sim::LaneId>> cut_lanes; ///< per cut, the compact lanes of its sends
+  /// A lane the representative's sends cross: which of its sends (2·cut + backward)
+  /// cross it, and how many pipelines' sends cross it at each send.
+  struct Lane {
+    double bytes_per_ms = 0;
+    std::vector<std::size_t> own;
+    std::vector<std::pair<std::size_t, int>> load;
+  };
+  std::vector<Lane> lanes;  ///< as model.lane_bytes_per_ms
+  std::vector<float> share; ///< per lane, bytes all pipelines send across it per byte of ours
+  sim::Model model;
+  Bottleneck last;
+};
+
+namespace {
+
+/// Bytes/ms of a route once each of its lanes is shared `uses(lane)` ways.
+template <class Uses> double shared_bytes_per_ms(const sim::Route& route, const sim::Topology& topology, Uses uses) {
+  double bytes_per_ms = route.bytes_per_ms;
+  for (std::uint8_t l = 0; l < route.count; ++l)
+    bytes_per_ms = std::min(bytes_per_ms, topology.bytes_per_ms(route.lanes[l]) / std::max(1, uses(route.lanes[l])));
+  return bytes_per_ms;
+}
+
+} // namespace
+
+IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.cluster = &cluster;
+  m.schedule = std::move(setup.schedule);
+  m.optimizer_factor = setup.optimizer_factor;
+  const auto& devices = setup.devices;
+  const std::size_t P = devices.size();
+  const std::size_t S = P ? devices.front().size() : 0;
+  const sim::Topology topology(cluster);
+
+  m.device.assign(S, nullptr);
+  m.memory.assign(S, std::numeric_limits<std::uint64_t>::max());
+  for (const auto& pipeline : devices)
+    for (std::size_t s = 0; s < S; ++s) {
+      const Device& d = cluster.devices[pipeline[s]];
+      if (!m.device[s] || d.speed < m.device[s]->speed ||
+          (d.speed == m.device[s]->speed && d.memory_bandwidth < m.device[s]->memory_bandwidth))
+        m.device[s] = &d;
+      m.memory[s] = std::min(m.memory[s], d.memory_bytes);
+    }
+
+  // Per cut and direction ("send" 2·cut + backward), how many pipelines' sends cross
+  // each lane; and per pipeline, how long a byte takes over all its sends with every
+  // lane's bandwidth split among them. The slowest pipeline stands for all.
+  const std::size_t sends = S > 0 ? 2 * (S - 1) : 0;
+  auto route_of = [&](std::size_t p, std::size_t send) {
+    const std::size_t cut = send / 2;
+    return send % 2 ? topology.route(devices[p][cut + 1], devices[p][cut])
+                    : topology.route(devices[p][cut], devices[p][cut + 1]);
+  };
+  std::vector<int> uses(topology.lane_count(), 0);
+  std::vector<std::vector<std::pair<sim::LaneId, int>>> crossings(sends); ///< per send: lane, pipelines
+  std::vector<double> ms_per_byte(P, 0.0);
+  for (std::size_t c = 0; c < sends; ++c) {
+    std::vector<sim::LaneId> touched;
+    for (std::size_t p = 0; p < P; ++p) {
+      const sim::Route r = route_of(p, c);
+      for (std::uint8_t l = 0; l < r.count; ++l)
+        if (uses[r.lanes[l]]++ == 0) touched.push_back(r.lanes[l]);
+    }
+    for (std::size_t p = 0; p < P; ++p) {
+      const double bpm = shared_bytes_per_ms(route_of(p, c), topology, [&](sim::LaneId lane) { return uses[lane]; });
+      ms_per_byte[p] += std::isinf(bpm) ? 0.0 : 1.0 / bpm;
+    }
+    for (sim::LaneId lane : touched) {
+      crossings[c].push_back({lane, uses[lane]});
+      uses[lane] = 0;
+    }
+  }
+  const std::size_t rep =
+      static_cast<std::size_t>(std::max_element(ms_per_byte.begin(), ms_per_byte.end()) - ms_per_byte.begin());
+
+  // The representative's sends keep their routes at full speed; each lane on them is
+  // occupied, per byte of its own, for as long as it takes to carry every pipeline's
+  // sends across it too (iteration_ms() weighs that by the sends' bytes).
+  std::unordered_map<sim::LaneId, sim::LaneId> compact;
+  std::vector<sim::Route> routes(sends);
+  m.cut_ms_per_byte.assign(S > 0 ? S - 1 : 0, 0.0);
+  m.cut_latency_ms.assign(S > 0 ? S - 1 : 0, 0.0);
+  m.cut_lanes.assign(S > 0 ? S - 1 : 0, {});
+  for (std::size_t c = 0; c < sends; ++c) {
+    const sim::Route r = route_of(rep, c);
+    sim::Route& own = routes[c];
+    own.latency_ms = r.latency_ms;
+    own.bytes_per_ms = r.bytes_per_ms;
+    for (std::uint8_t l = 0; l < r.count; ++l) {
+      auto [it, added] = compact.try_emplace(r.lanes[l], static_cast<sim::LaneId>(m.lanes.size()));
+      if (added) m.lanes.push_back({topology.bytes_per_ms(r.lanes[l]), {}});
+      m.lanes[it->second].own.push_back(c);
+      own.lanes[own.count++] = it->second;
+      m.cut_lanes[c / 2].push_back(it->second);
+    }
+    const std::size_t cut = c / 2;
+    m.cut_ms_per_byte[cut] = std::max(m.cut_ms_per_byte[cut], std::isinf(r.bytes_per_ms) ? 0.0 : 1.0 / r.bytes_per_ms);
+    m.cut_latency_ms[cut] = std::max(m.cut_latency_ms[cut], r.latency_ms);
+  }
+  for (std::size_t c = 0; c < sends; ++c)
+    for (const auto& [lane, pipelines] : crossings[c])
+      if (const auto it = compact.find(lane); it != compact.end()) m.lanes[it->second].load.push_back({c, pipelines});
+  m.model.schedule = &m.schedule;
+  m.model.stages = S;
+  m.model.processors = S;
+  m.model.action_overhead_ms = setup.action_overhead_ms;
+  for (std::size_t s = 0; s < S; ++s) {
+    sim::Instance instance;
+    instance.stage = s;
+    instance.processor = s;
+    instance.device = static_cast<DeviceId>(m.device[s] - cluster.devices.data());
+    if (s + 1 < S) instance.to_next = routes[2 * s];
+    if (s > 0) instance.to_previous = routes[2 * (s - 1) + 1];
+    m.model.instances.push_back(instance);
+
+    std::vector<DeviceId> replicas;
+    for (const auto& pipeline : devices)
+      replicas.push_back(pipeline[s]);
+    sim::Group group = sim::make_group(topology, cluster, {static_cast<std::uint32_t>(s)}, replicas, 0.0);
+    // The rings share lanes with the sends and with each other, as in simulate():
+    // an all-reduce waits for the lanes it crosses to be free.
+    for (sim::LaneId& lane : group.lanes) {
+      auto [it, added] = compact.try_emplace(lane, static_cast<sim::LaneId>(m.lanes.size()));
+      if (added) m.lanes.push_back({topology.bytes_per_ms(lane), {}, {}});
+      lane = it->second;
+    }
+    m.model.groups.push_back(std::move(group));
+  }
+  for (const Impl::Lane& lane : m.lanes)
+    m.model.lane_bytes_per_ms.push_back(lane.bytes_per_ms);
+  m.share.resize(m.lanes.size(), 1.0f);
+}
+
+IterationModel::~IterationModel() = default;
+IterationModel::IterationModel(IterationModel&&) noexcept = default;
+IterationModel& IterationModel::operator=(IterationModel&&) noexcept = default;
+
+std::size_t IterationModel::stages() const { return impl_->device.size(); }
+double IterationModel::stage_speed(std::size_t stage) const { return impl_->device.at(stage)->speed; }
+std::uint64_t IterationModel::stage_memory(std::size_t stage) const { return impl_->memory.at(stage); }
+double IterationModel::cut_ms_per_byte(std::size_t cut) const { return impl_->cut_ms_per_byte.at(cut); }
+double IterationModel::cut_latency_ms(std::size_t cut) const { return impl_->cut_latency_ms.at(cut); }
+IterationModel::Bottleneck IterationModel::last_bottleneck() const { return impl_->last; }
+
+double IterationModel::iteration_ms(const std::vector<StageFigures>& stages) {
+  Impl& m = *impl_;
+  const std::size_t S = m.model.instances.size();
+  for (std::size_t s = 0; s < S; ++s) {
+    sim::Instance& instance = m.model.instances[s];
+    const StageFigures& f = stages.at(s);
+    sim::set_stage_costs(instance, f, *m.device[s], m.optimizer_factor);
+    instance.send_bytes_per_sample = s + 1 < S ? f.output_bytes : 0;
+    instance.grad_bytes_per_sample = s > 0 ? stages[s - 1].output_bytes : 0;
+    m.model.groups[s].bytes = static_cast<double>(f.parameter_bytes);
+  }
+  for (std::size_t l = 0; l < m.lanes.size(); ++l) {
+    const Impl::Lane& lane = m.lanes[l];
+    double own = 0, all = 0;
+    for (std::size_t send : lane.own)
+      own += stages[send / 2].output_bytes;
+    for (const auto& [send, pipelines] : lane.load)
+      all += pipelines * stages[send / 2].output_bytes;
+    m.share[l] = own > 0 && all > own ? static_cast<float>(all / own) : 1.0f;
+  }
+  for (std::size_t s = 0; s < S; ++s)
+    for (sim::Route* route : {&m.model.instances[s].to_next, &m.model.instances[s].to_previous})
+      for (std::uint8_t l = 0; l < route->count; ++l)
+        route->share[l] = m.share[route->lanes[l]];
+  const sim::Outcome outcome = sim::run(m.model, 1);
+  const double total = outcome.iteration_end_ms.empty() ? 0.0 : outcome.iteration_end_ms.front();
+
+  m.last = {};
+  if (total > 0) {
+    for (std::size_t s = 0; s < S; ++s)
+      if (outcome.busy_ms[s] / total > m.last.stage_busy)
+        m.last.stage_busy = outcome.busy_ms[s] / total, m.last.stage = static_cast<std::ptrdiff_t>(s);
+    for (std::size_t c = 0; c < m.cut_lanes.size(); ++c)
+      for (sim::LaneId lane : m.cut_lanes[c])
+        if (outcome.lane_busy_ms[lane] / total > m.last.cut_busy)
+          m.last.cut_busy = outcome.lane_busy_ms[lane] / total, m.last.cut = static_cast<std::ptrdiff_t>(c);
+  }
+  return total;
+}
+
+} // namespace actorpipe

@@ -1,0 +1,49 @@
+#include "sim/model_builder.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <tuple>
+
+namespace actorpipe::sim {
+
+Group make_group(const Topology& topology, const ClusterSpec& cluster, std::vector<std::uint32_t> instances,
+                 const std::vector<DeviceId>& devices, double bytes) {
+  Group group;
+  group.bytes = bytes;
+  group.ring = devices.size();
+  std::vector<std::size_t> order(devices.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const Device& x = cluster.devices[devices[a]];
+    const Device& y = cluster.devices[devices[b]];
+    return std::tie(x.server, x.pcie_switch, devices[a]) < std::tie(y.server, y.pcie_switch, devices[b]);
+  });
+  group.instances = std::move(instances);
+  group.bytes_per_ms = std::numeric_limits<double>::infinity();
+  if (order.size() < 2) return group;
+  std::map<LaneId, int> uses;
+  for (std::size_t j = 0; j < order.size(); ++j) {
+    const Route route = topology.route(devices[order[j]], devices[order[(j + 1) % order.size()]]);
+    for (std::uint8_t l = 0; l < route.count; ++l)
+      ++uses[route.lanes[l]];
+    group.latency_ms = std::max(group.latency_ms, route.latency_ms);
+    group.bytes_per_ms = std::min(group.bytes_per_ms, route.bytes_per_ms);
+  }
+  for (const auto& [lane, count] : uses) {
+    group.lanes.push_back(lane);
+    group.lane_uses.push_back(count);
+    group.bytes_per_ms = std::min(group.bytes_per_ms, topology.bytes_per_ms(lane) / count);
+  }
+  return group;
+}
+
+void set_stage_costs(Instance& instance, const StageFigures& f, const Device& device, double optimizer_factor) {
+  instance.forward_ms_per_sample = f.forward_ms / device.speed;
+  instance.backward_ms_per_sample = f.backward_ms / device.speed;
+  const double touched = static_cast<double>(f.parameter_bytes) * (1.0 + 2.0 * optimizer_factor);
+  instance.optimizer_ms = touched / device.memory_bandwidth * 1000.0;
+}
+
+} // namespace actorpipe::sim
