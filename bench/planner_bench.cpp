@@ -13,6 +13,7 @@
 #include <actorpipe/simulator.hpp>
 
 #include "../plugins/partitioner/unit_costs.hpp"
+#include "synthetic_chain.hpp"
 #include "base/text.hpp"
 #include "base/text_table.hpp"
 
@@ -24,29 +25,6 @@
 using namespace actorpipe;
 
 namespace {
-
-/// A chain of `blocks` blocks of uneven cost, with attention/MLP-like sub-blocks.
-ModelProfile synthetic_chain(std::size_t blocks) {
-  ModelProfile p;
-  p.name = "chain-1000";
-  p.batch_size = 8;
-  for (std::size_t b = 0; b < blocks; ++b) {
-    const double scale = 1.0 + 0.5 * static_cast<double>((b * 7919) % 13) / 13.0;
-    Block block;
-    block.name = "b" + std::to_string(b);
-    block.sub_blocks = {{"attention", 0.4 * scale, 0.8 * scale, 1 << 20, 4 << 20, 1 << 16},
-                        {"mlp", 0.6 * scale, 1.2 * scale, 1 << 20, 8 << 20, 1 << 16}};
-    for (const SubBlock& s : block.sub_blocks) {
-      block.forward_ms += s.forward_ms;
-      block.backward_ms += s.backward_ms;
-      block.parameter_bytes += s.parameter_bytes;
-      block.stash_bytes_per_sample += s.stash_bytes_per_sample;
-    }
-    block.output_bytes = 1 << 20;
-    p.blocks.push_back(block);
-  }
-  return p;
-}
 
 /// The balance of the exact min-max split into `stages` at sub-block granularity.
 double exact_balance(const ModelProfile& model, std::size_t stages) {
@@ -149,7 +127,7 @@ int main(int argc, char** argv) {
     if (!profile) return std::cerr << "planner_bench: " << profile.error().message << "\n", 2;
     models.push_back(std::move(*profile));
   }
-  models.push_back(synthetic_chain(1000));
+  models.push_back(bench::synthetic_chain(1000));
 
   const std::vector<std::string> partitioners = {"autopipe", "dapple", "piper", "pipedream", "uniform"};
   std::map<std::string, std::shared_ptr<Partitioner>> loaded;

@@ -1,9 +1,10 @@
 #pragma once
 
 /// Cuts moved one at a time for a shorter estimated iteration: coordinate descent over
-/// the cuts with IterationModel as the judge. For each cut in turn it tries its two
-/// neighbouring unit boundaries and the boundaries between its neighbours that send
-/// fewest bytes (left of it, right of it), keeps the best if it shortens the
+/// the cuts with IterationModel as the judge. For each cut in turn it tries the unit
+/// boundaries 1, 2, 4, ... units away on either side (up to its neighbouring cuts), so
+/// that it can leave a shallow basin, and the boundaries between its neighbours that
+/// send fewest bytes (left of it, right of it); it keeps the best if that shortens the
 /// iteration, and sweeps again until a sweep changes nothing or the evaluation budget
 /// is spent. Every move keeps both stages it touches in memory and, where a compute
 /// limit is given, within it.
@@ -57,10 +58,17 @@ public:
              costs_.compute_ms(b[k - 1], value) / model_.stage_speed(k - 1) <= compute_limit &&
              costs_.compute_ms(value, b[k + 1]) / model_.stage_speed(k) <= compute_limit;
     };
+    std::vector<std::size_t> options;
     for (bool moved = true; moved && !spent();) {
       moved = false;
       for (std::size_t k = 1; k < S && !spent(); ++k) {
-        std::size_t options[4] = {b[k] - 1, b[k] + 1, quietest(b[k - 1] + 1, b[k]), quietest(b[k] + 1, b[k + 1])};
+        options.clear();
+        for (std::size_t step = 1; b[k] + step < b[k + 1]; step *= 2)
+          options.push_back(b[k] + step);
+        for (std::size_t step = 1; b[k] > b[k - 1] + step; step *= 2)
+          options.push_back(b[k] - step);
+        options.push_back(quietest(b[k - 1] + 1, b[k]));
+        options.push_back(quietest(b[k] + 1, b[k + 1]));
         const std::size_t kept = b[k];
         std::size_t best = kept;
         double best_time = t * (1 - 1e-9);

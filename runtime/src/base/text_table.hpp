@@ -17,6 +17,7 @@ public:
 
   explicit Table(std::vector<Column> columns) : columns_(std::move(columns)) {}
   void add_row(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
+  bool empty() const { return rows_.empty(); }
   std::string str() const;
 
 private:

@@ -1,0 +1,271 @@
+/// Planner grid: autopipe + hetero against the best of every other partitioner with every mapper,
+/// by the predicted iteration time of the whole plan (what `actorpipe plan` prints).
+///
+/// Cells: every model (the six PipeDream profiles, gpt2-xl, bert-large and a
+/// 1,000-block chain) × every shipped cluster × 4, 8 and 16 stages with as many
+/// pipelines as the cluster holds (8 micro-batches each), and `auto` (stages, pipelines
+/// and micro-batches searched by the planner, the batch fixed per cluster). Each
+/// pipeline trains the profile's batch per iteration. A cell lists autopipe + hetero's
+/// predicted iteration time, the best other pair's, their ratio (> 1: autopipe faster)
+/// and the planners' search times; then the ratios' minimum, median and maximum over
+/// all cells, over the heterogeneous clusters' cells and over the `auto` cells, and
+/// the partitioners' own search time at 32 stages.
+///   build/bench/planner_grid [SOURCE_ROOT] [--model NAME] [--cluster NAME] [--stages N|auto] [--cells]
+
+#include <actorpipe/job.hpp>
+#include <actorpipe/planner.hpp>
+#include <actorpipe/plugin_registry.hpp>
+#include <actorpipe/profile_io.hpp>
+#include <actorpipe/schedule_builders.hpp>
+
+#include "base/text.hpp"
+#include "base/text_table.hpp"
+#include "synthetic_chain.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <set>
+
+using namespace actorpipe;
+
+namespace {
+
+struct Arguments {
+  std::string root = ".";
+  std::string model, cluster, stages;
+  bool cells = false; ///< print every cell, not only the summary and the lost ones
+};
+
+Arguments parse(int argc, char** argv) {
+  Arguments a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
+    if (arg == "--model")
+      a.model = value();
+    else if (arg == "--cluster")
+      a.cluster = value();
+    else if (arg == "--stages")
+      a.stages = value();
+    else if (arg == "--cells")
+      a.cells = true;
+    else
+      a.root = arg;
+  }
+  return a;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+bool heterogeneous(const ClusterSpec& cluster) {
+  return std::any_of(cluster.devices.begin(), cluster.devices.end(),
+                     [&](const Device& d) { return d.speed != cluster.devices.front().speed; });
+}
+
+struct Outcome {
+  bool ok = false;
+  double iteration_ms = 0, search_ms = 0;
+  std::string shape, error;
+};
+
+Outcome plan_one(JobSpec job, const PluginRegistry& plugins, const std::string& partitioner,
+                 const std::string& mapper) {
+  job.plan.partitioner = partitioner;
+  job.plan.mapper = mapper;
+  auto plan = make_plan(job, plugins);
+  if (!plan) return {false, 0, 0, "", plan.error().message};
+  return {true, plan->iteration_time_ms, plan->search_ms,
+          std::to_string(plan->pipelines) + "×" + std::to_string(plan->stages.size()) + "×" +
+              std::to_string(plan->schedule.micro_batch_sizes.size()),
+          ""};
+}
+
+/// The search time of one partition call in ms: the median of 5 batches of ≥ 1 ms.
+double time_partition(Partitioner& partitioner, const PlanContext& context) {
+  std::size_t batch = 1;
+  std::vector<double> times;
+  while (times.size() < 5) {
+    const auto start = std::chrono::steady_clock::now();
+    for (std::size_t k = 0; k < batch; ++k)
+      if (!partitioner.partition(context)) return -1;
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (ms < 1.0 && times.empty()) {
+      batch *= 2;
+      continue;
+    }
+    times.push_back(ms / static_cast<double>(batch));
+  }
+  return median(times);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  const Arguments args = parse(argc, argv);
+  auto registry = PluginRegistry::discover(PluginRegistry::default_folders());
+  if (!registry) return std::cerr << "planner_grid: " << registry.error().message << "\n", 2;
+
+  std::vector<ModelProfile> models;
+  for (const char* name : {"alexnet", "densenet121", "gnmt", "resnet101", "resnet50", "vgg16"}) {
+    ProfileImportOptions options;
+    options.batch_size = 128; // as the shipped jobs read them
+    auto profile = load_profile(args.root + "/configs/profiles/pipedream/" + name + ".txt", options);
+    if (!profile) return std::cerr << "planner_grid: " << profile.error().message << " (pass the source folder)\n", 2;
+    models.push_back(std::move(*profile));
+  }
+  for (const char* name : {"gpt2-xl", "bert-large"}) {
+    auto profile = load_profile(args.root + "/configs/profiles/" + name + ".toml");
+    if (!profile) return std::cerr << "planner_grid: " << profile.error().message << "\n", 2;
+    models.push_back(std::move(*profile));
+  }
+  models.push_back(bench::synthetic_chain(1000));
+
+  std::vector<ClusterSpec> clusters;
+  std::set<std::filesystem::path> cluster_files;
+  for (const auto& entry : std::filesystem::directory_iterator(args.root + "/configs/clusters"))
+    if (entry.path().extension() == ".toml") cluster_files.insert(entry.path());
+  for (const auto& path : cluster_files) {
+    auto cluster = load_cluster(path.string());
+    if (!cluster) return std::cerr << "planner_grid: " << cluster.error().message << "\n", 2;
+    clusters.push_back(std::move(*cluster));
+  }
+
+  std::vector<std::string> partitioners, mappers;
+  for (const PluginRecord& record : registry->plugins()) {
+    if (record.kind == PluginKind::partitioner) partitioners.push_back(record.name);
+    if (record.kind == PluginKind::mapper) mappers.push_back(record.name);
+  }
+
+  text::Table cells({{"model"},
+                     {"cluster"},
+                     {"stages"},
+                     {"autopipe+hetero"},
+                     {"ms", text::Table::Align::right},
+                     {"best other"},
+                     {"ms", text::Table::Align::right},
+                     {"ratio", text::Table::Align::right},
+                     {"search ms", text::Table::Align::right},
+                     {"others' search ms", text::Table::Align::right}});
+  std::vector<double> all, hetero, automatic;
+  std::size_t lost = 0, counted = 0;
+  const std::vector<std::string> stage_columns = {"4", "8", "16", "auto"};
+  for (const ModelProfile& model : models) {
+    if (!args.model.empty() && model.name != args.model) continue;
+    for (const ClusterSpec& cluster : clusters) {
+      if (!args.cluster.empty() && cluster.name != args.cluster) continue;
+      for (const std::string& column : stage_columns) {
+        if (!args.stages.empty() && column != args.stages) continue;
+        const std::uint32_t micro_batch = std::max<std::uint32_t>(1, model.batch_size / 8);
+        JobSpec job;
+        job.file = "planner_grid";
+        job.job.name = model.name + "@" + cluster.name;
+        job.profile = model;
+        job.cluster = cluster;
+        if (column == "auto") {
+          // A batch of one pipeline's share per 8 devices (at least one share).
+          const auto shares = std::max<std::uint32_t>(1, static_cast<std::uint32_t>(cluster.devices.size() / 8));
+          job.train.batch_size = shares * 8 * micro_batch;
+        } else {
+          const auto stages = static_cast<std::uint32_t>(std::stoul(column));
+          const auto pipelines = static_cast<std::uint32_t>(cluster.devices.size() / stages);
+          if (pipelines == 0 || stages > model.units(true).size()) continue;
+          job.plan.stages = stages;
+          job.plan.pipelines = pipelines;
+          job.plan.micro_batches = 8;
+          job.train.batch_size = pipelines * 8 * micro_batch;
+        }
+        const Outcome ours = plan_one(job, *registry, "autopipe", "hetero");
+        Outcome best;
+        std::string best_name;
+        double others_search = 0;
+        for (const std::string& p : partitioners)
+          for (const std::string& m : mappers) {
+            if (p == "autopipe") continue; // the baselines, each with every mapper
+            const Outcome o = plan_one(job, *registry, p, m);
+            if (!o.ok) continue;
+            others_search = std::max(others_search, o.search_ms);
+            if (!best.ok || o.iteration_ms < best.iteration_ms) best = o, best_name = p + "+" + m;
+          }
+        if (!ours.ok) {
+          std::cout << "autopipe+hetero failed on " << model.name << " × " << cluster.name << " × " << column << ": "
+                    << ours.error << "\n";
+          ++lost;
+          continue;
+        }
+        if (!best.ok) continue;
+        const double ratio = best.iteration_ms / ours.iteration_ms;
+        ++counted;
+        (column == "auto" ? automatic : all).push_back(ratio);
+        if (column != "auto" && heterogeneous(cluster)) hetero.push_back(ratio);
+        const bool behind = ratio < 1 - 0.005;
+        lost += behind;
+        if (args.cells || behind)
+          cells.add_row({model.name, cluster.name, column, ours.shape, text::format_fixed(ours.iteration_ms, 2),
+                         best_name + " " + best.shape, text::format_fixed(best.iteration_ms, 2),
+                         text::format_fixed(ratio, 3) + (behind ? " LOST" : ""), text::format_fixed(ours.search_ms, 2),
+                         text::format_fixed(others_search, 2)});
+        std::cerr << "\r" << counted << " cells" << std::flush;
+      }
+    }
+  }
+  std::cerr << "\r";
+  auto summary = [](const std::vector<double>& v) {
+    if (v.empty()) return std::string("none");
+    return "min " + text::format_fixed(*std::min_element(v.begin(), v.end()), 3) + "×, median " +
+           text::format_fixed(median(v), 3) + "×, max " + text::format_fixed(*std::max_element(v.begin(), v.end()), 3) +
+           "× over " + std::to_string(v.size()) + " cells";
+  };
+  std::cout << "planner grid: predicted iteration time, best other partitioner+mapper / autopipe+hetero (> 1: "
+               "autopipe faster)\n\n";
+  if (!cells.empty()) std::cout << cells.str() << "\n";
+  std::cout << "fixed stages     " << summary(all) << "\n"
+            << "  heterogeneous  " << summary(hetero) << "\n"
+            << "auto shapes      " << summary(automatic) << "\n"
+            << "cells lost (autopipe+hetero > 0.5% slower, or failed): " << lost << "\n\n";
+
+  // The partitioners' own search at 32 stages, one pipeline on the first 32 devices of
+  // homo-64, 64 micro-batches, as the planner's later rounds call them.
+  const auto homo = std::find_if(clusters.begin(), clusters.end(), [](const ClusterSpec& c) { return c.name == "homo-64"; });
+  if (homo == clusters.end() || !args.cluster.empty()) return lost == 0 ? 0 : 1;
+  text::Table search({{"model"},
+                      {"blocks", text::Table::Align::right},
+                      {"autopipe ms", text::Table::Align::right},
+                      {"dapple ms", text::Table::Align::right},
+                      {"piper ms", text::Table::Align::right},
+                      {"dapple / autopipe", text::Table::Align::right},
+                      {"piper / autopipe", text::Table::Align::right}});
+  for (const ModelProfile& model : models) {
+    if (!args.model.empty() && model.name != args.model) continue;
+    constexpr std::size_t stages = 32;
+    if (model.blocks.size() < stages) continue;
+    PlanContext context{.profile = model, .cluster = *homo};
+    context.stages = stages;
+    context.micro_batch_sizes = std::vector<std::uint32_t>(2 * stages, std::max<std::uint32_t>(1, model.batch_size / 8));
+    context.batch_size = 2 * stages * context.micro_batch_sizes.front();
+    context.scheduler = "1f1b";
+    context.action_overhead_ms = 0.1;
+    context.placement.emplace_back();
+    for (std::size_t s = 0; s < stages; ++s)
+      context.placement[0].push_back(s);
+    context.stage_speeds.assign(stages, 1.0);
+    context.stage_memory.assign(stages, homo->devices.front().memory_bytes);
+    std::map<std::string, double> ms;
+    for (const char* name : {"autopipe", "dapple", "piper"})
+      ms[name] = time_partition(**registry->partitioner(name), context);
+    search.add_row({model.name, std::to_string(model.blocks.size()), text::format_fixed(ms["autopipe"], 3),
+                    text::format_fixed(ms["dapple"], 3), text::format_fixed(ms["piper"], 3),
+                    text::format_fixed(ms["dapple"] / ms["autopipe"], 1) + "×",
+                    text::format_fixed(ms["piper"] / ms["autopipe"], 1) + "×"});
+  }
+  std::cout << "search at 32 stages (one partition call, median of 5 batches of ≥ 1 ms; one pipeline on homo-64, 64 "
+               "micro-batches)\n\n"
+            << search.str();
+  return lost == 0 ? 0 : 1;
+}
