@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
             others_search = std::max(others_search, o.search_ms);
             if (!best.ok || o.iteration_ms < best.iteration_ms) best = o, best_name = p + "+" + m;
           }
+        if (!ours.ok && !best.ok) continue; // nothing fits this cell
         if (!ours.ok) {
           std::cout << "autopipe+hetero failed on " << model.name << " × " << cluster.name << " × " << column << ": "
                     << ours.error << "\n";

@@ -59,6 +59,18 @@ public:
     return partition;
   }
 
+  /// A partition's cuts as unit boundaries (each cut must start a unit of this grain).
+  std::vector<std::size_t> to_boundaries(const Partition& partition) const {
+    std::vector<std::size_t> boundaries;
+    boundaries.reserve(partition.cuts.size());
+    for (const Cut& cut : partition.cuts)
+      boundaries.push_back(static_cast<std::size_t>(
+          std::lower_bound(entries_.begin(), entries_.end(), cut,
+                           [](const Entry& e, const Cut& c) { return e.begin < c; }) -
+          entries_.begin()));
+    return boundaries;
+  }
+
 private:
   /// Entry u: sums over units [0, u) side by side (a range's costs share cache lines),
   /// and where unit u begins and what it sends on; entry size() is the model's end.

@@ -10,14 +10,15 @@
 ///                  and only the cuts between stages cross servers;
 ///   pipeline-major each pipeline takes consecutive devices: neighbours share a switch
 ///                  or server, and the all-reduces cross servers instead.
-/// Each layout is priced by simulating one iteration of the job's schedule over the
-/// cluster's links (contention included), with stage work rebalanced to the layout's
-/// stage speeds as the planner's second round will; the faster wins. Option `layout`
-/// fixes it.
+/// Each layout is priced by the planner's estimate of one iteration over the cluster's
+/// links (contention included), with the cuts AutoPipe-H's search gives that layout
+/// when they beat the partition given, since a placement-aware partitioner re-cuts for
+/// the layout in the planner's next round; the faster wins. Option `layout` fixes it.
 
+#include "../../partitioner/autopipe/cut_search.hpp"
+
+#include <actorpipe/iteration_model.hpp>
 #include <actorpipe/plugin.hpp>
-#include <actorpipe/schedule_builders.hpp>
-#include <actorpipe/simulator.hpp>
 
 #include <algorithm>
 #include <functional>
@@ -64,63 +65,17 @@ Mapping lay_out(const std::vector<DeviceId>& ranked, std::size_t stages, std::si
   return mapping;
 }
 
-/// Each stage's speed under a mapping: its slowest replica's, which its peers wait for.
-std::vector<double> stage_speeds(const ClusterSpec& cluster, const Mapping& mapping) {
-  std::vector<double> speeds(mapping.devices.front().size(), std::numeric_limits<double>::infinity());
-  for (const auto& pipeline : mapping.devices)
-    for (std::size_t s = 0; s < speeds.size(); ++s)
-      speeds[s] = std::min(speeds[s], cluster.devices[pipeline[s]].speed);
-  return speeds;
-}
-
-/// The partition a speed-aware partitioner would move towards on these stage speeds:
-/// cuts where each stage's share of the compute matches its share of the speed. A
-/// layout whose stages differ in speed is priced with it, since the planner's second
-/// round rebalances for the devices chosen; pricing it on a speed-blind partition would
-/// always favour layouts that give every stage the same kind of device.
-Partition speed_balanced(const PlanContext& context, const Partition& partition, const std::vector<double>& speeds) {
-  if (std::adjacent_find(speeds.begin(), speeds.end(), std::not_equal_to<>()) == speeds.end()) return partition;
-  const std::vector<Unit> units = context.profile.units(context.sub_blocks);
-  std::vector<double> done(units.size() + 1, 0.0);
-  for (std::size_t u = 0; u < units.size(); ++u)
-    done[u + 1] = done[u] + units[u].forward_ms + units[u].backward_ms;
-  const double speed_total = std::accumulate(speeds.begin(), speeds.end(), 0.0);
-  Partition balanced;
-  balanced.cuts.push_back(partition.cuts.front());
-  std::size_t u = 0;
-  double share = 0;
-  for (std::size_t s = 0; s + 1 < speeds.size(); ++s) {
-    share += speeds[s] / speed_total;
-    // At least one unit per stage, and one left for each stage after this one.
-    const std::size_t last = units.size() - (speeds.size() - s - 1);
-    std::size_t end = u + 1;
-    while (end < last && done[end + 1] <= share * done.back())
-      ++end;
-    if (end < last && done[end + 1] - share * done.back() < share * done.back() - done[end]) ++end;
-    balanced.cuts.push_back(units[end].begin);
-    u = end;
-  }
-  balanced.cuts.push_back(partition.cuts.back());
-  return balanced;
-}
-
-/// Predicted samples/s of a mapping: one simulated iteration.
-Result<double> price(const PlanContext& context, const Partition& partition, const Mapping& mapping) {
-  Plan plan;
-  plan.pipelines = context.pipelines;
-  for (std::size_t s = 0; s < context.stages; ++s)
-    plan.stages.push_back({partition.cuts[s], partition.cuts[s + 1], {}});
-  plan.devices = mapping.devices;
-  plan.batch_size = context.batch_size;
-  plan.schedule = context.scheduler == "gpipe" ? gpipe_schedule(context.stages, context.micro_batch_sizes)
-                                               : one_f_one_b_schedule(context.stages, context.micro_batch_sizes);
-  SimulationOptions options;
-  options.iterations = 1;
-  options.action_overhead_ms = context.action_overhead_ms;
-  options.optimizer_factor = context.optimizer_factor;
-  auto report = simulate(plan, context.profile, context.cluster, options);
-  ACTORPIPE_TRY(report);
-  return report->samples_per_s;
+/// What a layout is worth: the planner's estimate of one iteration on it, with the
+/// better of the partition given and the cuts AutoPipe-H's search finds for the layout,
+/// which a placement-aware partitioner gives it in the planner's next round. Pricing
+/// every layout on the given cuts alone would favour the layout they were made for.
+double price(const PlanContext& context, const Partition& partition, const Mapping& mapping) {
+  const partitioning::UnitCosts costs(context.profile, context.sub_blocks,
+                                      partitioning::largest_micro_batch(context));
+  IterationModel model = autopipe::iteration_model(context, mapping.devices);
+  autopipe::IterationSearch judge(context, costs, model, {}, 1);
+  const double given = judge.time(costs.to_boundaries(partition));
+  return std::min(given, autopipe::search_cuts(context, costs, mapping.devices).estimate_ms);
 }
 
 class HeteroMapper : public Mapper {
@@ -141,13 +96,7 @@ public:
 
     Mapping by_stage = lay_out(ranked, context.stages, context.pipelines, Layout::stage_major);
     Mapping by_pipeline = lay_out(ranked, context.stages, context.pipelines, Layout::pipeline_major);
-    auto stage_speed =
-        price(context, speed_balanced(context, partition, stage_speeds(context.cluster, by_stage)), by_stage);
-    ACTORPIPE_TRY(stage_speed);
-    auto pipeline_speed =
-        price(context, speed_balanced(context, partition, stage_speeds(context.cluster, by_pipeline)), by_pipeline);
-    ACTORPIPE_TRY(pipeline_speed);
-    return *pipeline_speed > *stage_speed ? by_pipeline : by_stage;
+    return price(context, partition, by_pipeline) < price(context, partition, by_stage) ? by_pipeline : by_stage;
   }
 };
 

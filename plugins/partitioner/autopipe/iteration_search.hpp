@@ -2,8 +2,8 @@
 
 /// Cuts moved one at a time for a shorter estimated iteration: coordinate descent over
 /// the cuts with IterationModel as the judge. For each cut in turn it tries the unit
-/// boundaries 1, 2, 4, ... units away on either side (up to its neighbouring cuts), so
-/// that it can leave a shallow basin, and the boundaries between its neighbours that
+/// boundaries 1, 2, 4, 8 and 16 units away on either side (short of its neighbouring
+/// cuts), so that it can leave a shallow basin, and the boundaries between its neighbours that
 /// send fewest bytes (left of it, right of it); it keeps the best if that shortens the
 /// iteration, and sweeps again until a sweep changes nothing or the evaluation budget
 /// is spent. Every move keeps both stages it touches in memory and, where a compute
@@ -63,9 +63,9 @@ public:
       moved = false;
       for (std::size_t k = 1; k < S && !spent(); ++k) {
         options.clear();
-        for (std::size_t step = 1; b[k] + step < b[k + 1]; step *= 2)
+        for (std::size_t step = 1; step <= 16 && b[k] + step < b[k + 1]; step *= 2)
           options.push_back(b[k] + step);
-        for (std::size_t step = 1; b[k] > b[k - 1] + step; step *= 2)
+        for (std::size_t step = 1; step <= 16 && b[k] > b[k - 1] + step; step *= 2)
           options.push_back(b[k] - step);
         options.push_back(quietest(b[k - 1] + 1, b[k]));
         options.push_back(quietest(b[k] + 1, b[k + 1]));

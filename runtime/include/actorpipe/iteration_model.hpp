@@ -62,7 +62,9 @@ public:
   /// Device memory of stage s: its smallest replica's.
   std::uint64_t stage_memory(std::size_t stage) const;
   /// Milliseconds one byte takes across the cut after stage `cut`, forward or
-  /// backward, whichever is slower, with the lanes shared as above; and the latency.
+  /// backward, whichever is slower, each lane's bandwidth divided among the pipelines
+  /// whose sends at this cut cross it; and the latency. What a search can weigh a cut's
+  /// bytes with before it runs iteration_ms().
   double cut_ms_per_byte(std::size_t cut) const;
   double cut_latency_ms(std::size_t cut) const;
 

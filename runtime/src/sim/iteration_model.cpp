@@ -120,7 +120,12 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
       m.cut_lanes[c / 2].push_back(it->second);
     }
     const std::size_t cut = c / 2;
-    m.cut_ms_per_byte[cut] = std::max(m.cut_ms_per_byte[cut], std::isinf(r.bytes_per_ms) ? 0.0 : 1.0 / r.bytes_per_ms);
+    const double shared = shared_bytes_per_ms(r, topology, [&](sim::LaneId lane) {
+      for (const auto& [crossed, pipelines] : crossings[c])
+        if (crossed == lane) return pipelines;
+      return 1;
+    });
+    m.cut_ms_per_byte[cut] = std::max(m.cut_ms_per_byte[cut], std::isinf(shared) ? 0.0 : 1.0 / shared);
     m.cut_latency_ms[cut] = std::max(m.cut_latency_ms[cut], r.latency_ms);
   }
   for (std::size_t c = 0; c < sends; ++c)

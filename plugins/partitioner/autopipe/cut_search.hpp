@@ -1,0 +1,125 @@
+#pragma once
+
+/// AutoPipe-H's search for the cuts of one placement: the whole of partitioner
+/// `autopipe`, and what mapper `hetero` prices each of its layouts with, so that a
+/// layout is judged by the cuts a placement-aware partitioner will give it.
+///
+/// The cuts minimise the planner's own estimate of the iteration (IterationModel: the
+/// simulator run on one representative pipeline, with stage compute on each stage's
+/// device and every cut's sends over the links the placement gives it, shared links
+/// priced as shared):
+///   1. the exact min-max compute split, with memory as a hard limit (balanced_split);
+///   2. the exact min-max split of compute plus the sends at each stage's cuts, with
+///      sends weighed fully and by half, and under each bound the split that spreads
+///      the work evenly (send_aware_split); and the splits of least pipeline latency
+///      (the slowest stage once per micro-batch, every stage and send once) under a
+///      range of bounds on the slowest stage (latency_split);
+///   3. from the best two of these by the estimate, cut-by-cut descent on the estimate
+///      (iteration_search), within an evaluation budget that grows with the stages.
+/// Where no cut costs anything to send over (infinitely fast links), the iteration
+/// depends on the cuts through compute alone: the search then keeps every stage within
+/// the exact min-max bound and uses the estimate only to choose among such splits.
+
+#include "../unit_costs.hpp"
+#include "balanced_split.hpp"
+#include "iteration_search.hpp"
+#include "latency_split.hpp"
+#include "send_aware_split.hpp"
+
+#include <actorpipe/iteration_model.hpp>
+#include <actorpipe/schedule_builders.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <vector>
+
+namespace actorpipe::autopipe {
+
+struct CutSearchResult {
+  std::vector<std::size_t> boundaries; ///< unit boundaries, 0 = b_0 < ... < b_S = N
+  double estimate_ms = 0;              ///< IterationModel's estimate of them (0 when not searched)
+};
+
+/// The iteration model of one placement under the context's schedule (GPipe when the
+/// context names it, else 1F1B: sliced schedules differ only in their first few
+/// micro-batches).
+inline IterationModel iteration_model(const PlanContext& c, std::vector<std::vector<DeviceId>> placement) {
+  const Schedule schedule = c.scheduler == "gpipe" ? gpipe_schedule(c.stages, c.micro_batch_sizes)
+                                                   : one_f_one_b_schedule(c.stages, c.micro_batch_sizes);
+  return IterationModel(c.cluster, {std::move(placement), schedule, c.action_overhead_ms, c.optimizer_factor});
+}
+
+/// The cuts for `placement` (devices[p][s]); `search` false stops after step 1.
+inline CutSearchResult search_cuts(const PlanContext& context, const partitioning::UnitCosts& costs,
+                                   std::vector<std::vector<DeviceId>> placement, bool search = true) {
+  const std::size_t S = context.stages;
+  IterationModel model = iteration_model(context, std::move(placement));
+  std::vector<double> speeds(S);
+  std::vector<std::uint64_t> memory(S);
+  for (std::size_t s = 0; s < S; ++s)
+    speeds[s] = model.stage_speed(s), memory[s] = model.stage_memory(s);
+
+  // 1. The exact min-max compute split; when memory rules every split out, time alone
+  //    is balanced and the planner reports the overflow.
+  std::optional<BalancedSplit> balanced(std::in_place, context, costs, speeds, memory);
+  double bound = balanced->min_max_bound();
+  if (std::isinf(bound)) {
+    memory.clear();
+    balanced.emplace(context, costs, speeds, memory);
+    bound = balanced->min_max_bound();
+  }
+  CutSearchResult best{balanced->spread(bound), 0.0};
+  balanced->quiet_cuts(best.boundaries, bound);
+  context.report(0.2);
+  if (!search) return best;
+
+  IterationSearch descent(context, costs, model, memory, 64 + 32 * S);
+  best.estimate_ms = descent.time(best.boundaries);
+  bool sends_free = true;
+  for (std::size_t k = 0; k + 1 < S; ++k)
+    sends_free = sends_free && model.cut_ms_per_byte(k) == 0 && model.cut_latency_ms(k) == 0;
+  if (sends_free) {
+    descent.refine(best.boundaries, best.estimate_ms, bound);
+    return best;
+  }
+
+  // 2. Splits that also count each stage's sends: min-max ones, and ones for the
+  //    least pipeline latency under a range of bounds on the slowest stage.
+  auto slowness = [&](std::size_t s) { return 1.0 / speeds[s]; };
+  auto fits = [&](std::size_t s, std::size_t i, std::size_t j) { return descent.fits(s, i, j); };
+  auto send = [&](std::size_t s, std::size_t i) {
+    return costs.boundary_bytes(i) * model.cut_ms_per_byte(s - 1) + model.cut_latency_ms(s - 1);
+  };
+  std::vector<std::pair<double, std::vector<std::size_t>>> starts{{best.estimate_ms, best.boundaries}};
+  auto consider = [&](std::vector<std::size_t> candidate) {
+    if (candidate.empty()) return;
+    for (const auto& start : starts)
+      if (start.second == candidate) return;
+    starts.emplace_back(descent.time(candidate), std::move(candidate));
+  };
+  SendAwareSplit min_max(costs, S, slowness, fits, send);
+  for (double weight : {1.0, 0.5}) {
+    std::vector<std::size_t> candidate = min_max.solve(best.boundaries, bound, weight);
+    consider(min_max.spread(min_max.largest(candidate, weight), weight));
+    consider(std::move(candidate));
+  }
+  LatencySplit latency(costs, S, context.micro_batch_sizes.size(), slowness, fits, send);
+  for (std::vector<std::size_t>& candidate : latency.candidates(bound, 3))
+    consider(std::move(candidate));
+  context.report(0.5);
+
+  // 3. Descent on the estimate from the best two starts; the better end wins.
+  std::sort(starts.begin(), starts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  best = {};
+  for (std::size_t k = 0; k < starts.size() && k < 2 && !descent.spent(); ++k) {
+    auto& [t, b] = starts[k];
+    descent.refine(b, t, std::numeric_limits<double>::infinity());
+    if (best.boundaries.empty() || t < best.estimate_ms) best = {b, t};
+  }
+  context.report(1.0);
+  return best;
+}
+
+} // namespace actorpipe::autopipe

@@ -1,0 +1,113 @@
+#pragma once
+
+/// Splits that trade balance against the bytes sent, for one pipeline's latency:
+///   L = (m − 1) · max_s w_s + Σ_s (w_s + 2 · send_s),
+/// w_s being stage s's compute on its device and send_s one micro-batch's activations
+/// across the cut before it: the steady state pays the slowest stage once per
+/// micro-batch; filling and draining the pipeline pays every stage and every send, both
+/// ways, once (DAPPLE's latency, with each stage's own speed, memory and link).
+///
+/// For a bound T on every w_s, the split of least Σ_s (w_s + 2 · send_s) is a
+/// shortest path: with prefix sums C, stage s ending at j costs
+///   C(j) / speed_s + min over starts i of (best[s − 1][i] + 2 · send_s(i) − C(i) / speed_s),
+/// the starts i being those whose stage stays within T and fits in memory, a window
+/// that only moves right as j grows: a monotone queue makes it O(S · N). Bounds are
+/// taken from T0 (the compute-only optimum) upwards, and the splits of least L kept.
+
+#include "../unit_costs.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <vector>
+
+namespace actorpipe::autopipe {
+
+/// slowness(s), fits(s, i, j) and send(s, i) as in SendAwareSplit.
+template <class Slowness, class Fits, class Send> class LatencySplit {
+public:
+  LatencySplit(const partitioning::UnitCosts& costs, std::size_t stages, std::size_t micro_batches,
+               Slowness slowness, Fits fits, Send send)
+      : costs_(costs), S_(stages), N_(costs.size()), m_(micro_batches), slowness_(slowness), fits_(fits),
+        send_(send), parent_(S_ * (N_ + 1), none) {}
+
+  /// L of a split, as above.
+  double latency(const std::vector<std::size_t>& b) const {
+    double slowest = 0, sum = 0;
+    for (std::size_t s = 0; s < S_; ++s) {
+      const double w = costs_.compute_ms(b[s], b[s + 1]) * slowness_(s);
+      slowest = std::max(slowest, w);
+      sum += w + (s > 0 ? 2 * send_(s, b[s]) : 0.0);
+    }
+    return static_cast<double>(m_ > 0 ? m_ - 1 : 0) * slowest + sum;
+  }
+
+  /// The splits for bounds T0 · (1 + δ) over a range of δ, the `keep` of least L
+  /// first (distinct ones only).
+  std::vector<std::vector<std::size_t>> candidates(double t0, std::size_t keep) {
+    std::vector<std::pair<double, std::vector<std::size_t>>> found;
+    for (double delta : {0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0}) {
+      std::vector<std::size_t> b = solve(t0 * (1 + delta));
+      if (b.empty()) continue;
+      const double l = latency(b);
+      if (std::none_of(found.begin(), found.end(), [&](const auto& f) { return f.second == b; }))
+        found.emplace_back(l, std::move(b));
+    }
+    std::sort(found.begin(), found.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::vector<std::vector<std::size_t>> out;
+    for (std::size_t k = 0; k < found.size() && k < keep; ++k)
+      out.push_back(std::move(found[k].second));
+    return out;
+  }
+
+  /// The split of least Σ (w + 2 · send) with every w_s ≤ bound; empty when none.
+  std::vector<std::size_t> solve(double bound) {
+    constexpr double unreachable = std::numeric_limits<double>::infinity();
+    std::vector<double> best(N_ + 1, unreachable), next(N_ + 1, unreachable), key(N_ + 1, 0.0);
+    best[0] = 0;
+    std::deque<std::size_t> queue; // starts by rising key; fronts are the best
+    for (std::size_t s = 0; s < S_; ++s) {
+      std::fill(next.begin(), next.end(), unreachable);
+      queue.clear();
+      const double slow = slowness_(s);
+      const std::size_t last = s + 1 == S_ ? N_ : N_ - (S_ - s - 1);
+      std::size_t low = 0; // the least start within the bound and memory for the current end
+      for (std::size_t j = s + 1; j <= last; ++j) {
+        const std::size_t i = j - 1;
+        if (best[i] < unreachable) {
+          key[i] = best[i] + (s > 0 ? 2 * send_(s, i) : 0.0) - prefix(i) * slow;
+          while (!queue.empty() && key[queue.back()] >= key[i])
+            queue.pop_back();
+          queue.push_back(i);
+        }
+        while (low < j && (costs_.compute_ms(low, j) * slow > bound || !fits_(s, low, j)))
+          ++low;
+        while (!queue.empty() && queue.front() < low)
+          queue.pop_front();
+        if (queue.empty() || (s + 1 == S_ && j != N_)) continue;
+        next[j] = prefix(j) * slow + key[queue.front()];
+        parent_[s * (N_ + 1) + j] = static_cast<std::uint32_t>(queue.front());
+      }
+      std::swap(best, next);
+    }
+    if (best[N_] == unreachable) return {};
+    std::vector<std::size_t> b(S_ + 1, N_);
+    for (std::size_t s = S_; s-- > 0;)
+      b[s] = parent_[s * (N_ + 1) + b[s + 1]];
+    return b;
+  }
+
+private:
+  static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
+  double prefix(std::size_t i) const { return costs_.compute_ms(0, i); }
+
+  const partitioning::UnitCosts& costs_;
+  std::size_t S_, N_, m_;
+  Slowness slowness_;
+  Fits fits_;
+  Send send_;
+  std::vector<std::uint32_t> parent_; ///< [s · (N + 1) + j]: where stage s starts when it ends at j
+};
+
+} // namespace actorpipe::autopipe
