@@ -5,8 +5,9 @@
 /// boundaries 1, 2, 4, 8 and 16 units away on either side (short of its neighbouring
 /// cuts), so that it can leave a shallow basin, and the boundaries between its neighbours that
 /// send fewest bytes (left of it, right of it); it keeps the best if that shortens the
-/// iteration, and sweeps again until a sweep changes nothing or the evaluation budget
-/// is spent. Every move keeps both stages it touches in memory and, where a compute
+/// iteration, and sweeps again. When a sweep changes nothing, it moves a unit of the
+/// heaviest stage to a farther stage, shifting every cut between them, and sweeps on;
+/// it ends when that does not help either, or when the evaluation budget is spent. Every move keeps both stages it touches in memory and, where a compute
 /// limit is given, within it.
 
 #include "../unit_costs.hpp"
@@ -84,10 +85,50 @@ public:
           moved = true;
         }
       }
+      if (!moved) moved = transfer(b, t, compute_limit);
     }
   }
 
 private:
+  /// Gives one unit of the stage of most compute on its device to another stage, every
+  /// cut between them shifting by one unit, where single cuts cannot move the work
+  /// that far without passing a worse split. Applies the best such move that shortens
+  /// the iteration; false when none does.
+  bool transfer(std::vector<std::size_t>& b, double& t, double compute_limit) {
+    const std::size_t S = b.size() - 1;
+    std::size_t heavy = 0;
+    for (std::size_t s = 1; s < S; ++s)
+      if (costs_.compute_ms(b[s], b[s + 1]) / model_.stage_speed(s) >
+          costs_.compute_ms(b[heavy], b[heavy + 1]) / model_.stage_speed(heavy))
+        heavy = s;
+    if (b[heavy + 1] - b[heavy] < 2) return false;
+    auto within = [&](const std::vector<std::size_t>& c, std::size_t from, std::size_t to) {
+      for (std::size_t s = from; s <= to; ++s)
+        if (c[s + 1] <= c[s] || !fits(s, c[s], c[s + 1]) ||
+            costs_.compute_ms(c[s], c[s + 1]) / model_.stage_speed(s) > compute_limit)
+          return false;
+      return true;
+    };
+    std::vector<std::size_t> best, candidate;
+    double best_time = t * (1 - 1e-9);
+    for (std::size_t target = 0; target < S && !spent(); ++target) {
+      if (target + 1 == heavy || target == heavy + 1 || target == heavy) continue; // single-cut moves cover neighbours
+      candidate = b;
+      if (target > heavy)
+        for (std::size_t k = heavy + 1; k <= target; ++k)
+          --candidate[k];
+      else
+        for (std::size_t k = target + 1; k <= heavy; ++k)
+          ++candidate[k];
+      if (!within(candidate, std::min(heavy, target), std::max(heavy, target))) continue;
+      if (const double c = time(candidate); c < best_time) best_time = c, best = candidate;
+    }
+    if (best.empty()) return false;
+    b = std::move(best);
+    t = best_time;
+    return true;
+  }
+
   /// The boundary in [from, to) that sends fewest bytes; `to` when the range is empty.
   std::size_t quietest(std::size_t from, std::size_t to) const {
     std::size_t best = to;

@@ -193,12 +193,22 @@ double IterationModel::iteration_ms(const std::vector<StageFigures>& stages) {
       all += pipelines * stages[send / 2].output_bytes;
     m.share[l] = own > 0 && all > own ? static_cast<float>(all / own) : 1.0f;
   }
-  for (std::size_t s = 0; s < S; ++s)
-    for (sim::Route* route : {&m.model.instances[s].to_next, &m.model.instances[s].to_previous})
-      for (std::uint8_t l = 0; l < route->count; ++l)
+  // The other pipelines' sends on a shared lane also hold back the last pipeline in
+  // line: it starts behind them and stays behind, as far as the longest such queue.
+  const double largest = static_cast<double>(
+      *std::max_element(m.schedule.micro_batch_sizes.begin(), m.schedule.micro_batch_sizes.end()));
+  double behind = 0;
+  for (std::size_t s = 0; s < S; ++s) {
+    sim::Instance& instance = m.model.instances[s];
+    for (const auto& [route, bytes] : {std::pair{&instance.to_next, instance.send_bytes_per_sample},
+                                       std::pair{&instance.to_previous, instance.grad_bytes_per_sample}})
+      for (std::uint8_t l = 0; l < route->count; ++l) {
         route->share[l] = m.share[route->lanes[l]];
+        behind = std::max(behind, (static_cast<double>(route->share[l]) - 1.0) * largest * bytes / m.lanes[route->lanes[l]].bytes_per_ms);
+      }
+  }
   const sim::Outcome outcome = sim::run(m.model, 1);
-  const double total = outcome.iteration_end_ms.empty() ? 0.0 : outcome.iteration_end_ms.front();
+  const double total = outcome.iteration_end_ms.empty() ? 0.0 : outcome.iteration_end_ms.front() + behind;
 
   m.last = {};
   if (total > 0) {
