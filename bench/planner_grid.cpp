@@ -233,7 +233,8 @@ int main(int argc, char** argv) {
 
   // The partitioners' own search at 32 stages, one pipeline on the first 32 devices of
   // homo-64, 64 micro-batches, as the planner's later rounds call them.
-  const auto homo = std::find_if(clusters.begin(), clusters.end(), [](const ClusterSpec& c) { return c.name == "homo-64"; });
+  const auto homo =
+      std::find_if(clusters.begin(), clusters.end(), [](const ClusterSpec& c) { return c.name == "homo-64"; });
   if (homo == clusters.end() || !args.cluster.empty()) return lost == 0 ? 0 : 1;
   text::Table search({{"model"},
                       {"blocks", text::Table::Align::right},
@@ -248,7 +249,8 @@ int main(int argc, char** argv) {
     if (model.blocks.size() < stages) continue;
     PlanContext context{.profile = model, .cluster = *homo};
     context.stages = stages;
-    context.micro_batch_sizes = std::vector<std::uint32_t>(2 * stages, std::max<std::uint32_t>(1, model.batch_size / 8));
+    context.micro_batch_sizes =
+        std::vector<std::uint32_t>(2 * stages, std::max<std::uint32_t>(1, model.batch_size / 8));
     context.batch_size = 2 * stages * context.micro_batch_sizes.front();
     context.scheduler = "1f1b";
     context.action_overhead_ms = 0.1;

@@ -1,12 +1,22 @@
 // The simulator: closed forms of GPipe and 1F1B, agreement with the contention-free
-// pipeline pass, contention on a shared NIC, stragglers, traces.
+// pipeline pass, contention on a shared NIC, stragglers, traces; and the planner's
+// estimate (IterationModel) against it.
 #define BOOST_TEST_MODULE simulator
 #include <boost/test/unit_test.hpp>
 
+#include <actorpipe/iteration_model.hpp>
+#include <actorpipe/job.hpp>
+#include <actorpipe/profile_io.hpp>
 #include <actorpipe/schedule_builders.hpp>
 #include <actorpipe/simulator.hpp>
 
+#include "sim/stage_figures.hpp"
 #include "test_support.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
 
 #include <nlohmann/json.hpp>
 
@@ -210,4 +220,141 @@ BOOST_AUTO_TEST_CASE(traces_hold_every_action) {
   }
   BOOST_TEST(compute == 12u); // 2 stages × 3 micro-batches × forward and backward
   BOOST_TEST(sends == 6u);    // 3 activations forward, 3 gradients back
+}
+
+namespace {
+
+/// Ranks with ties averaged, for Spearman's coefficient.
+std::vector<double> ranks(const std::vector<double>& values) {
+  std::vector<std::size_t> order(values.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return values[a] < values[b]; });
+  std::vector<double> out(values.size());
+  for (std::size_t i = 0; i < order.size();) {
+    std::size_t j = i;
+    while (j + 1 < order.size() && values[order[j + 1]] == values[order[i]])
+      ++j;
+    for (std::size_t k = i; k <= j; ++k)
+      out[order[k]] = 0.5 * static_cast<double>(i + j);
+    i = j + 1;
+  }
+  return out;
+}
+
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  const std::vector<double> x = ranks(a), y = ranks(b);
+  const double n = static_cast<double>(x.size());
+  const double mean = (n - 1) / 2;
+  double xy = 0, xx = 0, yy = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    xy += (x[i] - mean) * (y[i] - mean);
+    xx += (x[i] - mean) * (x[i] - mean);
+    yy += (y[i] - mean) * (y[i] - mean);
+  }
+  return xy / std::sqrt(xx * yy);
+}
+
+/// A plan as a mapper lays one out: pipeline-major over the devices in order, or
+/// stage-major a server's worth (8) of pipelines at a time; cuts at random units.
+Plan random_plan(std::mt19937& random, const ModelProfile& profile, const ClusterSpec& cluster) {
+  const std::vector<Unit> units = profile.units(true);
+  const std::size_t stages = std::size_t{2} << (random() % 3);
+  std::size_t pipelines = std::size_t{1} << (random() % 4);
+  while (pipelines * stages > cluster.devices.size())
+    pipelines /= 2;
+  Plan plan;
+  plan.pipelines = pipelines;
+  plan.batch_size = static_cast<std::uint32_t>(pipelines * 8 * 16);
+  plan.schedule = one_f_one_b_schedule(stages, std::vector<std::uint32_t>(8, 16));
+  const bool stage_major = random() % 2;
+  plan.devices.assign(pipelines, std::vector<DeviceId>(stages));
+  for (std::size_t p = 0; p < pipelines; ++p)
+    for (std::size_t s = 0; s < stages; ++s) {
+      const std::size_t first = p / 8 * 8, pod = std::min<std::size_t>(8, pipelines - first);
+      plan.devices[p][s] = stage_major ? first * stages + s * pod + (p - first) : p * stages + s;
+    }
+  std::vector<std::size_t> inner(units.size() - 1);
+  std::iota(inner.begin(), inner.end(), std::size_t{1});
+  std::shuffle(inner.begin(), inner.end(), random);
+  std::vector<std::size_t> b(inner.begin(), inner.begin() + static_cast<std::ptrdiff_t>(stages - 1));
+  std::sort(b.begin(), b.end());
+  b.insert(b.begin(), 0);
+  b.push_back(units.size());
+  for (std::size_t s = 0; s < stages; ++s)
+    plan.stages.push_back(
+        {units[b[s]].begin, b[s + 1] < units.size() ? units[b[s + 1]].begin : Cut{profile.blocks.size(), 0}, {}});
+  return plan;
+}
+
+double estimate(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster) {
+  std::vector<Cut> cuts{plan.stages.front().begin};
+  for (const StagePlan& stage : plan.stages)
+    cuts.push_back(stage.end);
+  IterationModel model(cluster, {plan.devices, plan.schedule, 0.1, 2.0});
+  return model.iteration_ms(stage_figures(profile, cuts));
+}
+
+double simulated(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster) {
+  SimulationOptions options;
+  options.action_overhead_ms = 0.1;
+  options.optimizer_factor = 2.0;
+  auto report = simulate(plan, profile, cluster, options);
+  REQUIRE_OK(report);
+  return report->iteration_time_ms;
+}
+
+ModelProfile shipped_profile(const std::string& file) {
+  ProfileImportOptions options;
+  options.batch_size = 128;
+  auto profile = load_profile((test::source_root() / "configs/profiles" / file).string(), options);
+  REQUIRE_OK(profile);
+  return *profile;
+}
+
+ClusterSpec shipped_cluster(const std::string& name) {
+  auto cluster = load_cluster((test::source_root() / "configs/clusters" / (name + ".toml")).string());
+  REQUIRE_OK(cluster);
+  return *cluster;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(the_planners_estimate_is_the_simulation_where_pipelines_share_nothing) {
+  // One pipeline, or pipelines on servers of their own: nothing for the
+  // representative pipeline to stand for.
+  const ModelProfile profile = shipped_profile("pipedream/vgg16.txt");
+  const ClusterSpec homo = shipped_cluster("homo-64");
+  std::mt19937 random(3);
+  for (int trial = 0; trial < 20; ++trial) {
+    Plan plan = random_plan(random, profile, homo);
+    const std::size_t stages = plan.stages.size();
+    plan.pipelines = trial % 2 ? 1 : 64 / 8 / std::max<std::size_t>(stages / 8, 1) / 2;
+    plan.devices.assign(plan.pipelines, std::vector<DeviceId>(stages));
+    for (std::size_t p = 0; p < plan.pipelines; ++p)
+      for (std::size_t s = 0; s < stages; ++s)
+        plan.devices[p][s] = p * 8 * ((stages + 7) / 8) + s; // pipeline p from the first device of its own server
+    plan.batch_size = static_cast<std::uint32_t>(plan.pipelines * 128);
+    BOOST_TEST_CONTEXT("trial " << trial << ": " << plan.pipelines << " × " << stages) {
+      BOOST_TEST(estimate(plan, profile, homo) == simulated(plan, profile, homo), tt::tolerance(1e-9));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_planners_estimate_ranks_random_plans_as_the_simulator_does) {
+  const std::vector<ClusterSpec> clusters = {shipped_cluster("homo-64"), shipped_cluster("mix-4x8-3gen"),
+                                             shipped_cluster("pairs-4x8")};
+  for (const char* file : {"pipedream/vgg16.txt", "pipedream/resnet50.txt", "pipedream/gnmt.txt"}) {
+    const ModelProfile profile = shipped_profile(file);
+    std::mt19937 random(11);
+    std::vector<double> estimates, simulations;
+    for (int trial = 0; trial < 50; ++trial) {
+      const ClusterSpec& cluster = clusters[static_cast<std::size_t>(trial) % clusters.size()];
+      const Plan plan = random_plan(random, profile, cluster);
+      estimates.push_back(estimate(plan, profile, cluster));
+      simulations.push_back(simulated(plan, profile, cluster));
+    }
+    const double rho = spearman(estimates, simulations);
+    BOOST_TEST_MESSAGE(file << ": Spearman " << rho);
+    BOOST_TEST_CONTEXT(file) { BOOST_TEST(rho >= 0.95, "Spearman " << rho); }
+  }
 }

@@ -64,10 +64,10 @@ public:
     std::vector<std::size_t> boundaries;
     boundaries.reserve(partition.cuts.size());
     for (const Cut& cut : partition.cuts)
-      boundaries.push_back(static_cast<std::size_t>(
-          std::lower_bound(entries_.begin(), entries_.end(), cut,
-                           [](const Entry& e, const Cut& c) { return e.begin < c; }) -
-          entries_.begin()));
+      boundaries.push_back(
+          static_cast<std::size_t>(std::lower_bound(entries_.begin(), entries_.end(), cut,
+                                                    [](const Entry& e, const Cut& c) { return e.begin < c; }) -
+                                   entries_.begin()));
     return boundaries;
   }
 

@@ -4,10 +4,11 @@
 /// Devices are ranked fastest server first, and within a server by PCIe switch, so
 /// that a job smaller than the cluster lands on its fastest devices and neighbours in
 /// the ranking share a switch. Two layouts are laid over the ranking:
-///   stage-major    the replicas of a stage take consecutive devices: its all-reduce
-///                  stays under one switch or server, each stage has one device kind
-///                  (so a speed-aware partitioner can give faster stages more work),
-///                  and only the cuts between stages cross servers;
+///   stage-major    the replicas of a stage take consecutive devices (a server's worth
+///                  of pipelines at a time): its all-reduce stays under one switch or
+///                  server as far as it can, each stage has one device kind (so a
+///                  speed-aware partitioner can give faster stages more work), and only
+///                  the cuts between stages cross servers;
 ///   pipeline-major each pipeline takes consecutive devices: neighbours share a switch
 ///                  or server, and the all-reduces cross servers instead.
 /// Each layout is priced by the planner's estimate of one iteration over the cluster's
@@ -55,13 +56,24 @@ std::vector<DeviceId> ranked_devices(const ClusterSpec& cluster) {
 enum class Layout { stage_major, pipeline_major };
 
 /// Lays the ranked devices out by stage (a stage's replicas consecutive) or by
-/// pipeline (a pipeline's stages consecutive).
-Mapping lay_out(const std::vector<DeviceId>& ranked, std::size_t stages, std::size_t pipelines, Layout layout) {
+/// pipeline (a pipeline's stages consecutive). Stage-major goes pod by pod: pipelines
+/// are taken `pod` at a time (a server's worth), and each pod lays its stages out
+/// stage-major over its own devices, so that no stage's replicas straddle two servers
+/// whose NICs the neighbouring stages would then share.
+Mapping lay_out(const std::vector<DeviceId>& ranked, std::size_t stages, std::size_t pipelines, Layout layout,
+                std::size_t pod) {
   Mapping mapping;
   mapping.devices.assign(pipelines, std::vector<DeviceId>(stages));
   for (std::size_t p = 0; p < pipelines; ++p)
-    for (std::size_t s = 0; s < stages; ++s)
-      mapping.devices[p][s] = ranked[layout == Layout::stage_major ? s * pipelines + p : p * stages + s];
+    for (std::size_t s = 0; s < stages; ++s) {
+      if (layout == Layout::pipeline_major) {
+        mapping.devices[p][s] = ranked[p * stages + s];
+        continue;
+      }
+      const std::size_t first = p / pod * pod; // the pod's first pipeline
+      const std::size_t size = std::min(pod, pipelines - first);
+      mapping.devices[p][s] = ranked[first * stages + s * size + (p - first)];
+    }
   return mapping;
 }
 
@@ -70,8 +82,7 @@ Mapping lay_out(const std::vector<DeviceId>& ranked, std::size_t stages, std::si
 /// which a placement-aware partitioner gives it in the planner's next round. Pricing
 /// every layout on the given cuts alone would favour the layout they were made for.
 double price(const PlanContext& context, const Partition& partition, const Mapping& mapping) {
-  const partitioning::UnitCosts costs(context.profile, context.sub_blocks,
-                                      partitioning::largest_micro_batch(context));
+  const partitioning::UnitCosts costs(context.profile, context.sub_blocks, partitioning::largest_micro_batch(context));
   IterationModel model = autopipe::iteration_model(context, mapping.devices);
   autopipe::IterationSearch judge(context, costs, model, {}, 1);
   const double given = judge.time(costs.to_boundaries(partition));
@@ -90,12 +101,15 @@ public:
                               " stages need " + std::to_string(needed) + " devices; cluster '" + context.cluster.name +
                               "' has " + std::to_string(context.cluster.devices.size()));
     const std::vector<DeviceId> ranked = ranked_devices(context.cluster);
-    if (*layout == "stage-major") return lay_out(ranked, context.stages, context.pipelines, Layout::stage_major);
+    const std::size_t pod =
+        std::max<std::size_t>(1, context.cluster.devices_of(context.cluster.devices[ranked.front()].server).size());
+    auto layout_of = [&](Layout l) { return lay_out(ranked, context.stages, context.pipelines, l, pod); };
+    if (*layout == "stage-major") return layout_of(Layout::stage_major);
     if (*layout == "pipeline-major" || context.pipelines == 1 || context.stages == 1)
-      return lay_out(ranked, context.stages, context.pipelines, Layout::pipeline_major);
+      return layout_of(Layout::pipeline_major);
 
-    Mapping by_stage = lay_out(ranked, context.stages, context.pipelines, Layout::stage_major);
-    Mapping by_pipeline = lay_out(ranked, context.stages, context.pipelines, Layout::pipeline_major);
+    Mapping by_stage = layout_of(Layout::stage_major);
+    Mapping by_pipeline = layout_of(Layout::pipeline_major);
     return price(context, partition, by_pipeline) < price(context, partition, by_stage) ? by_pipeline : by_stage;
   }
 };

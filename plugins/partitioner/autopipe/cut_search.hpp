@@ -12,8 +12,8 @@
 ///   2. the exact min-max split of compute plus the sends at each stage's cuts, with
 ///      sends weighed fully and by half, and under each bound the split that spreads
 ///      the work evenly (send_aware_split); and the splits of least pipeline latency
-///      (the slowest stage once per micro-batch, every stage and send once) under a
-///      range of bounds on the slowest stage (latency_split);
+///      (the slowest stage once per micro-batch, every stage and send once, the first
+///      stage's all-reduce) under a range of bounds on the slowest stage (latency_split);
 ///   3. from the best two of these by the estimate, cut-by-cut descent on the estimate
 ///      (iteration_search), within an evaluation budget that grows with the stages.
 /// Where no cut costs anything to send over (infinitely fast links), the iteration
@@ -105,7 +105,8 @@ inline CutSearchResult search_cuts(const PlanContext& context, const partitionin
     consider(min_max.spread(min_max.largest(candidate, weight), weight));
     consider(std::move(candidate));
   }
-  LatencySplit latency(costs, S, context.micro_batch_sizes.size(), slowness, fits, send);
+  auto sync = [&](std::size_t j) { return model.sync_ms(0, costs.parameter_bytes(0, j)); };
+  LatencySplit latency(costs, S, context.micro_batch_sizes.size(), slowness, fits, send, sync);
   for (std::vector<std::size_t>& candidate : latency.candidates(bound, 3))
     consider(std::move(candidate));
   context.report(0.5);

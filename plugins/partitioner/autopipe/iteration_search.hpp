@@ -7,8 +7,8 @@
 /// send fewest bytes (left of it, right of it); it keeps the best if that shortens the
 /// iteration, and sweeps again. When a sweep changes nothing, it moves a unit of the
 /// heaviest stage to a farther stage, shifting every cut between them, and sweeps on;
-/// it ends when that does not help either, or when the evaluation budget is spent. Every move keeps both stages it touches in memory and, where a compute
-/// limit is given, within it.
+/// it ends when that does not help either, or when the evaluation budget is spent. Every move keeps both stages it
+/// touches in memory and, where a compute limit is given, within it.
 
 #include "../unit_costs.hpp"
 

@@ -1,13 +1,15 @@
 #pragma once
 
 /// Splits that trade balance against the bytes sent, for one pipeline's latency:
-///   L = (m − 1) · max_s w_s + Σ_s (w_s + 2 · send_s),
+///   L = (m − 1) · max_s w_s + Σ_s (w_s + 2 · send_s) + sync_0,
 /// w_s being stage s's compute on its device and send_s one micro-batch's activations
 /// across the cut before it: the steady state pays the slowest stage once per
 /// micro-batch; filling and draining the pipeline pays every stage and every send, both
-/// ways, once (DAPPLE's latency, with each stage's own speed, memory and link).
+/// ways, once; and the first stage, which finishes last, pays its all-reduce and
+/// optimizer step after that (DAPPLE's latency, with each stage's own speed, memory and
+/// links).
 ///
-/// For a bound T on every w_s, the split of least Σ_s (w_s + 2 · send_s) is a
+/// For a bound T on every w_s, the split of least Σ_s (w_s + 2 · send_s) + sync_0 is a
 /// shortest path: with prefix sums C, stage s ending at j costs
 ///   C(j) / speed_s + min over starts i of (best[s − 1][i] + 2 · send_s(i) − C(i) / speed_s),
 /// the starts i being those whose stage stays within T and fits in memory, a window
@@ -24,13 +26,14 @@
 
 namespace actorpipe::autopipe {
 
-/// slowness(s), fits(s, i, j) and send(s, i) as in SendAwareSplit.
-template <class Slowness, class Fits, class Send> class LatencySplit {
+/// slowness(s), fits(s, i, j) and send(s, i) as in SendAwareSplit; sync(j): the first
+/// stage's all-reduce and step when it holds units [0, j).
+template <class Slowness, class Fits, class Send, class Sync> class LatencySplit {
 public:
-  LatencySplit(const partitioning::UnitCosts& costs, std::size_t stages, std::size_t micro_batches,
-               Slowness slowness, Fits fits, Send send)
-      : costs_(costs), S_(stages), N_(costs.size()), m_(micro_batches), slowness_(slowness), fits_(fits),
-        send_(send), parent_(S_ * (N_ + 1), none) {}
+  LatencySplit(const partitioning::UnitCosts& costs, std::size_t stages, std::size_t micro_batches, Slowness slowness,
+               Fits fits, Send send, Sync sync)
+      : costs_(costs), S_(stages), N_(costs.size()), m_(micro_batches), slowness_(slowness), fits_(fits), send_(send),
+        sync_(sync), parent_(S_ * (N_ + 1), none) {}
 
   /// L of a split, as above.
   double latency(const std::vector<std::size_t>& b) const {
@@ -40,7 +43,7 @@ public:
       slowest = std::max(slowest, w);
       sum += w + (s > 0 ? 2 * send_(s, b[s]) : 0.0);
     }
-    return static_cast<double>(m_ > 0 ? m_ - 1 : 0) * slowest + sum;
+    return static_cast<double>(m_ > 0 ? m_ - 1 : 0) * slowest + sum + sync_(b[1]);
   }
 
   /// The splits for bounds T0 · (1 + δ) over a range of δ, the `keep` of least L
@@ -86,7 +89,7 @@ public:
         while (!queue.empty() && queue.front() < low)
           queue.pop_front();
         if (queue.empty() || (s + 1 == S_ && j != N_)) continue;
-        next[j] = prefix(j) * slow + key[queue.front()];
+        next[j] = prefix(j) * slow + key[queue.front()] + (s == 0 ? sync_(j) : 0.0);
         parent_[s * (N_ + 1) + j] = static_cast<std::uint32_t>(queue.front());
       }
       std::swap(best, next);
@@ -107,6 +110,7 @@ private:
   Slowness slowness_;
   Fits fits_;
   Send send_;
+  Sync sync_;
   std::vector<std::uint32_t> parent_; ///< [s · (N + 1) + j]: where stage s starts when it ends at j
 };
 

@@ -68,6 +68,11 @@ public:
   double cut_ms_per_byte(std::size_t cut) const;
   double cut_latency_ms(std::size_t cut) const;
 
+  /// What stage s spends after its last backward, with `parameter_bytes` of
+  /// parameters: the all-reduce over the ring of its replicas, then the optimizer step
+  /// on its slowest replica. Nothing overlaps the first stage's: it ends last.
+  double sync_ms(std::size_t stage, double parameter_bytes) const;
+
   /// The estimated iteration time for stages with these figures (one per stage).
   /// Not for concurrent use: it reuses its buffers.
   double iteration_ms(const std::vector<StageFigures>& stages);

@@ -36,6 +36,18 @@ struct StagePlan {
   StageEstimate estimate;
 };
 
+/// One shape the planner simulated: what `auto` stages, pipelines and micro-batches
+/// tried, for the listing that shows why the plan has the shape it has.
+struct TriedShape {
+  std::size_t stages = 0;
+  std::size_t pipelines = 0;
+  std::uint32_t micro_batches = 0; ///< asked of the scheduler, per pipeline
+  std::uint32_t slices = 1;        ///< what the first micro-batch became (sliced schedules)
+  double iteration_time_ms = 0;
+  double samples_per_s = 0;
+  bool fits = true; ///< every device holds its stage
+};
+
 struct ACTORPIPE_EXPORT Plan {
   std::string model;
   std::string cluster;
@@ -62,6 +74,10 @@ struct ACTORPIPE_EXPORT Plan {
   double parameter_balance = 0; ///< max stage parameter bytes / mean
   double search_ms = 0;         ///< time the planner took
   std::size_t candidates = 0;   ///< shapes (stages × pipelines × micro-batches) it simulated
+  /// The best shapes it simulated, best first (at most `tried_shapes_kept`); this
+  /// plan's own shape is the first.
+  std::vector<TriedShape> tried;
+  static constexpr std::size_t tried_shapes_kept = 5;
 
   /// Checks shape, ranges and devices against the model and cluster it was made for.
   /// Messages name the stage, pipeline or device ("pipeline 1 stage 2: device 17 ...").

@@ -17,6 +17,9 @@ namespace actorpipe {
 /// parameter, optimizer, activation and total memory against the device's.
 ACTORPIPE_EXPORT std::string format_plan(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster);
 
+/// The best shapes the planner tried (Plan::tried) as a table, best first.
+ACTORPIPE_EXPORT std::string format_tried_shapes(const Plan& plan);
+
 /// The plan as a JSON document: the fields of Plan and each stage's estimates.
 ACTORPIPE_EXPORT std::string plan_to_json(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster);
 

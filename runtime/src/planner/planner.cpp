@@ -146,6 +146,7 @@ Result<Plan> make_plan(const JobSpec& job, const PluginRegistry& plugins, const 
   std::optional<planning::Candidate> best;
   std::optional<Error> first_error;
   std::size_t planned = 0;
+  std::vector<std::pair<TriedShape, double>> tried; ///< with its overflow ratio, to rank as `better` does
   const double shapes_to_search = static_cast<double>(candidates->size());
   for (std::size_t k = 0; k < candidates->size(); ++k) {
     const Shape& shape = (*candidates)[k];
@@ -166,6 +167,13 @@ Result<Plan> make_plan(const JobSpec& job, const PluginRegistry& plugins, const 
       continue;
     }
     ++planned;
+    const Plan& p = candidate->plan;
+    tried.push_back(
+        {{shape.stages, shape.pipelines, shape.micro_batches,
+          static_cast<std::uint32_t>(p.schedule.micro_batch_sizes.size() + 1 -
+                                     std::min<std::size_t>(p.schedule.micro_batch_sizes.size(), shape.micro_batches)),
+          p.iteration_time_ms, p.samples_per_s, !candidate->overflow},
+         candidate->overflow_ratio});
     if (!best || planning::better(*candidate, *best)) best = std::move(*candidate);
   }
   if (progress) progress(1.0, "done");
@@ -177,6 +185,14 @@ Result<Plan> make_plan(const JobSpec& job, const PluginRegistry& plugins, const 
                             "; try more stages, more micro-batches (smaller ones) or a schedule that stashes less");
   Plan plan = std::move(best->plan);
   plan.candidates = planned;
+  // Ranked as the search ranks candidates: fitting first, then faster, then less over.
+  std::stable_sort(tried.begin(), tried.end(), [](const auto& a, const auto& b) {
+    if (a.first.fits != b.first.fits) return a.first.fits;
+    if (!a.first.fits) return a.second < b.second;
+    return a.first.samples_per_s > b.first.samples_per_s;
+  });
+  for (std::size_t k = 0; k < tried.size() && k < Plan::tried_shapes_kept; ++k)
+    plan.tried.push_back(tried[k].first);
   plan.search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   return plan;
 }

@@ -73,7 +73,29 @@ std::string format_plan(const Plan& plan, const ModelProfile& profile, const Clu
   out += "parameters   " + format_fixed(plan.parameter_balance, 3) + " (max stage parameter bytes / mean)\n";
   out += "search       " + format_fixed(plan.search_ms, 3) + " ms (" + std::to_string(plan.candidates) +
          (plan.candidates == 1 ? " shape" : " shapes") + " simulated)\n";
+  if (plan.candidates > 1) out += "\n" + format_tried_shapes(plan);
   return out;
+}
+
+std::string format_tried_shapes(const Plan& plan) {
+  using text::format_fixed;
+  text::Table table({{"pipelines × stages", text::Table::Align::right},
+                     {"micro-batches", text::Table::Align::right},
+                     {"slices", text::Table::Align::right},
+                     {"iteration ms", text::Table::Align::right},
+                     {"samples/s", text::Table::Align::right},
+                     {"vs best", text::Table::Align::right},
+                     {"fits"}});
+  for (const TriedShape& t : plan.tried)
+    table.add_row(
+        {std::to_string(t.pipelines) + " × " + std::to_string(t.stages), std::to_string(t.micro_batches),
+         std::to_string(t.slices), format_fixed(t.iteration_time_ms, 3), format_fixed(t.samples_per_s, 1),
+         format_fixed(plan.tried.front().samples_per_s > 0 ? t.samples_per_s / plan.tried.front().samples_per_s : 0.0,
+                      3) +
+             "×",
+         t.fits ? "yes" : "no"});
+  return "best " + std::to_string(plan.tried.size()) + " of " + std::to_string(plan.candidates) + " shapes tried\n" +
+         table.str();
 }
 
 namespace {
@@ -108,6 +130,15 @@ json plan_document(const Plan& plan, const ModelProfile& profile, const ClusterS
         {"device_memory_bytes", stage_capacity(plan, cluster, s)},
     });
   }
+  json tried = json::array();
+  for (const TriedShape& t : plan.tried)
+    tried.push_back({{"stages", t.stages},
+                     {"pipelines", t.pipelines},
+                     {"micro_batches", t.micro_batches},
+                     {"slices", t.slices},
+                     {"iteration_time_ms", t.iteration_time_ms},
+                     {"samples_per_s", t.samples_per_s},
+                     {"fits", t.fits}});
   json schedule_actions = json::array();
   for (const auto& actions : plan.schedule.stages) {
     std::string line;
@@ -134,6 +165,7 @@ json plan_document(const Plan& plan, const ModelProfile& profile, const ClusterS
       {"parameter_balance", plan.parameter_balance},
       {"search_ms", plan.search_ms},
       {"candidates", plan.candidates},
+      {"tried", tried},
       {"stages", stages},
       {"schedule_actions", schedule_actions},
   };

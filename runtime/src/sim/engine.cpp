@@ -232,10 +232,12 @@ private:
 
 } // namespace
 
-double ring_allreduce_ms(const Group& group) {
+double ring_allreduce_ms(const Group& group) { return ring_allreduce_ms(group, group.bytes); }
+
+double ring_allreduce_ms(const Group& group, double bytes) {
   const double n = static_cast<double>(group.ring);
   if (n < 2) return 0;
-  const double transfer = std::isinf(group.bytes_per_ms) ? 0.0 : 2.0 * (n - 1) / n * group.bytes / group.bytes_per_ms;
+  const double transfer = std::isinf(group.bytes_per_ms) ? 0.0 : 2.0 * (n - 1) / n * bytes / group.bytes_per_ms;
   return transfer + 2.0 * (n - 1) * group.latency_ms;
 }
 

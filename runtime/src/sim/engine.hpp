@@ -65,7 +65,9 @@ struct Outcome {
 /// Runs `iterations` iterations of the model.
 Outcome run(const Model& model, std::size_t iterations);
 
-/// Ring all-reduce time for a group: 2(n − 1)/n · bytes / bandwidth + 2(n − 1) · latency.
+/// Ring all-reduce time for a group: 2(n − 1)/n · bytes / bandwidth + 2(n − 1) · latency,
+/// of the group's bytes or of `bytes`.
 double ring_allreduce_ms(const Group& group);
+double ring_allreduce_ms(const Group& group, double bytes);
 
 } // namespace actorpipe::sim

@@ -69,17 +69,18 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
     }
 
   // Per cut and direction ("send" 2·cut + backward), how many pipelines' sends cross
-  // each lane; and per pipeline, how long a byte takes over all its sends with every
-  // lane's bandwidth split among them. The slowest pipeline stands for all.
+  // each lane; and per pipeline, how long a byte takes over all its sends when every
+  // lane's bandwidth is split among all the sends that cross it, of every cut (a lane
+  // may serve two stages where their replicas share a server). The slowest pipeline
+  // stands for all.
   const std::size_t sends = S > 0 ? 2 * (S - 1) : 0;
   auto route_of = [&](std::size_t p, std::size_t send) {
     const std::size_t cut = send / 2;
     return send % 2 ? topology.route(devices[p][cut + 1], devices[p][cut])
                     : topology.route(devices[p][cut], devices[p][cut + 1]);
   };
-  std::vector<int> uses(topology.lane_count(), 0);
+  std::vector<int> uses(topology.lane_count(), 0), total(topology.lane_count(), 0);
   std::vector<std::vector<std::pair<sim::LaneId, int>>> crossings(sends); ///< per send: lane, pipelines
-  std::vector<double> ms_per_byte(P, 0.0);
   for (std::size_t c = 0; c < sends; ++c) {
     std::vector<sim::LaneId> touched;
     for (std::size_t p = 0; p < P; ++p) {
@@ -87,15 +88,18 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
       for (std::uint8_t l = 0; l < r.count; ++l)
         if (uses[r.lanes[l]]++ == 0) touched.push_back(r.lanes[l]);
     }
-    for (std::size_t p = 0; p < P; ++p) {
-      const double bpm = shared_bytes_per_ms(route_of(p, c), topology, [&](sim::LaneId lane) { return uses[lane]; });
-      ms_per_byte[p] += std::isinf(bpm) ? 0.0 : 1.0 / bpm;
-    }
     for (sim::LaneId lane : touched) {
       crossings[c].push_back({lane, uses[lane]});
+      total[lane] += uses[lane];
       uses[lane] = 0;
     }
   }
+  std::vector<double> ms_per_byte(P, 0.0);
+  for (std::size_t c = 0; c < sends; ++c)
+    for (std::size_t p = 0; p < P; ++p) {
+      const double bpm = shared_bytes_per_ms(route_of(p, c), topology, [&](sim::LaneId lane) { return total[lane]; });
+      ms_per_byte[p] += std::isinf(bpm) ? 0.0 : 1.0 / bpm;
+    }
   const std::size_t rep =
       static_cast<std::size_t>(std::max_element(ms_per_byte.begin(), ms_per_byte.end()) - ms_per_byte.begin());
 
@@ -173,6 +177,12 @@ double IterationModel::cut_ms_per_byte(std::size_t cut) const { return impl_->cu
 double IterationModel::cut_latency_ms(std::size_t cut) const { return impl_->cut_latency_ms.at(cut); }
 IterationModel::Bottleneck IterationModel::last_bottleneck() const { return impl_->last; }
 
+double IterationModel::sync_ms(std::size_t stage, double parameter_bytes) const {
+  const sim::Group& group = impl_->model.groups.at(stage);
+  return sim::ring_allreduce_ms(group, parameter_bytes) +
+         sim::optimizer_step_ms(parameter_bytes, *impl_->device[stage], impl_->optimizer_factor);
+}
+
 double IterationModel::iteration_ms(const std::vector<StageFigures>& stages) {
   Impl& m = *impl_;
   const std::size_t S = m.model.instances.size();
@@ -195,8 +205,8 @@ double IterationModel::iteration_ms(const std::vector<StageFigures>& stages) {
   }
   // The other pipelines' sends on a shared lane also hold back the last pipeline in
   // line: it starts behind them and stays behind, as far as the longest such queue.
-  const double largest = static_cast<double>(
-      *std::max_element(m.schedule.micro_batch_sizes.begin(), m.schedule.micro_batch_sizes.end()));
+  const double largest =
+      static_cast<double>(*std::max_element(m.schedule.micro_batch_sizes.begin(), m.schedule.micro_batch_sizes.end()));
   double behind = 0;
   for (std::size_t s = 0; s < S; ++s) {
     sim::Instance& instance = m.model.instances[s];
@@ -204,7 +214,8 @@ double IterationModel::iteration_ms(const std::vector<StageFigures>& stages) {
                                        std::pair{&instance.to_previous, instance.grad_bytes_per_sample}})
       for (std::uint8_t l = 0; l < route->count; ++l) {
         route->share[l] = m.share[route->lanes[l]];
-        behind = std::max(behind, (static_cast<double>(route->share[l]) - 1.0) * largest * bytes / m.lanes[route->lanes[l]].bytes_per_ms);
+        behind = std::max(behind, (static_cast<double>(route->share[l]) - 1.0) * largest * bytes /
+                                      m.lanes[route->lanes[l]].bytes_per_ms);
       }
   }
   const sim::Outcome outcome = sim::run(m.model, 1);

@@ -39,11 +39,15 @@ Group make_group(const Topology& topology, const ClusterSpec& cluster, std::vect
   return group;
 }
 
+double optimizer_step_ms(double parameter_bytes, const Device& device, double optimizer_factor) {
+  // The step reads parameters and gradients and reads and writes its state.
+  return parameter_bytes * (1.0 + 2.0 * optimizer_factor) / device.memory_bandwidth * 1000.0;
+}
+
 void set_stage_costs(Instance& instance, const StageFigures& f, const Device& device, double optimizer_factor) {
   instance.forward_ms_per_sample = f.forward_ms / device.speed;
   instance.backward_ms_per_sample = f.backward_ms / device.speed;
-  const double touched = static_cast<double>(f.parameter_bytes) * (1.0 + 2.0 * optimizer_factor);
-  instance.optimizer_ms = touched / device.memory_bandwidth * 1000.0;
+  instance.optimizer_ms = optimizer_step_ms(static_cast<double>(f.parameter_bytes), device, optimizer_factor);
 }
 
 } // namespace actorpipe::sim

@@ -20,9 +20,12 @@ namespace actorpipe::sim {
 Group make_group(const Topology& topology, const ClusterSpec& cluster, std::vector<std::uint32_t> instances,
                  const std::vector<DeviceId>& devices, double bytes);
 
+/// The optimizer step over `parameter_bytes` on `device`: it reads parameters and
+/// gradients and reads and writes its state at the device's memory bandwidth.
+double optimizer_step_ms(double parameter_bytes, const Device& device, double optimizer_factor);
+
 /// Sets what an instance of stage figures `f` costs on `device`: forward and backward
-/// per sample, and the optimizer step, which reads parameters and gradients and reads
-/// and writes its state at the device's memory bandwidth.
+/// per sample, and the optimizer step.
 void set_stage_costs(Instance& instance, const StageFigures& f, const Device& device, double optimizer_factor);
 
 } // namespace actorpipe::sim
