@@ -1,9 +1,12 @@
 #include "sim/engine.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <functional>
+#include <queue>
+#include <unordered_map>
 #include <cmath>
 #include <limits>
-#include <queue>
 #include <random>
 
 namespace actorpipe::sim {
@@ -22,6 +25,135 @@ struct Event {
 };
 enum : std::uint32_t { action_done = 0, iteration_start = 1 };
 
+/// The pending events, earliest first and, at equal times, by instance, so that runs
+/// repeat exactly: a 4-ary heap, for models of a few instances, whose events seldom
+/// share a time.
+class EventHeap {
+public:
+  bool empty() const { return heap_.empty(); }
+  void push(Event e) {
+    std::size_t i = heap_.size();
+    heap_.push_back(e);
+    while (i > 0) {
+      const std::size_t parent = (i - 1) / 4;
+      if (!(heap_[parent] > e)) break;
+      heap_[i] = heap_[parent];
+      i = parent;
+    }
+    heap_[i] = e;
+  }
+  Event pop() {
+    const Event top = heap_.front();
+    const Event last = heap_.back();
+    heap_.pop_back();
+    const std::size_t n = heap_.size();
+    if (n == 0) return top;
+    std::size_t i = 0;
+    for (;;) {
+      const std::size_t first = 4 * i + 1;
+      if (first >= n) break;
+      std::size_t least = first;
+      for (std::size_t c = first + 1; c < std::min(first + 4, n); ++c)
+        if (heap_[least] > heap_[c]) least = c;
+      if (!(last > heap_[least])) break;
+      heap_[i] = heap_[least];
+      i = least;
+    }
+    heap_[i] = last;
+    return top;
+  }
+
+private:
+  std::vector<Event> heap_;
+};
+
+/// The same order for models of many instances: events are kept in buckets of one
+/// time each, and only the distinct times go through a heap. Pipelines that run alike
+/// finish their actions at the same moments, so ten thousand pending events often share
+/// a few dozen times.
+class EventBuckets {
+public:
+  bool empty() const { return current_ == none && times_.empty(); }
+
+  void push(Event e) {
+    const std::uint64_t key = std::bit_cast<std::uint64_t>(e.time);
+    const auto found = index_.find(key);
+    if (found == index_.end()) {
+      const std::uint32_t id = allocate(e.time);
+      buckets_[id].events.push_back(e);
+      index_.emplace(key, id);
+      times_.push({e.time, id});
+      return;
+    }
+    Bucket& bucket = buckets_[found->second];
+    if (found->second == current_) {
+      // Being drained: keep what is left in order.
+      const auto at =
+          std::upper_bound(bucket.events.begin() + static_cast<std::ptrdiff_t>(bucket.next), bucket.events.end(), e,
+                           [](const Event& a, const Event& b) { return a.instance < b.instance; });
+      bucket.events.insert(at, e);
+      return;
+    }
+    bucket.sorted = bucket.sorted && bucket.events.back().instance <= e.instance;
+    bucket.events.push_back(e);
+  }
+
+  Event pop() {
+    if (current_ == none) {
+      current_ = times_.top().second;
+      times_.pop();
+      Bucket& bucket = buckets_[current_];
+      if (!bucket.sorted)
+        std::stable_sort(bucket.events.begin(), bucket.events.end(),
+                         [](const Event& a, const Event& b) { return a.instance < b.instance; });
+    }
+    Bucket& bucket = buckets_[current_];
+    const Event e = bucket.events[bucket.next++];
+    if (bucket.next == bucket.events.size()) {
+      release(current_);
+      current_ = none;
+    }
+    return e;
+  }
+
+private:
+  static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
+  struct Bucket {
+    double time = 0;
+    std::vector<Event> events;
+    std::size_t next = 0;
+    bool sorted = true;
+  };
+
+  std::uint32_t allocate(double time) {
+    std::uint32_t id;
+    if (!free_.empty()) {
+      id = free_.back();
+      free_.pop_back();
+    } else {
+      id = static_cast<std::uint32_t>(buckets_.size());
+      buckets_.emplace_back();
+    }
+    Bucket& bucket = buckets_[id];
+    bucket.time = time;
+    bucket.events.clear();
+    bucket.next = 0;
+    bucket.sorted = true;
+    return id;
+  }
+  void release(std::uint32_t id) {
+    index_.erase(std::bit_cast<std::uint64_t>(buckets_[id].time));
+    free_.push_back(id);
+  }
+
+  std::vector<Bucket> buckets_;
+  std::vector<std::uint32_t> free_;
+  std::unordered_map<std::uint64_t, std::uint32_t> index_; ///< time's bits → bucket
+  std::priority_queue<std::pair<double, std::uint32_t>, std::vector<std::pair<double, std::uint32_t>>, std::greater<>>
+      times_;
+  std::uint32_t current_ = none;
+};
+
 struct InstanceState {
   std::size_t next = 0; ///< action index
   bool busy = false;
@@ -34,7 +166,7 @@ struct InstanceState {
   std::size_t iteration = 0;
 };
 
-class Simulation {
+template <class Queue> class Simulation {
 public:
   Simulation(const Model& model, std::size_t iterations)
       : model_(model), iterations_(iterations), actions_(model.schedule->stages),
@@ -55,8 +187,7 @@ public:
     for (std::uint32_t i = 0; i < model_.instances.size(); ++i)
       try_start(i);
     while (!queue_.empty()) {
-      const Event event = queue_.top();
-      queue_.pop();
+      const Event event = queue_.pop();
       ++out_.events;
       if (event.kind == action_done)
         finish_action(event.instance, event.time);
@@ -225,7 +356,7 @@ private:
   std::vector<double> processor_free_; ///< when each processor's last reserved work ends
   std::vector<std::size_t> group_ready_;
   std::vector<double> group_ready_at_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
+  Queue queue_;
   std::mt19937_64 random_;
   Outcome out_;
 };
@@ -241,6 +372,10 @@ double ring_allreduce_ms(const Group& group, double bytes) {
   return transfer + 2.0 * (n - 1) * group.latency_ms;
 }
 
-Outcome run(const Model& model, std::size_t iterations) { return Simulation(model, iterations).run(); }
+Outcome run(const Model& model, std::size_t iterations) {
+  // Buckets pay a hash lookup per event, which only many alike pipelines repay.
+  if (model.instances.size() >= 256) return Simulation<EventBuckets>(model, iterations).run();
+  return Simulation<EventHeap>(model, iterations).run();
+}
 
 } // namespace actorpipe::sim

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <unordered_map>
 
 namespace actorpipe {
@@ -151,15 +152,45 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
     std::vector<DeviceId> replicas;
     for (const auto& pipeline : devices)
       replicas.push_back(pipeline[s]);
-    sim::Group group = sim::make_group(topology, cluster, {static_cast<std::uint32_t>(s)}, replicas, 0.0);
-    // The rings share lanes with the sends and with each other, as in simulate():
-    // an all-reduce waits for the lanes it crosses to be free.
-    for (sim::LaneId& lane : group.lanes) {
-      auto [it, added] = compact.try_emplace(lane, static_cast<sim::LaneId>(m.lanes.size()));
-      if (added) m.lanes.push_back({topology.bytes_per_ms(lane), {}, {}});
-      lane = it->second;
+    m.model.groups.push_back(sim::make_group(topology, cluster, {static_cast<std::uint32_t>(s)}, replicas, 0.0));
+  }
+  // The rings share lanes with the sends and with each other, as in simulate(): an
+  // all-reduce waits for the lanes it crosses to be free. A lane no send crosses is
+  // only ever held by rings, so lanes crossed by the same rings, as often, at the same
+  // bandwidth are always free at the same moment: one of them stands for all, and a
+  // ring over thousands of replicas costs an evaluation a few lanes, not thousands.
+  // (A lane only one ring crosses, and no send, delays nothing at all.)
+  std::unordered_map<sim::LaneId, std::vector<std::pair<std::uint32_t, int>>> rings_of; ///< lane → (ring, uses)
+  for (std::uint32_t g = 0; g < m.model.groups.size(); ++g) {
+    const sim::Group& group = m.model.groups[g];
+    for (std::size_t l = 0; l < group.lanes.size(); ++l)
+      if (!compact.contains(group.lanes[l])) rings_of[group.lanes[l]].push_back({g, group.lane_uses[l]});
+  }
+  std::map<std::pair<double, std::vector<std::pair<std::uint32_t, int>>>, sim::LaneId> classes;
+  for (sim::Group& group : m.model.groups) {
+    std::vector<std::pair<sim::LaneId, int>> kept;
+    for (std::size_t l = 0; l < group.lanes.size(); ++l) {
+      const sim::LaneId lane = group.lanes[l];
+      sim::LaneId id;
+      if (const auto it = compact.find(lane); it != compact.end()) {
+        id = it->second;
+      } else {
+        const auto& rings = rings_of[lane];
+        if (rings.size() < 2) continue;
+        const auto [at, added] =
+            classes.try_emplace({topology.bytes_per_ms(lane), rings}, static_cast<sim::LaneId>(m.lanes.size()));
+        if (added) m.lanes.push_back({topology.bytes_per_ms(lane), {}, {}});
+        id = at->second;
+      }
+      if (std::none_of(kept.begin(), kept.end(), [&](const auto& k) { return k.first == id; }))
+        kept.push_back({id, group.lane_uses[l]});
     }
-    m.model.groups.push_back(std::move(group));
+    group.lanes.clear();
+    group.lane_uses.clear();
+    for (const auto& [id, uses] : kept) {
+      group.lanes.push_back(id);
+      group.lane_uses.push_back(uses);
+    }
   }
   for (const Impl::Lane& lane : m.lanes)
     m.model.lane_bytes_per_ms.push_back(lane.bytes_per_ms);
