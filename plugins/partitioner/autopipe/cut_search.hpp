@@ -15,7 +15,8 @@
 ///      (the slowest stage once per micro-batch, every stage and send once, the first
 ///      stage's all-reduce) under a range of bounds on the slowest stage (latency_split);
 ///   3. from the best two of these by the estimate, cut-by-cut descent on the estimate
-///      (iteration_search), within an evaluation budget that grows with the stages.
+///      (iteration_search), within an evaluation budget that grows with the stages and
+///      shrinks where each estimate simulates many actions.
 /// Where no cut costs anything to send over (infinitely fast links), the iteration
 /// depends on the cuts through compute alone: the search then keeps every stage within
 /// the exact min-max bound and uses the estimate only to choose among such splits.
@@ -51,6 +52,9 @@ inline IterationModel iteration_model(const PlanContext& c, std::vector<std::vec
   return IterationModel(c.cluster, {std::move(placement), schedule, c.action_overhead_ms, c.optimizer_factor});
 }
 
+/// Micro-batches of one pipeline's schedule (what each estimate simulates per stage).
+inline std::size_t schedule_size(const PlanContext& c) { return std::max<std::size_t>(1, c.micro_batch_sizes.size()); }
+
 /// The cuts for `placement` (devices[p][s]); `search` false stops after step 1.
 inline CutSearchResult search_cuts(const PlanContext& context, const partitioning::UnitCosts& costs,
                                    std::vector<std::vector<DeviceId>> placement, bool search = true) {
@@ -75,7 +79,11 @@ inline CutSearchResult search_cuts(const PlanContext& context, const partitionin
   context.report(0.2);
   if (!search) return best;
 
-  IterationSearch descent(context, costs, model, memory, 64 + 32 * S);
+  // The descent's budget grows with the cuts to move, and stops short of two million
+  // simulated actions (about 70 ms) where each estimate simulates many.
+  const std::size_t actions = std::max<std::size_t>(1, 2 * S * schedule_size(context));
+  IterationSearch descent(context, costs, model, memory,
+                          std::min<std::size_t>(64 + 32 * S, std::max<std::size_t>(16, 2'000'000 / actions)));
   best.estimate_ms = descent.time(best.boundaries);
   bool sends_free = true;
   for (std::size_t k = 0; k + 1 < S; ++k)
