@@ -13,12 +13,12 @@
 #include <actorpipe/simulator.hpp>
 
 #include "../plugins/partitioner/unit_costs.hpp"
+#include "call_timing.hpp"
 #include "synthetic_chain.hpp"
 #include "base/text.hpp"
 #include "base/text_table.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <iostream>
 #include <map>
 
@@ -49,27 +49,15 @@ Row measure(Partitioner& partitioner, const ModelProfile& profile, const Cluster
   context.batch_size = static_cast<std::uint32_t>(2 * stages * profile.batch_size);
   context.scheduler = "1f1b";
   context.action_overhead_ms = 0.1;
-  // Each sample times a batch of calls long enough (≥ 1 ms) for the clock to resolve
-  // searches of a few microseconds.
   Result<Partition> partition = partitioner.partition(context);
   if (!partition) return {};
-  std::size_t batch = 1;
-  std::vector<double> times;
-  while (times.size() < 5) {
-    const auto start = std::chrono::steady_clock::now();
-    for (std::size_t k = 0; k < batch; ++k)
-      partition = partitioner.partition(context);
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (ms < 1.0 && times.empty()) {
-      batch *= 2;
-      continue;
-    }
-    times.push_back(ms / static_cast<double>(batch));
-  }
-  std::sort(times.begin(), times.end());
+  const double search_ms = bench::median_call_ms([&] {
+    partition = partitioner.partition(context);
+    return partition.ok();
+  });
   Row row;
   row.ok = true;
-  row.search_ms = times[times.size() / 2];
+  row.search_ms = search_ms;
 
   Plan plan;
   plan.pipelines = 1;

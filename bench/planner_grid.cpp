@@ -22,10 +22,10 @@
 
 #include "base/text.hpp"
 #include "base/text_table.hpp"
+#include "call_timing.hpp"
 #include "synthetic_chain.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -87,24 +87,6 @@ Outcome plan_one(JobSpec job, const PluginRegistry& plugins, const std::string& 
           std::to_string(plan->pipelines) + "×" + std::to_string(plan->stages.size()) + "×" +
               std::to_string(plan->schedule.micro_batch_sizes.size()),
           ""};
-}
-
-/// The search time of one partition call in ms: the median of 5 batches of ≥ 1 ms.
-double time_partition(Partitioner& partitioner, const PlanContext& context) {
-  std::size_t batch = 1;
-  std::vector<double> times;
-  while (times.size() < 5) {
-    const auto start = std::chrono::steady_clock::now();
-    for (std::size_t k = 0; k < batch; ++k)
-      if (!partitioner.partition(context)) return -1;
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (ms < 1.0 && times.empty()) {
-      batch *= 2;
-      continue;
-    }
-    times.push_back(ms / static_cast<double>(batch));
-  }
-  return median(times);
 }
 
 } // namespace
@@ -273,7 +255,7 @@ int main(int argc, char** argv) {
     context.stage_memory.assign(stages, homo->devices.front().memory_bytes);
     std::map<std::string, double> ms;
     for (const char* name : {"autopipe", "dapple", "piper"})
-      ms[name] = time_partition(**registry->partitioner(name), context);
+      ms[name] = bench::median_call_ms([&, p = *registry->partitioner(name)] { return p->partition(context).ok(); });
     search.add_row({model.name, std::to_string(model.blocks.size()), text::format_fixed(ms["autopipe"], 3),
                     text::format_fixed(ms["dapple"], 3), text::format_fixed(ms["piper"], 3),
                     text::format_fixed(ms["dapple"] / ms["autopipe"], 1) + "×",
