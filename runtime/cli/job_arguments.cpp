@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "base/text.hpp"
+#include "training_handoff.hpp"
 
 namespace actorpipe::cli {
 
@@ -65,6 +66,9 @@ Result<LoadedJob> load(const JobArguments& args, const CommonOptions& common) {
   ACTORPIPE_TRY(registry);
   // A zoo model named without a profile is measured here, as `actorpipe profile` would.
   std::shared_ptr<const TrainingData> data;
+#ifdef ACTORPIPE_CLI_CORE
+  if (job->profile.blocks.empty()) return hand_over_to_training();
+#else
   if (job->profile.blocks.empty()) {
     auto loaded = load_training_data(*job);
     ACTORPIPE_TRY(loaded);
@@ -77,6 +81,7 @@ Result<LoadedJob> load(const JobArguments& args, const CommonOptions& common) {
     ACTORPIPE_TRY(profile);
     job->profile = std::move(*profile);
   }
+#endif
   return LoadedJob{std::move(*job), std::move(*registry), std::move(data)};
 }
 

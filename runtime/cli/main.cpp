@@ -1,6 +1,9 @@
-/// `actorpipe`: a thin command line over the library API (actorpipe/*.hpp).
+/// `actorpipe`: a thin command line over the library API (actorpipe/*.hpp). Built twice:
+/// as `actorpipe` (ACTORPIPE_CLI_CORE, without the training runtime) and as
+/// `actorpipe-train`, to which `actorpipe` hands the commands that train.
 
 #include "commands.hpp"
+#include "training_handoff.hpp"
 
 #include <actorpipe/version.hpp>
 
@@ -25,13 +28,23 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough();
 
+  cli::remember_arguments(argc, argv);
   cli::CommonOptions common;
   cli::Run run;
   cli::add_plugins_command(app, common, run);
   cli::add_plan_command(app, common, run);
   cli::add_simulate_command(app, common, run);
+#ifdef ACTORPIPE_CLI_CORE
+  // Training and measuring are actorpipe-train's (training_handoff.hpp); they are
+  // listed here so that --help shows every command.
+  for (const auto& [name, summary] : {std::pair{"run", cli::run_summary}, std::pair{"profile", cli::profile_summary}}) {
+    app.add_subcommand(name, summary)->allow_extras();
+    if (argc > 1 && std::string(argv[1]) == name) return cli::report(cli::hand_over_to_training());
+  }
+#else
   cli::add_run_command(app, common, run);
   cli::add_profile_command(app, run);
+#endif
   cli::add_devices_command(app, run);
 
   // CLI11 takes an unknown first word for a missing subcommand; say what it is.

@@ -47,7 +47,7 @@ int profile_job(const ProfileArguments& a) {
 
 void add_profile_command(CLI::App& app, Run& run) {
   auto args = std::make_shared<ProfileArguments>();
-  auto* command = app.add_subcommand("profile", "Measure the job's model block by block and write its profile");
+  auto* command = app.add_subcommand("profile", profile_summary);
   command->add_option("job", args->job, "the job file")->required();
   command->add_option("-o,--output", args->output, "write the profile here (default: print it)");
   command->add_option("--set", args->set, "override any job key (repeatable)");

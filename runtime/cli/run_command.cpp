@@ -158,7 +158,7 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
 
 void add_run_command(CLI::App& app, CommonOptions& common, Run& run) {
   auto args = std::make_shared<RunArguments>();
-  auto* command = app.add_subcommand("run", "Plan a job and train it with the actor runtime");
+  auto* command = app.add_subcommand("run", run_summary);
   add_job_arguments(*command, args->job, common);
   // Bounded like train.steps and train.epochs in a job file.
   command->add_option("--steps", args->steps, "steps to run (overrides train.steps)")
