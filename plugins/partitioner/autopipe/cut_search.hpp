@@ -115,7 +115,7 @@ inline CutSearchResult search_cuts(const PlanContext& context, const partitionin
   }
   auto sync = [&](std::size_t j) { return model.sync_ms(0, costs.parameter_bytes(0, j)); };
   LatencySplit latency(costs, S, context.micro_batch_sizes.size(), slowness, fits, send, sync);
-  for (std::vector<std::size_t>& candidate : latency.candidates(bound, 3))
+  for (std::vector<std::size_t>& candidate : latency.candidates(bound, 4))
     consider(std::move(candidate));
   context.report(0.5);
 

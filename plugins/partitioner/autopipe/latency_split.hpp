@@ -1,19 +1,19 @@
 #pragma once
 
 /// Splits that trade balance against the bytes sent, for one pipeline's latency:
-///   L = (m − 1) · max_s w_s + Σ_s (w_s + 2 · send_s) + sync_0,
+///   L = (m − 1) · max_s max(w_s, send_s) + Σ_s (w_s + 2 · send_s) + sync_0,
 /// w_s being stage s's compute on its device and send_s one micro-batch's activations
-/// across the cut before it: the steady state pays the slowest stage once per
+/// across the cut before it: the steady state pays the slowest stage or link once per
 /// micro-batch; filling and draining the pipeline pays every stage and every send, both
 /// ways, once; and the first stage, which finishes last, pays its all-reduce and
 /// optimizer step after that (DAPPLE's latency, with each stage's own speed, memory and
 /// links).
 ///
-/// For a bound T on every w_s, the split of least Σ_s (w_s + 2 · send_s) + sync_0 is a
-/// shortest path: with prefix sums C, stage s ending at j costs
+/// For a bound T on every w_s (and, in a second family, on every send_s), the split of
+/// least Σ_s (w_s + 2 · send_s) + sync_0 is a shortest path: with prefix sums C, stage s ending at j costs
 ///   C(j) / speed_s + min over starts i of (best[s − 1][i] + 2 · send_s(i) − C(i) / speed_s),
-/// the starts i being those whose stage stays within T and fits in memory, a window
-/// that only moves right as j grows: a monotone queue makes it O(S · N). Bounds are
+/// the starts i being those (whose send stays within T, in the second family, and) whose
+/// stage stays within T and fits in memory, a window that only moves right as j grows: a monotone queue makes it O(S · N). Bounds are
 /// taken from T0 (the compute-only optimum) upwards, and the splits of least L kept.
 
 #include "../unit_costs.hpp"
@@ -40,8 +40,9 @@ public:
     double slowest = 0, sum = 0;
     for (std::size_t s = 0; s < S_; ++s) {
       const double w = costs_.compute_ms(b[s], b[s + 1]) * slowness_(s);
-      slowest = std::max(slowest, w);
-      sum += w + (s > 0 ? 2 * send_(s, b[s]) : 0.0);
+      const double send = s > 0 ? send_(s, b[s]) : 0.0;
+      slowest = std::max({slowest, w, send});
+      sum += w + 2 * send;
     }
     return static_cast<double>(m_ > 0 ? m_ - 1 : 0) * slowest + sum + sync_(b[1]);
   }
@@ -50,13 +51,14 @@ public:
   /// first (distinct ones only).
   std::vector<std::vector<std::size_t>> candidates(double t0, std::size_t keep) {
     std::vector<std::pair<double, std::vector<std::size_t>>> found;
-    for (double delta : {0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0}) {
-      std::vector<std::size_t> b = solve(t0 * (1 + delta));
-      if (b.empty()) continue;
-      const double l = latency(b);
-      if (std::none_of(found.begin(), found.end(), [&](const auto& f) { return f.second == b; }))
-        found.emplace_back(l, std::move(b));
-    }
+    for (bool sends_bounded : {false, true})
+      for (double delta : {0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0}) {
+        std::vector<std::size_t> b = solve(t0 * (1 + delta), sends_bounded);
+        if (b.empty()) continue;
+        const double l = latency(b);
+        if (std::none_of(found.begin(), found.end(), [&](const auto& f) { return f.second == b; }))
+          found.emplace_back(l, std::move(b));
+      }
     std::sort(found.begin(), found.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
     std::vector<std::vector<std::size_t>> out;
     for (std::size_t k = 0; k < found.size() && k < keep; ++k)
@@ -64,8 +66,9 @@ public:
     return out;
   }
 
-  /// The split of least Σ (w + 2 · send) with every w_s ≤ bound; empty when none.
-  std::vector<std::size_t> solve(double bound) {
+  /// The split of least Σ (w + 2 · send) + sync_0 with every w_s ≤ bound, and every
+  /// send_s too when `sends_bounded`; empty when none.
+  std::vector<std::size_t> solve(double bound, bool sends_bounded) {
     constexpr double unreachable = std::numeric_limits<double>::infinity();
     std::vector<double> best(N_ + 1, unreachable), next(N_ + 1, unreachable), key(N_ + 1, 0.0);
     best[0] = 0;
@@ -78,7 +81,7 @@ public:
       std::size_t low = 0; // the least start within the bound and memory for the current end
       for (std::size_t j = s + 1; j <= last; ++j) {
         const std::size_t i = j - 1;
-        if (best[i] < unreachable) {
+        if (best[i] < unreachable && (s == 0 || !sends_bounded || send_(s, i) <= bound)) {
           key[i] = best[i] + (s > 0 ? 2 * send_(s, i) : 0.0) - prefix(i) * slow;
           while (!queue.empty() && key[queue.back()] >= key[i])
             queue.pop_back();
