@@ -13,8 +13,8 @@
 /// least Σ_s (w_s + 2 · send_s) + sync_0 is a shortest path: with prefix sums C, stage s ending at j costs
 ///   C(j) / speed_s + min over starts i of (best[s − 1][i] + 2 · send_s(i) − C(i) / speed_s),
 /// the starts i being those (whose send stays within T, in the second family, and) whose
-/// stage stays within T and fits in memory, a window that only moves right as j grows: a monotone queue makes it O(S · N). Bounds are
-/// taken from T0 (the compute-only optimum) upwards, and the splits of least L kept.
+/// stage stays within T and fits in memory, a window that only moves right as j grows: a monotone queue makes it O(S ·
+/// N). Bounds are taken from T0 (the compute-only optimum) upwards, and the splits of least L kept.
 
 #include "../unit_costs.hpp"
 

@@ -8,13 +8,16 @@
 /// time; the ring all-reduce of every stage; the optimizer step) on one
 /// representative pipeline instead of all of them:
 ///   - each stage computes at the speed of its slowest replica, which all wait for;
-///   - sends take the routes of the pipeline whose links are slowest, and every lane
-///     on them carries its bandwidth divided by the number of pipelines whose sends
-///     at the same cut cross it: pipelines run in lockstep, so what they send at one
-///     cut shares a PCIe switch, host bridge or NIC at the same time;
+///   - sends take the routes of the pipeline whose links are slowest, at full speed,
+///     but each lane they cross stays busy, per byte of the representative's, for as
+///     long as it takes to carry every pipeline's sends across it: pipelines run
+///     alike, so a PCIe switch, host bridge or NIC that several cross shares its
+///     throughput among them;
+///   - the iteration ends as late as the last pipeline in the longest queue such a
+///     shared lane makes;
 ///   - each stage's gradients are all-reduced over the ring of all its replicas, as
-///     simulate() builds it.
-/// When every pipeline is alike and shares nothing with another, the estimate is what
+///     simulate() builds it, sharing lanes with the sends and the other rings.
+/// When every pipeline is alike and shares no lane with another, the estimate is what
 /// simulate() reports for one iteration; elsewhere it ranks plans as simulate() does
 /// (tests/simulator_test.cpp checks both). docs/simulate.md explains the model.
 
@@ -56,7 +59,6 @@ public:
   IterationModel(IterationModel&&) noexcept;
   IterationModel& operator=(IterationModel&&) noexcept;
 
-  std::size_t stages() const;
   /// Stage s's speed relative to the reference device: its slowest replica's.
   double stage_speed(std::size_t stage) const;
   /// Device memory of stage s: its smallest replica's.
@@ -76,16 +78,6 @@ public:
   /// The estimated iteration time for stages with these figures (one per stage).
   /// Not for concurrent use: it reuses its buffers.
   double iteration_ms(const std::vector<StageFigures>& stages);
-
-  /// What iteration_ms() found out besides the time: the stage that computed most of
-  /// the iteration, and the cut whose sends kept a lane busiest. −1 when none.
-  struct Bottleneck {
-    std::ptrdiff_t stage = -1;
-    std::ptrdiff_t cut = -1;
-    double stage_busy = 0; ///< fraction of the iteration
-    double cut_busy = 0;   ///< fraction of the iteration its busiest lane carried sends
-  };
-  Bottleneck last_bottleneck() const;
 
 private:
   struct Impl;

@@ -16,13 +16,11 @@
 namespace actorpipe {
 
 struct IterationModel::Impl {
-  const ClusterSpec* cluster = nullptr;
   Schedule schedule;
   double optimizer_factor = 1;
   std::vector<const Device*> device; ///< per stage, its slowest replica
   std::vector<std::uint64_t> memory; ///< per stage, its smallest replica's
   std::vector<double> cut_ms_per_byte, cut_latency_ms;
-  std::vector<std::vector<sim::LaneId>> cut_lanes; ///< per cut, the compact lanes of its sends
   /// A lane the representative's sends cross: which of its sends (2·cut + backward)
   /// cross it, and how many pipelines' sends cross it at each send.
   struct Lane {
@@ -33,7 +31,6 @@ struct IterationModel::Impl {
   std::vector<Lane> lanes;  ///< as model.lane_bytes_per_ms
   std::vector<float> share; ///< per lane, bytes all pipelines send across it per byte of ours
   sim::Model model;
-  Bottleneck last;
 };
 
 namespace {
@@ -50,7 +47,6 @@ template <class Uses> double shared_bytes_per_ms(const sim::Route& route, const 
 
 IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
-  m.cluster = &cluster;
   m.schedule = std::move(setup.schedule);
   m.optimizer_factor = setup.optimizer_factor;
   const auto& devices = setup.devices;
@@ -111,7 +107,6 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
   std::vector<sim::Route> routes(sends);
   m.cut_ms_per_byte.assign(S > 0 ? S - 1 : 0, 0.0);
   m.cut_latency_ms.assign(S > 0 ? S - 1 : 0, 0.0);
-  m.cut_lanes.assign(S > 0 ? S - 1 : 0, {});
   for (std::size_t c = 0; c < sends; ++c) {
     const sim::Route r = route_of(rep, c);
     sim::Route& own = routes[c];
@@ -119,10 +114,9 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
     own.bytes_per_ms = r.bytes_per_ms;
     for (std::uint8_t l = 0; l < r.count; ++l) {
       auto [it, added] = compact.try_emplace(r.lanes[l], static_cast<sim::LaneId>(m.lanes.size()));
-      if (added) m.lanes.push_back({topology.bytes_per_ms(r.lanes[l]), {}});
+      if (added) m.lanes.push_back({topology.bytes_per_ms(r.lanes[l]), {}, {}});
       m.lanes[it->second].own.push_back(c);
       own.lanes[own.count++] = it->second;
-      m.cut_lanes[c / 2].push_back(it->second);
     }
     const std::size_t cut = c / 2;
     const double shared = shared_bytes_per_ms(r, topology, [&](sim::LaneId lane) {
@@ -201,12 +195,10 @@ IterationModel::~IterationModel() = default;
 IterationModel::IterationModel(IterationModel&&) noexcept = default;
 IterationModel& IterationModel::operator=(IterationModel&&) noexcept = default;
 
-std::size_t IterationModel::stages() const { return impl_->device.size(); }
 double IterationModel::stage_speed(std::size_t stage) const { return impl_->device.at(stage)->speed; }
 std::uint64_t IterationModel::stage_memory(std::size_t stage) const { return impl_->memory.at(stage); }
 double IterationModel::cut_ms_per_byte(std::size_t cut) const { return impl_->cut_ms_per_byte.at(cut); }
 double IterationModel::cut_latency_ms(std::size_t cut) const { return impl_->cut_latency_ms.at(cut); }
-IterationModel::Bottleneck IterationModel::last_bottleneck() const { return impl_->last; }
 
 double IterationModel::sync_ms(std::size_t stage, double parameter_bytes) const {
   const sim::Group& group = impl_->model.groups.at(stage);
@@ -250,19 +242,7 @@ double IterationModel::iteration_ms(const std::vector<StageFigures>& stages) {
       }
   }
   const sim::Outcome outcome = sim::run(m.model, 1);
-  const double total = outcome.iteration_end_ms.empty() ? 0.0 : outcome.iteration_end_ms.front() + behind;
-
-  m.last = {};
-  if (total > 0) {
-    for (std::size_t s = 0; s < S; ++s)
-      if (outcome.busy_ms[s] / total > m.last.stage_busy)
-        m.last.stage_busy = outcome.busy_ms[s] / total, m.last.stage = static_cast<std::ptrdiff_t>(s);
-    for (std::size_t c = 0; c < m.cut_lanes.size(); ++c)
-      for (sim::LaneId lane : m.cut_lanes[c])
-        if (outcome.lane_busy_ms[lane] / total > m.last.cut_busy)
-          m.last.cut_busy = outcome.lane_busy_ms[lane] / total, m.last.cut = static_cast<std::ptrdiff_t>(c);
-  }
-  return total;
+  return outcome.iteration_end_ms.empty() ? 0.0 : outcome.iteration_end_ms.front() + behind;
 }
 
 } // namespace actorpipe
