@@ -55,8 +55,7 @@ ClusterSpec cluster(std::size_t servers, std::size_t per_server) {
 }
 
 /// One stage per block; pipeline p on devices p·S.. (or as given).
-Plan plan_for(const ModelProfile& profile, std::size_t pipelines, const Schedule& schedule,
-              std::vector<std::vector<DeviceId>> devices = {}) {
+Plan plan_for(std::size_t pipelines, const Schedule& schedule, std::vector<std::vector<DeviceId>> devices = {}) {
   Plan plan;
   plan.pipelines = pipelines;
   const std::size_t S = schedule.stages.size();
@@ -90,7 +89,7 @@ BOOST_AUTO_TEST_CASE(devices_on_one_processor_compute_in_turn) {
   // side by side; on four processors, 1F1B overlaps the stages.
   const ModelProfile profile = chain(2, 1.0, 2.0);
   const ClusterSpec c = cluster(1, 4);
-  const Plan plan = plan_for(profile, 2, one_f_one_b_schedule(2, {1, 1}));
+  const Plan plan = plan_for(2, one_f_one_b_schedule(2, {1, 1}));
   const double own = run(plan, profile, c).iteration_time_ms;
   SimulationOptions shared;
   shared.processors = {0, 0, 1, 1};
@@ -113,7 +112,7 @@ BOOST_AUTO_TEST_CASE(equal_stages_match_the_closed_form) {
       const std::vector<std::uint32_t> sizes(m, 1);
       for (const Schedule& schedule : {gpipe_schedule(S, sizes), one_f_one_b_schedule(S, sizes)}) {
         BOOST_TEST_CONTEXT(schedule.name << " with " << S << " stages and " << m << " micro-batches") {
-          const SimulationReport r = run(plan_for(profile, 1, schedule), profile, c);
+          const SimulationReport r = run(plan_for(1, schedule), profile, c);
           const double expected = (m + S - 1) * (tf + tb);
           BOOST_TEST(r.iteration_time_ms == expected, tt::tolerance(1e-9));
           const double bubble = static_cast<double>(S - 1) / static_cast<double>(m + S - 1);
@@ -136,7 +135,7 @@ BOOST_AUTO_TEST_CASE(the_pipeline_pass_agrees_with_the_engine_on_uneven_stages_a
   const Schedule schedule = one_f_one_b_schedule(4, std::vector<std::uint32_t>(6, 2));
   SimulationOptions options;
   options.action_overhead_ms = 0.05;
-  const SimulationReport r = run(plan_for(profile, 1, schedule), profile, c, options);
+  const SimulationReport r = run(plan_for(1, schedule), profile, c, options);
   // 4 MB per sample over the 16 GB/s device links: 0.25 ms per sample.
   const PipelineTiming t =
       simulate_pipeline(schedule, {1.0, 2.5, 1.0, 1.0}, {2.0, 2.0, 0.5, 2.0}, {0.25, 0.25, 0.25}, 0.05);
@@ -149,8 +148,8 @@ BOOST_AUTO_TEST_CASE(transfers_sharing_a_nic_contend) {
   const ModelProfile profile = chain(2, 1.0, 1.0, 10'000'000);
   const ClusterSpec c = cluster(2, 2);
   const Schedule schedule = one_f_one_b_schedule(2, std::vector<std::uint32_t>(4, 1));
-  const SimulationReport one = run(plan_for(profile, 1, schedule, {{0, 2}}), profile, c);
-  const SimulationReport two = run(plan_for(profile, 2, schedule, {{0, 2}, {1, 3}}), profile, c);
+  const SimulationReport one = run(plan_for(1, schedule, {{0, 2}}), profile, c);
+  const SimulationReport two = run(plan_for(2, schedule, {{0, 2}, {1, 3}}), profile, c);
   // 10 MB at 1 GB/s is 10 ms a transfer; two pipelines queue on one NIC each way.
   BOOST_TEST(two.iteration_time_ms > one.iteration_time_ms * 1.5);
   BOOST_REQUIRE(!two.links.empty());
@@ -164,7 +163,7 @@ BOOST_AUTO_TEST_CASE(replicas_all_reduce_and_memory_follows_the_schedule) {
   const Schedule schedule = gpipe_schedule(2, std::vector<std::uint32_t>(4, 1));
   SimulationOptions options;
   options.optimizer_factor = 2;
-  const SimulationReport r = run(plan_for(profile, 2, schedule, {{0, 1}, {2, 3}}), profile, c, options);
+  const SimulationReport r = run(plan_for(2, schedule, {{0, 1}, {2, 3}}), profile, c, options);
   // 100 MB over a ring of 2 across 1 GB/s NICs: 2·(1/2)·0.1 s = 100 ms.
   BOOST_TEST(r.iteration_time_ms > 100.0);
   BOOST_TEST(r.stages[0].sync_ms >= 100.0);
@@ -175,7 +174,7 @@ BOOST_AUTO_TEST_CASE(replicas_all_reduce_and_memory_follows_the_schedule) {
 BOOST_AUTO_TEST_CASE(stragglers_slow_the_run_and_are_parsed_with_clear_errors) {
   const ModelProfile profile = chain(2, 1.0, 1.0);
   const ClusterSpec c = cluster(1, 2);
-  const Plan plan = plan_for(profile, 1, one_f_one_b_schedule(2, std::vector<std::uint32_t>(4, 1)));
+  const Plan plan = plan_for(1, one_f_one_b_schedule(2, std::vector<std::uint32_t>(4, 1)));
   SimulationOptions options;
   options.iterations = 5;
   const double base = run(plan, profile, c, options).iteration_time_ms;
@@ -207,7 +206,7 @@ BOOST_AUTO_TEST_CASE(stragglers_slow_the_run_and_are_parsed_with_clear_errors) {
 BOOST_AUTO_TEST_CASE(traces_hold_every_action) {
   const ModelProfile profile = chain(2, 1.0, 1.0, 1000);
   const ClusterSpec c = cluster(1, 2);
-  const Plan plan = plan_for(profile, 1, one_f_one_b_schedule(2, {1, 1, 1}));
+  const Plan plan = plan_for(1, one_f_one_b_schedule(2, {1, 1, 1}));
   SimulationOptions options;
   options.trace = true;
   const SimulationReport r = run(plan, profile, c, options);

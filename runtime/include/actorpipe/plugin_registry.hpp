@@ -5,8 +5,8 @@
 /// Search order: the plugin folder that belongs to this libactorpipe (the build tree's
 /// `plugins/` or the installed `lib/actorpipe/plugins`), then every folder of
 /// ACTORPIPE_PLUGIN_PATH (colon-separated), then the job's `plan.plugin_path`, then
-/// `--plugin-path`. Every `*.so` found (folders are searched recursively) must be a
-/// valid plugin: anything else is an error naming the file.
+/// `--plugin-path`. Every `*.so` found (in each folder itself, not in its subfolders)
+/// must be a valid plugin: anything else is an error naming the file.
 
 #include <actorpipe/export.hpp>
 #include <actorpipe/error.hpp>
