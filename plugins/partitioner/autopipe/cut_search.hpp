@@ -5,7 +5,7 @@
 /// layout is judged by the cuts a placement-aware partitioner will give it.
 ///
 /// The cuts minimise the planner's own estimate of the iteration (IterationModel: the
-/// simulator run on one representative pipeline, with stage compute on each stage's
+/// simulator run on one pipeline of each kind of placement, with stage compute on each stage's
 /// device and every cut's sends over the links the placement gives it, shared links
 /// priced as shared):
 ///   1. the exact min-max compute split, with memory as a hard limit (balanced_split);

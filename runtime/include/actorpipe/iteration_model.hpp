@@ -5,13 +5,14 @@
 ///
 /// It runs the simulator's own engine and rules (stage times by device speed; sends
 /// over the routes and lanes of the topology, each lane carrying one transfer at a
-/// time; the ring all-reduce of every stage; the optimizer step) on one
-/// representative pipeline instead of all of them:
-///   - each stage computes at the speed of its slowest replica, which all wait for;
-///   - sends take the routes of the pipeline whose links are slowest, at full speed,
+/// time; the ring all-reduce of every stage; the optimizer step) on one pipeline of
+/// each kind of placement (the same link at every cut, the same device speeds; at most
+/// four, the slowest) instead of all of them:
+///   - the slowest computes each stage at its slowest replica's speed, which all wait for;
+///   - sends take the representatives' own routes, at full speed,
 ///     but each lane they cross stays busy, per byte of the representative's, for as
-///     long as it takes to carry every pipeline's sends across it: pipelines run
-///     alike, so a PCIe switch, host bridge or NIC that several cross shares its
+///     long as it takes to carry every pipeline's sends across it: pipelines of a kind
+///     run alike, so a PCIe switch, host bridge or NIC that several cross shares its
 ///     throughput among them;
 ///   - the iteration ends as late as the last pipeline in the longest queue such a
 ///     shared lane makes;

@@ -1,4 +1,4 @@
-/// IterationModel: the engine of simulate() run on one representative pipeline
+/// IterationModel: the engine of simulate() run on one pipeline of each kind of placement
 /// (actorpipe/iteration_model.hpp says which, and why).
 
 #include <actorpipe/iteration_model.hpp>
@@ -11,11 +11,13 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <unordered_map>
 
 namespace actorpipe {
 
 struct IterationModel::Impl {
+  const ClusterSpec* cluster = nullptr;
   Schedule schedule;
   double optimizer_factor = 1;
   std::vector<const Device*> device; ///< per stage, its slowest replica
@@ -35,6 +37,8 @@ struct IterationModel::Impl {
 
 namespace {
 
+constexpr std::size_t max_representatives = 4;
+
 /// Bytes/ms of a route once each of its lanes is shared `uses(lane)` ways.
 template <class Uses> double shared_bytes_per_ms(const sim::Route& route, const sim::Topology& topology, Uses uses) {
   double bytes_per_ms = route.bytes_per_ms;
@@ -47,6 +51,7 @@ template <class Uses> double shared_bytes_per_ms(const sim::Route& route, const 
 
 IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
+  m.cluster = &cluster;
   m.schedule = std::move(setup.schedule);
   m.optimizer_factor = setup.optimizer_factor;
   const auto& devices = setup.devices;
@@ -97,27 +102,51 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
       const double bpm = shared_bytes_per_ms(route_of(p, c), topology, [&](sim::LaneId lane) { return total[lane]; });
       ms_per_byte[p] += std::isinf(bpm) ? 0.0 : 1.0 / bpm;
     }
-  const std::size_t rep =
-      static_cast<std::size_t>(std::max_element(ms_per_byte.begin(), ms_per_byte.end()) - ms_per_byte.begin());
+  // Pipelines placed alike (the same kind of link at every cut, the same device speeds)
+  // stand for each other; one of each kind is simulated, the slowest first, at most
+  // `max_representatives` (the slowest ones), so that a pipeline placed unlike the
+  // others, such as the last of a partial pod, is seen with its own sends.
+  std::map<std::vector<double>, std::size_t> kinds; ///< placement signature → representative
+  std::vector<std::size_t> order(P);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return ms_per_byte[a] > ms_per_byte[b]; });
+  std::vector<std::size_t> reps;
+  for (std::size_t p : order) {
+    std::vector<double> signature;
+    for (std::size_t s = 0; s < S; ++s)
+      signature.push_back(cluster.devices[devices[p][s]].speed);
+    for (std::size_t c = 0; c < sends; ++c) {
+      const sim::Route r = route_of(p, c);
+      signature.push_back(r.count);
+      signature.push_back(r.bytes_per_ms);
+    }
+    if (kinds.try_emplace(std::move(signature), p).second && reps.size() < max_representatives) reps.push_back(p);
+  }
+  const std::size_t rep = reps.front();
 
-  // The representative's sends keep their routes at full speed; each lane on them is
-  // occupied, per byte of its own, for as long as it takes to carry every pipeline's
+  // The representatives' sends keep their routes at full speed; each lane on them is
+  // occupied, per byte of their own, for as long as it takes to carry every pipeline's
   // sends across it too (iteration_ms() weighs that by the sends' bytes).
   std::unordered_map<sim::LaneId, sim::LaneId> compact;
-  std::vector<sim::Route> routes(sends);
+  std::vector<std::vector<sim::Route>> routes(reps.size(), std::vector<sim::Route>(sends));
   m.cut_ms_per_byte.assign(S > 0 ? S - 1 : 0, 0.0);
   m.cut_latency_ms.assign(S > 0 ? S - 1 : 0, 0.0);
+  for (std::size_t k = 0; k < reps.size(); ++k)
+    for (std::size_t c = 0; c < sends; ++c) {
+      const sim::Route r = route_of(reps[k], c);
+      sim::Route& own = routes[k][c];
+      own.latency_ms = r.latency_ms;
+      own.bytes_per_ms = r.bytes_per_ms;
+      for (std::uint8_t l = 0; l < r.count; ++l) {
+        auto [it, added] = compact.try_emplace(r.lanes[l], static_cast<sim::LaneId>(m.lanes.size()));
+        if (added) m.lanes.push_back({topology.bytes_per_ms(r.lanes[l]), {}, {}});
+        m.lanes[it->second].own.push_back(c);
+        own.lanes[own.count++] = it->second;
+      }
+    }
   for (std::size_t c = 0; c < sends; ++c) {
     const sim::Route r = route_of(rep, c);
-    sim::Route& own = routes[c];
-    own.latency_ms = r.latency_ms;
-    own.bytes_per_ms = r.bytes_per_ms;
-    for (std::uint8_t l = 0; l < r.count; ++l) {
-      auto [it, added] = compact.try_emplace(r.lanes[l], static_cast<sim::LaneId>(m.lanes.size()));
-      if (added) m.lanes.push_back({topology.bytes_per_ms(r.lanes[l]), {}, {}});
-      m.lanes[it->second].own.push_back(c);
-      own.lanes[own.count++] = it->second;
-    }
     const std::size_t cut = c / 2;
     const double shared = shared_bytes_per_ms(r, topology, [&](sim::LaneId lane) {
       for (const auto& [crossed, pipelines] : crossings[c])
@@ -132,21 +161,28 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
       if (const auto it = compact.find(lane); it != compact.end()) m.lanes[it->second].load.push_back({c, pipelines});
   m.model.schedule = &m.schedule;
   m.model.stages = S;
-  m.model.processors = S;
+  m.model.processors = reps.size() * S;
   m.model.action_overhead_ms = setup.action_overhead_ms;
+  for (std::size_t k = 0; k < reps.size(); ++k)
+    for (std::size_t s = 0; s < S; ++s) {
+      sim::Instance instance;
+      instance.pipeline = k;
+      instance.stage = s;
+      instance.processor = k * S + s;
+      // The first computes at the slowest replica's speed, which all wait for.
+      instance.device = k == 0 ? static_cast<DeviceId>(m.device[s] - cluster.devices.data()) : devices[reps[k]][s];
+      if (s + 1 < S) instance.to_next = routes[k][2 * s];
+      if (s > 0) instance.to_previous = routes[k][2 * (s - 1) + 1];
+      m.model.instances.push_back(instance);
+    }
   for (std::size_t s = 0; s < S; ++s) {
-    sim::Instance instance;
-    instance.stage = s;
-    instance.processor = s;
-    instance.device = static_cast<DeviceId>(m.device[s] - cluster.devices.data());
-    if (s + 1 < S) instance.to_next = routes[2 * s];
-    if (s > 0) instance.to_previous = routes[2 * (s - 1) + 1];
-    m.model.instances.push_back(instance);
-
     std::vector<DeviceId> replicas;
     for (const auto& pipeline : devices)
       replicas.push_back(pipeline[s]);
-    m.model.groups.push_back(sim::make_group(topology, cluster, {static_cast<std::uint32_t>(s)}, replicas, 0.0));
+    std::vector<std::uint32_t> members;
+    for (std::size_t k = 0; k < reps.size(); ++k)
+      members.push_back(static_cast<std::uint32_t>(k * S + s));
+    m.model.groups.push_back(sim::make_group(topology, cluster, std::move(members), replicas, 0.0));
   }
   // The rings share lanes with the sends and with each other, as in simulate(): an
   // all-reduce waits for the lanes it crosses to be free. A lane no send crosses is
@@ -208,15 +244,17 @@ double IterationModel::sync_ms(std::size_t stage, double parameter_bytes) const 
 
 double IterationModel::iteration_ms(const std::vector<StageFigures>& stages) {
   Impl& m = *impl_;
-  const std::size_t S = m.model.instances.size();
-  for (std::size_t s = 0; s < S; ++s) {
-    sim::Instance& instance = m.model.instances[s];
+  const std::size_t S = m.device.size();
+  for (std::size_t i = 0; i < m.model.instances.size(); ++i) {
+    sim::Instance& instance = m.model.instances[i];
+    const std::size_t s = instance.stage;
     const StageFigures& f = stages.at(s);
-    sim::set_stage_costs(instance, f, *m.device[s], m.optimizer_factor);
+    sim::set_stage_costs(instance, f, m.cluster->devices[instance.device], m.optimizer_factor);
     instance.send_bytes_per_sample = s + 1 < S ? f.output_bytes : 0;
     instance.grad_bytes_per_sample = s > 0 ? stages[s - 1].output_bytes : 0;
-    m.model.groups[s].bytes = static_cast<double>(f.parameter_bytes);
   }
+  for (std::size_t s = 0; s < S; ++s)
+    m.model.groups[s].bytes = static_cast<double>(stages[s].parameter_bytes);
   for (std::size_t l = 0; l < m.lanes.size(); ++l) {
     const Impl::Lane& lane = m.lanes[l];
     double own = 0, all = 0;
@@ -231,8 +269,7 @@ double IterationModel::iteration_ms(const std::vector<StageFigures>& stages) {
   const double largest =
       static_cast<double>(*std::max_element(m.schedule.micro_batch_sizes.begin(), m.schedule.micro_batch_sizes.end()));
   double behind = 0;
-  for (std::size_t s = 0; s < S; ++s) {
-    sim::Instance& instance = m.model.instances[s];
+  for (sim::Instance& instance : m.model.instances) {
     for (const auto& [route, bytes] : {std::pair{&instance.to_next, instance.send_bytes_per_sample},
                                        std::pair{&instance.to_previous, instance.grad_bytes_per_sample}})
       for (std::uint8_t l = 0; l < route->count; ++l) {
