@@ -10,9 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
+
+#include <sys/wait.h>
 
 using namespace actorpipe;
 using actorpipe::test::run_cli;
@@ -240,4 +243,23 @@ BOOST_AUTO_TEST_CASE(simulate_reports_and_writes_a_trace) {
   BOOST_TEST(lines(bad.err) == 1u);
   BOOST_TEST(contains(bad.err, "--stragglers: stragglers: 'slow:device=node/gpu7,factor=2': no device 'node/gpu7'"),
              bad.err);
+}
+
+BOOST_AUTO_TEST_CASE(run_says_so_when_actorpipe_train_is_missing) {
+  // `actorpipe` hands training to actorpipe-train beside it or under LIBEXECDIR; a copy
+  // of it alone in a folder finds neither.
+  ScratchDir scratch;
+  const std::filesystem::path lonely = scratch.path() / "bin" / "actorpipe";
+  std::filesystem::create_directories(lonely.parent_path());
+  std::filesystem::copy_file(std::getenv("ACTORPIPE_CLI"), lonely);
+  const std::filesystem::path err = scratch.path() / "err";
+  const std::string command = "LD_LIBRARY_PATH='" + (test::build_root() / "runtime/src").string() + "' '" +
+                              lonely.string() + "' run " + config("fashion-mnist.toml") + " 2>'" + err.string() + "'";
+  const int raw = std::system(command.c_str());
+  BOOST_TEST(WIFEXITED(raw));
+  BOOST_TEST(WEXITSTATUS(raw) == 1);
+  std::ifstream in(err);
+  const std::string message((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  BOOST_TEST(contains(message, "actorpipe: cannot start "), message);
+  BOOST_TEST(contains(message, "actorpipe-train for this command"), message);
 }

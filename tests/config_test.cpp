@@ -2,6 +2,8 @@
 #define BOOST_TEST_MODULE config
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
+
 #include <actorpipe/job.hpp>
 
 #include "test_support.hpp"
@@ -144,6 +146,35 @@ devices = [{ count = 2, memory = "8 GiB" }]
   const Error error = expect_error(load_job(job.path));
   BOOST_TEST(contains(error.message, "cluster.servers[0].nic.bandwidth: '25 Gbps': unknown bandwidth unit 'Gbps'"),
              error.message);
+}
+
+BOOST_AUTO_TEST_CASE(an_unlimited_bandwidth_is_a_link_that_takes_no_time) {
+  Job job(R"(
+[cluster]
+name = "x"
+network = { bandwidth = "unlimited" }
+[[cluster.servers]]
+name = "s"
+pcie = { switch_bandwidth = "unlimited" }
+devices = [{ count = 2, memory = "8 GiB" }]
+)",
+          false);
+  auto spec = load_job(job.path);
+  REQUIRE_OK(spec);
+  BOOST_TEST(std::isinf(spec->cluster.network.bandwidth));
+  BOOST_TEST(std::isinf(spec->cluster.servers.front().pcie_switches.front().bandwidth));
+  // Only the word itself: anything else still needs a unit.
+  Job misspelt(R"(
+[cluster]
+name = "x"
+network = { bandwidth = "unlimitted" }
+[[cluster.servers]]
+name = "s"
+devices = [{ count = 2, memory = "8 GiB" }]
+)",
+               false);
+  const Error error = expect_error(load_job(misspelt.path));
+  BOOST_TEST(contains(error.message, "cluster.network.bandwidth: 'unlimitted'"), error.message);
 }
 
 BOOST_AUTO_TEST_CASE(cluster_validation_names_the_entry) {

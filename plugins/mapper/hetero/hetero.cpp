@@ -86,7 +86,7 @@ double price(const PlanContext& context, const Partition& partition, const Mappi
   IterationModel model = autopipe::iteration_model(context, mapping.devices);
   autopipe::IterationSearch judge(context, costs, model, {}, 1);
   const double given = judge.time(costs.to_boundaries(partition));
-  return std::min(given, autopipe::search_cuts(context, costs, mapping.devices).estimate_ms);
+  return std::min(given, autopipe::search_cuts(context, costs, model).estimate_ms);
 }
 
 class HeteroMapper : public Mapper {

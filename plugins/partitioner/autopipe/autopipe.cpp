@@ -43,7 +43,8 @@ public:
     const UnitCosts costs(context.profile, context.sub_blocks, partitioning::largest_micro_batch(context));
     ACTORPIPE_TRY(
         partitioning::check_stage_count(costs, context, context.sub_blocks ? "blocks and sub-blocks" : "blocks"));
-    return costs.to_partition(autopipe::search_cuts(context, costs, placement(context), *search == "true").boundaries);
+    IterationModel model = autopipe::iteration_model(context, placement(context));
+    return costs.to_partition(autopipe::search_cuts(context, costs, model, *search == "true").boundaries);
   }
 };
 

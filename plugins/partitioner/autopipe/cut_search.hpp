@@ -55,11 +55,10 @@ inline IterationModel iteration_model(const PlanContext& c, std::vector<std::vec
 /// Micro-batches of one pipeline's schedule (what each estimate simulates per stage).
 inline std::size_t schedule_size(const PlanContext& c) { return std::max<std::size_t>(1, c.micro_batch_sizes.size()); }
 
-/// The cuts for `placement` (devices[p][s]); `search` false stops after step 1.
+/// The cuts for the placement `model` was made for; `search` false stops after step 1.
 inline CutSearchResult search_cuts(const PlanContext& context, const partitioning::UnitCosts& costs,
-                                   std::vector<std::vector<DeviceId>> placement, bool search = true) {
+                                   IterationModel& model, bool search = true) {
   const std::size_t S = context.stages;
-  IterationModel model = iteration_model(context, std::move(placement));
   std::vector<double> speeds(S);
   std::vector<std::uint64_t> memory(S);
   for (std::size_t s = 0; s < S; ++s)
