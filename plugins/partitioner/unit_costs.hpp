@@ -100,12 +100,29 @@ inline std::size_t in_flight(const PlanContext& context, std::size_t stage) {
   return std::min(m, context.stages - stage);
 }
 
-/// Memory of stage s holding units [i, j): parameters, optimizer state, stash.
-inline double stage_memory(const UnitCosts& costs, const PlanContext& context, std::size_t stage, std::size_t i,
-                           std::size_t j) {
-  return costs.parameter_bytes(i, j) * (1.0 + context.optimizer_factor) +
-         costs.stash_bytes(i, j) * static_cast<double>(in_flight(context, stage));
-}
+/// Whether units [i, j) fit stage s's device memory: their parameters, optimizer state
+/// and the stash of each micro-batch in flight. Searches ask this in their innermost
+/// loops, so each stage's micro-batches in flight are worked out once.
+class MemoryFit {
+public:
+  /// `limits`: per stage, the bytes its units must fit in; empty limits nothing.
+  MemoryFit(const UnitCosts& costs, const PlanContext& context, std::vector<std::uint64_t> limits)
+      : costs_(costs), optimizer_(1.0 + context.optimizer_factor), limits_(std::move(limits)) {
+    for (std::size_t s = 0; s < limits_.size(); ++s)
+      in_flight_.push_back(static_cast<double>(in_flight(context, s)));
+  }
+  bool operator()(std::size_t s, std::size_t i, std::size_t j) const {
+    return limits_.empty() || costs_.parameter_bytes(i, j) * optimizer_ + costs_.stash_bytes(i, j) * in_flight_[s] <=
+                                  static_cast<double>(limits_[s]);
+  }
+  bool limited() const { return !limits_.empty(); }
+
+private:
+  const UnitCosts& costs_;
+  double optimizer_;
+  std::vector<std::uint64_t> limits_;
+  std::vector<double> in_flight_;
+};
 
 /// An error for asking more stages than there are units.
 inline Status check_stage_count(const UnitCosts& costs, const PlanContext& context, const char* granularity) {

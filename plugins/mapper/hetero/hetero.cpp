@@ -84,9 +84,9 @@ Mapping lay_out(const std::vector<DeviceId>& ranked, std::size_t stages, std::si
 double price(const PlanContext& context, const Partition& partition, const Mapping& mapping) {
   const partitioning::UnitCosts costs(context.profile, context.sub_blocks, partitioning::largest_micro_batch(context));
   IterationModel model = autopipe::iteration_model(context, mapping.devices);
-  autopipe::IterationSearch judge(context, costs, model, {}, 1);
+  autopipe::IterationSearch judge(context, costs, model, partitioning::MemoryFit(costs, context, {}), 2);
   const double given = judge.time(costs.to_boundaries(partition));
-  return std::min(given, autopipe::search_cuts(context, costs, model).estimate_ms);
+  return std::min(given, judge.time(autopipe::search_cuts(context, costs, model)));
 }
 
 class HeteroMapper : public Mapper {

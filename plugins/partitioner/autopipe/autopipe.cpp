@@ -44,7 +44,7 @@ public:
     ACTORPIPE_TRY(
         partitioning::check_stage_count(costs, context, context.sub_blocks ? "blocks and sub-blocks" : "blocks"));
     IterationModel model = autopipe::iteration_model(context, placement(context));
-    return costs.to_partition(autopipe::search_cuts(context, costs, model, *search == "true").boundaries);
+    return costs.to_partition(autopipe::search_cuts(context, costs, model, *search == "true"));
   }
 };
 

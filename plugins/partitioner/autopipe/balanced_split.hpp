@@ -27,7 +27,7 @@ public:
   /// `speeds` and `memory` per stage; empty `memory` limits nothing.
   BalancedSplit(const PlanContext& context, const UnitCosts& costs, const std::vector<double>& speeds,
                 std::vector<std::uint64_t> memory)
-      : c_(context), costs_(costs), S_(context.stages), N_(costs.size()), memory_(std::move(memory)) {
+      : costs_(costs), S_(context.stages), N_(costs.size()), fits_(costs, context, std::move(memory)) {
     speeds_.resize(S_);
     for (std::size_t s = 0; s < S_; ++s)
       speeds_[s] = {speeds[s], 1.0 / speeds[s]};
@@ -38,9 +38,7 @@ public:
   double time(std::size_t s, std::size_t i, std::size_t j) const {
     return costs_.compute_ms(i, j) * speeds_[s].slowness;
   }
-  bool fits(std::size_t s, std::size_t i, std::size_t j) const {
-    return memory_.empty() || partitioning::stage_memory(costs_, c_, s, i, j) <= static_cast<double>(memory_[s]);
-  }
+  bool fits(std::size_t s, std::size_t i, std::size_t j) const { return fits_(s, i, j); }
   bool within(std::size_t s, std::size_t i, std::size_t j, double bound) const {
     return time(s, i, j) <= bound && fits(s, i, j);
   }
@@ -192,10 +190,9 @@ public:
   }
 
 private:
-  const PlanContext& c_;
   const UnitCosts& costs_;
   std::size_t S_, N_;
-  std::vector<std::uint64_t> memory_;
+  partitioning::MemoryFit fits_;
   struct Speed {
     double speed, slowness; ///< slowness = 1 / speed
   };

@@ -17,6 +17,10 @@
 ///   3. from the best two of these by the estimate, cut-by-cut descent on the estimate
 ///      (iteration_search), within an evaluation budget that grows with the stages and
 ///      shrinks where each estimate simulates many actions.
+/// Where one estimate simulates more than `max_simulated_actions` (32 stages of 64
+/// micro-batches do), steps 2 and 3 would cost far more than any baseline's search:
+/// then the latency splits under a few bounds near the balanced one are the only other
+/// candidates, and the pipeline latency, not the simulator, chooses.
 /// Where no cut costs anything to send over (infinitely fast links), the iteration
 /// depends on the cuts through compute alone: the search then keeps every stage within
 /// the exact min-max bound and uses the estimate only to choose among such splits.
@@ -38,11 +42,6 @@
 
 namespace actorpipe::autopipe {
 
-struct CutSearchResult {
-  std::vector<std::size_t> boundaries; ///< unit boundaries, 0 = b_0 < ... < b_S = N
-  double estimate_ms = 0;              ///< IterationModel's estimate of them (0 when not searched)
-};
-
 /// The iteration model of one placement under the context's schedule (GPipe when the
 /// context names it, else 1F1B: sliced schedules differ only in their first few
 /// micro-batches).
@@ -55,9 +54,14 @@ inline IterationModel iteration_model(const PlanContext& c, std::vector<std::vec
 /// Micro-batches of one pipeline's schedule (what each estimate simulates per stage).
 inline std::size_t schedule_size(const PlanContext& c) { return std::max<std::size_t>(1, c.micro_batch_sizes.size()); }
 
-/// The cuts for the placement `model` was made for; `search` false stops after step 1.
-inline CutSearchResult search_cuts(const PlanContext& context, const partitioning::UnitCosts& costs,
-                                   IterationModel& model, bool search = true) {
+/// Simulated actions of one estimate up to which the search judges candidates and
+/// descends by the estimate (about 70 µs an estimate; 16 stages of 64 micro-batches).
+constexpr std::size_t max_simulated_actions = 2048;
+
+/// The unit boundaries (0 = b_0 < ... < b_S = N) for the placement `model` was made
+/// for; `search` false stops after step 1.
+inline std::vector<std::size_t> search_cuts(const PlanContext& context, const partitioning::UnitCosts& costs,
+                                            IterationModel& model, bool search = true) {
   const std::size_t S = context.stages;
   std::vector<double> speeds(S);
   std::vector<std::uint64_t> memory(S);
@@ -73,33 +77,51 @@ inline CutSearchResult search_cuts(const PlanContext& context, const partitionin
     balanced.emplace(context, costs, speeds, memory);
     bound = balanced->min_max_bound();
   }
-  CutSearchResult best{balanced->spread(bound), 0.0};
-  balanced->quiet_cuts(best.boundaries, bound);
+  std::vector<std::size_t> best = balanced->spread(bound);
+  balanced->quiet_cuts(best, bound);
   context.report(0.2);
   if (!search) return best;
 
+  const partitioning::MemoryFit fits(costs, context, memory);
+  const bool simulate = model.simulated_actions() <= max_simulated_actions;
   // The descent's budget grows with the cuts to move, and stops short of two million
   // simulated actions (about 70 ms) where each estimate simulates many.
-  const std::size_t actions = std::max<std::size_t>(1, 2 * S * schedule_size(context));
-  IterationSearch descent(context, costs, model, memory,
-                          std::min<std::size_t>(64 + 32 * S, std::max<std::size_t>(16, 2'000'000 / actions)));
-  best.estimate_ms = descent.time(best.boundaries);
+  IterationSearch descent(
+      context, costs, model, fits,
+      std::min<std::size_t>(
+          64 + 32 * S, std::max<std::size_t>(16, 2'000'000 / std::max<std::size_t>(1, model.simulated_actions()))));
+  std::vector<double> ms_per_byte(S, 0.0), latency_ms(S, 0.0); // of the cut before each stage
   bool sends_free = true;
-  for (std::size_t k = 0; k + 1 < S; ++k)
-    sends_free = sends_free && model.cut_ms_per_byte(k) == 0 && model.cut_latency_ms(k) == 0;
+  for (std::size_t s = 1; s < S; ++s) {
+    ms_per_byte[s] = model.cut_ms_per_byte(s - 1), latency_ms[s] = model.cut_latency_ms(s - 1);
+    sends_free = sends_free && ms_per_byte[s] == 0 && latency_ms[s] == 0;
+  }
   if (sends_free) {
-    descent.refine(best.boundaries, best.estimate_ms, bound);
+    if (!simulate) return best;
+    double t = descent.time(best);
+    descent.refine(best, t, bound);
     return best;
   }
 
   // 2. Splits that also count each stage's sends: min-max ones, and ones for the
   //    least pipeline latency under a range of bounds on the slowest stage.
   auto slowness = [&](std::size_t s) { return 1.0 / speeds[s]; };
-  auto fits = [&](std::size_t s, std::size_t i, std::size_t j) { return descent.fits(s, i, j); };
-  auto send = [&](std::size_t s, std::size_t i) {
-    return costs.boundary_bytes(i) * model.cut_ms_per_byte(s - 1) + model.cut_latency_ms(s - 1);
+  auto send = [&](std::size_t s, std::size_t i) { return costs.boundary_bytes(i) * ms_per_byte[s] + latency_ms[s]; };
+  std::vector<double> first_sync(costs.size() + 1, -1.0); // the first stage's, by where it ends; −1: not yet known
+  auto sync = [&](std::size_t j) {
+    if (first_sync[j] < 0) first_sync[j] = model.sync_ms(0, costs.parameter_bytes(0, j));
+    return first_sync[j];
   };
-  std::vector<std::pair<double, std::vector<std::size_t>>> starts{{best.estimate_ms, best.boundaries}};
+  LatencySplit latency(costs, S, context.micro_batch_sizes.size(), slowness, fits, send, sync);
+  if (!simulate) {
+    double least = latency.latency(best);
+    for (std::vector<std::size_t>& candidate : latency.candidates(bound, 1, near_bounds))
+      if (const double l = latency.latency(candidate); l < least) least = l, best = std::move(candidate);
+    context.report(1.0);
+    return best;
+  }
+
+  std::vector<std::pair<double, std::vector<std::size_t>>> starts{{descent.time(best), best}};
   auto consider = [&](std::vector<std::size_t> candidate) {
     if (candidate.empty()) return;
     for (const auto& start : starts)
@@ -108,23 +130,21 @@ inline CutSearchResult search_cuts(const PlanContext& context, const partitionin
   };
   SendAwareSplit min_max(costs, S, slowness, fits, send);
   for (double weight : {1.0, 0.5}) {
-    std::vector<std::size_t> candidate = min_max.solve(best.boundaries, bound, weight);
+    std::vector<std::size_t> candidate = min_max.solve(best, bound, weight);
     consider(min_max.spread(min_max.largest(candidate, weight), weight));
     consider(std::move(candidate));
   }
-  auto sync = [&](std::size_t j) { return model.sync_ms(0, costs.parameter_bytes(0, j)); };
-  LatencySplit latency(costs, S, context.micro_batch_sizes.size(), slowness, fits, send, sync);
-  for (std::vector<std::size_t>& candidate : latency.candidates(bound, 4))
+  for (std::vector<std::size_t>& candidate : latency.candidates(bound, 4, wide_bounds))
     consider(std::move(candidate));
   context.report(0.5);
 
   // 3. Descent on the estimate from the best two starts; the better end wins.
   std::sort(starts.begin(), starts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  best = {};
+  double least = std::numeric_limits<double>::infinity();
   for (std::size_t k = 0; k < starts.size() && k < 2 && !descent.spent(); ++k) {
     auto& [t, b] = starts[k];
     descent.refine(b, t, std::numeric_limits<double>::infinity());
-    if (best.boundaries.empty() || t < best.estimate_ms) best = {b, t};
+    if (t < least) least = t, best = b;
   }
   context.report(1.0);
   return best;

@@ -23,11 +23,10 @@ namespace actorpipe::autopipe {
 
 class IterationSearch {
 public:
-  /// `memory`: per stage, the device memory its units must fit (empty: no limit).
+  /// `fits`: whether a stage's units fit its device's memory.
   IterationSearch(const PlanContext& context, const partitioning::UnitCosts& costs, IterationModel& model,
-                  std::vector<std::uint64_t> memory, std::size_t budget)
-      : c_(context), costs_(costs), model_(model), memory_(std::move(memory)), budget_(budget),
-        figures_(context.stages) {}
+                  partitioning::MemoryFit fits, std::size_t budget)
+      : costs_(costs), model_(model), fits_(std::move(fits)), budget_(budget), figures_(context.stages) {}
 
   /// The estimated iteration time of the split at unit boundaries `b`.
   double time(const std::vector<std::size_t>& b) {
@@ -44,9 +43,7 @@ public:
     return model_.iteration_ms(figures_);
   }
 
-  bool fits(std::size_t s, std::size_t i, std::size_t j) const {
-    return memory_.empty() || partitioning::stage_memory(costs_, c_, s, i, j) <= static_cast<double>(memory_[s]);
-  }
+  bool fits(std::size_t s, std::size_t i, std::size_t j) const { return fits_(s, i, j); }
   bool spent() const { return evaluations_ >= budget_; }
   std::size_t evaluations() const { return evaluations_; }
 
@@ -137,10 +134,9 @@ private:
     return best;
   }
 
-  const PlanContext& c_;
   const partitioning::UnitCosts& costs_;
   IterationModel& model_;
-  std::vector<std::uint64_t> memory_;
+  partitioning::MemoryFit fits_;
   std::size_t budget_;
   std::size_t evaluations_ = 0;
   std::vector<StageFigures> figures_;

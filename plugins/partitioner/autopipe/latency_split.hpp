@@ -22,9 +22,16 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <span>
 #include <vector>
 
 namespace actorpipe::autopipe {
+
+/// Bounds on the slowest stage to try, as T0 · (1 + δ): a wide range, and a few near
+/// T0 where each try must be cheap (a long pipeline's latency is ruled by its slowest
+/// stage anyway).
+inline constexpr double wide_bounds[] = {0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0};
+inline constexpr double near_bounds[] = {0.0, 0.1};
 
 /// slowness(s), fits(s, i, j) and send(s, i) as in SendAwareSplit; sync(j): the first
 /// stage's all-reduce and step when it holds units [0, j).
@@ -47,12 +54,12 @@ public:
     return static_cast<double>(m_ > 0 ? m_ - 1 : 0) * slowest + sum + sync_(b[1]);
   }
 
-  /// The splits for bounds T0 · (1 + δ) over a range of δ, the `keep` of least L
-  /// first (distinct ones only).
-  std::vector<std::vector<std::size_t>> candidates(double t0, std::size_t keep) {
+  /// The splits for bounds T0 · (1 + δ), δ from `deltas`, the `keep` of least L first
+  /// (distinct ones only).
+  std::vector<std::vector<std::size_t>> candidates(double t0, std::size_t keep, std::span<const double> deltas) {
     std::vector<std::pair<double, std::vector<std::size_t>>> found;
     for (bool sends_bounded : {false, true})
-      for (double delta : {0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0}) {
+      for (double delta : deltas) {
         std::vector<std::size_t> b = solve(t0 * (1 + delta), sends_bounded);
         if (b.empty()) continue;
         const double l = latency(b);

@@ -76,6 +76,10 @@ public:
   /// on its slowest replica. Nothing overlaps the first stage's: it ends last.
   double sync_ms(std::size_t stage, double parameter_bytes) const;
 
+  /// Forwards and backwards one iteration_ms() simulates (every representative's):
+  /// what one estimate costs, for a search that must bound its time.
+  std::size_t simulated_actions() const;
+
   /// The estimated iteration time for stages with these figures (one per stage).
   /// Not for concurrent use: it reuses its buffers.
   double iteration_ms(const std::vector<StageFigures>& stages);

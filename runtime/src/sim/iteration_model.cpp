@@ -236,6 +236,13 @@ std::uint64_t IterationModel::stage_memory(std::size_t stage) const { return imp
 double IterationModel::cut_ms_per_byte(std::size_t cut) const { return impl_->cut_ms_per_byte.at(cut); }
 double IterationModel::cut_latency_ms(std::size_t cut) const { return impl_->cut_latency_ms.at(cut); }
 
+std::size_t IterationModel::simulated_actions() const {
+  std::size_t per_pipeline = 0;
+  for (const auto& actions : impl_->schedule.stages)
+    per_pipeline += actions.size();
+  return per_pipeline * (impl_->model.processors / std::max<std::size_t>(1, impl_->schedule.stages.size()));
+}
+
 double IterationModel::sync_ms(std::size_t stage, double parameter_bytes) const {
   const sim::Group& group = impl_->model.groups.at(stage);
   return sim::ring_allreduce_ms(group, parameter_bytes) +
