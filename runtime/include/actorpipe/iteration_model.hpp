@@ -5,9 +5,10 @@
 ///
 /// It runs the simulator's own engine and rules (stage times by device speed; sends
 /// over the routes and lanes of the topology, each lane carrying one transfer at a
-/// time; the ring all-reduce of every stage; the optimizer step) on one pipeline of
-/// each kind of placement (the same link at every cut, the same device speeds; at most
-/// four, the slowest) instead of all of them:
+/// time; the ring all-reduce of every stage; the optimizer step). Where the whole plan
+/// is at most 2,048 forwards and backwards, it runs every pipeline, and is exactly
+/// simulate()'s iteration. Beyond, it runs one pipeline of each kind of placement (the
+/// same link at every cut, the same device speeds; at most four, the slowest):
 ///   - the slowest computes each stage at its slowest replica's speed, which all wait for;
 ///   - sends take the representatives' own routes, at full speed,
 ///     but each lane they cross stays busy, per byte of the representative's, for as
@@ -18,9 +19,9 @@
 ///     shared lane makes;
 ///   - each stage's gradients are all-reduced over the ring of all its replicas, as
 ///     simulate() builds it, sharing lanes with the sends and the other rings.
-/// When every pipeline is alike and shares no lane with another, the estimate is what
+/// When every pipeline is alike and shares no lane with another, that too is what
 /// simulate() reports for one iteration; elsewhere it ranks plans as simulate() does
-/// (tests/simulator_test.cpp checks both). docs/simulate.md explains the model.
+/// (tests/simulator_test.cpp checks all three). docs/simulate.md explains the model.
 
 #include <actorpipe/cluster_spec.hpp>
 #include <actorpipe/export.hpp>

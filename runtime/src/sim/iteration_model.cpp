@@ -38,6 +38,11 @@ struct IterationModel::Impl {
 namespace {
 
 constexpr std::size_t max_representatives = 4;
+/// Up to this many forwards and backwards in all, every pipeline is simulated as itself
+/// (the estimate is then simulate()'s iteration): pipelines that share a lane queue in
+/// an order, and the last in line can fall behind at every cut, which no single
+/// representative shows.
+constexpr std::size_t max_simulated_in_full = 2048;
 
 /// Bytes/ms of a route once each of its lanes is shared `uses(lane)` ways.
 template <class Uses> double shared_bytes_per_ms(const sim::Route& route, const sim::Topology& topology, Uses uses) {
@@ -111,8 +116,14 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return ms_per_byte[a] > ms_per_byte[b]; });
-  std::vector<std::size_t> reps;
+  std::size_t actions_per_pipeline = 0;
+  for (const auto& actions : m.schedule.stages)
+    actions_per_pipeline += actions.size();
+  const bool in_full = P * actions_per_pipeline <= max_simulated_in_full;
+  std::vector<std::size_t> reps(in_full ? P : 0);
+  std::iota(reps.begin(), reps.end(), std::size_t{0}); // every pipeline, as simulate() orders them
   for (std::size_t p : order) {
+    if (in_full) break;
     std::vector<double> signature;
     for (std::size_t s = 0; s < S; ++s)
       signature.push_back(cluster.devices[devices[p][s]].speed);
@@ -123,7 +134,7 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
     }
     if (kinds.try_emplace(std::move(signature), p).second && reps.size() < max_representatives) reps.push_back(p);
   }
-  const std::size_t rep = reps.front();
+  const std::size_t rep = order.front(); // the slowest
 
   // The representatives' sends keep their routes at full speed; each lane on them is
   // occupied, per byte of their own, for as long as it takes to carry every pipeline's
@@ -169,8 +180,10 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
       instance.pipeline = k;
       instance.stage = s;
       instance.processor = k * S + s;
-      // The first computes at the slowest replica's speed, which all wait for.
-      instance.device = k == 0 ? static_cast<DeviceId>(m.device[s] - cluster.devices.data()) : devices[reps[k]][s];
+      // Of representatives, the first computes at the slowest replica's speed, which all
+      // wait for.
+      instance.device =
+          k == 0 && !in_full ? static_cast<DeviceId>(m.device[s] - cluster.devices.data()) : devices[reps[k]][s];
       if (s + 1 < S) instance.to_next = routes[k][2 * s];
       if (s > 0) instance.to_previous = routes[k][2 * (s - 1) + 1];
       m.model.instances.push_back(instance);
