@@ -11,9 +11,10 @@
 ///   1. the exact min-max compute split, with memory as a hard limit (balanced_split);
 ///   2. the exact min-max split of compute plus the sends at each stage's cuts, with
 ///      sends weighed fully and by half, and under each bound the split that spreads
-///      the work evenly (send_aware_split); and the splits of least pipeline latency
+///      the work evenly (send_aware_split); the splits of least pipeline latency
 ///      (the slowest stage once per micro-batch, every stage and send once, the first
 ///      stage's all-reduce) under a range of bounds on the slowest stage (latency_split);
+///      and equal unit counts, far from any of these bounds;
 ///   3. from the best two of these by the estimate, cut-by-cut descent on the estimate
 ///      (iteration_search), within an evaluation budget that grows with the stages and
 ///      shrinks where each estimate simulates many actions.
@@ -136,6 +137,16 @@ inline std::vector<std::size_t> search_cuts(const PlanContext& context, const pa
   }
   for (std::vector<std::size_t>& candidate : latency.candidates(bound, 4, wide_bounds))
     consider(std::move(candidate));
+  // Equal unit counts: where the early units are heavy, the front stages take more
+  // work, so that the later stages' all-reduces run while they compute. A start the
+  // other splits, each near the least bound, never are.
+  std::vector<std::size_t> even(S + 1);
+  bool even_fits = true;
+  for (std::size_t s = 0; s <= S; ++s)
+    even[s] = s * costs.size() / S;
+  for (std::size_t s = 0; s < S; ++s)
+    even_fits = even_fits && fits(s, even[s], even[s + 1]);
+  if (even_fits) consider(std::move(even));
   context.report(0.5);
 
   // 3. Descent on the estimate from the best two starts; the better end wins.
