@@ -124,7 +124,11 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
   job_config.computation = [&session](std::size_t p, std::size_t s) -> train::StageComputation& {
     return session.worker(p, s);
   };
-  job_config.reduce = [&session](std::size_t s) { train::sum_gradients(session.replicas(s)); };
+  job_config.reduce = [&session, &job](std::size_t s) {
+    const std::vector<train::StageWorker*> replicas = session.replicas(s);
+    train::sum_gradients(replicas);
+    train::agree_buffers(replicas, job.train.buffers);
+  };
   job_config.first_step = progress.step + 1;
   job_config.origin = origin;
   job_config.traces = &traces;

@@ -21,13 +21,9 @@ using namespace actorpipe;
 namespace {
 
 std::string job_toml(const std::string& data) {
-  return "[cluster]\nname = \"cpu-2\"\nnetwork = { bandwidth = \"10 GB/s\", latency = \"1 us\" }\n"
-         "[[cluster.servers]]\nname = \"local\"\n"
-         "pcie = { devices_per_switch = 2, switch_bandwidth = \"10 GB/s\", inter_bridge_bandwidth = \"10 GB/s\" }\n"
-         "nic = { count = 1, bandwidth = \"10 GB/s\" }\n"
-         "devices = [{ kind = \"cpu\", count = 2, speed = 1.0, memory = \"1 GiB\" }]\n"
-         "[job]\nname = \"embedded\"\n[model]\nzoo = \"mlp\"\nlayers = 2\nwidth = 16\n" +
-         data + "[train]\nbatch_size = 16\n[plan]\nstages = 2\npipelines = 1\nmicro_batches = 2\n";
+  return test::cpu_cluster_toml(2, "1 GiB") +
+         "[job]\nname = \"embedded\"\n[model]\nzoo = \"mlp\"\nlayers = 2\nwidth = 16\n" + data +
+         "[train]\nbatch_size = 16\n[plan]\nstages = 2\npipelines = 1\nmicro_batches = 2\n";
 }
 
 /// A small synthetic job, measured (one timed pass) and planned.

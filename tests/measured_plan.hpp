@@ -9,6 +9,8 @@
 
 namespace actorpipe::test {
 
+class ScratchDir;
+
 struct MeasuredPlan {
   JobSpec job;
   Plan plan;
@@ -17,5 +19,9 @@ struct MeasuredPlan {
 /// `job` with its profile measured (`measure` says how) and its plan made; a failure
 /// of either fails the test case.
 MeasuredPlan measure_and_plan(JobSpec job, const MeasureOptions& measure);
+
+/// The job `toml` (written to `dir` as job.toml), measured in one untimed pass of
+/// each unit (enough to plan on) and planned.
+MeasuredPlan quick_plan(const ScratchDir& dir, const std::string& toml);
 
 } // namespace actorpipe::test

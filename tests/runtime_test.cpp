@@ -2,8 +2,8 @@
 /// training (every schedule, 2 and 4 stages, 1 and 2 pipelines, mlp and gpt; cnn and
 /// resnet); a measured profile covers every unit and saves and loads; gpt's loss falls
 /// on text; a resumed run equals an uninterrupted one; failures end runs
-/// with the right exit status and message; a TorchScript model trains; stage actors
-/// that outnumber the cores share them in pipeline order.
+/// with the right exit status and message; stage actors that outnumber the cores share
+/// them in pipeline order. TorchScript models: imported_models_test.cpp.
 
 #define BOOST_TEST_MODULE runtime
 #include <boost/test/unit_test.hpp>
@@ -55,12 +55,7 @@ std::string some_text() {
 std::string job_toml(const std::string& zoo, const std::string& data, std::size_t stages, std::size_t pipelines,
                      const std::string& scheduler) {
   std::ostringstream t;
-  t << "[cluster]\nname = \"cpu-8\"\nnetwork = { bandwidth = \"10 GB/s\", latency = \"1 us\" }\n"
-    << "[[cluster.servers]]\nname = \"local\"\n"
-    << "pcie = { devices_per_switch = 8, switch_bandwidth = \"10 GB/s\", inter_bridge_bandwidth = \"10 GB/s\" }\n"
-    << "nic = { count = 1, bandwidth = \"10 GB/s\" }\n"
-    << "devices = [{ kind = \"cpu\", count = 8, speed = 1.0, memory = \"4 GiB\" }]\n"
-    << "[job]\nname = \"equivalence\"\nseed = 7\n"
+  t << test::cpu_cluster_toml(8, "4 GiB") << "[job]\nname = \"equivalence\"\nseed = 7\n"
     << "[model]\nzoo = \"" << zoo << "\"\n"
     << (zoo == "mlp" ? "layers = 3\nwidth = 32\n" : "layers = 2\nwidth = 32\nheads = 4\ncontext = 16\n") << data
     << "[train]\nbatch_size = 16\noptimizer = \"sgd\"\nlr = 0.05\nmomentum = 0.9\n"
@@ -70,15 +65,6 @@ std::string job_toml(const std::string& zoo, const std::string& data, std::size_
 }
 
 using Prepared = test::MeasuredPlan;
-
-Prepared prepare(const test::ScratchDir& dir, const std::string& toml) {
-  auto job = load_job(dir.write("job.toml", toml));
-  REQUIRE_OK(job);
-  MeasureOptions measure;
-  measure.warmup = 0;
-  measure.repeats = 1;
-  return test::measure_and_plan(*std::move(job), measure);
-}
 
 /// Every parameter of a run's checkpoint, in model order.
 std::vector<torch::Tensor> checkpoint_parameters(const std::string& path, std::size_t stages) {
@@ -157,7 +143,7 @@ BOOST_AUTO_TEST_CASE(pipelines_train_exactly_like_one_process) {
       for (const std::size_t pipelines : {1, 2})
         for (const char* scheduler : {"gpipe", "1f1b", "sliced-1f1b"})
           BOOST_TEST_CONTEXT(zoo << ", " << stages << " stages × " << pipelines << " pipelines, " << scheduler) {
-            const Prepared p = prepare(dir, job_toml(zoo, data_toml, stages, pipelines, scheduler));
+            const Prepared p = test::quick_plan(dir, job_toml(zoo, data_toml, stages, pipelines, scheduler));
             BOOST_REQUIRE_EQUAL(p.plan.stages.size(), stages);
             BOOST_REQUIRE_EQUAL(p.plan.pipelines, pipelines);
             const std::string out = (dir.path() / "run").string();
@@ -175,7 +161,7 @@ BOOST_AUTO_TEST_CASE(convolutional_models_train_exactly_like_one_process) {
   const std::string images = "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [1, 8, 8]\nclasses = 4\n";
   for (const char* zoo : {"cnn", "resnet"})
     BOOST_TEST_CONTEXT(zoo) {
-      const Prepared p = prepare(dir, job_toml(zoo, images, 2, 2, "1f1b"));
+      const Prepared p = test::quick_plan(dir, job_toml(zoo, images, 2, 2, "1f1b"));
       const std::string out = (dir.path() / "run").string();
       auto summary = run(p, out, 10);
       REQUIRE_OK(summary);
@@ -228,7 +214,7 @@ BOOST_AUTO_TEST_CASE(gpt_loss_falls_on_text) {
   test::ScratchDir dir;
   const std::string text = dir.write("corpus.txt", some_text());
   const Prepared p =
-      prepare(dir, job_toml("gpt", "[data]\ndataset = \"text\"\npath = \"" + text + "\"\n", 2, 2, "1f1b"));
+      test::quick_plan(dir, job_toml("gpt", "[data]\ndataset = \"text\"\npath = \"" + text + "\"\n", 2, 2, "1f1b"));
   RunOptions options;
   options.steps = 60;
   options.output_dir = (dir.path() / "run").string();
@@ -249,9 +235,9 @@ BOOST_AUTO_TEST_CASE(gpt_loss_falls_on_text) {
 
 BOOST_AUTO_TEST_CASE(a_resumed_run_equals_an_uninterrupted_one) {
   test::ScratchDir dir;
-  const Prepared p =
-      prepare(dir, job_toml("mlp", "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [12]\nclasses = 5\n", 2, 2,
-                            "1f1b"));
+  const Prepared p = test::quick_plan(
+      dir,
+      job_toml("mlp", "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [12]\nclasses = 5\n", 2, 2, "1f1b"));
   // 16 steps an epoch: the resumed run crosses an epoch boundary.
   const std::string whole = (dir.path() / "whole").string(), parts = (dir.path() / "parts").string();
   BOOST_REQUIRE(run(p, whole, 24).ok());
@@ -529,7 +515,7 @@ BOOST_AUTO_TEST_CASE(bad_fashion_mnist_files_are_refused_before_a_run_starts) {
 BOOST_AUTO_TEST_CASE(a_damaged_checkpoint_or_another_batch_is_refused_on_resume) {
   test::ScratchDir dir;
   const std::string data = "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [12]\nclasses = 5\n";
-  const Prepared p = prepare(dir, job_toml("mlp", data, 2, 1, "1f1b"));
+  const Prepared p = test::quick_plan(dir, job_toml("mlp", data, 2, 1, "1f1b"));
   const std::string first = (dir.path() / "first").string();
   REQUIRE_OK(run(p, first, 4));
   const std::string checkpoint = first + "/checkpoint.pt";
@@ -558,7 +544,7 @@ BOOST_AUTO_TEST_CASE(a_damaged_checkpoint_or_another_batch_is_refused_on_resume)
 BOOST_AUTO_TEST_CASE(a_run_owns_its_folder_and_a_resume_its_metrics) {
   test::ScratchDir dir;
   const std::string data = "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [12]\nclasses = 5\n";
-  const Prepared p = prepare(dir, job_toml("mlp", data, 2, 1, "1f1b"));
+  const Prepared p = test::quick_plan(dir, job_toml("mlp", data, 2, 1, "1f1b"));
   const std::string out = (dir.path() / "run").string();
   std::filesystem::create_directories(out);
   // A metrics.jsonl planted as a link to a file elsewhere: the run replaces the link.
@@ -588,39 +574,6 @@ BOOST_AUTO_TEST_CASE(a_run_owns_its_folder_and_a_resume_its_metrics) {
     if (entry["kind"] == "step") steps.push_back(entry["step"].get<std::uint64_t>());
   }
   BOOST_TEST(steps == (std::vector<std::uint64_t>{1, 2, 3, 4, 5, 6}));
-}
-
-BOOST_AUTO_TEST_CASE(a_scripted_sequential_trains) {
-  test::ScratchDir dir;
-  // A TorchScript module shaped like a scripted nn.Sequential: two children called in
-  // order (a scripted nn.Sequential names them "0" and "1", which source cannot spell).
-  torch::jit::Module top("Sequential");
-  auto linear = [](const std::string& name, std::int64_t in, std::int64_t out, bool relu) {
-    torch::jit::Module m(name);
-    m.register_parameter("weight", (torch::randn({out, in}) * 0.3).requires_grad_(), false);
-    m.register_parameter("bias", torch::zeros({out}).requires_grad_(), false);
-    m.define(std::string("def forward(self, x):\n  y = torch.matmul(x, self.weight.t()) + self.bias\n") +
-             (relu ? "  return torch.relu(y)\n" : "  return y\n"));
-    return m;
-  };
-  top.register_module("first", linear("Layer0", 12, 16, true));
-  top.register_module("second", linear("Layer1", 16, 5, false));
-  top.define("def forward(self, x):\n  return self.second.forward(self.first.forward(x))\n");
-  const std::string file = (dir.path() / "model.pt").string();
-  top.save(file);
-  std::string toml =
-      job_toml("mlp", "[data]\ndataset = \"synthetic\"\nsamples = 512\nshape = [12]\nclasses = 5\n", 2, 1, "1f1b");
-  const std::string model = "[model]\nzoo = \"mlp\"\nlayers = 3\nwidth = 32\n";
-  toml.replace(toml.find(model), model.size(), "[model]\nzoo = \"torchscript\"\nfile = \"" + file + "\"\n");
-  const Prepared p = prepare(dir, toml);
-  RunOptions options;
-  options.steps = 40;
-  options.output_dir = (dir.path() / "run").string();
-  std::vector<double> losses;
-  options.on_step = [&](const StepMetrics& m) { losses.push_back(m.loss); };
-  auto summary = run_training(p.job, p.plan, options);
-  REQUIRE_OK(summary);
-  BOOST_TEST(losses.back() < 0.8 * losses.front());
 }
 
 BOOST_AUTO_TEST_CASE(stage_actors_that_outnumber_the_cores_share_them_in_pipeline_order) {

@@ -72,4 +72,13 @@ CommandResult run_cli(const std::string& args) {
   return result;
 }
 
+std::string cpu_cluster_toml(std::size_t devices, const std::string& memory) {
+  const std::string n = std::to_string(devices);
+  return "[cluster]\nname = \"cpu-" + n + "\"\nnetwork = { bandwidth = \"10 GB/s\", latency = \"1 us\" }\n" +
+         "[[cluster.servers]]\nname = \"local\"\n" + "pcie = { devices_per_switch = " + n +
+         ", switch_bandwidth = \"10 GB/s\", inter_bridge_bandwidth = \"10 GB/s\" }\n" +
+         "nic = { count = 1, bandwidth = \"10 GB/s\" }\n" + "devices = [{ kind = \"cpu\", count = " + n +
+         ", speed = 1.0, memory = \"" + memory + "\" }]\n";
+}
+
 } // namespace actorpipe::test

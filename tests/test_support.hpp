@@ -31,6 +31,10 @@ std::filesystem::path build_root();
 /// Where the deliberately broken plugin modules are built.
 std::filesystem::path broken_plugins();
 
+/// A job's [cluster] table: one server "local" of `devices` CPU "devices" of `memory`
+/// each (a size, "4 GiB"), for the suites that train on this machine.
+std::string cpu_cluster_toml(std::size_t devices, const std::string& memory);
+
 /// A fresh empty folder, removed when the object goes.
 class ScratchDir {
 public:

@@ -70,6 +70,11 @@ struct TrainOptions {
   double lr = 0.01;
   double momentum = 0.0;
   double weight_decay = 0.0;
+  /// What the pipelines' replicas of a buffer (BatchNorm's running statistics) hold
+  /// after each step: "broadcast", the first pipeline's (as DistributedDataParallel
+  /// does), or "average", the mean over the pipelines (integer buffers, such as
+  /// BatchNorm's count of batches, are broadcast).
+  std::string buffers = "broadcast";
 };
 
 /// `plan.stages`, `plan.pipelines` and `plan.micro_batches` may be "auto": the planner

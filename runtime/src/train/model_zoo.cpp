@@ -5,7 +5,9 @@
 
 #include "config/job_config.hpp"
 #include "base/input_file.hpp"
+#include "train/checkpoint_file.hpp"
 
+#include <torch/csrc/jit/passes/inliner.h>
 #include <torch/script.h>
 
 #include <cmath>
@@ -95,6 +97,7 @@ template <class Holder> ModelUnit unit(std::string name, Holder module) {
   ModelUnit u;
   u.name = std::move(name);
   u.parameters = module->parameters();
+  u.buffers = module->buffers();
   u.forward = [module](const torch::Tensor& x) mutable { return module->forward(x); };
   u.set_training = [module](bool on) mutable { module->train(on); };
   u.owner = module.ptr();
@@ -193,14 +196,46 @@ Result<Model> gpt(const ModelOptions& o, const DataShape& shape) {
   return m;
 }
 
+/// Whether a module's forward, its submodules' inlined, draws random numbers.
+bool draws_random_numbers(const torch::jit::Module& module) {
+  const auto graph = module.get_method("forward").graph()->copy();
+  torch::jit::Inline(*graph);
+  std::function<bool(torch::jit::Block*)> any = [&](torch::jit::Block* block) {
+    for (torch::jit::Node* node : block->nodes()) {
+      const std::string kind = node->kind().toQualString();
+      if (kind.find("dropout") != std::string::npos || kind.starts_with("aten::rand") ||
+          kind.starts_with("aten::bernoulli") || kind.starts_with("aten::normal") ||
+          kind.starts_with("aten::multinomial") || kind.starts_with("aten::rrelu"))
+        return true;
+      for (torch::jit::Block* inner : node->blocks())
+        if (any(inner)) return true;
+    }
+    return false;
+  };
+  return any(graph->block());
+}
+
+/// What to do with a model that cannot be cut, for every refusal below.
+constexpr const char* export_advice =
+    "save the model as torch.jit.script(nn.Sequential(...)).save(FILE), its blocks as the Sequential's children "
+    "(docs/models.md)";
+
 /// A scripted nn.Sequential: its top-level children, in order, are the blocks.
 Result<Model> torchscript(const ModelOptions& o) {
   ACTORPIPE_TRY(check_input_file(o.file));
+  // A checkpoint is a LibTorch archive too, and may even load as a module.
+  auto refuse = [&](const std::string& why) {
+    if (auto bytes = read_file(o.file); bytes && unseal_checkpoint(*bytes, o.file))
+      return Error::bad_input(
+          o.file + ": an actorpipe checkpoint, not a model: resume a run from it with --resume, or " + export_advice);
+    return Error::bad_input(o.file + ": " + why + ": " + export_advice);
+  };
   std::shared_ptr<torch::jit::Module> module;
   try {
     module = std::make_shared<torch::jit::Module>(torch::jit::load(o.file));
   } catch (const std::exception& e) {
-    return Error::bad_input(o.file + ": not a TorchScript module: " + std::string(e.what()).substr(0, 300));
+    const std::string what = e.what();
+    return refuse("not a TorchScript module (" + what.substr(0, what.find('\n')) + ")");
   }
   Model m;
   for (const auto& child : module->named_children()) {
@@ -208,15 +243,20 @@ Result<Model> torchscript(const ModelOptions& o) {
     u.name = child.name;
     for (const auto& p : child.value.parameters())
       u.parameters.push_back(p);
+    for (const auto& b : child.value.buffers())
+      u.buffers.push_back(b);
     u.forward = [c = child.value](const torch::Tensor& x) mutable { return c.forward({x}).toTensor(); };
     u.set_training = [c = child.value](bool on) mutable { c.train(on); };
+    u.draws = draws_random_numbers(child.value);
     u.owner = module;
     ModelBlock b;
     b.name = child.name;
     b.units.push_back(std::move(u));
     m.blocks.push_back(std::move(b));
   }
-  if (m.blocks.empty()) return Error::bad_input(o.file + ": the module has no children to use as blocks");
+  if (m.blocks.empty()) return refuse("the module has no children to use as blocks");
+  m.whole = [module](const torch::Tensor& x) { return module->forward({x}).toTensor(); };
+  m.origin = o.file;
   return m;
 }
 
@@ -229,6 +269,12 @@ std::vector<const ModelUnit*> Model::units(const Cut& begin, const Cut& end) con
     if (++c.sub == blocks[c.block].units.size()) c = {c.block + 1, 0};
   }
   return out;
+}
+
+void Model::set_training(bool on) const {
+  for (const ModelBlock& block : blocks)
+    for (const ModelUnit& unit : block.units)
+      if (unit.set_training) unit.set_training(on);
 }
 
 ModelProfile Model::skeleton() const {
@@ -285,16 +331,25 @@ Status check_fit(const Model& model, const DataShape& shape) {
   };
   try {
     torch::NoGradGuard no_grad;
-    torch::Tensor x = shape.tokens ? torch::zeros(batch, torch::kLong) : torch::zeros(batch);
+    // Two samples, random, so that blocks called in another order show; drawn from a
+    // generator of their own, so that the run's draws (dropout) stay as they were.
+    batch.front() = 2;
+    at::Generator draws = at::detail::createCPUGenerator(1);
+    const torch::Tensor input =
+        shape.tokens ? torch::randint(shape.classes, batch, draws, torch::kLong) : torch::randn(batch, draws);
+    torch::Tensor x = input;
+    model.set_training(false);
     for (const ModelBlock& block : model.blocks)
-      for (const ModelUnit& unit : block.units) {
-        if (unit.set_training) unit.set_training(false);
+      for (const ModelUnit& unit : block.units)
         x = unit.forward(x);
-        if (unit.set_training) unit.set_training(true);
-      }
-    if (x.dim() < 2 || x.size(0) != 1 || x.size(-1) != shape.classes)
-      return fail("its output is " + dimensions(x.sizes().vec()) + ", not " + std::to_string(shape.classes) +
-                  " logits per sample");
+    const torch::Tensor whole = model.whole ? model.whole(input) : x;
+    model.set_training(true);
+    if (x.dim() < 2 || x.size(0) != 2 || x.size(-1) != shape.classes)
+      return fail("its output for 2 samples is " + dimensions(x.sizes().vec()) + ", not " +
+                  std::to_string(shape.classes) + " logits per sample (data.classes)");
+    if (!whole.sizes().equals(x.sizes()) || !torch::allclose(whole, x, 1e-4, 1e-5))
+      return Error::bad_input(model.origin + ": its forward is not its children called in order, one after " +
+                              "another, which is how actorpipe runs it across stages: " + export_advice);
   } catch (const std::exception& e) {
     const std::string what = e.what();
     return fail(what.substr(0, what.find('\n')));

@@ -23,7 +23,13 @@ struct ModelUnit {
   std::string name;
   std::function<torch::Tensor(const torch::Tensor&)> forward;
   std::vector<torch::Tensor> parameters;
+  /// State that is not trained but kept (BatchNorm's running statistics): saved in
+  /// checkpoints and made to agree across pipelines after each step.
+  std::vector<torch::Tensor> buffers;
   std::function<void(bool)> set_training;
+  /// Whether its forward draws random numbers in training (dropout): such draws come
+  /// from LibTorch's one global generator, which the stage actors share.
+  bool draws = false;
   std::shared_ptr<void> owner; ///< keeps the modules the functions use alive
 };
 
@@ -43,11 +49,18 @@ struct DataShape {
 struct Model {
   std::string name;
   std::vector<ModelBlock> blocks;
+  /// The model's own forward where it has one besides its blocks' (a TorchScript
+  /// module's): the blocks in order must compute the same, or cutting between them
+  /// would train another model.
+  std::function<torch::Tensor(const torch::Tensor&)> whole;
+  std::string origin; ///< the file it was loaded from, if any, for messages
 
   /// The unit where `cut` starts; `cut` must fall on a unit.
   const ModelUnit& unit(const Cut& cut) const { return blocks[cut.block].units[cut.sub]; }
   /// Units from `begin` to `end` (exclusive) in order.
   std::vector<const ModelUnit*> units(const Cut& begin, const Cut& end) const;
+  /// Training mode (dropout on, BatchNorm on batch statistics) or evaluation mode.
+  void set_training(bool on) const;
   /// A profile with this model's blocks and sub-blocks and no figures yet.
   ModelProfile skeleton() const;
 };

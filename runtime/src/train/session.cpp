@@ -11,6 +11,7 @@
 #include "train/tensor_box.hpp"
 
 #include <sstream>
+#include <tuple>
 
 namespace actorpipe::train {
 
@@ -57,7 +58,8 @@ Result<std::unique_ptr<Session>> Session::open(const JobSpec& job, const Plan& p
                        plan.stages[s].begin,
                        plan.stages[s].end,
                        job.train,
-                       compute_threads_for(plan.pipelines * plan.stages.size())};
+                       compute_threads_for(plan.pipelines * plan.stages.size()),
+                       job.job.seed};
       d.workers.back().push_back(std::make_unique<StageWorker>(d.replicas.back(), setup));
     }
   }
@@ -98,9 +100,7 @@ Evaluation Session::evaluate() {
   use_compute_threads(compute_threads_for(1));
   torch::NoGradGuard no_grad;
   const auto& pipeline = d_->workers.front();
-  for (auto& w : pipeline)
-    for (const ModelUnit* u : w->impl().units)
-      u->set_training(false);
+  d_->replicas.front()->set_training(false);
   const Split& test = d_->data.test;
   Evaluation e;
   double loss_sum = 0, right = 0, positions = 0;
@@ -117,9 +117,7 @@ Evaluation Session::evaluate() {
     right += logits.argmax(1).eq(labels).sum().item<double>();
     positions += static_cast<double>(labels.size(0));
   }
-  for (auto& w : pipeline)
-    for (const ModelUnit* u : w->impl().units)
-      u->set_training(true);
+  d_->replicas.front()->set_training(true);
   e.samples = test.size();
   e.accuracy = positions > 0 ? right / positions : 0;
   e.loss = positions > 0 ? loss_sum / positions : 0;
@@ -136,13 +134,14 @@ Status Session::save_checkpoint(const std::string& path, const Progress& progres
     // What a resume must match: the batches the progress counts in, and the data.
     archive.write("batch_size", torch::tensor(static_cast<std::int64_t>(d_->plan.batch_size)));
     archive.write("train_samples", torch::tensor(static_cast<std::int64_t>(d_->data.train.size())));
-    // Pipelines hold equal parameters and optimizer state after a synchronous step,
-    // so pipeline 0 speaks for all.
+    // Pipelines hold equal parameters, buffers and optimizer state after a synchronous
+    // step, so pipeline 0 speaks for all.
     for (std::size_t s = 0; s < d_->plan.stages.size(); ++s) {
       const StageWorker::Impl& w = d_->workers.front()[s]->impl();
       torch::serialize::OutputArchive stage;
-      for (std::size_t i = 0; i < w.parameters.size(); ++i)
-        stage.write("p" + std::to_string(i), w.parameters[i]);
+      for (const auto& [key, tensors] : {std::pair{"p", &w.parameters}, std::pair{"b", &w.buffers}})
+        for (std::size_t i = 0; i < tensors->size(); ++i)
+          stage.write(key + std::to_string(i), (*tensors)[i]);
       if (w.optimizer) {
         torch::serialize::OutputArchive optimizer;
         w.optimizer->save(optimizer);
@@ -195,14 +194,17 @@ Result<Progress> Session::load_checkpoint(const std::string& path) {
         torch::serialize::InputArchive stage;
         copy.read("stage" + std::to_string(s), stage);
         StageWorker::Impl& w = d_->workers[p][s]->impl();
-        for (std::size_t i = 0; i < w.parameters.size(); ++i) {
-          torch::Tensor saved;
-          stage.read("p" + std::to_string(i), saved);
-          if (!saved.sizes().equals(w.parameters[i].sizes()))
-            return Error::bad_input(path + ": stage " + std::to_string(s) + " parameter " + std::to_string(i) +
-                                    " has another shape than the model's");
-          w.parameters[i].copy_(saved);
-        }
+        // Parameters "p0", "p1", ..., buffers "b0", "b1", ...
+        for (const auto& [key, what, tensors] :
+             {std::tuple{"p", "parameter", &w.parameters}, std::tuple{"b", "buffer", &w.buffers}})
+          for (std::size_t i = 0; i < tensors->size(); ++i) {
+            torch::Tensor saved;
+            stage.read(key + std::to_string(i), saved);
+            if (!saved.sizes().equals((*tensors)[i].sizes()))
+              return Error::bad_input(path + ": stage " + std::to_string(s) + " " + what + " " + std::to_string(i) +
+                                      " has another shape than the model's");
+            (*tensors)[i].copy_(saved);
+          }
         if (w.optimizer) {
           torch::serialize::InputArchive optimizer;
           stage.read("optimizer", optimizer);

@@ -58,7 +58,7 @@ public:
   /// pipelines hold the same parameters after a synchronous step).
   Evaluation evaluate();
 
-  /// Writes parameters and optimizer state of every stage, and `progress`, to `path`
+  /// Writes parameters, buffers and optimizer state of every stage, and `progress`, to `path`
   /// atomically (a temporary file renamed over it).
   Status save_checkpoint(const std::string& path, const Progress& progress);
   /// Loads a checkpoint written for the same job and plan into every pipeline.

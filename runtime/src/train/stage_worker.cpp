@@ -5,7 +5,29 @@
 #include "train/step_parts.hpp"
 #include "train/tensor_box.hpp"
 
+#include <mutex>
+
 namespace actorpipe::train {
+
+namespace {
+
+/// A forward in training. Where the stage draws random numbers (dropout), it runs
+/// under one lock, the global generator seeded from the job's seed, the replica and
+/// the forward's count: a run then repeats exactly, whatever order the stage actors
+/// reach their forwards in, and every replica and micro-batch draws masks of its own.
+torch::Tensor training_forward(StageWorker::Impl& w, const torch::Tensor& x) {
+  const std::uint64_t count = w.forwards++;
+  if (!w.draws) return w.run(x);
+  static std::mutex global_generator;
+  const std::lock_guard lock(global_generator);
+  std::uint64_t seed = w.setup.seed;
+  for (const std::uint64_t part : {std::uint64_t{w.setup.pipeline}, std::uint64_t{w.setup.stage}, count})
+    seed = (seed ^ part) * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL;
+  torch::manual_seed(seed);
+  return w.run(x);
+}
+
+} // namespace
 
 StageWorker::StageWorker(std::shared_ptr<const Model> model, const StageSetup& setup)
     : impl_(std::make_unique<Impl>()) {
@@ -15,6 +37,8 @@ StageWorker::StageWorker(std::shared_ptr<const Model> model, const StageSetup& s
   for (const ModelUnit* u : impl_->units) {
     u->set_training(true);
     impl_->parameters.insert(impl_->parameters.end(), u->parameters.begin(), u->parameters.end());
+    impl_->buffers.insert(impl_->buffers.end(), u->buffers.begin(), u->buffers.end());
+    impl_->draws = impl_->draws || u->draws;
   }
   // A stage may hold no trainable parameters (a pooling block); the optimizer then
   // has nothing to do.
@@ -31,7 +55,7 @@ Payload StageWorker::forward(std::size_t micro, const Payload& input) {
   // Floating-point inputs from the stage before become leaves that collect the
   // gradient to send back; the storage is shared, not copied.
   if (!first() && x.is_floating_point()) x = x.detach().requires_grad_(true);
-  torch::Tensor y = impl_->run(x);
+  torch::Tensor y = training_forward(*impl_, x);
   impl_->stash[micro] = {x, y};
   return wrap(y.detach());
 }
@@ -40,7 +64,7 @@ double StageWorker::forward_loss(std::size_t micro, const Payload& input, const 
   use_compute_threads(impl_->setup.threads);
   torch::Tensor x = input->tensor;
   if (!first() && x.is_floating_point()) x = x.detach().requires_grad_(true);
-  const torch::Tensor logits = impl_->run(x);
+  const torch::Tensor logits = training_forward(*impl_, x);
   const torch::Tensor loss = mean_loss(logits, labels->tensor);
   impl_->stash[micro] = {x, loss * loss_scale};
   return loss.item<double>();
@@ -71,6 +95,25 @@ void StageWorker::step() {
   // place would make them accumulate into together.
   for (torch::Tensor& p : impl_->parameters)
     p.mutable_grad() = torch::Tensor();
+}
+
+void agree_buffers(const std::vector<StageWorker*>& replicas, const std::string& how) {
+  if (replicas.size() < 2) return;
+  torch::NoGradGuard no_grad;
+  const auto& first = replicas.front()->impl().buffers;
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    if (how == "average" && first[i].is_floating_point()) {
+      torch::Tensor sum = first[i].clone();
+      for (std::size_t r = 1; r < replicas.size(); ++r)
+        sum.add_(replicas[r]->impl().buffers[i]);
+      sum.div_(static_cast<double>(replicas.size()));
+      for (StageWorker* r : replicas)
+        r->impl().buffers[i].copy_(sum);
+    } else {
+      for (std::size_t r = 1; r < replicas.size(); ++r)
+        replicas[r]->impl().buffers[i].copy_(first[i]);
+    }
+  }
 }
 
 void sum_gradients(const std::vector<StageWorker*>& replicas) {

@@ -11,7 +11,9 @@
 #include <actorpipe/model_profile.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace actorpipe::train {
@@ -25,7 +27,8 @@ struct StageSetup {
   Cut begin;
   Cut end;
   TrainOptions train;
-  int threads = 1; ///< LibTorch intra-op threads for this stage's compute
+  int threads = 1;        ///< LibTorch intra-op threads for this stage's compute
+  std::uint64_t seed = 0; ///< the job's: with the replica and the forward, it seeds dropout
 };
 
 class StageWorker final : public StageComputation {
@@ -64,5 +67,10 @@ private:
 /// loss is scaled by its share of the batch, so the sum is the gradient of the whole
 /// batch's mean loss: the replicas' average, weighted by their shares.
 void sum_gradients(const std::vector<StageWorker*>& replicas);
+
+/// Makes every replica's buffers (BatchNorm's running statistics) the first replica's
+/// (`how` "broadcast") or, for floating-point buffers, their mean ("average"), as
+/// TrainOptions::buffers says. Each replica updated its own from its own micro-batches.
+void agree_buffers(const std::vector<StageWorker*>& replicas, const std::string& how);
 
 } // namespace actorpipe::train

@@ -17,7 +17,10 @@ struct StageWorker::Impl {
   StageSetup setup;
   std::vector<const ModelUnit*> units;
   std::vector<torch::Tensor> parameters;
+  std::vector<torch::Tensor> buffers;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
+  bool draws = false;         ///< some unit draws random numbers (dropout)
+  std::uint64_t forwards = 0; ///< done so far, to seed the next one's draws
   /// Per micro-batch in flight: the input (a leaf that collects its gradient) and the
   /// output (the scaled loss on the last stage).
   struct Stash {

@@ -1,0 +1,264 @@
+/// Models users bring as TorchScript: a scripted nn.Sequential trains as PyTorch eager
+/// does, step for step (tests/fixtures/write_fixtures.py wrote the model and eager's
+/// losses); BatchNorm's buffers agree across pipelines, are checkpointed and used at
+/// evaluation; modules that cannot be cut are refused naming the file.
+
+#define BOOST_TEST_MODULE imported_models
+#include <boost/test/unit_test.hpp>
+
+#include "measured_plan.hpp"
+#include "test_support.hpp"
+
+#include <actorpipe/training.hpp>
+
+#include "train/model_zoo.hpp"
+#include "train/session.hpp"
+#include "train/stage_worker_impl.hpp"
+#include "train/tensor_box.hpp"
+
+#include <torch/script.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+using namespace actorpipe;
+
+namespace {
+
+std::string fixture(const std::string& name) { return (test::source_root() / "tests/fixtures" / name).string(); }
+
+/// A job training the TorchScript module `file` on eight CPU "devices"; `data` and
+/// `train` are TOML tables.
+std::string job_toml(const std::string& file, const std::string& data, const std::string& train, std::size_t stages,
+                     std::size_t pipelines) {
+  std::ostringstream t;
+  t << test::cpu_cluster_toml(8, "4 GiB") << "[job]\nname = \"imported\"\nseed = 7\n"
+    << "[model]\nzoo = \"torchscript\"\nfile = \"" << file << "\"\n"
+    << data << train << "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nscheduler = \"1f1b\"\n"
+    << "stages = " << stages << "\npipelines = " << pipelines << "\nmicro_batches = 4\n";
+  return t.str();
+}
+
+const std::string fashion_mnist_in_order = "[data]\ndataset = \"fashion-mnist\"\nshuffle = false\n";
+
+/// The settings and losses tests/fixtures/write_fixtures.py wrote: a header line
+/// "# batch_size = 32, lr = 0.05, momentum = 0.9, steps = 12", then a loss per line.
+struct EagerLosses {
+  std::string train_toml;
+  std::vector<double> losses;
+};
+
+EagerLosses eager_losses() {
+  std::ifstream in(fixture("conv-mlp-losses.txt"));
+  BOOST_REQUIRE_MESSAGE(in, "tests/fixtures/conv-mlp-losses.txt is missing");
+  EagerLosses e;
+  std::string header;
+  std::getline(in, header);
+  std::string settings = header.substr(2, header.find(", steps") - 2);
+  for (std::size_t at; (at = settings.find(", ")) != std::string::npos;)
+    settings.replace(at, 2, "\n");
+  e.train_toml = "[train]\noptimizer = \"sgd\"\n" + settings + "\n";
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#') e.losses.push_back(std::stod(line));
+  return e;
+}
+
+/// Fresh replicas of `file`'s model as one stage each, as a run makes them.
+struct Replicas {
+  std::vector<std::unique_ptr<train::StageWorker>> workers;
+  std::vector<train::StageWorker*> pointers;
+};
+
+Replicas replicas_of(const std::string& file, const train::DataShape& shape, std::size_t count) {
+  Replicas r;
+  ModelOptions options;
+  options.zoo = "torchscript";
+  options.file = file;
+  for (std::size_t p = 0; p < count; ++p) {
+    auto model = train::build_model(options, shape, 7);
+    REQUIRE_OK(model);
+    const auto shared = std::make_shared<const train::Model>(std::move(*model));
+    train::StageSetup setup{p, 0, 1, {0, 0}, {shared->blocks.size(), 0}, TrainOptions{}, 1};
+    r.workers.push_back(std::make_unique<train::StageWorker>(shared, setup));
+    r.pointers.push_back(r.workers.back().get());
+  }
+  return r;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_scripted_sequential_matches_pytorch_eager_step_for_step) {
+  // Gradients summed over micro-batches and pipelines, each loss scaled by its share of
+  // the batch, must be the whole batch's mean gradient: eager PyTorch's step.
+  const EagerLosses eager = eager_losses();
+  BOOST_REQUIRE_GE(eager.losses.size(), 8u);
+  test::ScratchDir dir;
+  for (const auto& [stages, pipelines] : {std::pair<std::size_t, std::size_t>{1, 1}, {2, 1}, {2, 2}})
+    BOOST_TEST_CONTEXT(stages << " stages × " << pipelines << " pipelines") {
+      const test::MeasuredPlan p = test::quick_plan(
+          dir, job_toml(fixture("conv-mlp.pt"), fashion_mnist_in_order, eager.train_toml, stages, pipelines));
+      BOOST_REQUIRE_EQUAL(p.plan.stages.size(), stages);
+      RunOptions options;
+      options.steps = eager.losses.size();
+      options.output_dir = (dir.path() / "run").string();
+      std::vector<double> losses;
+      options.on_step = [&](const StepMetrics& m) { losses.push_back(m.loss); };
+      REQUIRE_OK(run_training(p.job, p.plan, options));
+      BOOST_REQUIRE_EQUAL(losses.size(), eager.losses.size());
+      for (std::size_t k = 0; k < losses.size(); ++k)
+        BOOST_TEST_CONTEXT("step " << k + 1) { BOOST_TEST(std::abs(losses[k] - eager.losses[k]) <= 1e-5); }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(buffers_are_broadcast_from_the_first_replica_or_averaged) {
+  const train::DataShape shape{{1, 28, 28}, 10, false};
+  torch::manual_seed(3);
+  const torch::Tensor a = torch::randn({8, 1, 28, 28}), b = torch::randn({8, 1, 28, 28}) * 2 + 1;
+  for (const char* how : {"broadcast", "average"})
+    BOOST_TEST_CONTEXT(how) {
+      Replicas r = replicas_of(fixture("lenet-bn.pt"), shape, 2);
+      const std::vector<torch::Tensor>& first = r.workers[0]->impl().buffers;
+      const std::vector<torch::Tensor>& second = r.workers[1]->impl().buffers;
+      BOOST_REQUIRE_EQUAL(first.size(), 6u); // two BatchNorms: mean, variance, batches seen
+      // Each replica's running statistics follow its own micro-batches.
+      r.workers[0]->forward(0, train::wrap(a));
+      r.workers[1]->forward(0, train::wrap(b));
+      std::vector<torch::Tensor> expected;
+      for (std::size_t i = 0; i < first.size(); ++i) {
+        BOOST_TEST(!first[i].equal(second[i]) == first[i].is_floating_point());
+        expected.push_back(std::string(how) == "average" && first[i].is_floating_point() ? (first[i] + second[i]) / 2
+                                                                                         : first[i].clone());
+      }
+      train::agree_buffers(r.pointers, how);
+      for (std::size_t i = 0; i < first.size(); ++i) {
+        BOOST_TEST(torch::allclose(first[i], expected[i]));
+        BOOST_TEST(second[i].equal(first[i]));
+      }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(buffers_are_checkpointed_and_used_at_evaluation) {
+  test::ScratchDir dir;
+  const test::MeasuredPlan p =
+      test::quick_plan(dir, job_toml(fixture("lenet-bn.pt"), "[data]\ndataset = \"fashion-mnist\"\n",
+                                     "[train]\nbatch_size = 32\nlr = 0.05\nmomentum = 0.9\n", 2, 2));
+  RunOptions options;
+  options.steps = 20;
+  options.output_dir = (dir.path() / "run").string();
+  auto summary = run_training(p.job, p.plan, options);
+  REQUIRE_OK(summary);
+  // A fresh session of the same job evaluates as the run did after loading its
+  // checkpoint, and not before: the running statistics came with it.
+  auto session = train::Session::open(p.job, p.plan);
+  REQUIRE_OK(session);
+  const double before = (*session)->evaluate().loss;
+  REQUIRE_OK((*session)->load_checkpoint(options.output_dir + "/checkpoint.pt"));
+  const train::Evaluation after = (*session)->evaluate();
+  BOOST_TEST(after.loss == summary->test_loss, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(after.accuracy == summary->test_accuracy, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(std::abs(before - after.loss) > 1e-3);
+  for (std::size_t s = 0; s < 2; ++s)
+    for (std::size_t q = 1; q < 2; ++q) {
+      const auto& mine = (*session)->worker(q, s).impl().buffers;
+      const auto& first = (*session)->worker(0, s).impl().buffers;
+      for (std::size_t i = 0; i < mine.size(); ++i)
+        BOOST_TEST(mine[i].equal(first[i]));
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_run_with_dropout_repeats_exactly) {
+  // Four stage actors draw dropout masks from LibTorch's one generator, in turns that
+  // vary from run to run; each draw is seeded from the replica and the forward.
+  test::ScratchDir dir;
+  const test::MeasuredPlan p =
+      test::quick_plan(dir, job_toml(fixture("lenet-bn.pt"), "[data]\ndataset = \"fashion-mnist\"\n",
+                                     "[train]\nbatch_size = 32\nlr = 0.05\n", 2, 2));
+  std::vector<std::vector<double>> losses(2);
+  for (std::size_t k = 0; k < 2; ++k) {
+    RunOptions options;
+    options.steps = 12;
+    options.output_dir = (dir.path() / ("run" + std::to_string(k))).string();
+    options.on_step = [&](const StepMetrics& m) { losses[k].push_back(m.loss); };
+    REQUIRE_OK(run_training(p.job, p.plan, options));
+  }
+  BOOST_TEST(losses[0] == losses[1], boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(batchnorm_trained_as_2_by_2_evaluates_within_a_point_of_1_by_1) {
+  // The same samples in the same order: 2 stages × 2 pipelines compute BatchNorm's
+  // statistics over micro-batches of 16 instead of batches of 128, and broadcast the
+  // first pipeline's running statistics after each step; dropout draws other masks.
+  test::ScratchDir dir;
+  std::map<std::size_t, double> accuracy;
+  for (const std::size_t n : {1, 2}) {
+    const test::MeasuredPlan p =
+        test::quick_plan(dir, job_toml(fixture("lenet-bn.pt"), "[data]\ndataset = \"fashion-mnist\"\n",
+                                       "[train]\nbatch_size = 128\nlr = 0.05\nmomentum = 0.9\n", n, n));
+    RunOptions options;
+    options.steps = 200;
+    options.output_dir = (dir.path() / ("run" + std::to_string(n))).string();
+    auto summary = run_training(p.job, p.plan, options);
+    REQUIRE_OK(summary);
+    accuracy[n] = summary->test_accuracy;
+  }
+  BOOST_TEST_MESSAGE("test accuracy 1 × 1: " << accuracy[1] << ", 2 × 2: " << accuracy[2]);
+  BOOST_TEST(accuracy[1] > 0.75);
+  BOOST_TEST(std::abs(accuracy[2] - accuracy[1]) <= 0.01);
+}
+
+BOOST_AUTO_TEST_CASE(modules_that_cannot_be_cut_are_refused_naming_the_file) {
+  test::ScratchDir dir;
+  const std::string data = "[data]\ndataset = \"synthetic\"\nsamples = 64\nshape = [12]\nclasses = 12\n";
+  const std::string train = "[train]\nbatch_size = 16\n";
+  auto refusal = [&](const std::string& file) {
+    auto job = load_job(dir.write("job.toml", job_toml(file, data, train, 1, 1)));
+    REQUIRE_OK(job);
+    auto profile = measure_profile(*job, {});
+    BOOST_REQUIRE(!profile.ok());
+    BOOST_TEST(exit_status(profile.error().code) == 2);
+    return profile.error().message;
+  };
+  auto linear = [](const std::string& name) {
+    torch::jit::Module m(name);
+    m.register_parameter("weight", torch::randn({12, 12}).requires_grad_(), false);
+    m.define("def forward(self, x):\n  return torch.relu(torch.matmul(x, self.weight.t()))\n");
+    return m;
+  };
+
+  // Children called in another order than they were registered in.
+  torch::jit::Module swapped("Swapped");
+  swapped.register_module("first", linear("A"));
+  swapped.register_module("second", linear("B"));
+  swapped.define("def forward(self, x):\n  return self.first.forward(self.second.forward(x))\n");
+  const std::string swapped_file = (dir.path() / "swapped.pt").string();
+  swapped.save(swapped_file);
+  std::string message = refusal(swapped_file);
+  BOOST_TEST(test::contains(message, swapped_file + ": its forward is not its children called in order"), message);
+  BOOST_TEST(test::contains(message, "torch.jit.script(nn.Sequential(...))"), message);
+
+  // An output of another width than the data's classes.
+  torch::jit::Module narrow("Narrow");
+  narrow.register_module("only", linear("A"));
+  narrow.define("def forward(self, x):\n  return self.only.forward(x)\n");
+  const std::string narrow_file = (dir.path() / "narrow.pt").string();
+  narrow.save(narrow_file);
+  const std::string wide_data = "[data]\ndataset = \"synthetic\"\nsamples = 64\nshape = [12]\nclasses = 5\n";
+  auto job = load_job(dir.write("wide.toml", job_toml(narrow_file, wide_data, train, 1, 1)));
+  REQUIRE_OK(job);
+  auto profile = measure_profile(*job, {});
+  BOOST_REQUIRE(!profile.ok());
+  BOOST_TEST(test::contains(profile.error().message, "not 5 logits per sample (data.classes)"),
+             profile.error().message);
+
+  // A checkpoint of a run.
+  const test::MeasuredPlan p = test::quick_plan(dir, job_toml(narrow_file, data, train, 1, 1));
+  RunOptions options;
+  options.steps = 1;
+  options.output_dir = (dir.path() / "run").string();
+  REQUIRE_OK(run_training(p.job, p.plan, options));
+  message = refusal(options.output_dir + "/checkpoint.pt");
+  BOOST_TEST(test::contains(message, "checkpoint.pt: an actorpipe checkpoint, not a model: resume a run from it "
+                                     "with --resume"),
+             message);
+}
