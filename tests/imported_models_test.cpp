@@ -262,3 +262,21 @@ BOOST_AUTO_TEST_CASE(modules_that_cannot_be_cut_are_refused_naming_the_file) {
                                      "with --resume"),
              message);
 }
+
+BOOST_AUTO_TEST_CASE(the_worked_example_of_docs_models_trains) {
+  auto job = load_job((test::source_root() / "configs/fashion-mnist-torchscript.toml").string());
+  REQUIRE_OK(job);
+  const test::MeasuredPlan p = test::quick_plan(*std::move(job));
+  BOOST_TEST(p.plan.stages.size() == 2u);
+  BOOST_TEST(p.plan.pipelines == 2u);
+  test::ScratchDir dir;
+  RunOptions options;
+  options.steps = 30;
+  options.output_dir = (dir.path() / "run").string();
+  std::vector<double> losses;
+  options.on_step = [&](const StepMetrics& m) { losses.push_back(m.loss); };
+  auto summary = run_training(p.job, p.plan, options);
+  REQUIRE_OK(summary);
+  BOOST_TEST(losses.back() < 0.7 * losses.front());
+  BOOST_TEST(summary->test_accuracy > 0.5);
+}

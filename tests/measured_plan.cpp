@@ -15,13 +15,17 @@ MeasuredPlan measure_and_plan(JobSpec job, const MeasureOptions& measure) {
   return {std::move(job), *std::move(plan)};
 }
 
-MeasuredPlan quick_plan(const ScratchDir& dir, const std::string& toml) {
-  auto job = load_job(dir.write("job.toml", toml));
-  REQUIRE_OK(job);
+MeasuredPlan quick_plan(JobSpec job) {
   MeasureOptions measure;
   measure.warmup = 0;
   measure.repeats = 1;
-  return measure_and_plan(*std::move(job), measure);
+  return measure_and_plan(std::move(job), measure);
+}
+
+MeasuredPlan quick_plan(const ScratchDir& dir, const std::string& toml) {
+  auto job = load_job(dir.write("job.toml", toml));
+  REQUIRE_OK(job);
+  return quick_plan(*std::move(job));
 }
 
 } // namespace actorpipe::test

@@ -20,8 +20,9 @@ struct MeasuredPlan {
 /// of either fails the test case.
 MeasuredPlan measure_and_plan(JobSpec job, const MeasureOptions& measure);
 
-/// The job `toml` (written to `dir` as job.toml), measured in one untimed pass of
-/// each unit (enough to plan on) and planned.
+/// `job` measured in one timed pass of each unit, no warm-up (enough to plan on), and
+/// planned; or the job `toml`, written to `dir` as job.toml.
+MeasuredPlan quick_plan(JobSpec job);
 MeasuredPlan quick_plan(const ScratchDir& dir, const std::string& toml);
 
 } // namespace actorpipe::test
