@@ -13,9 +13,12 @@ namespace actorpipe::bench {
 
 namespace fs = std::filesystem;
 
-void Cli::measure_profile(const std::string& job) {
+void Cli::measure_profile(const std::string& job, const std::vector<std::string>& sets) {
   profile = scratch / "profile.toml";
-  shell("'" + actorpipe.string() + "' profile '" + job + "' -o '" + profile.string() + "'");
+  std::string command = "'" + actorpipe.string() + "' profile '" + job + "' -o '" + profile.string() + "'";
+  for (const std::string& set : sets)
+    command += " --set '" + set + "'";
+  shell(command);
 }
 
 std::string Cli::shell(const std::string& command) const {

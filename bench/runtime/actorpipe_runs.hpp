@@ -25,8 +25,8 @@ struct Cli {
     std::filesystem::path trace;
   };
 
-  /// Measures `job`'s profile into `profile`, which later runs use.
-  void measure_profile(const std::string& job);
+  /// Measures the profile of `job` with `sets` into `profile`, which later runs use.
+  void measure_profile(const std::string& job, const std::vector<std::string>& sets = {});
 
   /// The step `actorpipe run` predicts for `job` with `sets` and the profile: the plan's,
   /// or on this machine's cores when its stage actors share them.

@@ -79,10 +79,25 @@ Result<LoadedJob> load(const JobArguments& args, const CommonOptions& common) {
     options.on_pass = measuring_progress();
     auto profile = measure_profile(*job, options);
     ACTORPIPE_TRY(profile);
+    std::cerr << "actorpipe: " << describe_measurement(*profile, options.repeats) << "\n";
     job->profile = std::move(*profile);
   }
 #endif
   return LoadedJob{std::move(*job), std::move(*registry), std::move(data)};
+}
+
+std::string describe_measurement(const ModelProfile& profile, std::uint32_t repeats) {
+  std::string out = "measured after " + std::to_string(profile.warmup_passes) + " warm-up pass" +
+                    (profile.warmup_passes == 1 ? "" : "es") +
+                    " (until a pass was no longer 5% faster than those before it); " + std::to_string(repeats) +
+                    " timed, their whole-model times within " + text::format_fixed(100.0 * profile.spread, 1) +
+                    "% of each other";
+  if (profile.spread > ModelProfile::wide_spread)
+    out += "\nactorpipe: warning: the timed passes differ by more than " +
+           text::format_fixed(100.0 * ModelProfile::wide_spread, 0) +
+           "%: this machine's speed moved while measuring (other work, a changing clock), and plans made from this "
+           "profile may mislead; measure again on a quiet machine, or with more --repeats";
+  return out;
 }
 
 std::function<void(std::size_t, std::size_t)> measuring_progress() {

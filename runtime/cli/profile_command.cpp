@@ -34,6 +34,7 @@ int profile_job(const ProfileArguments& a) {
   options.on_pass = measuring_progress();
   auto profile = measure_profile(*job, options);
   if (!profile) return report(profile.error());
+  std::cerr << describe_measurement(*profile, a.repeats) << "\n";
   if (a.output.empty()) {
     std::cout << to_toml(*profile);
     return 0;

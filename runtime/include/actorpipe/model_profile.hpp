@@ -65,6 +65,13 @@ struct ACTORPIPE_EXPORT ModelProfile {
   std::uint32_t batch_size = 1;  ///< samples the times and activation bytes are for
   std::uint64_t input_bytes = 0; ///< bytes of one batch entering the first block
   std::vector<Block> blocks;
+  /// How a measured profile was measured (0 where unknown): the untimed passes it took
+  /// for the times to settle, and the spread of the timed passes' whole-model times,
+  /// (slowest − fastest) / median. A spread above `wide_spread` means the machine's
+  /// speed moved while measuring and plans made from it may mislead.
+  std::uint32_t warmup_passes = 0;
+  double spread = 0;
+  static constexpr double wide_spread = 0.10;
 
   /// Checks every block: no negative or non-finite time, sub-blocks consistent with
   /// their block, at least one block. Messages name the block ("block 7 'conv3'").

@@ -76,6 +76,8 @@ Result<ModelProfile> parse_toml_profile(const std::string& text, const std::stri
   ACTORPIPE_TRY(reader.require("batch_size"));
   ACTORPIPE_TRY(reader.integer("batch_size", profile.batch_size, 1u));
   ACTORPIPE_TRY(reader.bytes("input_bytes", profile.input_bytes));
+  ACTORPIPE_TRY(reader.integer("warmup_passes", profile.warmup_passes));
+  ACTORPIPE_TRY(reader.number("spread", profile.spread, 0, 1e6));
   ACTORPIPE_TRY(reader.require("blocks"));
   auto blocks = reader.table_array("blocks");
   ACTORPIPE_TRY(blocks);
@@ -95,6 +97,8 @@ std::string to_toml(const ModelProfile& profile) {
   root.insert("reference_device", profile.reference_device);
   root.insert("batch_size", static_cast<std::int64_t>(profile.batch_size));
   root.insert("input_bytes", static_cast<std::int64_t>(profile.input_bytes));
+  if (profile.warmup_passes > 0) root.insert("warmup_passes", static_cast<std::int64_t>(profile.warmup_passes));
+  if (profile.spread > 0) root.insert("spread", profile.spread);
   toml::array blocks;
   for (const Block& block : profile.blocks) {
     toml::table entry;

@@ -37,11 +37,36 @@ std::optional<int> stage_core(const std::vector<int>& cores, std::size_t index, 
   return shared_core(cores, index, actors);
 }
 
-bool bind_thread_to(int core) {
+namespace {
+
+bool bind_thread_to_all(const std::vector<int>& cores) {
   cpu_set_t set;
   CPU_ZERO(&set);
-  CPU_SET(core, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+  for (int core : cores)
+    CPU_SET(core, &set);
+  return !cores.empty() && pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+}
+
+} // namespace
+
+bool bind_thread_to(int core) { return bind_thread_to_all({core}); }
+
+CoreBinding::CoreBinding(const std::vector<int>& cores) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (pthread_getaffinity_np(pthread_self(), sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) before_.push_back(c);
+  bind_thread_to_all(cores);
+}
+
+CoreBinding::~CoreBinding() { bind_thread_to_all(before_); }
+
+std::vector<int> cores_of(const std::vector<int>& cores, std::size_t first, std::size_t count) {
+  std::vector<int> out;
+  for (std::size_t k = 0; k < count; ++k)
+    out.push_back(cores[(first + k) % cores.size()]);
+  return out;
 }
 
 int compute_threads_for(std::size_t workers) {

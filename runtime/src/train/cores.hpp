@@ -28,6 +28,23 @@ std::optional<int> stage_core(const std::vector<int>& cores, std::size_t index, 
 /// False when the system refuses; the thread then runs where it did.
 bool bind_thread_to(int core);
 
+/// Binds the calling thread to `cores` for as long as it lives, then gives the thread
+/// back the cores it could run on before (its affinity mask).
+class CoreBinding {
+public:
+  explicit CoreBinding(const std::vector<int>& cores);
+  ~CoreBinding();
+  CoreBinding(const CoreBinding&) = delete;
+  CoreBinding& operator=(const CoreBinding&) = delete;
+
+private:
+  std::vector<int> before_;
+};
+
+/// Cores [first, first + count) of `cores`, wrapping around: share `k` of `count` cores
+/// each is cores_of(cores, k * count, count).
+std::vector<int> cores_of(const std::vector<int>& cores, std::size_t first, std::size_t count);
+
 /// The size of one of `workers` even shares of the usable cores; at least one.
 int compute_threads_for(std::size_t workers);
 

@@ -22,6 +22,9 @@ using namespace train;
 
 namespace {
 
+/// Warm-up passes at most, however long a model's times keep falling.
+constexpr std::size_t max_warmup_passes = 30;
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -34,9 +37,15 @@ std::uint64_t bytes_of(const torch::Tensor& t) { return static_cast<std::uint64_
 /// faster than it will there (shared caches and memory bandwidth).
 class Load {
 public:
+  /// Copy c runs on share c + 1 of the usable cores, `threads` cores each: the timed
+  /// passes have share 0 to themselves, as a bound stage actor has its core.
   Load(std::vector<Model> copies, const torch::Tensor& input, int threads) : started_(copies.size()) {
-    for (Model& copy : copies)
-      workers_.emplace_back([this, copy = std::move(copy), input, threads](std::stop_token stop) {
+    const std::vector<int> cores = usable_cores();
+    const auto share = static_cast<std::size_t>(threads);
+    for (std::size_t c = 0; c < copies.size(); ++c)
+      workers_.emplace_back([this, copy = std::move(copies[c]), input, threads,
+                             mine = cores_of(cores, (c + 1) * share, share)](std::stop_token stop) {
+        const CoreBinding bound(mine);
         use_compute_threads(threads);
         started_.count_down();
         try {
@@ -117,7 +126,11 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
     profile.reference_device +=
         ", " + std::to_string(load_copies) + (load_copies == 1 ? " copy" : " copies") + " of the model busy beside it";
   std::optional<Load> load;
-  if (!copies.empty()) load.emplace(std::move(copies), x, threads);
+  std::optional<CoreBinding> bound; // with copies beside it, on cores of its own
+  if (!copies.empty()) {
+    load.emplace(std::move(copies), x, threads);
+    bound.emplace(cores_of(usable_cores(), 0, static_cast<std::size_t>(threads)));
+  }
 
   // Every pass runs the whole model, unit by unit, forward and then backward, as a
   // step does: each unit is timed in every pass, so all units see the same spells of
@@ -128,20 +141,24 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
       units.push_back(&u);
   std::vector<std::vector<double>> forward(units.size()), backward(units.size());
   std::vector<torch::Tensor> inputs(units.size()), outputs(units.size());
-  const std::size_t passes = options.warmup + options.repeats;
   using Clock = std::chrono::steady_clock;
   auto ms_since = [](Clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   };
-  for (std::size_t pass = 0; pass < passes; ++pass) {
-    const bool timed = pass >= options.warmup;
+  std::size_t passes = options.warmup + options.repeats, done = 0; // passes grows while warming up
+  // One pass over the model: each unit's forward and backward times (kept when
+  // `timed`), and their sum.
+  auto pass = [&](bool timed) {
+    double total = 0;
     torch::Tensor y = x;
     for (std::size_t k = 0; k < units.size(); ++k) {
       // As in a run, the model's input needs no gradient; every later unit's does.
       inputs[k] = k > 0 && y.is_floating_point() ? y.detach().requires_grad_(true) : y;
       const auto t0 = Clock::now();
       outputs[k] = units[k]->forward(inputs[k]);
-      if (timed) forward[k].push_back(ms_since(t0));
+      const double ms = ms_since(t0);
+      total += ms;
+      if (timed) forward[k].push_back(ms);
       y = outputs[k];
     }
     for (std::size_t k = units.size(); k-- > 0;) {
@@ -153,13 +170,38 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
         outputs[k].backward(grad);
         ms = ms_since(t0);
       }
+      total += ms;
       if (timed) backward[k].push_back(ms);
     }
     for (const ModelUnit* u : units)
       for (const auto& p : u->parameters)
         p.mutable_grad() = torch::Tensor();
-    if (options.on_pass) options.on_pass(pass + 1, passes);
+    if (options.on_pass) options.on_pass(++done, passes);
+    return total;
+  };
+  // Warm-up until the times settle: the passes asked for, then more for as long as a
+  // pass is still more than 5% faster than every one before it (TorchScript's
+  // profiling executor optimises a graph only after its first runs; caches and clocks
+  // warm up), at most `max_warmup_passes`.
+  std::vector<double> warm;
+  auto settled = [&] {
+    if (warm.size() < options.warmup) return false;
+    if (options.warmup == 0 || warm.size() >= max_warmup_passes) return true;
+    return warm.size() >= 2 && warm.back() >= 0.95 * *std::min_element(warm.begin(), warm.end() - 1);
+  };
+  while (!settled()) {
+    if (warm.size() >= options.warmup) ++passes; // one more than planned
+    warm.push_back(pass(false));
   }
+  std::vector<double> timed;
+  for (std::uint32_t r = 0; r < options.repeats; ++r)
+    timed.push_back(pass(true));
+  profile.warmup_passes = static_cast<std::uint32_t>(warm.size());
+  profile.spread =
+      timed.size() > 1
+          ? (*std::max_element(timed.begin(), timed.end()) - *std::min_element(timed.begin(), timed.end())) /
+                median(timed)
+          : 0.0;
 
   std::size_t k = 0;
   for (std::size_t bi = 0; bi < model->blocks.size(); ++bi) {
