@@ -88,10 +88,9 @@ Result<LoadedJob> load(const JobArguments& args, const CommonOptions& common) {
 
 std::string describe_measurement(const ModelProfile& profile, std::uint32_t repeats) {
   std::string out = "measured after " + std::to_string(profile.warmup_passes) + " warm-up pass" +
-                    (profile.warmup_passes == 1 ? "" : "es") +
-                    " (until a pass was no longer 5% faster than those before it); " + std::to_string(repeats) +
-                    " timed, their whole-model times within " + text::format_fixed(100.0 * profile.spread, 1) +
-                    "% of each other";
+                    (profile.warmup_passes == 1 ? "" : "es") + " (until the last 3 agreed within 5%); " +
+                    std::to_string(repeats) + " timed, their whole-model times within " +
+                    text::format_fixed(100.0 * profile.spread, 1) + "% of each other";
   if (profile.spread > ModelProfile::wide_spread)
     out += "\nactorpipe: warning: the timed passes differ by more than " +
            text::format_fixed(100.0 * ModelProfile::wide_spread, 0) +

@@ -91,9 +91,8 @@ ACTORPIPE_EXPORT Result<RunSummary> run_training(const JobSpec& job, const Plan&
 
 struct MeasureOptions {
   std::uint32_t batch_size = 0; ///< samples per measurement; 0: the job's batch
-  /// Untimed passes over the model first, at least; more while a pass is still over 5%
-  /// faster than every one before it (TorchScript optimises a graph after its first
-  /// runs), up to 30. 0: none at all.
+  /// Untimed passes over the model first, at least; more until the last 3 agree within
+  /// 5% (TorchScript optimises a graph only after its first runs), up to 30. 0: none.
   std::uint32_t warmup = 2;
   std::uint32_t repeats = 5; ///< timed passes; each unit's median counts
   /// LibTorch intra-op threads to measure with; 0: one device's share of this

@@ -22,12 +22,24 @@ using namespace train;
 
 namespace {
 
-/// Warm-up passes at most, however long a model's times keep falling.
+/// Warm-up passes at most, however long a model's times keep moving; and how many of
+/// the last must agree for the times to have settled.
 constexpr std::size_t max_warmup_passes = 30;
+constexpr std::size_t settled_passes = 3;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+/// (slowest − fastest) / median of pass times, the slowest and the fastest set aside
+/// from five passes on: one pass that a page fault or another process slowed says
+/// little about the rest, and each unit's median ignores it too.
+double spread(std::vector<double> passes) {
+  if (passes.size() < 2) return 0;
+  std::sort(passes.begin(), passes.end());
+  const std::size_t aside = passes.size() >= 5 ? 1 : 0;
+  return (passes[passes.size() - 1 - aside] - passes[aside]) / passes[passes.size() / 2];
 }
 
 std::uint64_t bytes_of(const torch::Tensor& t) { return static_cast<std::uint64_t>(t.numel() * t.element_size()); }
@@ -179,15 +191,17 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
     if (options.on_pass) options.on_pass(++done, passes);
     return total;
   };
-  // Warm-up until the times settle: the passes asked for, then more for as long as a
-  // pass is still more than 5% faster than every one before it (TorchScript's
-  // profiling executor optimises a graph only after its first runs; caches and clocks
-  // warm up), at most `max_warmup_passes`.
+  // Warm-up until the times settle: the passes asked for, then more until the last
+  // `settled_passes` agree within 5% (TorchScript's profiling executor runs a scripted
+  // model several times as slow until it has optimised its graph, and two of those
+  // slow passes agree; caches and clocks warm up too), at most `max_warmup_passes`.
   std::vector<double> warm;
   auto settled = [&] {
     if (warm.size() < options.warmup) return false;
     if (options.warmup == 0 || warm.size() >= max_warmup_passes) return true;
-    return warm.size() >= 2 && warm.back() >= 0.95 * *std::min_element(warm.begin(), warm.end() - 1);
+    if (warm.size() < settled_passes) return false;
+    const auto [least, most] = std::minmax_element(warm.end() - settled_passes, warm.end());
+    return *most <= 1.05 * *least;
   };
   while (!settled()) {
     if (warm.size() >= options.warmup) ++passes; // one more than planned
@@ -197,11 +211,7 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
   for (std::uint32_t r = 0; r < options.repeats; ++r)
     timed.push_back(pass(true));
   profile.warmup_passes = static_cast<std::uint32_t>(warm.size());
-  profile.spread =
-      timed.size() > 1
-          ? (*std::max_element(timed.begin(), timed.end()) - *std::min_element(timed.begin(), timed.end())) /
-                median(timed)
-          : 0.0;
+  profile.spread = spread(timed);
 
   std::size_t k = 0;
   for (std::size_t bi = 0; bi < model->blocks.size(); ++bi) {
