@@ -115,6 +115,16 @@ BOOST_AUTO_TEST_CASE(bad_choice_lists_the_allowed_values) {
   const Error error = expect_error(load_job(job.path));
   BOOST_TEST(contains(error.message, "train.optimizer: 'adamw' is not one of sgd, adam, did you mean 'adam'?"),
              error.message);
+  // BatchNorm's buffers across pipelines: broadcast by default, as DDP does.
+  Job buffers("[train]\nbuffers = \"averaged\"\n");
+  const Error wrong = expect_error(load_job(buffers.path));
+  BOOST_TEST(contains(wrong.message, "train.buffers: 'averaged' is not one of broadcast, average"), wrong.message);
+  auto average = load_job(buffers.path, {"train.buffers=average"});
+  REQUIRE_OK(average);
+  BOOST_TEST(average->train.buffers == "average");
+  auto plain = load_job(job.path, {"train.optimizer=sgd"});
+  REQUIRE_OK(plain);
+  BOOST_TEST(plain->train.buffers == "broadcast");
 }
 
 BOOST_AUTO_TEST_CASE(a_sync_policy_that_does_not_run_is_refused) {

@@ -195,6 +195,8 @@ BOOST_AUTO_TEST_CASE(pipedream_errors_name_file_and_line) {
 BOOST_AUTO_TEST_CASE(toml_round_trip_is_exact) {
   ModelProfile original = load(pipedream("resnet50"));
   // Add sub-blocks to one block so they round-trip too.
+  original.warmup_passes = 7; // how a measured profile was measured
+  original.spread = 0.0375;
   Block& block = original.blocks[5];
   block.sub_blocks = {{"attention", block.forward_ms * 0.25, block.backward_ms * 0.5, 1234, block.parameter_bytes / 2,
                        block.stash_bytes_per_sample / 2},
@@ -212,6 +214,8 @@ BOOST_AUTO_TEST_CASE(toml_round_trip_is_exact) {
   BOOST_TEST(copy.name == original.name);
   BOOST_TEST(copy.batch_size == original.batch_size);
   BOOST_TEST(copy.input_bytes == original.input_bytes);
+  BOOST_TEST(copy.warmup_passes == original.warmup_passes);
+  BOOST_TEST(copy.spread == original.spread);
   BOOST_REQUIRE(copy.blocks.size() == original.blocks.size());
   for (std::size_t b = 0; b < copy.blocks.size(); ++b) {
     BOOST_TEST_CONTEXT("block " << b) {
@@ -237,6 +241,12 @@ BOOST_AUTO_TEST_CASE(toml_profile_errors_name_file_line_and_key) {
   BOOST_REQUIRE(!negative.ok());
   BOOST_TEST(contains(negative.error().message, "neg.toml:5:14: blocks[0].forward_ms: -1.000000 is out of range"),
              negative.error().message);
+
+  auto spread =
+      load_profile(dir.write("spread.toml", "name = \"x\"\nbatch_size = 8\nspread = -0.5\n[[blocks]]\nname = \"a\"\n"));
+  BOOST_REQUIRE(!spread.ok());
+  BOOST_TEST(contains(spread.error().message, "spread.toml:3:10: spread: -0.500000 is out of range"),
+             spread.error().message);
 
   auto typo = load_profile(
       dir.write("typo.toml", "name = \"x\"\nbatch_size = 8\n[[blocks]]\nname = \"a\"\nforward_sm = 1.0\n"));
