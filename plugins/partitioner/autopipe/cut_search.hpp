@@ -52,9 +52,6 @@ inline IterationModel iteration_model(const PlanContext& c, std::vector<std::vec
   return IterationModel(c.cluster, {std::move(placement), schedule, c.action_overhead_ms, c.optimizer_factor});
 }
 
-/// Micro-batches of one pipeline's schedule (what each estimate simulates per stage).
-inline std::size_t schedule_size(const PlanContext& c) { return std::max<std::size_t>(1, c.micro_batch_sizes.size()); }
-
 /// Simulated actions of one estimate up to which the search judges candidates and
 /// descends by the estimate (about 70 µs an estimate; 16 stages of 64 micro-batches).
 constexpr std::size_t max_simulated_actions = 2048;
