@@ -40,6 +40,24 @@ std::string job_toml(const std::string& file, const std::string& data, const std
   return t.str();
 }
 
+/// A run of `p` for `steps` steps into `out`: its summary and each step's loss.
+struct Trained {
+  RunSummary summary;
+  std::vector<double> losses;
+};
+
+Trained train_for(const test::MeasuredPlan& p, std::uint64_t steps, const std::filesystem::path& out) {
+  Trained t;
+  RunOptions options;
+  options.steps = steps;
+  options.output_dir = out.string();
+  options.on_step = [&](const StepMetrics& m) { t.losses.push_back(m.loss); };
+  auto summary = run_training(p.job, p.plan, options);
+  REQUIRE_OK(summary);
+  t.summary = *summary;
+  return t;
+}
+
 const std::string fashion_mnist_in_order = "[data]\ndataset = \"fashion-mnist\"\nshuffle = false\n";
 
 /// The settings and losses tests/fixtures/write_fixtures.py wrote: a header line
@@ -99,12 +117,7 @@ BOOST_AUTO_TEST_CASE(a_scripted_sequential_matches_pytorch_eager_step_for_step) 
       const test::MeasuredPlan p = test::quick_plan(
           dir, job_toml(fixture("conv-mlp.pt"), fashion_mnist_in_order, eager.train_toml, stages, pipelines));
       BOOST_REQUIRE_EQUAL(p.plan.stages.size(), stages);
-      RunOptions options;
-      options.steps = eager.losses.size();
-      options.output_dir = (dir.path() / "run").string();
-      std::vector<double> losses;
-      options.on_step = [&](const StepMetrics& m) { losses.push_back(m.loss); };
-      REQUIRE_OK(run_training(p.job, p.plan, options));
+      const std::vector<double> losses = train_for(p, eager.losses.size(), dir.path() / "run").losses;
       BOOST_REQUIRE_EQUAL(losses.size(), eager.losses.size());
       for (std::size_t k = 0; k < losses.size(); ++k)
         BOOST_TEST_CONTEXT("step " << k + 1) { BOOST_TEST(std::abs(losses[k] - eager.losses[k]) <= 1e-5); }
@@ -143,28 +156,23 @@ BOOST_AUTO_TEST_CASE(buffers_are_checkpointed_and_used_at_evaluation) {
   const test::MeasuredPlan p =
       test::quick_plan(dir, job_toml(fixture("lenet-bn.pt"), "[data]\ndataset = \"fashion-mnist\"\n",
                                      "[train]\nbatch_size = 32\nlr = 0.05\nmomentum = 0.9\n", 2, 2));
-  RunOptions options;
-  options.steps = 20;
-  options.output_dir = (dir.path() / "run").string();
-  auto summary = run_training(p.job, p.plan, options);
-  REQUIRE_OK(summary);
+  const RunSummary summary = train_for(p, 20, dir.path() / "run").summary;
   // A fresh session of the same job evaluates as the run did after loading its
   // checkpoint, and not before: the running statistics came with it.
   auto session = train::Session::open(p.job, p.plan);
   REQUIRE_OK(session);
   const double before = (*session)->evaluate().loss;
-  REQUIRE_OK((*session)->load_checkpoint(options.output_dir + "/checkpoint.pt"));
+  REQUIRE_OK((*session)->load_checkpoint(summary.output_dir + "/checkpoint.pt"));
   const train::Evaluation after = (*session)->evaluate();
-  BOOST_TEST(after.loss == summary->test_loss, boost::test_tools::tolerance(1e-9));
-  BOOST_TEST(after.accuracy == summary->test_accuracy, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(after.loss == summary.test_loss, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(after.accuracy == summary.test_accuracy, boost::test_tools::tolerance(1e-9));
   BOOST_TEST(std::abs(before - after.loss) > 1e-3);
-  for (std::size_t s = 0; s < 2; ++s)
-    for (std::size_t q = 1; q < 2; ++q) {
-      const auto& mine = (*session)->worker(q, s).impl().buffers;
-      const auto& first = (*session)->worker(0, s).impl().buffers;
-      for (std::size_t i = 0; i < mine.size(); ++i)
-        BOOST_TEST(mine[i].equal(first[i]));
-    }
+  for (std::size_t s = 0; s < 2; ++s) {
+    const auto& second = (*session)->worker(1, s).impl().buffers;
+    const auto& first = (*session)->worker(0, s).impl().buffers;
+    for (std::size_t i = 0; i < second.size(); ++i)
+      BOOST_TEST(second[i].equal(first[i]));
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_run_with_dropout_repeats_exactly) {
@@ -174,15 +182,9 @@ BOOST_AUTO_TEST_CASE(a_run_with_dropout_repeats_exactly) {
   const test::MeasuredPlan p =
       test::quick_plan(dir, job_toml(fixture("lenet-bn.pt"), "[data]\ndataset = \"fashion-mnist\"\n",
                                      "[train]\nbatch_size = 32\nlr = 0.05\n", 2, 2));
-  std::vector<std::vector<double>> losses(2);
-  for (std::size_t k = 0; k < 2; ++k) {
-    RunOptions options;
-    options.steps = 12;
-    options.output_dir = (dir.path() / ("run" + std::to_string(k))).string();
-    options.on_step = [&](const StepMetrics& m) { losses[k].push_back(m.loss); };
-    REQUIRE_OK(run_training(p.job, p.plan, options));
-  }
-  BOOST_TEST(losses[0] == losses[1], boost::test_tools::per_element());
+  const std::vector<double> first = train_for(p, 12, dir.path() / "run0").losses;
+  const std::vector<double> second = train_for(p, 12, dir.path() / "run1").losses;
+  BOOST_TEST(first == second, boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(batchnorm_trained_as_2_by_2_evaluates_within_a_point_of_1_by_1) {
@@ -195,12 +197,7 @@ BOOST_AUTO_TEST_CASE(batchnorm_trained_as_2_by_2_evaluates_within_a_point_of_1_b
     const test::MeasuredPlan p =
         test::quick_plan(dir, job_toml(fixture("lenet-bn.pt"), "[data]\ndataset = \"fashion-mnist\"\n",
                                        "[train]\nbatch_size = 128\nlr = 0.05\nmomentum = 0.9\n", n, n));
-    RunOptions options;
-    options.steps = 200;
-    options.output_dir = (dir.path() / ("run" + std::to_string(n))).string();
-    auto summary = run_training(p.job, p.plan, options);
-    REQUIRE_OK(summary);
-    accuracy[n] = summary->test_accuracy;
+    accuracy[n] = train_for(p, 200, dir.path() / ("run" + std::to_string(n))).summary.test_accuracy;
   }
   BOOST_TEST_MESSAGE("test accuracy 1 × 1: " << accuracy[1] << ", 2 × 2: " << accuracy[2]);
   BOOST_TEST(accuracy[1] > 0.75);
@@ -253,11 +250,7 @@ BOOST_AUTO_TEST_CASE(modules_that_cannot_be_cut_are_refused_naming_the_file) {
 
   // A checkpoint of a run.
   const test::MeasuredPlan p = test::quick_plan(dir, job_toml(narrow_file, data, train, 1, 1));
-  RunOptions options;
-  options.steps = 1;
-  options.output_dir = (dir.path() / "run").string();
-  REQUIRE_OK(run_training(p.job, p.plan, options));
-  message = refusal(options.output_dir + "/checkpoint.pt");
+  message = refusal(train_for(p, 1, dir.path() / "run").summary.output_dir + "/checkpoint.pt");
   BOOST_TEST(test::contains(message, "checkpoint.pt: an actorpipe checkpoint, not a model: resume a run from it "
                                      "with --resume"),
              message);
@@ -270,13 +263,7 @@ BOOST_AUTO_TEST_CASE(the_worked_example_of_docs_models_trains) {
   BOOST_TEST(p.plan.stages.size() == 2u);
   BOOST_TEST(p.plan.pipelines == 2u);
   test::ScratchDir dir;
-  RunOptions options;
-  options.steps = 30;
-  options.output_dir = (dir.path() / "run").string();
-  std::vector<double> losses;
-  options.on_step = [&](const StepMetrics& m) { losses.push_back(m.loss); };
-  auto summary = run_training(p.job, p.plan, options);
-  REQUIRE_OK(summary);
-  BOOST_TEST(losses.back() < 0.7 * losses.front());
-  BOOST_TEST(summary->test_accuracy > 0.5);
+  const Trained t = train_for(p, 30, dir.path() / "run");
+  BOOST_TEST(t.losses.back() < 0.7 * t.losses.front());
+  BOOST_TEST(t.summary.test_accuracy > 0.5);
 }
