@@ -45,7 +45,8 @@ std::string trace_of(const std::vector<actors::StageTrace>& traces, const Plan& 
       const bool whole_step = span.kind == actors::SpanKind::sync || span.kind == actors::SpanKind::step;
       const char* kind = actors::to_string(span.kind);
       trace.span(t.pipeline, t.stage, std::string(kind) + (whole_step ? "" : " " + std::to_string(span.micro_batch)),
-                 kind, span.start_us, span.duration_us, span.step);
+                 kind, span.start_us, span.duration_us, span.step,
+                 span.cpu_us < 0 ? std::nullopt : std::optional<double>(span.cpu_us));
     }
   }
   return trace.finish();

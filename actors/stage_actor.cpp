@@ -47,10 +47,11 @@ using StageActor = stage_actor::stateful_pointer<StageState>;
 
 double now_us(const StageState& st) { return microseconds_since(st.config.origin, Clock::now()); }
 
-void record(StageState& st, SpanKind kind, std::size_t micro, Clock::time_point start) {
+void record(StageState& st, SpanKind kind, std::size_t micro, Clock::time_point start, double cpu_start_us = -1) {
   if (!st.config.trace) return;
   const double begin = microseconds_since(st.config.origin, start);
-  st.config.trace->add({kind, st.step, micro, begin, now_us(st) - begin});
+  st.config.trace->add(
+      {kind, st.step, micro, begin, now_us(st) - begin, cpu_start_us < 0 ? -1 : thread_cpu_us() - cpu_start_us});
 }
 
 /// After a send: its span and, on a core shared with the neighbours, the core for the
@@ -103,6 +104,7 @@ void run_action(StageActor self, const Action& a) {
       st.config.inject_failure->step == st.step && st.cursor == 0)
     throw std::runtime_error("injected failure");
   const auto started = Clock::now();
+  const double cpu_started = st.config.trace ? thread_cpu_us() : -1;
   const Key key{st.step, a.micro_batch};
   const auto micro = static_cast<std::uint64_t>(a.micro_batch);
   if (a.op == Op::forward) {
@@ -112,10 +114,10 @@ void run_action(StageActor self, const Action& a) {
       const auto [labels, scale] = st.labels[key];
       st.labels.erase(key);
       st.loss_sum += computation.forward_loss(a.micro_batch, input, labels, scale) * a.size;
-      record(st, SpanKind::forward, a.micro_batch, started);
+      record(st, SpanKind::forward, a.micro_batch, started, cpu_started);
     } else {
       train::Payload output = computation.forward(a.micro_batch, input);
-      record(st, SpanKind::forward, a.micro_batch, started);
+      record(st, SpanKind::forward, a.micro_batch, started, cpu_started);
       const auto sending = Clock::now();
       self->send(st.links.next, forward_atom::value, st.step, micro, std::move(output));
       sent(st, a.micro_batch, sending);
@@ -128,7 +130,7 @@ void run_action(StageActor self, const Action& a) {
     st.gradients.erase(key);
   }
   train::Payload input_gradient = computation.backward(a.micro_batch, gradient);
-  record(st, SpanKind::backward, a.micro_batch, started);
+  record(st, SpanKind::backward, a.micro_batch, started, cpu_started);
   if (!st.first()) {
     const auto sending = Clock::now();
     self->send(st.links.previous, backward_atom::value, st.step, micro, std::move(input_gradient));

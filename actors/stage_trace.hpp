@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <deque>
 
+#include <time.h>
+
 namespace actorpipe::actors {
 
 /// What a stage actor spent a span on; `step` is the optimizer's step.
@@ -25,6 +27,9 @@ struct TraceSpan {
   std::size_t micro_batch;
   double start_us;
   double duration_us;
+  /// The CPU time the actor's thread got during a forward or backward span: the span
+  /// less what it waited for a core it shares. Negative for other kinds.
+  double cpu_us = -1;
 };
 
 struct StageTrace {
@@ -46,6 +51,13 @@ using Clock = std::chrono::steady_clock;
 
 inline double microseconds_since(Clock::time_point origin, Clock::time_point t) {
   return std::chrono::duration<double, std::micro>(t - origin).count();
+}
+
+/// The calling thread's CPU time so far, in microseconds.
+inline double thread_cpu_us() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_nsec) / 1e3;
 }
 
 } // namespace actorpipe::actors

@@ -125,6 +125,14 @@ BOOST_AUTO_TEST_CASE(bad_choice_lists_the_allowed_values) {
   auto plain = load_job(job.path, {"train.optimizer=sgd"});
   REQUIRE_OK(plain);
   BOOST_TEST(plain->train.buffers == "broadcast");
+  // Freed memory is kept for reuse unless a job says otherwise.
+  BOOST_TEST(plain->train.retain_memory);
+  auto system = load_job(job.path, {"train.optimizer=sgd", "train.retain_memory=false"});
+  REQUIRE_OK(system);
+  BOOST_TEST(!system->train.retain_memory);
+  Job retain("[train]\nretain_memory = \"yes\"\n");
+  const Error not_bool = expect_error(load_job(retain.path));
+  BOOST_TEST(contains(not_bool.message, "train.retain_memory"), not_bool.message);
 }
 
 BOOST_AUTO_TEST_CASE(a_sync_policy_that_does_not_run_is_refused) {

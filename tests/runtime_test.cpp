@@ -3,7 +3,7 @@
 /// resnet); a measured profile covers every unit and saves and loads; gpt's loss falls
 /// on text; a resumed run equals an uninterrupted one; failures end runs
 /// with the right exit status and message; stage actors that outnumber the cores share
-/// them in pipeline order. TorchScript models: imported_models_test.cpp.
+/// them in pipeline order; freed memory is kept for reuse. TorchScript models: imported_models_test.cpp.
 
 #define BOOST_TEST_MODULE runtime
 #include <boost/test/unit_test.hpp>
@@ -22,6 +22,7 @@
 #include "base/input_file.hpp"
 #include "train/checkpoint_file.hpp"
 #include "train/cores.hpp"
+#include "train/freed_memory.hpp"
 #include "train/idx_file.hpp"
 #include "train/model_zoo.hpp"
 #include "train/single_process.hpp"
@@ -29,7 +30,10 @@
 #include <nlohmann/json.hpp>
 #include <torch/script.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <malloc.h>
 #include <map>
 #include <set>
 #include <sched.h>
@@ -356,6 +360,7 @@ BOOST_AUTO_TEST_CASE(a_run_leaves_its_plan_metrics_trace_and_checkpoint) {
   std::map<std::pair<int, int>, std::string> tracks;
   std::map<std::pair<int, int>, std::map<std::string, int>> spans;
   std::map<std::pair<int, int>, std::set<std::uint64_t>> traced_steps;
+  std::map<std::pair<int, int>, double> cpu_ms, compute_ms;
   const json trace = json::parse(std::ifstream(out / "trace.json"));
   for (const json& e : trace["traceEvents"]) {
     const std::pair<int, int> track{e["pid"], e.value("tid", -1)}; // process names have no thread
@@ -363,6 +368,15 @@ BOOST_AUTO_TEST_CASE(a_run_leaves_its_plan_metrics_trace_and_checkpoint) {
     if (e["ph"] != "X") continue;
     ++spans[track][e["cat"].get<std::string>()];
     traced_steps[track].insert(e["args"]["step"].get<std::uint64_t>());
+    // Compute spans say how much of them their thread ran: in all, no more than the
+    // spans (the two clocks disagree by tens of microseconds on a single span).
+    const bool compute = e["cat"] == "forward" || e["cat"] == "backward";
+    BOOST_TEST(e["args"].contains("cpu_ms") == compute, e.dump());
+    if (compute) {
+      BOOST_TEST(e["args"]["cpu_ms"].get<double>() > 0, e.dump());
+      cpu_ms[track] += e["args"]["cpu_ms"].get<double>();
+      compute_ms[track] += e["dur"].get<double>() / 1000;
+    }
   }
   std::set<std::uint64_t> last_eight;
   for (std::uint64_t k = 13; k <= 20; ++k)
@@ -373,6 +387,7 @@ BOOST_AUTO_TEST_CASE(a_run_leaves_its_plan_metrics_trace_and_checkpoint) {
       BOOST_TEST(name.rfind("stage " + std::to_string(track.second) + " (local/cpu", 0) == 0); // its CPU device
       BOOST_TEST(traced_steps[track] == last_eight, boost::test_tools::per_element());
       auto& kinds = spans[track];
+      BOOST_TEST(cpu_ms[track] <= compute_ms[track] * 1.05);
       BOOST_TEST(kinds["forward"] == 32);
       BOOST_TEST(kinds["backward"] == 32);
       BOOST_TEST(kinds["sync"] == 8);
@@ -612,4 +627,21 @@ BOOST_AUTO_TEST_CASE(stage_actors_that_outnumber_the_cores_share_them_in_pipelin
   }).join();
   BOOST_TEST(bound);
   BOOST_TEST(ran_on == usable.back());
+}
+
+BOOST_AUTO_TEST_CASE(freed_memory_is_kept_for_the_next_micro_batch) {
+  // 64 MiB is above the largest size glibc's malloc ever serves from its heap by
+  // default: without retain_freed_memory it is a mapping of its own, unmapped by free.
+  train::retain_freed_memory();
+  constexpr std::size_t block = std::size_t{64} << 20;
+  const struct mallinfo2 before = mallinfo2();
+  void* p = std::malloc(block);
+  BOOST_TEST_REQUIRE(p != nullptr);
+  std::memset(p, 1, block); // faulted in
+  BOOST_TEST(mallinfo2().hblks == before.hblks);
+  std::free(p);
+  // Still the process's, free for the next allocation: no page faults for it.
+  const struct mallinfo2 after = mallinfo2();
+  BOOST_TEST(after.arena >= block);
+  BOOST_TEST(after.fordblks >= block);
 }

@@ -75,6 +75,10 @@ struct TrainOptions {
   /// does), or "average", the mean over the pipelines (integer buffers, such as
   /// BatchNorm's count of batches, are broadcast).
   std::string buffers = "broadcast";
+  /// Whether the process keeps the memory it frees for reuse, as a caching allocator
+  /// does, rather than giving it back to the operating system after every
+  /// micro-batch. Process-wide, from the first run or profile that asks for it.
+  bool retain_memory = true;
 };
 
 /// `plan.stages`, `plan.pipelines` and `plan.micro_batches` may be "auto": the planner

@@ -30,11 +30,16 @@ void ChromeTrace::thread(std::size_t pid, std::size_t tid, const std::string& na
 }
 
 void ChromeTrace::span(std::size_t pid, std::size_t tid, const std::string& name, const char* category, double start_us,
-                       double duration_us, std::optional<std::uint64_t> step) {
+                       double duration_us, std::optional<std::uint64_t> step, std::optional<double> cpu_us) {
   comma();
   out_ << "{\"name\":" << nlohmann::json(name).dump() << ",\"cat\":\"" << category << "\",\"ph\":\"X\",\"pid\":" << pid
        << ",\"tid\":" << tid << ",\"ts\":" << start_us << ",\"dur\":" << duration_us;
-  if (step) out_ << ",\"args\":{\"step\":" << *step << "}";
+  if (step || cpu_us) {
+    out_ << ",\"args\":{";
+    if (step) out_ << "\"step\":" << *step << (cpu_us ? "," : "");
+    if (cpu_us) out_ << "\"cpu_ms\":" << *cpu_us / 1000.0;
+    out_ << "}";
+  }
   out_ << "}";
 }
 

@@ -19,9 +19,11 @@ public:
   /// A thread (track) of `pid`; tracks sort by `tid`.
   void thread(std::size_t pid, std::size_t tid, const std::string& name);
   /// A span from `start_us` lasting `duration_us` microseconds; with `step`, the
-  /// training step it belongs to, shown among its arguments.
+  /// training step it belongs to, and `cpu_us`, the CPU time its thread got during it
+  /// (less than the span where the thread waited for its core), shown among its arguments.
   void span(std::size_t pid, std::size_t tid, const std::string& name, const char* category, double start_us,
-            double duration_us, std::optional<std::uint64_t> step = std::nullopt);
+            double duration_us, std::optional<std::uint64_t> step = std::nullopt,
+            std::optional<double> cpu_us = std::nullopt);
   /// The whole trace; the writer is done after this.
   std::string finish();
 

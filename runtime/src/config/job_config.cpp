@@ -125,6 +125,7 @@ Status read_train(TableReader& top, TrainOptions& train) {
     if (auto s = r.number("momentum", train.momentum, 0, 0.999999); !s) return s;
     if (auto s = r.number("weight_decay", train.weight_decay, 0, unlimited); !s) return s;
     if (auto s = r.choice("buffers", train.buffers, {"broadcast", "average"}); !s) return s;
+    if (auto s = r.boolean("retain_memory", train.retain_memory); !s) return s;
     return Ok{};
   });
 }

@@ -5,6 +5,7 @@
 #include "base/boundary.hpp"
 #include "train/cores.hpp"
 #include "train/datasets.hpp"
+#include "train/freed_memory.hpp"
 #include "train/model_zoo.hpp"
 
 #include <algorithm>
@@ -102,6 +103,8 @@ private:
 } // namespace
 
 static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const MeasureOptions& options) {
+  // As the run it predicts will allocate (Session::open).
+  if (job.train.retain_memory) retain_freed_memory();
   auto loaded = given_or_loaded(job, options.data);
   ACTORPIPE_TRY(loaded);
   const DataSets* data = &(*loaded)->sets;

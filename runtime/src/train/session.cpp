@@ -7,6 +7,7 @@
 #include "train/checkpoint_file.hpp"
 #include "train/cores.hpp"
 #include "train/datasets.hpp"
+#include "train/freed_memory.hpp"
 #include "train/stage_worker_impl.hpp"
 #include "train/tensor_box.hpp"
 
@@ -36,6 +37,7 @@ Result<std::unique_ptr<Session>> Session::open(const JobSpec& job, const Plan& p
   d.job = job;
   d.plan = plan;
   d.caller_threads = at::get_num_threads();
+  if (job.train.retain_memory) retain_freed_memory();
   auto loaded = given_or_loaded(job, std::move(data));
   ACTORPIPE_TRY(loaded);
   d.data = (*loaded)->sets; // tensors share their storage
