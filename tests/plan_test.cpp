@@ -10,6 +10,7 @@
 
 #include "test_support.hpp"
 
+#include "../plugins/partitioner/autopipe/cut_search.hpp"
 #include "../plugins/partitioner/unit_costs.hpp"
 
 #include <nlohmann/json.hpp>
@@ -21,6 +22,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
 
 using namespace actorpipe;
 using test::contains;
@@ -350,6 +352,54 @@ BOOST_AUTO_TEST_CASE(on_schedules_too_long_to_simulate_per_candidate_autopipe_st
   const double balanced = with("autopipe", {"plan.options.autopipe.search=false"});
   BOOST_TEST(ours < balanced, ours << " " << balanced);
   BOOST_TEST(ours <= with("dapple") * 1.005);
+}
+
+BOOST_AUTO_TEST_CASE(every_split_that_fits_is_visited_once) {
+  // 6 units in 3 non-empty stages: C(5, 2) = 10 splits; with at most 2 units on stage
+  // 0, the 4 + 3 that begin with 1 or 2.
+  std::set<std::vector<std::size_t>> all, small_first;
+  autopipe::for_each_split(
+      6, 3, [](std::size_t, std::size_t, std::size_t) { return true; },
+      [&](const std::vector<std::size_t>& b) { BOOST_TEST(all.insert(b).second); });
+  BOOST_TEST(all.size() == 10u);
+  for (const auto& b : all) {
+    BOOST_TEST(b.front() == 0u);
+    BOOST_TEST(b.back() == 6u);
+    BOOST_TEST((b[0] < b[1] && b[1] < b[2] && b[2] < b[3]));
+  }
+  autopipe::for_each_split(
+      6, 3, [](std::size_t s, std::size_t i, std::size_t j) { return s != 0 || j - i <= 2; },
+      [&](const std::vector<std::size_t>& b) { small_first.insert(b); });
+  BOOST_TEST(small_first.size() == 4u + 3u);
+  BOOST_TEST(autopipe::choose_up_to(5, 2, 100) == 10u);
+  BOOST_TEST(autopipe::choose_up_to(1000, 10, 100) == 101u); // more than the cap
+  BOOST_TEST(autopipe::choose_up_to(3, 5, 100) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(where_a_partial_pod_races_rings_for_a_nic_the_search_judges_every_pipeline) {
+  // Thousands of pipelines on datacenter-10k, the last server filled by part of a pod:
+  // its sends and the rings over its NIC start fractions of a millisecond apart, and
+  // which goes first moves the iteration. The estimate's representatives cannot see
+  // it (GNMT's cuts estimated at 97.7 ms simulated to 116.6 ms, 5% behind PipeDream's);
+  // the best few candidates, and on AlexNet's 22 blocks every split, are judged with
+  // every pipeline simulated. Both cells were lost in the grid benchmark.
+  const std::string cluster = (test::source_root() / "configs/clusters/datacenter-10k.toml").string();
+  for (const auto& [model, stages, pipelines, baseline] :
+       {std::tuple{"alexnet", 4, 2500, "piper"}, std::tuple{"gnmt", 16, 625, "pipedream"}}) {
+    auto with = [&](const std::string& partitioner) {
+      const std::string profile = (test::source_root() / "configs/profiles/pipedream" / model).string() + ".txt";
+      return plan(job("vgg16-4dev.toml", {"cluster=\"" + cluster + "\"", "model.profile=\"" + profile + "\"",
+                                          "model.profile_batch_size=128", "plan.stages=" + std::to_string(stages),
+                                          "plan.pipelines=" + std::to_string(pipelines), "plan.micro_batches=8",
+                                          "train.batch_size=" + std::to_string(pipelines * 128), "train.momentum=0",
+                                          "plan.partitioner=" + partitioner, "plan.mapper=hetero"}))
+          .iteration_time_ms;
+    };
+    const double ours = with("autopipe"), theirs = with(baseline);
+    BOOST_TEST_CONTEXT(model << " × " << stages << " stages, against " << baseline) {
+      BOOST_TEST(ours <= theirs * 1.005, ours << " vs " << theirs);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(hetero_keeps_pipeline_neighbours_on_one_server) {

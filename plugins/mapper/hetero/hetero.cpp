@@ -86,7 +86,7 @@ double price(const PlanContext& context, const Partition& partition, const Mappi
   IterationModel model = autopipe::iteration_model(context, mapping.devices);
   autopipe::IterationSearch judge(context, costs, model, partitioning::MemoryFit(costs, context, {}), 2);
   const double given = judge.time(costs.to_boundaries(partition));
-  return std::min(given, judge.time(autopipe::search_cuts(context, costs, model)));
+  return std::min(given, judge.time(autopipe::search_cuts(context, costs, model, true, false)));
 }
 
 class HeteroMapper : public Mapper {

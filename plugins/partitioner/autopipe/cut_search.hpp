@@ -17,7 +17,15 @@
 ///      and equal unit counts, far from any of these bounds;
 ///   3. from the best two of these by the estimate, cut-by-cut descent on the estimate
 ///      (iteration_search), within an evaluation budget that grows with the stages and
-///      shrinks where each estimate simulates many actions.
+///      shrinks where each estimate simulates many actions. Where every split can be
+///      estimated for about as long as the descent's whole budget takes (few units,
+///      few stages), steps 2 and 3 give way to that: the estimate's own optimum;
+///   4. where the estimate ran representatives rather than every pipeline, the best
+///      few splits it found are judged by simulating every pipeline (when that costs at
+///      most `max_judged_actions`), and the fastest wins: which of two transfers that
+///      reach a shared NIC a fraction of a millisecond apart goes first (a pipeline's
+///      send or a ring all-reduce) can move the iteration by tens of milliseconds, and
+///      only the pipelines as they are decide it.
 /// Where one estimate simulates more than `max_simulated_actions` (32 stages of 64
 /// micro-batches do), steps 2 and 3 would cost far more than any baseline's search:
 /// then the latency splits under a few bounds near the balanced one are the only other
@@ -55,11 +63,49 @@ inline IterationModel iteration_model(const PlanContext& c, std::vector<std::vec
 /// Simulated actions of one estimate up to which the search judges candidates and
 /// descends by the estimate (about 70 µs an estimate; 16 stages of 64 micro-batches).
 constexpr std::size_t max_simulated_actions = 2048;
+/// The most actions (every pipeline's) of a simulation that judges the last
+/// candidates, and how many it judges: a few milliseconds each on 10,000 devices.
+constexpr std::size_t max_judged_actions = std::size_t{1} << 18;
+constexpr std::size_t judged_candidates = 6;
+
+/// The number of ways to choose k of n, or `cap` + 1 if it is more than `cap`.
+inline std::size_t choose_up_to(std::size_t n, std::size_t k, std::size_t cap) {
+  if (k > n) return 0;
+  k = std::min(k, n - k);
+  double ways = 1;
+  for (std::size_t i = 1; i <= k; ++i) {
+    ways = ways * static_cast<double>(n - k + i) / static_cast<double>(i);
+    if (ways > static_cast<double>(cap)) return cap + 1;
+  }
+  return static_cast<std::size_t>(std::llround(ways));
+}
+
+/// Every split of the units into `stages` non-empty stages whose units fit each
+/// stage's memory, handed to `visit` as boundaries.
+template <class Fits, class Visit>
+void for_each_split(std::size_t units, std::size_t stages, const Fits& fits, Visit visit) {
+  std::vector<std::size_t> b(stages + 1, 0);
+  b[stages] = units;
+  auto place = [&](auto& self, std::size_t s) -> void { // boundaries b[s..stages-1] still to place
+    if (s == stages) return visit(b);
+    if (s + 1 == stages) {
+      if (b[s] < units && fits(s, b[s], units)) visit(b);
+      return;
+    }
+    for (std::size_t end = b[s] + 1; end + (stages - s - 1) <= units; ++end) {
+      if (!fits(s, b[s], end)) continue;
+      b[s + 1] = end;
+      self(self, s + 1);
+    }
+  };
+  place(place, 0);
+}
 
 /// The unit boundaries (0 = b_0 < ... < b_S = N) for the placement `model` was made
-/// for; `search` false stops after step 1.
+/// for; `search` false stops after step 1, `judge` false after step 3 (a mapper that
+/// prices many layouts by the estimate).
 inline std::vector<std::size_t> search_cuts(const PlanContext& context, const partitioning::UnitCosts& costs,
-                                            IterationModel& model, bool search = true) {
+                                            IterationModel& model, bool search = true, bool judge = true) {
   const std::size_t S = context.stages;
   std::vector<double> speeds(S);
   std::vector<std::uint64_t> memory(S);
@@ -119,6 +165,40 @@ inline std::vector<std::size_t> search_cuts(const PlanContext& context, const pa
     return best;
   }
 
+  // The best few by the estimate, judged with every pipeline simulated where the
+  // estimate ran representatives (step 4); `ranked` is sorted by the estimate.
+  auto judged = [&](const std::vector<std::pair<double, std::vector<std::size_t>>>& ranked) {
+    if (!judge || model.exact() || model.all_actions() > max_judged_actions || ranked.empty())
+      return ranked.front().second;
+    IterationModel full = model.in_full();
+    IterationSearch judging(context, costs, full, fits, judged_candidates);
+    std::vector<const std::vector<std::size_t>*> seen;
+    const std::vector<std::size_t>* fastest = nullptr;
+    double least = std::numeric_limits<double>::infinity();
+    for (const auto& [estimate, b] : ranked) {
+      if (judging.spent()) break;
+      if (std::any_of(seen.begin(), seen.end(), [&](const auto* s) { return *s == b; })) continue;
+      seen.push_back(&b);
+      if (const double t = judging.time(b); t < least) least = t, fastest = &b;
+    }
+    return *fastest;
+  };
+  auto by_estimate = [](const auto& a, const auto& b) { return a.first < b.first; };
+
+  // 2–3 at once where every split costs at most two million simulated actions (about
+  // 70 ms) of estimates.
+  const std::size_t affordable = 2'000'000 / std::max<std::size_t>(1, model.simulated_actions());
+  if (choose_up_to(costs.size() - 1, S - 1, affordable) <= affordable) {
+    std::vector<std::pair<double, std::vector<std::size_t>>> every;
+    for_each_split(costs.size(), S, fits,
+                   [&](const std::vector<std::size_t>& b) { every.emplace_back(descent.time(b), b); });
+    if (!every.empty()) {
+      std::stable_sort(every.begin(), every.end(), by_estimate);
+      context.report(1.0);
+      return judged(every);
+    }
+  }
+
   std::vector<std::pair<double, std::vector<std::size_t>>> starts{{descent.time(best), best}};
   auto consider = [&](std::vector<std::size_t> candidate) {
     if (candidate.empty()) return;
@@ -147,15 +227,14 @@ inline std::vector<std::size_t> search_cuts(const PlanContext& context, const pa
   context.report(0.5);
 
   // 3. Descent on the estimate from the best two starts; the better end wins.
-  std::sort(starts.begin(), starts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  double least = std::numeric_limits<double>::infinity();
+  std::sort(starts.begin(), starts.end(), by_estimate);
   for (std::size_t k = 0; k < starts.size() && k < 2 && !descent.spent(); ++k) {
     auto& [t, b] = starts[k];
     descent.refine(b, t, std::numeric_limits<double>::infinity());
-    if (t < least) least = t, best = b;
   }
+  std::stable_sort(starts.begin(), starts.end(), by_estimate);
   context.report(1.0);
-  return best;
+  return judged(starts);
 }
 
 } // namespace actorpipe::autopipe

@@ -6,7 +6,8 @@
 /// It runs the simulator's own engine and rules (stage times by device speed; sends
 /// over the routes and lanes of the topology, each lane carrying one transfer at a
 /// time; the ring all-reduce of every stage; the optimizer step). Where the whole plan
-/// is at most 2,048 forwards and backwards, it runs every pipeline, and is exactly
+/// is at most IterationSetup::full_simulation_actions forwards and backwards (2,048
+/// unless the setup says otherwise), it runs every pipeline, and is exactly
 /// simulate()'s iteration. Beyond, it runs one pipeline of each kind of placement (the
 /// same link at every cut, the same device speeds; at most four, the slowest):
 ///   - the slowest computes each stage at its slowest replica's speed, which all wait for;
@@ -50,6 +51,9 @@ struct IterationSetup {
   Schedule schedule;                          ///< one pipeline's micro-batches and actions
   double action_overhead_ms = 0;              ///< fixed cost of every forward or backward
   double optimizer_factor = 1;                ///< bytes of gradients and optimizer state per parameter byte
+  /// Up to this many forwards and backwards in all (every pipeline's), every pipeline
+  /// is simulated as itself, and the estimate is exactly simulate()'s iteration.
+  std::size_t full_simulation_actions = 2048;
 };
 
 class ACTORPIPE_EXPORT IterationModel {
@@ -80,6 +84,13 @@ public:
   /// Forwards and backwards one iteration_ms() simulates (every representative's):
   /// what one estimate costs, for a search that must bound its time.
   std::size_t simulated_actions() const;
+  /// Whether every pipeline is simulated, and the estimate is simulate()'s iteration.
+  bool exact() const;
+  /// Forwards and backwards of every pipeline: what an exact estimate of this setup costs.
+  std::size_t all_actions() const;
+  /// The same setup with every pipeline simulated (exact() holds): a judge for the
+  /// last few candidates of a search that ran representatives.
+  IterationModel in_full() const;
 
   /// The estimated iteration time for stages with these figures (one per stage).
   /// Not for concurrent use: it reuses its buffers.

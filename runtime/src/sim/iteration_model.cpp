@@ -18,6 +18,8 @@ namespace actorpipe {
 
 struct IterationModel::Impl {
   const ClusterSpec* cluster = nullptr;
+  IterationSetup setup; ///< as given, the schedule moved out to `schedule`
+  bool exact = false;
   Schedule schedule;
   double optimizer_factor = 1;
   std::vector<const Device*> device; ///< per stage, its slowest replica
@@ -38,11 +40,6 @@ struct IterationModel::Impl {
 namespace {
 
 constexpr std::size_t max_representatives = 4;
-/// Up to this many forwards and backwards in all, every pipeline is simulated as itself
-/// (the estimate is then simulate()'s iteration): pipelines that share a lane queue in
-/// an order, and the last in line can fall behind at every cut, which no single
-/// representative shows.
-constexpr std::size_t max_simulated_in_full = 2048;
 
 /// Bytes/ms of a route once each of its lanes is shared `uses(lane)` ways.
 template <class Uses> double shared_bytes_per_ms(const sim::Route& route, const sim::Topology& topology, Uses uses) {
@@ -59,7 +56,8 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
   m.cluster = &cluster;
   m.schedule = std::move(setup.schedule);
   m.optimizer_factor = setup.optimizer_factor;
-  const auto& devices = setup.devices;
+  m.setup = std::move(setup);
+  const auto& devices = m.setup.devices;
   const std::size_t P = devices.size();
   const std::size_t S = P ? devices.front().size() : 0;
   const sim::Topology topology(cluster);
@@ -119,7 +117,11 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
   std::size_t actions_per_pipeline = 0;
   for (const auto& actions : m.schedule.stages)
     actions_per_pipeline += actions.size();
-  const bool in_full = P * actions_per_pipeline <= max_simulated_in_full;
+  // Pipelines that share a lane queue in an order, and the last in line can fall behind
+  // at every cut, which no single representative shows: where it is affordable, every
+  // pipeline is simulated as itself.
+  const bool in_full = P * actions_per_pipeline <= m.setup.full_simulation_actions;
+  m.exact = in_full;
   std::vector<std::size_t> reps(in_full ? P : 0);
   std::iota(reps.begin(), reps.end(), std::size_t{0}); // every pipeline, as simulate() orders them
   for (std::size_t p : order) {
@@ -173,7 +175,7 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
   m.model.schedule = &m.schedule;
   m.model.stages = S;
   m.model.processors = reps.size() * S;
-  m.model.action_overhead_ms = setup.action_overhead_ms;
+  m.model.action_overhead_ms = m.setup.action_overhead_ms;
   for (std::size_t k = 0; k < reps.size(); ++k)
     for (std::size_t s = 0; s < S; ++s) {
       sim::Instance instance;
@@ -254,6 +256,22 @@ std::size_t IterationModel::simulated_actions() const {
   for (const auto& actions : impl_->schedule.stages)
     per_pipeline += actions.size();
   return per_pipeline * (impl_->model.processors / std::max<std::size_t>(1, impl_->schedule.stages.size()));
+}
+
+bool IterationModel::exact() const { return impl_->exact; }
+
+std::size_t IterationModel::all_actions() const {
+  std::size_t per_pipeline = 0;
+  for (const auto& actions : impl_->schedule.stages)
+    per_pipeline += actions.size();
+  return per_pipeline * impl_->setup.devices.size();
+}
+
+IterationModel IterationModel::in_full() const {
+  IterationSetup setup = impl_->setup;
+  setup.schedule = impl_->schedule;
+  setup.full_simulation_actions = std::max(setup.full_simulation_actions, all_actions());
+  return IterationModel(*impl_->cluster, std::move(setup));
 }
 
 double IterationModel::sync_ms(std::size_t stage, double parameter_bytes) const {
