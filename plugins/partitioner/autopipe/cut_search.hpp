@@ -166,10 +166,10 @@ inline std::vector<std::size_t> search_cuts(const PlanContext& context, const pa
   }
 
   // The best few by the estimate, judged with every pipeline simulated where the
-  // estimate ran representatives (step 4); `ranked` is sorted by the estimate.
-  auto judged = [&](const std::vector<std::pair<double, std::vector<std::size_t>>>& ranked) {
-    if (!judge || model.exact() || model.all_actions() > max_judged_actions || ranked.empty())
-      return ranked.front().second;
+  // estimate ran representatives (step 4); `ranked` is sorted by the estimate, and not
+  // empty.
+  auto fastest_of = [&](const std::vector<std::pair<double, std::vector<std::size_t>>>& ranked) {
+    if (!judge || model.exact() || model.all_actions() > max_judged_actions) return ranked.front().second;
     IterationModel full = model.in_full();
     IterationSearch judging(context, costs, full, fits, judged_candidates);
     std::vector<const std::vector<std::size_t>*> seen;
@@ -195,7 +195,7 @@ inline std::vector<std::size_t> search_cuts(const PlanContext& context, const pa
     if (!every.empty()) {
       std::stable_sort(every.begin(), every.end(), by_estimate);
       context.report(1.0);
-      return judged(every);
+      return fastest_of(every);
     }
   }
 
@@ -234,7 +234,7 @@ inline std::vector<std::size_t> search_cuts(const PlanContext& context, const pa
   }
   std::stable_sort(starts.begin(), starts.end(), by_estimate);
   context.report(1.0);
-  return judged(starts);
+  return fastest_of(starts);
 }
 
 } // namespace actorpipe::autopipe

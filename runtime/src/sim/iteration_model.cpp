@@ -41,6 +41,13 @@ namespace {
 
 constexpr std::size_t max_representatives = 4;
 
+std::size_t actions_per_pipeline(const Schedule& schedule) {
+  std::size_t actions = 0;
+  for (const auto& stage : schedule.stages)
+    actions += stage.size();
+  return actions;
+}
+
 /// Bytes/ms of a route once each of its lanes is shared `uses(lane)` ways.
 template <class Uses> double shared_bytes_per_ms(const sim::Route& route, const sim::Topology& topology, Uses uses) {
   double bytes_per_ms = route.bytes_per_ms;
@@ -114,13 +121,10 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return ms_per_byte[a] > ms_per_byte[b]; });
-  std::size_t actions_per_pipeline = 0;
-  for (const auto& actions : m.schedule.stages)
-    actions_per_pipeline += actions.size();
   // Pipelines that share a lane queue in an order, and the last in line can fall behind
   // at every cut, which no single representative shows: where it is affordable, every
   // pipeline is simulated as itself.
-  const bool in_full = P * actions_per_pipeline <= m.setup.full_simulation_actions;
+  const bool in_full = P * actions_per_pipeline(m.schedule) <= m.setup.full_simulation_actions;
   m.exact = in_full;
   std::vector<std::size_t> reps(in_full ? P : 0);
   std::iota(reps.begin(), reps.end(), std::size_t{0}); // every pipeline, as simulate() orders them
@@ -252,19 +256,14 @@ double IterationModel::cut_ms_per_byte(std::size_t cut) const { return impl_->cu
 double IterationModel::cut_latency_ms(std::size_t cut) const { return impl_->cut_latency_ms.at(cut); }
 
 std::size_t IterationModel::simulated_actions() const {
-  std::size_t per_pipeline = 0;
-  for (const auto& actions : impl_->schedule.stages)
-    per_pipeline += actions.size();
-  return per_pipeline * (impl_->model.processors / std::max<std::size_t>(1, impl_->schedule.stages.size()));
+  return actions_per_pipeline(impl_->schedule) *
+         (impl_->model.processors / std::max<std::size_t>(1, impl_->schedule.stages.size()));
 }
 
 bool IterationModel::exact() const { return impl_->exact; }
 
 std::size_t IterationModel::all_actions() const {
-  std::size_t per_pipeline = 0;
-  for (const auto& actions : impl_->schedule.stages)
-    per_pipeline += actions.size();
-  return per_pipeline * impl_->setup.devices.size();
+  return actions_per_pipeline(impl_->schedule) * impl_->setup.devices.size();
 }
 
 IterationModel IterationModel::in_full() const {
