@@ -453,6 +453,22 @@ BOOST_AUTO_TEST_CASE(auto_searches_shapes_and_sliced_1f1b_fills_sooner) {
                                             "plan.micro_batches=4", "train.batch_size=32"}));
   BOOST_TEST(sliced.schedule.micro_batch_sizes.size() > plain.schedule.micro_batch_sizes.size());
   BOOST_TEST(sliced.iteration_time_ms < plain.iteration_time_ms);
+  // Where most of each time is fixed, a slice costs nearly a whole micro-batch and fills
+  // the pipeline little sooner: sliced-1f1b does not slice (priced per sample alone, it
+  // still cut the first micro-batch into 5 slices).
+  JobSpec mostly_fixed =
+      job("bert-large-mix-3gen.toml", {"plan.scheduler=sliced-1f1b", "plan.stages=4", "plan.pipelines=1",
+                                       "plan.micro_batches=4", "train.batch_size=32"});
+  for (Block& b : mostly_fixed.profile.blocks) {
+    b.forward_fixed_ms = 0.9 * b.forward_ms;
+    b.backward_fixed_ms = 0.9 * b.backward_ms;
+    for (SubBlock& sub : b.sub_blocks) {
+      sub.forward_fixed_ms = 0.9 * sub.forward_ms;
+      sub.backward_fixed_ms = 0.9 * sub.backward_ms;
+    }
+  }
+  BOOST_REQUIRE(mostly_fixed.profile.validate().ok());
+  BOOST_TEST(plan(mostly_fixed).schedule.micro_batch_sizes == plain.schedule.micro_batch_sizes);
 }
 
 BOOST_AUTO_TEST_CASE(a_search_reports_its_progress_from_inside_the_plugins) {

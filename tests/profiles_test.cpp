@@ -205,6 +205,12 @@ BOOST_AUTO_TEST_CASE(toml_round_trip_is_exact) {
                        block.stash_bytes_per_sample - block.stash_bytes_per_sample / 2}};
   block.forward_ms = block.sub_blocks[0].forward_ms + block.sub_blocks[1].forward_ms;
   block.backward_ms = block.sub_blocks[0].backward_ms + block.sub_blocks[1].backward_ms;
+  // Fixed parts, on a sub-block and on a block of its own.
+  block.sub_blocks[1].forward_fixed_ms = block.sub_blocks[1].forward_ms * 0.125;
+  block.sub_blocks[1].backward_fixed_ms = block.sub_blocks[1].backward_ms * 0.25;
+  block.forward_fixed_ms = block.sub_blocks[1].forward_fixed_ms;
+  block.backward_fixed_ms = block.sub_blocks[1].backward_fixed_ms;
+  original.blocks[2].forward_fixed_ms = original.blocks[2].forward_ms * 0.5;
   BOOST_REQUIRE(original.validate().ok());
 
   ScratchDir dir;
@@ -222,6 +228,8 @@ BOOST_AUTO_TEST_CASE(toml_round_trip_is_exact) {
       BOOST_TEST(copy.blocks[b].name == original.blocks[b].name);
       BOOST_TEST(copy.blocks[b].forward_ms == original.blocks[b].forward_ms);
       BOOST_TEST(copy.blocks[b].backward_ms == original.blocks[b].backward_ms);
+      BOOST_TEST(copy.blocks[b].forward_fixed_ms == original.blocks[b].forward_fixed_ms);
+      BOOST_TEST(copy.blocks[b].backward_fixed_ms == original.blocks[b].backward_fixed_ms);
       BOOST_TEST(copy.blocks[b].output_bytes == original.blocks[b].output_bytes);
       BOOST_TEST(copy.blocks[b].parameter_bytes == original.blocks[b].parameter_bytes);
       BOOST_TEST(copy.blocks[b].stash_bytes_per_sample == original.blocks[b].stash_bytes_per_sample);
@@ -230,6 +238,8 @@ BOOST_AUTO_TEST_CASE(toml_round_trip_is_exact) {
   }
   BOOST_TEST(copy.blocks[5].sub_blocks[0].name == "attention");
   BOOST_TEST(copy.blocks[5].sub_blocks[0].output_bytes == 1234u);
+  BOOST_TEST(copy.blocks[5].sub_blocks[1].forward_fixed_ms == original.blocks[5].sub_blocks[1].forward_fixed_ms);
+  BOOST_TEST(copy.blocks[2].forward_fixed_ms > 0);
   // And the text is stable: writing the copy gives the same file.
   BOOST_TEST(to_toml(copy) == to_toml(original));
 }
@@ -270,6 +280,15 @@ BOOST_AUTO_TEST_CASE(toml_profile_errors_name_file_line_and_key) {
       dir.write("notime.toml", "name = \"x\"\nbatch_size = 8\n[[blocks]]\nname = \"a\"\nbackward_ms = 1.0\n"));
   BOOST_REQUIRE(!no_time.ok());
   BOOST_TEST(contains(no_time.error().message, "blocks[0].forward_ms: missing"), no_time.error().message);
+
+  // A fixed part is part of its time: never more.
+  auto fixed = load_profile(dir.write("fixed.toml", "name = \"x\"\nbatch_size = 8\n[[blocks]]\nname = \"a\"\n"
+                                                    "forward_ms = 1.0\nbackward_ms = 1.0\nforward_fixed_ms = 1.5\n"));
+  BOOST_REQUIRE(!fixed.ok());
+  BOOST_TEST(contains(fixed.error().message, "fixed.toml"), fixed.error().message);
+  BOOST_TEST(contains(fixed.error().message, "block 0 'a': forward_fixed_ms and backward_fixed_ms must lie between 0 "
+                                             "and the block's forward_ms and backward_ms"),
+             fixed.error().message);
 
   auto empty = load_profile(dir.write("empty.toml", "name = \"x\"\nbatch_size = 8\n"));
   BOOST_REQUIRE(!empty.ok());

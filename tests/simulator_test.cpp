@@ -103,6 +103,28 @@ BOOST_AUTO_TEST_CASE(devices_on_one_processor_compute_in_turn) {
   BOOST_TEST(!simulate(plan, profile, c, shared).ok());
 }
 
+BOOST_AUTO_TEST_CASE(a_micro_batch_pays_the_fixed_part_whatever_its_size) {
+  // One stage: 1 ms forward and 2 ms backward for a batch of one sample, of which 0.5 ms
+  // and 1 ms are fixed. A micro-batch of 4 then takes 0.5 + 4 × 0.5 = 2.5 ms forward
+  // and 1 + 4 × 1 = 5 ms backward, not 4 and 8 as times scaled whole would say.
+  ModelProfile profile = chain(1, 1.0, 2.0);
+  profile.blocks[0].forward_fixed_ms = 0.5;
+  profile.blocks[0].backward_fixed_ms = 1.0;
+  BOOST_REQUIRE(profile.validate().ok());
+  const ClusterSpec c = cluster(1, 1);
+  const Plan plan = plan_for(1, gpipe_schedule(1, {4, 4}));
+  const SimulationReport r = run(plan, profile, c);
+  BOOST_TEST(r.iteration_time_ms == 2 * (2.5 + 5.0), tt::tolerance(1e-9));
+  BOOST_TEST(r.stages[0].forward_ms == 2.5, tt::tolerance(1e-9));
+  BOOST_TEST(r.stages[0].backward_ms == 5.0, tt::tolerance(1e-9));
+  // The planner's estimate prices it alike.
+  IterationSetup setup;
+  setup.devices = plan.devices;
+  setup.schedule = plan.schedule;
+  IterationModel model(c, setup);
+  BOOST_TEST(model.iteration_ms(stage_figures(profile, {{0, 0}, {1, 0}})) == 15.0, tt::tolerance(1e-9));
+}
+
 BOOST_AUTO_TEST_CASE(equal_stages_match_the_closed_form) {
   const double tf = 1.5, tb = 3.0;
   for (std::size_t S : {1, 2, 4, 6})

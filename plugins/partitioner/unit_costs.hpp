@@ -20,7 +20,8 @@ namespace actorpipe::partitioning {
 class UnitCosts {
 public:
   /// `sub_blocks`: whether cuts inside blocks are allowed. Times and bytes are scaled
-  /// from the profile's batch to a micro-batch of `micro_batch` samples.
+  /// from the profile's batch to a micro-batch of `micro_batch` samples, times beyond
+  /// their fixed parts, which every micro-batch pays in full.
   UnitCosts(const ModelProfile& profile, bool sub_blocks, std::uint32_t micro_batch)
       : scale_(static_cast<double>(micro_batch) / profile.batch_size), micro_batch_(micro_batch),
         input_bytes_(static_cast<double>(profile.input_bytes) * scale_) {
@@ -30,7 +31,9 @@ public:
       Entry& e = entries_.back();
       e.begin = unit.begin;
       e.output_bytes = static_cast<double>(unit.output_bytes) * scale_;
-      entries_.push_back({e.forward + unit.forward_ms * scale_, e.backward + unit.backward_ms * scale_,
+      entries_.push_back({e.forward + unit.forward_fixed_ms + (unit.forward_ms - unit.forward_fixed_ms) * scale_,
+                          e.backward + unit.backward_fixed_ms + (unit.backward_ms - unit.backward_fixed_ms) * scale_,
+                          e.forward_fixed + unit.forward_fixed_ms, e.backward_fixed + unit.backward_fixed_ms,
                           e.parameters + static_cast<double>(unit.parameter_bytes),
                           e.stash + static_cast<double>(unit.stash_bytes_per_sample) * micro_batch, Cut{}, 0.0});
     });
@@ -44,6 +47,13 @@ public:
   double forward_ms(std::size_t i, std::size_t j) const { return entries_[j].forward - entries_[i].forward; }
   double backward_ms(std::size_t i, std::size_t j) const { return entries_[j].backward - entries_[i].backward; }
   double compute_ms(std::size_t i, std::size_t j) const { return forward_ms(i, j) + backward_ms(i, j); }
+  /// Of forward_ms(i, j) and backward_ms(i, j), what the micro-batch pays whatever its size.
+  double forward_fixed_ms(std::size_t i, std::size_t j) const {
+    return entries_[j].forward_fixed - entries_[i].forward_fixed;
+  }
+  double backward_fixed_ms(std::size_t i, std::size_t j) const {
+    return entries_[j].backward_fixed - entries_[i].backward_fixed;
+  }
   double parameter_bytes(std::size_t i, std::size_t j) const { return entries_[j].parameters - entries_[i].parameters; }
   /// Activations one micro-batch leaves stashed between forward and backward.
   double stash_bytes(std::size_t i, std::size_t j) const { return entries_[j].stash - entries_[i].stash; }
@@ -75,7 +85,7 @@ private:
   /// Entry u: sums over units [0, u) side by side (a range's costs share cache lines),
   /// and where unit u begins and what it sends on; entry size() is the model's end.
   struct Entry {
-    double forward = 0, backward = 0, parameters = 0, stash = 0;
+    double forward = 0, backward = 0, forward_fixed = 0, backward_fixed = 0, parameters = 0, stash = 0;
     Cut begin;
     double output_bytes = 0;
   };

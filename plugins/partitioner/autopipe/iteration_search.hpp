@@ -34,8 +34,10 @@ public:
     const double per_sample = 1.0 / costs_.micro_batch();
     for (std::size_t s = 0; s < figures_.size(); ++s) {
       StageFigures& f = figures_[s];
-      f.forward_ms = costs_.forward_ms(b[s], b[s + 1]) * per_sample;
-      f.backward_ms = costs_.backward_ms(b[s], b[s + 1]) * per_sample;
+      f.forward_fixed_ms = costs_.forward_fixed_ms(b[s], b[s + 1]);
+      f.backward_fixed_ms = costs_.backward_fixed_ms(b[s], b[s + 1]);
+      f.forward_ms = (costs_.forward_ms(b[s], b[s + 1]) - f.forward_fixed_ms) * per_sample;
+      f.backward_ms = (costs_.backward_ms(b[s], b[s + 1]) - f.backward_fixed_ms) * per_sample;
       f.output_bytes = costs_.boundary_bytes(b[s + 1]) * per_sample;
       f.parameter_bytes = static_cast<std::uint64_t>(costs_.parameter_bytes(b[s], b[s + 1]));
       f.stash_bytes_per_sample = static_cast<std::uint64_t>(costs_.stash_bytes(b[s], b[s + 1]) * per_sample);

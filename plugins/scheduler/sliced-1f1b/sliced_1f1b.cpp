@@ -23,10 +23,16 @@ std::uint32_t choose_slices(const ScheduleRequest& request, std::uint32_t first,
   for (std::size_t s = 0; s + 1 < request.stages; ++s)
     fill_per_sample += request.stage_forward_ms[s] + (s < request.send_ms.size() ? request.send_ms[s] : 0.0);
   const double fill = fill_per_sample * first;
+  // Each slice beyond the first is one more forward and backward at every stage, each
+  // paying the fixed costs; the busiest stage's set the price.
+  double extra_slice = 0;
+  for (std::size_t s = 0; s < request.stage_forward_fixed_ms.size() && s < request.stage_backward_fixed_ms.size(); ++s)
+    extra_slice = std::max(extra_slice, request.stage_forward_fixed_ms[s] + request.stage_backward_fixed_ms[s]);
+  extra_slice += 2.0 * request.action_overhead_ms;
   std::uint32_t best = 1;
   double best_cost = fill;
   for (std::uint32_t k = 2; k <= std::min(max_slices, first); ++k) {
-    const double cost = fill / k + 2.0 * (k - 1) * request.action_overhead_ms;
+    const double cost = fill / k + (k - 1) * extra_slice;
     if (cost < best_cost - 1e-12) {
       best = k;
       best_cost = cost;

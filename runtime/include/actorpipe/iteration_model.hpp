@@ -35,13 +35,17 @@
 
 namespace actorpipe {
 
-/// What one stage of a partition costs, per sample on the profile's reference device.
+/// What one stage of a partition costs on the profile's reference device: a
+/// micro-batch of n samples computes for forward_fixed_ms + n × forward_ms (the
+/// profile's fixed parts, and the rest per sample); bytes per sample unless named.
 struct StageFigures {
-  double forward_ms = 0;
+  double forward_ms = 0; ///< per sample, beyond the fixed part
   double backward_ms = 0;
   double output_bytes = 0; ///< activations leaving the stage (gradients return as many)
   std::uint64_t parameter_bytes = 0;
   std::uint64_t stash_bytes_per_sample = 0;
+  double forward_fixed_ms = 0; ///< per micro-batch, whatever its size
+  double backward_fixed_ms = 0;
 };
 
 /// What stays fixed while a search moves cuts: where each stage of each pipeline runs

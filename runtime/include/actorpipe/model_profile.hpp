@@ -4,6 +4,12 @@
 ///
 /// Times are milliseconds for one batch of `batch_size` samples on the reference
 /// device; bytes are for the same batch unless a field says per sample.
+///
+/// Of each time, the `_fixed_ms` part is what any micro-batch pays whatever its size
+/// (operator dispatch, allocation, small kernels): a micro-batch of n samples takes
+/// forward_fixed_ms + (forward_ms − forward_fixed_ms) × n / batch_size. Scaling the
+/// whole time by n / batch_size instead would make small micro-batches look cheaper
+/// than they run.
 
 #include <actorpipe/export.hpp>
 #include <actorpipe/error.hpp>
@@ -24,6 +30,8 @@ struct SubBlock {
   std::uint64_t output_bytes = 0; ///< activations leaving this sub-block
   std::uint64_t parameter_bytes = 0;
   std::uint64_t stash_bytes_per_sample = 0; ///< kept from forward until backward
+  double forward_fixed_ms = 0;              ///< of forward_ms, the part every micro-batch pays
+  double backward_fixed_ms = 0;
 };
 
 /// One block of the model, in execution order.
@@ -38,6 +46,8 @@ struct Block {
   std::uint64_t parameter_bytes = 0;
   std::uint64_t stash_bytes_per_sample = 0;
   std::vector<SubBlock> sub_blocks;
+  double forward_fixed_ms = 0;
+  double backward_fixed_ms = 0;
 };
 
 /// A place the model can be cut: before sub-block `sub` of block `block`.
@@ -57,6 +67,8 @@ struct Unit {
   std::uint64_t output_bytes = 0;
   std::uint64_t parameter_bytes = 0;
   std::uint64_t stash_bytes_per_sample = 0;
+  double forward_fixed_ms = 0;
+  double backward_fixed_ms = 0;
 };
 
 struct ACTORPIPE_EXPORT ModelProfile {
@@ -73,8 +85,8 @@ struct ACTORPIPE_EXPORT ModelProfile {
   double spread = 0;
   static constexpr double wide_spread = 0.10;
 
-  /// Checks every block: no negative or non-finite time, sub-blocks consistent with
-  /// their block, at least one block. Messages name the block ("block 7 'conv3'").
+  /// Checks every block: no negative or non-finite time, no fixed part above its time,
+  /// sub-blocks consistent with their block, at least one block. Messages name the block ("block 7 'conv3'").
   Status validate() const;
 
   /// The model as a sequence of units: every block, or its sub-blocks when
@@ -90,7 +102,9 @@ struct ACTORPIPE_EXPORT ModelProfile {
                block.backward_ms,
                block.output_bytes,
                block.parameter_bytes,
-               block.stash_bytes_per_sample});
+               block.stash_bytes_per_sample,
+               block.forward_fixed_ms,
+               block.backward_fixed_ms});
         continue;
       }
       for (std::size_t s = 0; s < block.sub_blocks.size(); ++s) {
@@ -100,7 +114,9 @@ struct ACTORPIPE_EXPORT ModelProfile {
                sub.backward_ms,
                sub.output_bytes,
                sub.parameter_bytes,
-               sub.stash_bytes_per_sample});
+               sub.stash_bytes_per_sample,
+               sub.forward_fixed_ms,
+               sub.backward_fixed_ms});
       }
     }
   }

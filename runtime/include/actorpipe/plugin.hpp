@@ -144,8 +144,10 @@ struct Mapping {
 struct ScheduleRequest {
   std::size_t stages = 1;
   std::vector<std::uint32_t> micro_batch_sizes;
-  std::vector<double> stage_forward_ms;
+  std::vector<double> stage_forward_ms; ///< per sample, beyond the fixed part (StageFigures)
   std::vector<double> stage_backward_ms;
+  std::vector<double> stage_forward_fixed_ms; ///< per micro-batch, whatever its size
+  std::vector<double> stage_backward_fixed_ms;
   std::vector<double> send_ms;   ///< per sample, from stage s to s + 1 (stages − 1 entries)
   double action_overhead_ms = 0; ///< fixed cost of every forward or backward
   PluginOptions options{};

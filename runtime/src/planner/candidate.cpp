@@ -90,6 +90,8 @@ Result<Schedule> make_schedule(const Planning& planning, const Plan& plan, const
   for (std::size_t s = 0; s < request.stages; ++s) {
     request.stage_forward_ms.push_back(figures[s].forward_ms / speeds[s]);
     request.stage_backward_ms.push_back(figures[s].backward_ms / speeds[s]);
+    request.stage_forward_fixed_ms.push_back(figures[s].forward_fixed_ms / speeds[s]);
+    request.stage_backward_fixed_ms.push_back(figures[s].backward_fixed_ms / speeds[s]);
     if (s + 1 < request.stages) {
       const sim::Route route = topology.route(plan.devices[0][s], plan.devices[0][s + 1]);
       request.send_ms.push_back(std::isinf(route.bytes_per_ms) ? 0.0 : figures[s].output_bytes / route.bytes_per_ms);

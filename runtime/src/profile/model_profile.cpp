@@ -9,6 +9,12 @@ namespace {
 
 bool bad_time(double t) { return !std::isfinite(t) || t < 0; }
 
+/// A fixed part that is negative, not a number, or more than the time it is part of.
+template <class Part> bool bad_fixed(const Part& p) {
+  return bad_time(p.forward_fixed_ms) || bad_time(p.backward_fixed_ms) || p.forward_fixed_ms > p.forward_ms ||
+         p.backward_fixed_ms > p.backward_ms;
+}
+
 /// Sums of sub-blocks may differ from a block's own figure by rounding in a file.
 bool close(double a, double b) { return std::abs(a - b) <= 1e-6 * std::max({1.0, std::abs(a), std::abs(b)}); }
 
@@ -38,8 +44,11 @@ Status ModelProfile::validate() const {
     if (bad_time(block.backward_ms))
       return Error::bad_input(where + "backward time " + std::to_string(block.backward_ms) +
                               " ms is negative or not a number");
+    if (bad_fixed(block))
+      return Error::bad_input(where + "forward_fixed_ms and backward_fixed_ms must lie between 0 and the block's "
+                                      "forward_ms and backward_ms");
     if (block.sub_blocks.empty()) continue;
-    double forward = 0, backward = 0;
+    double forward = 0, backward = 0, forward_fixed = 0, backward_fixed = 0;
     std::uint64_t parameters = 0, stash = 0;
     for (std::size_t s = 0; s < block.sub_blocks.size(); ++s) {
       const SubBlock& sub = block.sub_blocks[s];
@@ -47,12 +56,18 @@ Status ModelProfile::validate() const {
           model + describe(*this, {b, 0}) + " sub-block " + std::to_string(s) + quoted(sub.name) + ": ";
       if (bad_time(sub.forward_ms) || bad_time(sub.backward_ms))
         return Error::bad_input(sub_where + "times must be non-negative numbers");
+      if (bad_fixed(sub))
+        return Error::bad_input(sub_where + "forward_fixed_ms and backward_fixed_ms must lie between 0 and the "
+                                            "sub-block's forward_ms and backward_ms");
       forward += sub.forward_ms;
       backward += sub.backward_ms;
+      forward_fixed += sub.forward_fixed_ms;
+      backward_fixed += sub.backward_fixed_ms;
       parameters += sub.parameter_bytes;
       stash += sub.stash_bytes_per_sample;
     }
-    if (!close(forward, block.forward_ms) || !close(backward, block.backward_ms))
+    if (!close(forward, block.forward_ms) || !close(backward, block.backward_ms) ||
+        !close(forward_fixed, block.forward_fixed_ms) || !close(backward_fixed, block.backward_fixed_ms))
       return Error::bad_input(where + "forward/backward times differ from the sums of its sub-blocks");
     if (parameters != block.parameter_bytes || stash != block.stash_bytes_per_sample)
       return Error::bad_input(where + "parameter or stash bytes differ from the sums of its sub-blocks");

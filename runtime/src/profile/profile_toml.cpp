@@ -22,6 +22,9 @@ template <class Part> Status read_figures(TableReader& reader, Part& part) {
   // Times have no default: a unit without them would look free to every planner.
   if (auto s = reader.require("forward_ms"); !s) return s;
   if (auto s = reader.require("backward_ms"); !s) return s;
+  // Optional: a profile from elsewhere may only know whole times (then 0: they scale).
+  if (auto s = reader.number("forward_fixed_ms", part.forward_fixed_ms, 0, unlimited); !s) return s;
+  if (auto s = reader.number("backward_fixed_ms", part.backward_fixed_ms, 0, unlimited); !s) return s;
   if (auto s = reader.bytes("output_bytes", part.output_bytes); !s) return s;
   if (auto s = reader.bytes("parameter_bytes", part.parameter_bytes); !s) return s;
   return reader.bytes("stash_bytes_per_sample", part.stash_bytes_per_sample);
@@ -44,6 +47,8 @@ Result<Block> read_block(const toml::table& table, const std::string& path) {
       ACTORPIPE_TRY(sub_reader.finish());
       block.forward_ms += sub.forward_ms;
       block.backward_ms += sub.backward_ms;
+      block.forward_fixed_ms += sub.forward_fixed_ms;
+      block.backward_fixed_ms += sub.backward_fixed_ms;
       block.parameter_bytes += sub.parameter_bytes;
       block.stash_bytes_per_sample += sub.stash_bytes_per_sample;
       block.output_bytes = sub.output_bytes;
@@ -58,6 +63,10 @@ template <class Part> void write_figures(toml::table& table, const Part& part) {
   table.insert("name", part.name);
   table.insert("forward_ms", part.forward_ms);
   table.insert("backward_ms", part.backward_ms);
+  if (part.forward_fixed_ms > 0 || part.backward_fixed_ms > 0) {
+    table.insert("forward_fixed_ms", part.forward_fixed_ms);
+    table.insert("backward_fixed_ms", part.backward_fixed_ms);
+  }
   table.insert("output_bytes", static_cast<std::int64_t>(part.output_bytes));
   table.insert("parameter_bytes", static_cast<std::int64_t>(part.parameter_bytes));
   table.insert("stash_bytes_per_sample", static_cast<std::int64_t>(part.stash_bytes_per_sample));

@@ -202,8 +202,9 @@ private:
   double& backward_in(std::uint32_t i, std::size_t k) { return backward_in_[i * m_ + k]; }
 
   double duration(const Instance& instance, const Action& action, double start) {
-    double ms = model_.action_overhead_ms + action.size * (action.op == Op::forward ? instance.forward_ms_per_sample
-                                                                                    : instance.backward_ms_per_sample);
+    const bool forward = action.op == Op::forward;
+    double ms = model_.action_overhead_ms + (forward ? instance.forward_fixed_ms : instance.backward_fixed_ms) +
+                action.size * (forward ? instance.forward_ms_per_sample : instance.backward_ms_per_sample);
     for (const SlowWindow& w : model_.stragglers.windows)
       if (w.device == instance.device && start >= w.from_ms && start < w.to_ms) ms *= w.factor;
     for (const RandomDelay& d : model_.stragglers.delays)

@@ -22,6 +22,8 @@ struct Instance {
   std::size_t processor = 0;        ///< instances on one processor compute in turn
   double forward_ms_per_sample = 0; ///< on this device
   double backward_ms_per_sample = 0;
+  double forward_fixed_ms = 0; ///< per action, on this device
+  double backward_fixed_ms = 0;
   double send_bytes_per_sample = 0; ///< activations to the next stage
   double grad_bytes_per_sample = 0; ///< gradients to the previous stage
   Route to_next, to_previous;

@@ -47,6 +47,8 @@ double optimizer_step_ms(double parameter_bytes, const Device& device, double op
 void set_stage_costs(Instance& instance, const StageFigures& f, const Device& device, double optimizer_factor) {
   instance.forward_ms_per_sample = f.forward_ms / device.speed;
   instance.backward_ms_per_sample = f.backward_ms / device.speed;
+  instance.forward_fixed_ms = f.forward_fixed_ms / device.speed;
+  instance.backward_fixed_ms = f.backward_fixed_ms / device.speed;
   instance.optimizer_ms = optimizer_step_ms(static_cast<double>(f.parameter_bytes), device, optimizer_factor);
 }
 

@@ -115,9 +115,11 @@ Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
     DeviceReport& device = report.devices[i];
     device.busy = report.total_ms > 0 ? outcome.busy_ms[i] / report.total_ms : 0;
     StageReport& stage = report.stages[instance.stage];
-    stage.forward_ms = std::max(stage.forward_ms, instance.forward_ms_per_sample * full + options.action_overhead_ms);
+    stage.forward_ms = std::max(stage.forward_ms, instance.forward_fixed_ms + instance.forward_ms_per_sample * full +
+                                                      options.action_overhead_ms);
     stage.backward_ms =
-        std::max(stage.backward_ms, instance.backward_ms_per_sample * full + options.action_overhead_ms);
+        std::max(stage.backward_ms,
+                 instance.backward_fixed_ms + instance.backward_ms_per_sample * full + options.action_overhead_ms);
     stage.busy = std::max(stage.busy, device.busy);
     stage.sync_ms = std::max(stage.sync_ms, options.iterations ? outcome.sync_ms[i] / options.iterations : 0.0);
   }

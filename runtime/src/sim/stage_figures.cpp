@@ -11,8 +11,10 @@ std::vector<StageFigures> stage_figures(const ModelProfile& profile, const std::
     StageFigures& f = out[s];
     // Cuts fall between units, so each unit lies wholly in one stage.
     for (; u < units.size() && units[u].begin < cuts[s + 1]; ++u) {
-      f.forward_ms += units[u].forward_ms * per_sample;
-      f.backward_ms += units[u].backward_ms * per_sample;
+      f.forward_ms += (units[u].forward_ms - units[u].forward_fixed_ms) * per_sample;
+      f.backward_ms += (units[u].backward_ms - units[u].backward_fixed_ms) * per_sample;
+      f.forward_fixed_ms += units[u].forward_fixed_ms;
+      f.backward_fixed_ms += units[u].backward_fixed_ms;
       f.parameter_bytes += units[u].parameter_bytes;
       f.stash_bytes_per_sample += units[u].stash_bytes_per_sample;
       f.output_bytes = static_cast<double>(units[u].output_bytes) * per_sample;

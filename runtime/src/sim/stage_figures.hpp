@@ -1,7 +1,8 @@
 #pragma once
 
-/// What each stage of a partition costs, per sample on the profile's reference device:
-/// the figures the simulator, the planner and schedulers start from.
+/// What each stage of a partition costs on the profile's reference device (per sample,
+/// and per micro-batch for the fixed parts): the figures the simulator, the planner and
+/// schedulers start from.
 
 #include <actorpipe/iteration_model.hpp>
 #include <actorpipe/model_profile.hpp>

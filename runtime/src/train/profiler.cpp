@@ -43,6 +43,14 @@ double spread(std::vector<double> passes) {
   return (passes[passes.size() - 1 - aside] - passes[aside]) / passes[passes.size() / 2];
 }
 
+/// The part of `ms` (at `n` samples) that does not grow with the samples, on the line
+/// through it and `small_ms` (at `small` < n samples); all of it where the small batch
+/// took as long (a unit whose time its samples do not move).
+double fixed_part(double ms, double small_ms, std::int64_t n, std::int64_t small) {
+  const double per_sample = (ms - small_ms) / static_cast<double>(n - small);
+  return std::clamp(ms - per_sample * static_cast<double>(n), 0.0, ms);
+}
+
 std::uint64_t bytes_of(const torch::Tensor& t) { return static_cast<std::uint64_t>(t.numel() * t.element_size()); }
 
 /// Copies of the model training on the other cores while the units are timed: in a
@@ -154,18 +162,26 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
   for (const ModelBlock& b : model->blocks)
     for (const ModelUnit& u : b.units)
       units.push_back(&u);
-  std::vector<std::vector<double>> forward(units.size()), backward(units.size());
+  // Times per unit, at the full batch and at the small one.
+  struct Times {
+    std::vector<std::vector<double>> forward, backward;
+  };
+  Times full{std::vector<std::vector<double>>(units.size()), std::vector<std::vector<double>>(units.size())};
+  Times reduced = full;
   std::vector<torch::Tensor> inputs(units.size()), outputs(units.size());
   using Clock = std::chrono::steady_clock;
   auto ms_since = [](Clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   };
-  std::size_t passes = options.warmup + options.repeats, done = 0; // passes grows while warming up
-  // One pass over the model: each unit's forward and backward times (kept when
-  // `timed`), and their sum.
-  auto pass = [&](bool timed) {
+  // Every pass also runs a batch of `small` samples: what a unit's time owes to its
+  // samples is the difference, and the rest a micro-batch pays whatever its size.
+  const std::int64_t small = std::max<std::int64_t>(1, n / 8);
+  const torch::Tensor x_small = x.narrow(0, 0, small);
+  // The whole model, unit by unit, forward and then backward, as a step does; each
+  // unit's times go to `times` (when given). Returns their sum.
+  auto run_batch = [&](const torch::Tensor& batch, Times* times) {
     double total = 0;
-    torch::Tensor y = x;
+    torch::Tensor y = batch;
     for (std::size_t k = 0; k < units.size(); ++k) {
       // As in a run, the model's input needs no gradient; every later unit's does.
       inputs[k] = k > 0 && y.is_floating_point() ? y.detach().requires_grad_(true) : y;
@@ -173,7 +189,7 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
       outputs[k] = units[k]->forward(inputs[k]);
       const double ms = ms_since(t0);
       total += ms;
-      if (timed) forward[k].push_back(ms);
+      if (times) times->forward[k].push_back(ms);
       y = outputs[k];
     }
     for (std::size_t k = units.size(); k-- > 0;) {
@@ -186,11 +202,19 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
         ms = ms_since(t0);
       }
       total += ms;
-      if (timed) backward[k].push_back(ms);
+      if (times) times->backward[k].push_back(ms);
     }
     for (const ModelUnit* u : units)
       for (const auto& p : u->parameters)
         p.mutable_grad() = torch::Tensor();
+    return total;
+  };
+  std::size_t passes = options.warmup + options.repeats, done = 0; // passes grows while warming up
+  // One pass: the small batch, then the full one (whose tensors stay in inputs and
+  // outputs for their sizes); times kept when `timed`. Returns the full batch's sum.
+  auto pass = [&](bool timed) {
+    if (small < n) run_batch(x_small, timed ? &reduced : nullptr);
+    const double total = run_batch(x, timed ? &full : nullptr);
     if (options.on_pass) options.on_pass(++done, passes);
     return total;
   };
@@ -224,8 +248,12 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
       const ModelUnit& unit = block.units[ui];
       SubBlock figures;
       figures.name = unit.name;
-      figures.forward_ms = median(forward[k]);
-      figures.backward_ms = median(backward[k]);
+      figures.forward_ms = median(full.forward[k]);
+      figures.backward_ms = median(full.backward[k]);
+      if (small < n) {
+        figures.forward_fixed_ms = fixed_part(figures.forward_ms, median(reduced.forward[k]), n, small);
+        figures.backward_fixed_ms = fixed_part(figures.backward_ms, median(reduced.backward[k]), n, small);
+      }
       figures.output_bytes = bytes_of(outputs[k]);
       for (const auto& p : unit.parameters)
         figures.parameter_bytes += bytes_of(p);
@@ -235,6 +263,8 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
       if (block.has_sub_blocks) out.sub_blocks.at(ui) = figures;
       out.forward_ms += figures.forward_ms;
       out.backward_ms += figures.backward_ms;
+      out.forward_fixed_ms += figures.forward_fixed_ms;
+      out.backward_fixed_ms += figures.backward_fixed_ms;
       out.parameter_bytes += figures.parameter_bytes;
       out.stash_bytes_per_sample += figures.stash_bytes_per_sample;
       out.output_bytes = figures.output_bytes;
