@@ -15,7 +15,10 @@
 
 namespace actorpipe::bench {
 
-constexpr std::uint64_t warmup_steps = 10;
+/// Steps before the timed ones. A run's first steps fault its memory in (on the
+/// reference VM the MLP of the default job takes about 40 page faults a step over its
+/// first 50 steps, then one or two), and predictions are of the steady state after.
+constexpr std::uint64_t warmup_steps = 50;
 
 struct Rate {
   double samples_per_s = 0;

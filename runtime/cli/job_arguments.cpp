@@ -88,8 +88,9 @@ Result<LoadedJob> load(const JobArguments& args, const CommonOptions& common) {
 
 std::string describe_measurement(const ModelProfile& profile, std::uint32_t repeats) {
   std::string out = "measured after " + std::to_string(profile.warmup_passes) + " warm-up pass" +
-                    (profile.warmup_passes == 1 ? "" : "es") + " (until the last 3 agreed within 5%); " +
-                    std::to_string(repeats) + " timed, their whole-model times within " +
+                    (profile.warmup_passes == 1 ? "" : "es") +
+                    " (until the last 3 at each batch size agreed within 5%); " + std::to_string(repeats) +
+                    " timed at the batch and at an eighth of it, the batch's whole-model times within " +
                     text::format_fixed(100.0 * profile.spread, 1) + "% of each other";
   if (profile.spread > ModelProfile::wide_spread)
     out += "\nactorpipe: warning: the timed passes differ by more than " +

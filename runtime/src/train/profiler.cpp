@@ -173,10 +173,12 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
   auto ms_since = [](Clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   };
-  // Every pass also runs a batch of `small` samples: what a unit's time owes to its
-  // samples is the difference, and the rest a micro-batch pays whatever its size.
+  // After the batch, the model runs on a batch of `small` samples: what a unit's time
+  // owes to its samples is the difference, and the rest a micro-batch pays whatever its
+  // size. Each size has passes of its own, warm-up included: alternating them within a
+  // pass made TorchScript's profiling executor, which specialises its graph to the
+  // shape, run some units of the scripted models of tests/fixtures a third to a half slower.
   const std::int64_t small = std::max<std::int64_t>(1, n / 8);
-  const torch::Tensor x_small = x.narrow(0, 0, small);
   // The whole model, unit by unit, forward and then backward, as a step does; each
   // unit's times go to `times` (when given). Returns their sum.
   auto run_batch = [&](const torch::Tensor& batch, Times* times) {
@@ -209,36 +211,47 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
         p.mutable_grad() = torch::Tensor();
     return total;
   };
-  std::size_t passes = options.warmup + options.repeats, done = 0; // passes grows while warming up
-  // One pass: the small batch, then the full one (whose tensors stay in inputs and
-  // outputs for their sizes); times kept when `timed`. Returns the full batch's sum.
-  auto pass = [&](bool timed) {
-    if (small < n) run_batch(x_small, timed ? &reduced : nullptr);
-    const double total = run_batch(x, timed ? &full : nullptr);
-    if (options.on_pass) options.on_pass(++done, passes);
-    return total;
-  };
+  const std::size_t sizes = small < n ? 2 : 1;
+  // Passes grows while warming up.
+  std::size_t passes = sizes * (options.warmup + options.repeats), done = 0, warmup_passes = 0;
   // Warm-up until the times settle: the passes asked for, then more until the last
   // `settled_passes` agree within 5% (TorchScript's profiling executor runs a scripted
   // model several times as slow until it has optimised its graph, and two of those
-  // slow passes agree; caches and clocks warm up too), at most `max_warmup_passes`.
-  std::vector<double> warm;
-  auto settled = [&] {
-    if (warm.size() < options.warmup) return false;
-    if (options.warmup == 0 || warm.size() >= max_warmup_passes) return true;
-    if (warm.size() < settled_passes) return false;
-    const auto [least, most] = std::minmax_element(warm.end() - settled_passes, warm.end());
-    return *most <= 1.05 * *least;
+  // slow passes agree; caches and clocks warm up too), at most `max_warmup_passes`;
+  // then the timed passes, whose whole-model times it returns.
+  auto measure = [&](const torch::Tensor& batch, Times& times) {
+    auto pass = [&](Times* kept) {
+      const double total = run_batch(batch, kept);
+      if (options.on_pass) options.on_pass(++done, passes);
+      return total;
+    };
+    std::vector<double> warm;
+    auto settled = [&] {
+      if (warm.size() < options.warmup) return false;
+      if (options.warmup == 0 || warm.size() >= max_warmup_passes) return true;
+      if (warm.size() < settled_passes) return false;
+      const auto [least, most] = std::minmax_element(warm.end() - settled_passes, warm.end());
+      return *most <= 1.05 * *least;
+    };
+    while (!settled()) {
+      if (warm.size() >= options.warmup) ++passes; // one more than planned
+      warm.push_back(pass(nullptr));
+    }
+    warmup_passes += warm.size();
+    std::vector<double> timed;
+    for (std::uint32_t r = 0; r < options.repeats; ++r)
+      timed.push_back(pass(&times));
+    return timed;
   };
-  while (!settled()) {
-    if (warm.size() >= options.warmup) ++passes; // one more than planned
-    warm.push_back(pass(false));
+  profile.spread = spread(measure(x, full));
+  // What the batch's units take in and give out, before the small batch replaces them.
+  std::vector<std::uint64_t> input_bytes(units.size()), output_bytes(units.size());
+  for (std::size_t k = 0; k < units.size(); ++k) {
+    input_bytes[k] = bytes_of(inputs[k]);
+    output_bytes[k] = bytes_of(outputs[k]);
   }
-  std::vector<double> timed;
-  for (std::uint32_t r = 0; r < options.repeats; ++r)
-    timed.push_back(pass(true));
-  profile.warmup_passes = static_cast<std::uint32_t>(warm.size());
-  profile.spread = spread(timed);
+  if (small < n) measure(x.narrow(0, 0, small), reduced);
+  profile.warmup_passes = static_cast<std::uint32_t>(warmup_passes);
 
   std::size_t k = 0;
   for (std::size_t bi = 0; bi < model->blocks.size(); ++bi) {
@@ -254,12 +267,12 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
         figures.forward_fixed_ms = fixed_part(figures.forward_ms, median(reduced.forward[k]), n, small);
         figures.backward_fixed_ms = fixed_part(figures.backward_ms, median(reduced.backward[k]), n, small);
       }
-      figures.output_bytes = bytes_of(outputs[k]);
+      figures.output_bytes = output_bytes[k];
       for (const auto& p : unit.parameters)
         figures.parameter_bytes += bytes_of(p);
       // What autograd keeps between forward and backward is at least the unit's input
       // and output; intermediate buffers inside a unit are not seen from here.
-      figures.stash_bytes_per_sample = (bytes_of(inputs[k]) + bytes_of(outputs[k])) / static_cast<std::uint64_t>(n);
+      figures.stash_bytes_per_sample = (input_bytes[k] + output_bytes[k]) / static_cast<std::uint64_t>(n);
       if (block.has_sub_blocks) out.sub_blocks.at(ui) = figures;
       out.forward_ms += figures.forward_ms;
       out.backward_ms += figures.backward_ms;
