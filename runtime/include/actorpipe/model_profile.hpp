@@ -78,7 +78,8 @@ struct ACTORPIPE_EXPORT ModelProfile {
   std::uint64_t input_bytes = 0; ///< bytes of one batch entering the first block
   std::vector<Block> blocks;
   /// How a measured profile was measured (0 where unknown): the untimed passes it took
-  /// for the times to settle, and the spread of the timed passes' whole-model times,
+  /// for the times to settle (at the batch and at the smaller batch that splits off the
+  /// fixed parts, together), and the spread of the batch's timed whole-model times,
   /// (slowest − fastest) / median. A spread above `wide_spread` means the machine's
   /// speed moved while measuring and plans made from it may mislead.
   std::uint32_t warmup_passes = 0;
