@@ -289,6 +289,13 @@ BOOST_AUTO_TEST_CASE(toml_profile_errors_name_file_line_and_key) {
   BOOST_TEST(contains(fixed.error().message, "block 0 'a': forward_fixed_ms and backward_fixed_ms must lie between 0 "
                                              "and the block's forward_ms and backward_ms"),
              fixed.error().message);
+  auto sub_fixed = load_profile(dir.write(
+      "subfixed.toml", "name = \"x\"\nbatch_size = 8\n[[blocks]]\nname = \"a\"\n[[blocks.sub_blocks]]\nname = "
+                       "\"s\"\nforward_ms = 1.0\nbackward_ms = 1.0\nbackward_fixed_ms = 2.0\n"));
+  BOOST_REQUIRE(!sub_fixed.ok());
+  BOOST_TEST(contains(sub_fixed.error().message, "block 0 'a' sub-block 0 's': forward_fixed_ms and backward_fixed_ms "
+                                                 "must lie between 0 and the sub-block's"),
+             sub_fixed.error().message);
 
   auto empty = load_profile(dir.write("empty.toml", "name = \"x\"\nbatch_size = 8\n"));
   BOOST_REQUIRE(!empty.ok());

@@ -44,7 +44,8 @@ Status ModelProfile::validate() const {
     if (bad_time(block.backward_ms))
       return Error::bad_input(where + "backward time " + std::to_string(block.backward_ms) +
                               " ms is negative or not a number");
-    if (bad_fixed(block))
+    // With sub-blocks, each is checked and their sums must be the block's, which then holds.
+    if (block.sub_blocks.empty() && bad_fixed(block))
       return Error::bad_input(where + "forward_fixed_ms and backward_fixed_ms must lie between 0 and the block's "
                                       "forward_ms and backward_ms");
     if (block.sub_blocks.empty()) continue;
