@@ -4,7 +4,7 @@
 
 #include "pipeline_actor.hpp"
 #include "stage_actor.hpp"
-#include "sync_group_actor.hpp"
+#include "sync_round.hpp"
 
 #include "train/cores.hpp"
 
@@ -48,7 +48,8 @@ void fail(JobActor self, const std::string& what) {
 }
 
 /// Spawns the plan's actors, watched under the names that failure messages give them,
-/// and connects each stage to its neighbours, pipeline, sync group and this job.
+/// and connects each stage to its neighbours, pipeline, replicas (with their sync round)
+/// and this job.
 void build(JobActor self, const JobConfig& config) {
   auto& st = self->state;
   const Plan& plan = config.plan;
@@ -90,23 +91,19 @@ void build(JobActor self, const JobConfig& config) {
     watch(st.pipelines.back(), "pipeline " + std::to_string(p));
   }
   const job_actor job = caf::actor_cast<job_actor>(self);
-  std::vector<sync_group_actor> groups(S);
-  for (std::size_t s = 0; s < S && P > 1; ++s) {
-    SyncGroupConfig group;
-    group.stage = s;
-    group.reduce = [reduce = config.reduce, s] { reduce(s); };
+  for (std::size_t s = 0; s < S; ++s) {
+    std::shared_ptr<SyncRound> round;
+    std::vector<stage_actor> replicas;
+    if (P > 1) {
+      round = std::make_shared<SyncRound>(s, P, [reduce = config.reduce, s] { reduce(s); });
+      for (std::size_t p = 0; p < P; ++p)
+        replicas.push_back(stages[p][s]);
+    }
     for (std::size_t p = 0; p < P; ++p)
-      group.members.push_back(stages[p][s]);
-    group.job = job;
-    group.detached = config.detached;
-    groups[s] = spawn_sync_group(self->system(), std::move(group));
-    watch(groups[s], "sync group of stage " + std::to_string(s));
-  }
-  for (std::size_t p = 0; p < P; ++p)
-    for (std::size_t s = 0; s < S; ++s)
       self->send(stages[p][s], connect_atom::value,
                  StageLinks{s > 0 ? stages[p][s - 1] : stage_actor{}, s + 1 < S ? stages[p][s + 1] : stage_actor{},
-                            st.pipelines[p], groups[s], job});
+                            st.pipelines[p], round, replicas, job});
+  }
 }
 
 job_actor::behavior_type job_behavior(JobActor self, JobConfig config) {

@@ -1,7 +1,7 @@
 #pragma once
 
 /// The job actor: builds the run's actors from a plan (a stage actor per pipeline ×
-/// stage, a pipeline actor per pipeline, a sync group per stage index when there are
+/// stage, a pipeline actor per pipeline, a SyncRound per stage index when there are
 /// several pipelines), splits each batch over the pipelines and answers a step once all
 /// of them have finished it. It watches every actor it built: the first failure (an
 /// actor's report, or an actor that ended abnormally) fails the step in progress with a
@@ -47,7 +47,7 @@ struct JobConfig {
   std::vector<StageTrace>* traces = nullptr; ///< one per pipeline × stage (p · S + s); none: no trace
   std::optional<InjectedFailure> inject_failure;
   bool pin_threads = true; ///< RunOptions::pin_threads
-  /// Stage and sync-group actors on threads of their own, as a run has them; false
+  /// Stage actors on threads of their own, as a run has them; false
   /// puts every actor on the scheduler, which the deterministic protocol tests step.
   bool detached = true;
   std::shared_ptr<Failure> failure;

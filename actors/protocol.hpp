@@ -7,8 +7,10 @@
 ///   pipeline ─forward(n, micro, input)→ stage 0 ─forward→ … ─→ stage S−1
 ///            ─labels(n, micro, labels, scale)→ stage S−1
 ///   stage s ─backward(n, micro, gradient)→ stage s−1
-///   stage ─grads(n, pipeline)→ sync group ─synced(n)→ stage ─done(n, stage, loss)→ pipeline
-///   stage, sync group ─failed(what)→ job
+///   the replica of stage s last to have its gradients of step n, having reduced them
+///     (SyncRound) ─synced(n)→ the other replicas of stage s
+///   stage ─done(n, stage, loss)→ pipeline, once it has stepped
+///   stage ─failed(what)→ job
 ///
 /// `n` is the run's step number: the run queues step n + 1 while step n runs, so a
 /// stage may hold inputs of both. Tensors travel as Payload handles: a message between
@@ -21,16 +23,19 @@
 #include <caf/typed_actor.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace actorpipe::actors {
+
+class SyncRound;
 
 using connect_atom = caf::atom_constant<caf::atom("connect")>;
 using step_atom = caf::atom_constant<caf::atom("step")>;
 using forward_atom = caf::atom_constant<caf::atom("forward")>;
 using backward_atom = caf::atom_constant<caf::atom("backward")>;
 using labels_atom = caf::atom_constant<caf::atom("labels")>;
-using grads_atom = caf::atom_constant<caf::atom("grads")>;
 using synced_atom = caf::atom_constant<caf::atom("synced")>;
 using done_atom = caf::atom_constant<caf::atom("done")>;
 using failed_atom = caf::atom_constant<caf::atom("failed")>;
@@ -47,14 +52,11 @@ using job_actor = caf::typed_actor<step_signature, caf::reacts_to<failed_atom, s
 using pipeline_actor =
     caf::typed_actor<step_signature, caf::reacts_to<done_atom, std::uint64_t, std::uint64_t, double>>;
 
-/// A stage index's sync group: (step, pipeline) from each replica whose gradients are
-/// ready.
-using sync_group_actor = caf::typed_actor<caf::reacts_to<grads_atom, std::uint64_t, std::uint64_t>>;
-
 struct StageLinks;
 
 /// A stage: its links first, then inputs (step, micro-batch, payload), the last
-/// stage's labels (with the loss scale), output gradients, and the sync group's go.
+/// stage's labels (with the loss scale), output gradients, and the release of a step's
+/// reduced gradients by the replica that reduced them.
 using stage_actor = caf::typed_actor<caf::reacts_to<connect_atom, StageLinks>,
                                      caf::reacts_to<forward_atom, std::uint64_t, std::uint64_t, train::Payload>,
                                      caf::reacts_to<labels_atom, std::uint64_t, std::uint64_t, train::Payload, double>,
@@ -62,12 +64,14 @@ using stage_actor = caf::typed_actor<caf::reacts_to<connect_atom, StageLinks>,
                                      caf::reacts_to<synced_atom, std::uint64_t>>;
 
 /// Whom a stage talks to, sent once before any input. The first stage has no
-/// `previous`, the last no `next`, a stage of a lone pipeline no `sync_group`.
+/// `previous`, the last no `next`, a stage of a lone pipeline no `sync` and no
+/// `replicas`.
 struct StageLinks {
   stage_actor previous;
   stage_actor next;
   pipeline_actor pipeline;
-  sync_group_actor sync_group;
+  std::shared_ptr<SyncRound> sync;   ///< shared by the replicas of this stage index
+  std::vector<stage_actor> replicas; ///< this stage index's actor in each pipeline, this one's included
   job_actor job;
 };
 

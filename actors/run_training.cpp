@@ -110,7 +110,7 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
   if (!metrics) return Error::run_failed(metrics_path + ": cannot write");
 
   caf::actor_system_config config;
-  // The stage and sync-group actors compute on threads of their own; the job and
+  // The stage actors compute on threads of their own; the job and
   // pipeline actors left to the scheduler are light. Idle workers block instead of
   // polling (work stealing polls every 50 µs), which would take cores from compute.
   config.set("scheduler.policy", caf::atom("sharing"));

@@ -1,7 +1,10 @@
 /// Stage actor: executes its schedule as inputs arrive, sends activations forward and
-/// gradients back, has its gradients averaged, steps its optimizer and reports.
+/// gradients back, has its gradients reduced with its replicas', steps its optimizer
+/// and reports.
 
 #include "stage_actor.hpp"
+
+#include "sync_round.hpp"
 
 #include "train/cores.hpp"
 #include "train/stage_computation.hpp"
@@ -138,9 +141,35 @@ void run_action(StageActor self, const Action& a) {
   }
 }
 
+/// The step's gradients are final: the sync span, the optimizer step, the report.
+/// False when the optimizer failed (reported).
+bool released(StageActor self) {
+  auto& st = self->state;
+  if (st.sync_since) record(st, SpanKind::sync, 0, *st.sync_since);
+  st.sync_since.reset();
+  return finish_step(self);
+}
+
+/// Hands this step's gradients to the stage index's round. True when they are final
+/// here: this replica was the last, reduced them and released the others.
+bool arrive(StageActor self) {
+  auto& st = self->state;
+  st.syncing = true;
+  st.sync_since = Clock::now();
+  try {
+    if (!st.links.sync->arrive(st.step, st.config.pipeline)) return false;
+  } catch (const std::exception& e) {
+    fail(self, "sync", first_line(e));
+    return false;
+  }
+  for (const stage_actor& replica : st.links.replicas)
+    if (replica.address() != self->address()) self->send(replica, synced_atom::value, st.step);
+  return true;
+}
+
 /// Runs every action whose inputs are here, in schedule order; at the end of the
-/// schedule hands the gradients to the sync group, or steps at once without one and
-/// goes on with the next step's actions, whose inputs may be here already.
+/// schedule has the gradients reduced (or not, without replicas), steps and goes on
+/// with the next step's actions, whose inputs may be here already.
 void advance(StageActor self) {
   auto& st = self->state;
   if (st.failed || st.syncing) return;
@@ -167,13 +196,8 @@ void advance(StageActor self) {
       if (!st.waiting_since) st.waiting_since = Clock::now();
       return;
     }
-    if (st.links.sync_group) {
-      st.syncing = true;
-      st.sync_since = Clock::now();
-      self->send(st.links.sync_group, grads_atom::value, st.step, static_cast<std::uint64_t>(st.config.pipeline));
-      return;
-    }
-    if (!finish_step(self)) return;
+    if (st.links.sync && !arrive(self)) return;
+    if (!released(self)) return;
   }
 }
 
@@ -203,12 +227,10 @@ stage_actor::behavior_type stage_behavior(StageActor self, StageConfig config) {
         auto& st = self->state;
         if (st.failed) return;
         if (!st.syncing || step != st.step) {
-          fail(self, "sync", "the sync group released step " + std::to_string(step) + ", which is not waiting");
+          fail(self, "sync", "a replica released step " + std::to_string(step) + ", which is not waiting");
           return;
         }
-        if (st.sync_since) record(st, SpanKind::sync, 0, *st.sync_since);
-        st.sync_since.reset();
-        if (finish_step(self)) advance(self);
+        if (released(self)) advance(self);
       },
   };
 }

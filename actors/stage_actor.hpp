@@ -40,8 +40,8 @@ struct StageConfig {
   bool detached = true;
 };
 
-/// Expects a `connect` message with its links before any input. Its gradients go to
-/// the sync group of its links, if there is one, before its optimizer steps.
+/// Expects a `connect` message with its links before any input. With replicas in its
+/// links, its gradients are reduced with theirs (SyncRound) before its optimizer steps.
 stage_actor spawn_stage(caf::actor_system& system, StageConfig config);
 
 } // namespace actorpipe::actors

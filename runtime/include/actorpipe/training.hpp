@@ -1,8 +1,9 @@
 #pragma once
 
 /// Training a planned job: the plan becomes CAF actors (a job actor, one pipeline actor
-/// per pipeline, one stage actor per pipeline × stage, one sync-group actor per stage
-/// index) that pass micro-batches to each other and train the job's model with LibTorch.
+/// per pipeline, one stage actor per pipeline × stage, whose replicas across the
+/// pipelines reduce their gradients among themselves) that pass micro-batches to each
+/// other and train the job's model with LibTorch.
 /// No CAF or LibTorch types show here.
 
 #include <actorpipe/export.hpp>
