@@ -28,6 +28,7 @@ void add_profile_command(CLI::App& app, Run& run);
 inline constexpr const char* run_summary = "Plan a job and train it with the actor runtime";
 inline constexpr const char* profile_summary = "Measure the job's model block by block and write its profile";
 void add_devices_command(CLI::App& app, Run& run);
+void add_script_command(CLI::App& app, CommonOptions& common, Run& run);
 
 /// Prints "actorpipe: MESSAGE" to stderr and returns the error's exit status.
 int report(const Error& error);

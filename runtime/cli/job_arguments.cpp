@@ -42,7 +42,7 @@ std::vector<std::string> overrides(const JobArguments& a) {
 } // namespace
 
 void add_job_arguments(CLI::App& command, JobArguments& args, CommonOptions& common) {
-  command.add_option("JOB", args.job, "job file (TOML)")->required();
+  command.add_option("JOB", args.job, "job file (TOML, or Lua: docs/lua.md)")->required();
   command.add_option("--profile", args.profile, "model profile (overrides model.profile)");
   command.add_option("--cluster", args.cluster, "cluster file (overrides cluster)");
   command.add_option("--partitioner", args.partitioner, "partitioner plugin (overrides plan.partitioner)");

@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   cli::add_profile_command(app, run);
 #endif
   cli::add_devices_command(app, run);
+  cli::add_script_command(app, common, run);
 
   // CLI11 takes an unknown first word for a missing subcommand; say what it is.
   if (argc > 1 && argv[1][0] != '-') {

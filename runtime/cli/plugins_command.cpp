@@ -6,8 +6,6 @@
 
 #include "base/text_table.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <iostream>
 
 namespace actorpipe::cli {
@@ -24,14 +22,7 @@ void add_plugins_command(CLI::App& app, CommonOptions& common, Run& run) {
       auto registry = PluginRegistry::discover(folders);
       if (!registry) return report(registry.error());
       if (*json) {
-        nlohmann::json list = nlohmann::json::array();
-        for (const PluginRecord& p : registry->plugins())
-          list.push_back({{"kind", to_string(p.kind)},
-                          {"name", p.name},
-                          {"version", p.version},
-                          {"file", p.file},
-                          {"description", p.description}});
-        std::cout << nlohmann::json{{"search_path", folders}, {"plugins", list}}.dump(2) << "\n";
+        std::cout << plugins_to_json(*registry, folders);
         return 0;
       }
       text::Table table({{"kind"}, {"name"}, {"version"}, {"description"}, {"file"}});

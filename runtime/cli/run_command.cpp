@@ -3,6 +3,7 @@
 /// trace.json and a checkpoint in the run's output folder.
 
 #include "commands.hpp"
+#include "interrupt.hpp"
 #include "job_arguments.hpp"
 
 #include <actorpipe/planner.hpp>
@@ -15,7 +16,6 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <unistd.h>
@@ -38,16 +38,6 @@ std::string duration(double seconds) {
   if (s >= 3600) return std::to_string(s / 3600) + "h" + std::to_string(s / 60 % 60) + "m";
   if (s >= 60) return std::to_string(s / 60) + "m" + std::to_string(s % 60) + "s";
   return std::to_string(s) + "s";
-}
-
-/// Set by the first SIGINT or SIGTERM, which asks the run to stop at a checkpoint; the
-/// handler then steps aside, so a second one ends the process at once.
-std::atomic<int> interrupted{0}; ///< the signal
-static_assert(std::atomic<int>::is_always_lock_free);
-
-extern "C" void on_interrupt(int signal) {
-  interrupted.store(signal);
-  std::signal(signal, SIG_DFL);
 }
 
 /// "STAGE:STEP" → InjectedFailure.
@@ -117,12 +107,11 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
     std::cerr << "actorpipe: " << actors << " stage actors share " << cores << (cores == 1 ? " core" : " cores") << ": "
               << text::format_fixed(predicted, 2) << " ms per step predicted here (the plan's "
               << text::format_fixed(plan->iteration_time_ms, 2) << " ms gives each a core)\n";
-  options.stop_requested = [] { return interrupted.load() != 0; };
-  std::signal(SIGINT, on_interrupt);
-  std::signal(SIGTERM, on_interrupt);
-  auto summary = actors::run_training(job, *plan, options, inject_failure);
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  options.stop_requested = [] { return InterruptScope::requested().load(); };
+  auto summary = [&] {
+    const InterruptScope interrupts;
+    return actors::run_training(job, *plan, options, inject_failure);
+  }();
   if (terminal && shown) std::cerr << "\n";
   if (!summary) return report(summary.error());
   if (summary->stopped)
@@ -151,7 +140,7 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
               << text::format_fixed(predicted, 2) << " ms\n"
               << "wrote " << summary->output_dir << "/{plan.json, metrics.jsonl, trace.json, checkpoint.pt}\n";
   }
-  return summary->stopped ? 128 + interrupted.load() : 0; // as the shell reports a signal
+  return summary->stopped ? 128 + InterruptScope::signal() : 0; // as the shell reports a signal
 }
 
 } // namespace

@@ -26,25 +26,19 @@ struct SimulateArguments {
 int simulate_job(const SimulateArguments& a, const CommonOptions& common) {
   auto loaded = load(a.job, common);
   if (!loaded) return report(loaded.error());
-  const JobSpec& job = loaded->job;
-  const std::string spec = a.stragglers.value_or(job.simulate.stragglers);
-  auto stragglers = parse_stragglers(spec, job.cluster);
-  if (!stragglers) {
+  JobSpec& job = loaded->job;
+  if (a.stragglers) job.simulate.stragglers = *a.stragglers;
+  if (a.iterations) job.simulate.iterations = *a.iterations;
+  if (a.trace) job.simulate.trace = *a.trace;
+  auto options = simulation_options(job);
+  if (!options) {
     const std::string where = a.stragglers ? "--stragglers: " : job.where("simulate.stragglers");
-    return report(std::move(stragglers).error().with_context(where));
+    return report(std::move(options).error().with_context(where));
   }
-  stragglers->seed = job.job.seed;
-
   auto plan = make_plan(job, loaded->plugins, planning_progress());
   if (!plan) return report(plan.error());
-  SimulationOptions options;
-  options.iterations = a.iterations.value_or(job.simulate.iterations);
-  options.action_overhead_ms = job.plan.action_overhead_ms;
-  options.optimizer_factor = optimizer_state_factor(job.train);
-  options.stragglers = *stragglers;
-  const std::string trace = a.trace.value_or(job.simulate.trace);
-  options.trace = !trace.empty();
-  auto result = simulate(*plan, job.profile, job.cluster, options);
+  const std::string& trace = job.simulate.trace;
+  auto result = simulate(*plan, job.profile, job.cluster, *options);
   if (!result) return report(result.error());
   if (!trace.empty())
     if (auto s = write_file_atomically(trace, trace_json(*result, *plan, job.cluster)); !s) return report(s.error());

@@ -62,4 +62,8 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
+/// The plugins found and where they were looked for, as JSON: {"search_path": [...],
+/// "plugins": [{"kind", "name", "version", "file", "description"}, ...]}.
+ACTORPIPE_EXPORT std::string plugins_to_json(const PluginRegistry& registry, const std::vector<std::string>& folders);
+
 } // namespace actorpipe

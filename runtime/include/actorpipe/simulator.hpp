@@ -24,6 +24,8 @@
 
 namespace actorpipe {
 
+struct JobSpec;
+
 /// With `probability`, a forward or backward is delayed by `delay_ms` (on one device, or
 /// on any when `device` is empty): transient slowness such as preemption or a GC pause.
 struct RandomDelay {
@@ -117,6 +119,12 @@ struct SimulationReport {
   std::vector<Span> spans;           ///< when options.trace
   std::size_t events = 0;            ///< processed, for the curious and the benchmarks
 };
+
+/// A job's own simulation settings ([simulate], the overhead of [plan], the optimizer's
+/// state, the job's seed for stragglers), as `actorpipe simulate` and scripts use them.
+/// An error is about simulate.stragglers, not yet placed: callers put the place in front
+/// (job.where("simulate.stragglers"), or the flag that gave it).
+ACTORPIPE_EXPORT Result<SimulationOptions> simulation_options(const JobSpec& job);
 
 /// Simulates `plan` (its devices, micro-batches and schedule) for options.iterations.
 /// Fails with bad input when the plan or schedule does not validate.

@@ -1,5 +1,5 @@
 /// Reads job files (docs/config.md): one TableReader per section, then the cluster and
-/// the profile they name.
+/// the profile they name. A .lua job is run and its table read the same way (lua/).
 
 #include <actorpipe/job.hpp>
 #include <actorpipe/profile_io.hpp>
@@ -10,6 +10,7 @@
 #include "base/input_file.hpp"
 #include "config/toml_reader.hpp"
 #include "base/text.hpp"
+#include "lua/lua_job.hpp"
 
 #include <filesystem>
 #include <sstream>
@@ -243,6 +244,7 @@ Result<ClusterSpec> load_cluster(const std::string& path) {
 }
 
 Result<JobSpec> load_job(const std::string& path, const std::vector<std::string>& overrides) {
+  if (path.ends_with(".lua")) return actorpipe::lua::load_job_file(path, overrides);
   auto parsed = config::parse_toml_file(path);
   ACTORPIPE_TRY(parsed);
   return config::read_job(std::move(*parsed), path, overrides);

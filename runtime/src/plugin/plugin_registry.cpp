@@ -3,6 +3,8 @@
 
 #include <actorpipe/plugin_registry.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include "base/text.hpp"
 #include "plugin/install_dirs.hpp"
 
@@ -243,6 +245,17 @@ Result<std::shared_ptr<Scheduler>> PluginRegistry::scheduler(const std::string& 
 }
 Result<std::shared_ptr<SyncPolicy>> PluginRegistry::sync_policy(const std::string& name) const {
   return as<SyncPolicy>(create(PluginKind::sync, name));
+}
+
+std::string plugins_to_json(const PluginRegistry& registry, const std::vector<std::string>& folders) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const PluginRecord& p : registry.plugins())
+    list.push_back({{"kind", to_string(p.kind)},
+                    {"name", p.name},
+                    {"version", p.version},
+                    {"file", p.file},
+                    {"description", p.description}});
+  return nlohmann::json{{"search_path", folders}, {"plugins", list}}.dump(2) + "\n";
 }
 
 } // namespace actorpipe

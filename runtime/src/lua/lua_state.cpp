@@ -1,0 +1,156 @@
+/// LuaState: the sandbox, the deadline hook and the traceback handler.
+
+#include "lua_state.hpp"
+
+#include <lua.hpp>
+
+#include <cstdio>
+#include <string_view>
+#include <vector>
+
+namespace actorpipe::lua {
+
+namespace {
+
+constexpr const char* owner_key = "actorpipe.state";
+
+/// Every this many instructions the hook looks at the deadline and the cancel flag:
+/// about a tenth of a millisecond of Lua.
+constexpr int hook_every = 10000;
+
+/// The message handler of every protected call: the error with Lua's traceback.
+int traceback(lua_State* L) {
+  const char* message = lua_tostring(L, 1);
+  if (!message) message = luaL_tolstring(L, 1, nullptr);
+  luaL_traceback(L, L, message, 1);
+  return 1;
+}
+
+/// What a sandboxed script gets in place of a function it may not call.
+int refused(lua_State* L) {
+  return luaL_error(L, "%s is not available to a sandboxed script (run it with --allow-io)",
+                    lua_tostring(L, lua_upvalueindex(1)));
+}
+
+void refuse(lua_State* L, const char* table, const char* name) {
+  const std::string full = table ? std::string(table) + "." + name : std::string(name);
+  if (table) {
+    if (lua_getglobal(L, table) != LUA_TTABLE) {
+      lua_pop(L, 1);
+      lua_newtable(L);
+      lua_pushvalue(L, -1);
+      lua_setglobal(L, table);
+    }
+  } else {
+    lua_pushglobaltable(L);
+  }
+  lua_pushstring(L, full.c_str());
+  lua_pushcclosure(L, refused, 1);
+  lua_setfield(L, -2, name);
+  lua_pop(L, 1);
+}
+
+/// `load` of text only: binary chunks can break out of any sandbox.
+int load_text(lua_State* L) {
+  // load(chunk [, chunkname [, mode [, env]]]): an env given as nil is an env, so the
+  // arguments keep their count.
+  const int given = lua_gettop(L);
+  lua_settop(L, given < 3 ? 3 : given);
+  lua_pushstring(L, "t");
+  lua_replace(L, 3);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+void open_sandboxed(lua_State* L) {
+  static const luaL_Reg safe[] = {{LUA_GNAME, luaopen_base},        {LUA_TABLIBNAME, luaopen_table},
+                                  {LUA_STRLIBNAME, luaopen_string}, {LUA_MATHLIBNAME, luaopen_math},
+                                  {LUA_UTF8LIBNAME, luaopen_utf8},  {LUA_COLIBNAME, luaopen_coroutine},
+                                  {LUA_OSLIBNAME, luaopen_os}};
+  for (const luaL_Reg& lib : safe) {
+    luaL_requiref(L, lib.name, lib.func, 1);
+    lua_pop(L, 1);
+  }
+  // os keeps what tells the time; what touches processes, files or the environment goes.
+  for (const char* name : {"execute", "exit", "getenv", "remove", "rename", "tmpname", "setlocale"})
+    refuse(L, "os", name);
+  for (const char* name : {"dofile", "loadfile", "require"})
+    refuse(L, nullptr, name);
+  for (const char* name : {"open", "popen", "lines", "read", "write", "input", "output", "tmpfile", "close"})
+    refuse(L, "io", name);
+  refuse(L, "package", "loadlib");
+  lua_getglobal(L, "load");
+  lua_pushcclosure(L, load_text, 1);
+  lua_setglobal(L, "load");
+}
+
+} // namespace
+
+LuaState::LuaState(const StateOptions& options) : L_(luaL_newstate()), options_(options) {
+  if (!L_) throw std::bad_alloc();
+  lua_pushlightuserdata(L_, this);
+  lua_setfield(L_, LUA_REGISTRYINDEX, owner_key);
+  if (options_.allow_io)
+    luaL_openlibs(L_);
+  else
+    open_sandboxed(L_);
+  if (options_.deadline || options_.cancel)
+    lua_sethook(
+        L_,
+        [](lua_State* L, lua_Debug*) {
+          const StateOptions& o = owner(L).options_;
+          const bool cancelled = o.cancel && o.cancel->load();
+          if (!cancelled && !(o.deadline && std::chrono::steady_clock::now() > *o.deadline)) return;
+          // From now on every instruction stops it: a pcall around the loop cannot
+          // swallow the stop, the code around that pcall is stopped too.
+          lua_sethook(L, lua_gethook(L), LUA_MASKCOUNT, 1);
+          luaL_where(L, 0); // the running function's FILE:LINE
+          if (cancelled) {
+            lua_pushstring(L, "interrupted");
+          } else {
+            char limit[32]; // no std::string: the error unwinds past destructors
+            std::snprintf(limit, sizeof limit, "%g", o.timeout_s);
+            lua_pushfstring(L, "stopped after its --timeout of %s s", limit);
+          }
+          lua_concat(L, 2);
+          lua_error(L);
+        },
+        LUA_MASKCOUNT, hook_every);
+}
+
+LuaState::~LuaState() { lua_close(L_); }
+
+LuaState& owner(lua_State* L) {
+  lua_getfield(L, LUA_REGISTRYINDEX, owner_key);
+  auto* state = static_cast<LuaState*>(lua_touserdata(L, -1));
+  lua_pop(L, 1);
+  return *state;
+}
+
+Status LuaState::call(int nargs, int nresults) {
+  const int base = lua_gettop(L_) - nargs;
+  lua_pushcfunction(L_, traceback);
+  lua_insert(L_, base);
+  const int status = lua_pcall(L_, nargs, nresults, base);
+  lua_remove(L_, base);
+  if (status == LUA_OK) return Ok{};
+  std::string message = lua_tostring(L_, -1) ? lua_tostring(L_, -1) : "error object is not a string";
+  lua_pop(L_, 1);
+  return Error::bad_input(std::move(message));
+}
+
+Status LuaState::run_file(const std::string& path, const std::vector<std::string>& args) {
+  // Chunk names "@FILE" make Lua's messages and tracebacks say FILE:LINE.
+  if (luaL_loadfilex(L_, path.c_str(), "t") != LUA_OK) {
+    std::string message = lua_tostring(L_, -1);
+    lua_pop(L_, 1);
+    return Error::bad_input(std::move(message));
+  }
+  for (const std::string& arg : args)
+    lua_pushstring(L_, arg.c_str());
+  return call(static_cast<int>(args.size()), 1);
+}
+
+} // namespace actorpipe::lua

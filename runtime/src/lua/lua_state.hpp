@@ -1,0 +1,57 @@
+#pragma once
+
+/// A Lua 5.4 state for scripts and Lua jobs: sandboxed unless asked otherwise, stopped
+/// by a deadline or a cancel flag, and with errors that carry FILE:LINE and the Lua
+/// traceback. Internal: the public face is run_script() (actorpipe/script.hpp) and
+/// load_job() of a .lua file.
+
+#include <actorpipe/error.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct lua_State;
+
+namespace actorpipe::lua {
+
+struct StateOptions {
+  /// Everything of the standard library (io, os, package, load of binary chunks);
+  /// otherwise a script gets the safe parts and a clear error for the rest.
+  bool allow_io = false;
+  /// Stopped with an error once this passes; none: no limit.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  double timeout_s = 0; ///< what the deadline's message names
+  /// Stopped with an error once this is set (Ctrl-C).
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+class LuaState {
+public:
+  explicit LuaState(const StateOptions& options = {});
+  ~LuaState();
+  LuaState(const LuaState&) = delete;
+  LuaState& operator=(const LuaState&) = delete;
+
+  lua_State* get() const { return L_; }
+
+  /// Loads and runs `path` with `...` = `args`, leaving its first result on the stack
+  /// (nil when it returns none). A syntax or runtime error comes back as bad input:
+  /// "FILE:LINE: message" and the traceback.
+  Status run_file(const std::string& path, const std::vector<std::string>& args = {});
+
+  /// Calls the function below `nargs` arguments on the stack in protected mode, with
+  /// the traceback handler, leaving `nresults` results.
+  Status call(int nargs, int nresults);
+
+private:
+  lua_State* L_;
+  StateOptions options_;
+};
+
+/// The LuaState that owns `L` (each state keeps a pointer to its owner).
+LuaState& owner(lua_State* L);
+
+} // namespace actorpipe::lua

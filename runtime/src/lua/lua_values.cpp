@@ -1,0 +1,224 @@
+/// Lua tables to and from JSON, and to TOML.
+
+#include "lua_values.hpp"
+
+#include "base/text.hpp"
+
+#include <lua.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace actorpipe::lua {
+
+namespace {
+
+/// The number of elements when the table at `index` is a sequence 1…n (0 when empty),
+/// or -1 when it has any other key.
+lua_Integer sequence_length(lua_State* L, int index) {
+  index = lua_absindex(L, index);
+  lua_Integer count = 0;
+  lua_pushnil(L);
+  while (lua_next(L, index)) {
+    lua_pop(L, 1);
+    if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1) {
+      lua_pop(L, 1);
+      return -1;
+    }
+    ++count;
+  }
+  return static_cast<lua_Integer>(luaL_len(L, index)) == count ? count : -1;
+}
+
+/// The keys of a table that is no sequence, as strings, sorted; an error names a key
+/// that is neither a string nor a number.
+Result<std::vector<std::string>> sorted_keys(lua_State* L, int index, const std::string& where) {
+  index = lua_absindex(L, index);
+  std::vector<std::string> keys;
+  lua_pushnil(L);
+  while (lua_next(L, index)) {
+    lua_pop(L, 1);
+    if (lua_type(L, -1) == LUA_TSTRING)
+      keys.emplace_back(lua_tostring(L, -1));
+    else if (lua_type(L, -1) == LUA_TNUMBER) {
+      lua_pushvalue(L, -1);
+      keys.emplace_back(lua_tostring(L, -1));
+      lua_pop(L, 1);
+    } else {
+      const std::string type = luaL_typename(L, -1);
+      lua_pop(L, 1);
+      return Error::bad_input(where + ": a key of type " + type + " cannot be written");
+    }
+  }
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+std::string child(const std::string& where, const std::string& key) { return where.empty() ? key : where + "." + key; }
+
+std::string toml_number(lua_State* L, int index) {
+  if (lua_isinteger(L, index)) return std::to_string(lua_tointeger(L, index));
+  const double x = lua_tonumber(L, index);
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  char buffer[40];
+  std::snprintf(buffer, sizeof buffer, "%.17g", x);
+  std::string out = buffer;
+  if (out.find_first_of(".e") == std::string::npos) out += ".0";
+  return out;
+}
+
+std::string toml_key(const std::string& key) {
+  const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '_' || c == '-';
+  });
+  return bare ? key : text::toml_quote(key);
+}
+
+/// One value as inline TOML.
+Result<std::string> inline_toml(lua_State* L, int index, const std::string& where) {
+  index = lua_absindex(L, index);
+  switch (lua_type(L, index)) {
+  case LUA_TBOOLEAN: return std::string(lua_toboolean(L, index) ? "true" : "false");
+  case LUA_TNUMBER: return toml_number(L, index);
+  case LUA_TSTRING: return text::toml_quote(lua_tostring(L, index));
+  case LUA_TTABLE: {
+    const lua_Integer n = sequence_length(L, index);
+    std::string out;
+    if (n >= 0) {
+      for (lua_Integer i = 1; i <= n; ++i) {
+        lua_geti(L, index, i);
+        auto item = inline_toml(L, -1, where + "[" + std::to_string(i) + "]");
+        lua_pop(L, 1);
+        ACTORPIPE_TRY(item);
+        out += (i > 1 ? ", " : "") + *item;
+      }
+      return "[" + out + "]";
+    }
+    auto keys = sorted_keys(L, index, where);
+    ACTORPIPE_TRY(keys);
+    for (const std::string& key : *keys) {
+      lua_getfield(L, index, key.c_str());
+      auto item = inline_toml(L, -1, child(where, key));
+      lua_pop(L, 1);
+      ACTORPIPE_TRY(item);
+      out += (out.empty() ? "" : ", ") + toml_key(key) + " = " + *item;
+    }
+    return "{" + out + "}";
+  }
+  default: return Error::bad_input(where + ": a " + luaL_typename(L, index) + " cannot be a job's value");
+  }
+}
+
+/// Lines "a.b.c = value" for every key path below the table at `index`.
+Status toml_lines(lua_State* L, int index, std::vector<std::string>& path, TomlText& out) {
+  index = lua_absindex(L, index);
+  auto keys = sorted_keys(L, index, text::join(path, "."));
+  ACTORPIPE_TRY(keys);
+  for (const std::string& key : *keys) {
+    path.push_back(key);
+    lua_getfield(L, index, key.c_str());
+    Status status = Ok{};
+    if (lua_type(L, -1) == LUA_TTABLE && sequence_length(L, -1) < 0) {
+      status = toml_lines(L, -1, path, out);
+    } else {
+      auto value = inline_toml(L, -1, text::join(path, "."));
+      if (value) {
+        std::string line;
+        for (const std::string& part : path)
+          line += (line.empty() ? "" : ".") + toml_key(part);
+        out.text += line + " = " + *value + "\n";
+        out.paths.push_back(path);
+      } else {
+        status = std::move(value).error();
+      }
+    }
+    lua_pop(L, 1);
+    path.pop_back();
+    ACTORPIPE_TRY(status);
+  }
+  return Ok{};
+}
+
+} // namespace
+
+void push_json(lua_State* L, const nlohmann::json& value) {
+  switch (value.type()) {
+  case nlohmann::json::value_t::object:
+    lua_createtable(L, 0, static_cast<int>(value.size()));
+    for (const auto& [key, item] : value.items()) {
+      if (item.is_null()) continue;
+      push_json(L, item);
+      lua_setfield(L, -2, key.c_str());
+    }
+    return;
+  case nlohmann::json::value_t::array: {
+    lua_createtable(L, static_cast<int>(value.size()), 0);
+    lua_Integer i = 0;
+    for (const auto& item : value) {
+      push_json(L, item);
+      lua_seti(L, -2, ++i);
+    }
+    return;
+  }
+  case nlohmann::json::value_t::string: lua_pushstring(L, value.get_ref<const std::string&>().c_str()); return;
+  case nlohmann::json::value_t::boolean: lua_pushboolean(L, value.get<bool>()); return;
+  case nlohmann::json::value_t::number_integer: lua_pushinteger(L, value.get<std::int64_t>()); return;
+  case nlohmann::json::value_t::number_unsigned:
+    lua_pushinteger(L, static_cast<lua_Integer>(value.get<std::uint64_t>()));
+    return;
+  case nlohmann::json::value_t::number_float: lua_pushnumber(L, value.get<double>()); return;
+  default: lua_pushnil(L); return;
+  }
+}
+
+Result<nlohmann::json> to_json(lua_State* L, int index, const std::string& where) {
+  index = lua_absindex(L, index);
+  switch (lua_type(L, index)) {
+  case LUA_TNIL: return nlohmann::json(nullptr);
+  case LUA_TBOOLEAN: return nlohmann::json(static_cast<bool>(lua_toboolean(L, index)));
+  case LUA_TNUMBER:
+    if (lua_isinteger(L, index)) return nlohmann::json(static_cast<std::int64_t>(lua_tointeger(L, index)));
+    return nlohmann::json(lua_tonumber(L, index));
+  case LUA_TSTRING: return nlohmann::json(std::string(lua_tostring(L, index)));
+  case LUA_TTABLE: {
+    const lua_Integer n = sequence_length(L, index);
+    if (n >= 0) {
+      nlohmann::json out = nlohmann::json::array();
+      for (lua_Integer i = 1; i <= n; ++i) {
+        lua_geti(L, index, i);
+        auto item = to_json(L, -1, where + "[" + std::to_string(i) + "]");
+        lua_pop(L, 1);
+        ACTORPIPE_TRY(item);
+        out.push_back(std::move(*item));
+      }
+      return out;
+    }
+    auto keys = sorted_keys(L, index, where);
+    ACTORPIPE_TRY(keys);
+    nlohmann::json out = nlohmann::json::object();
+    for (const std::string& key : *keys) {
+      lua_getfield(L, index, key.c_str());
+      auto item = to_json(L, -1, child(where, key));
+      lua_pop(L, 1);
+      ACTORPIPE_TRY(item);
+      out[key] = std::move(*item);
+    }
+    return out;
+  }
+  default: return Error::bad_input(where + ": a " + luaL_typename(L, index) + " cannot be written as JSON");
+  }
+}
+
+Result<TomlText> to_toml(lua_State* L, int index) {
+  if (lua_type(L, index) != LUA_TTABLE)
+    return Error::bad_input(std::string("expected a table and found a ") + luaL_typename(L, index));
+  TomlText out;
+  std::vector<std::string> path;
+  ACTORPIPE_TRY(toml_lines(L, index, path, out));
+  return out;
+}
+
+} // namespace actorpipe::lua

@@ -1,0 +1,35 @@
+#pragma once
+
+/// Values between Lua and the rest of actorpipe: JSON documents (what `--json` prints)
+/// become plain Lua tables, and tables become JSON or TOML (a job table is read by the
+/// same code as a job file).
+
+#include <actorpipe/error.hpp>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <string>
+#include <vector>
+
+struct lua_State;
+
+namespace actorpipe::lua {
+
+/// Pushes `value`: objects become tables with string keys, arrays sequences from 1,
+/// null nil.
+void push_json(lua_State* L, const nlohmann::json& value);
+
+/// The value at `index` as JSON: a table whose keys are 1…n is an array (an empty table
+/// too), any other an object with its keys as strings. `where` names the value in
+/// errors ("rows[3].loss"). Functions and other userdata are errors.
+Result<nlohmann::json> to_json(lua_State* L, int index, const std::string& where);
+
+/// A table as TOML text, one line per key path ("plan.stages = 4"; arrays and their
+/// tables inline), keys sorted; `paths[i]` is the key path of line i + 1.
+struct TomlText {
+  std::string text;
+  std::vector<std::vector<std::string>> paths;
+};
+Result<TomlText> to_toml(lua_State* L, int index);
+
+} // namespace actorpipe::lua
