@@ -63,12 +63,7 @@ Result<JobSpec> load_job_file(const std::string& path, const std::vector<std::st
   auto text = read_file(path);
   ACTORPIPE_TRY(text);
   StateOptions options;
-  if (timeout_s > 0) {
-    options.deadline =
-        std::chrono::steady_clock::now() +
-        std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s));
-    options.timeout_s = timeout_s;
-  }
+  options.timeout_s = timeout_s;
   LuaState state(options);
   ACTORPIPE_TRY(state.run_file(path));
   lua_State* L = state.get();

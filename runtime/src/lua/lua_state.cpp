@@ -96,13 +96,17 @@ LuaState::LuaState(const StateOptions& options) : L_(luaL_newstate()), options_(
     luaL_openlibs(L_);
   else
     open_sandboxed(L_);
-  if (options_.deadline || options_.cancel)
+  if (options_.timeout_s > 0)
+    deadline_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                       std::chrono::duration<double>(options_.timeout_s));
+  if (deadline_ || options_.cancel)
     lua_sethook(
         L_,
         [](lua_State* L, lua_Debug*) {
-          const StateOptions& o = owner(L).options_;
+          const LuaState& state = owner(L);
+          const StateOptions& o = state.options_;
           const bool cancelled = o.cancel && o.cancel->load();
-          if (!cancelled && !(o.deadline && std::chrono::steady_clock::now() > *o.deadline)) return;
+          if (!cancelled && !(state.deadline_ && std::chrono::steady_clock::now() > *state.deadline_)) return;
           // From now on every instruction stops it: a pcall around the loop cannot
           // swallow the stop, the code around that pcall is stopped too.
           lua_sethook(L, lua_gethook(L), LUA_MASKCOUNT, 1);

@@ -21,9 +21,9 @@ struct StateOptions {
   /// Everything of the standard library (io, os, package, load of binary chunks);
   /// otherwise a script gets the safe parts and a clear error for the rest.
   bool allow_io = false;
-  /// Stopped with an error once this passes; none: no limit.
-  std::optional<std::chrono::steady_clock::time_point> deadline;
-  double timeout_s = 0; ///< what the deadline's message names
+  /// Stopped with an error once this many seconds have passed since the state was
+  /// made; 0: no limit.
+  double timeout_s = 0;
   /// Stopped with an error once this is set (Ctrl-C).
   const std::atomic<bool>* cancel = nullptr;
 };
@@ -49,6 +49,7 @@ public:
 private:
   lua_State* L_;
   StateOptions options_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
 };
 
 /// The LuaState that owns `L` (each state keeps a pointer to its owner).

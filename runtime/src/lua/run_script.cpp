@@ -345,12 +345,7 @@ Status run_script(const std::string& path, const ScriptOptions& options) {
   lua::StateOptions state_options;
   state_options.allow_io = options.allow_io;
   state_options.cancel = options.cancel;
-  if (options.timeout_s > 0) {
-    state_options.deadline =
-        std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                               std::chrono::duration<double>(options.timeout_s));
-    state_options.timeout_s = options.timeout_s;
-  }
+  state_options.timeout_s = options.timeout_s;
   lua::LuaState state(state_options);
   lua_State* L = state.get();
   lua_pushlightuserdata(L, &c);
