@@ -192,6 +192,13 @@ BOOST_AUTO_TEST_CASE(a_sandboxed_script_is_refused_processes_files_and_binary_ch
   BOOST_TEST(contains(script_error(dir, "actorpipe.write_json('../x.json', {})\n"),
                       "a script writes only inside its output folder"));
   BOOST_TEST(!std::filesystem::exists(dir.path() / "x.json"));
+  // Malformed arguments to the module are errors naming what is wrong.
+  BOOST_TEST(contains(script_error(dir, "actorpipe.write_csv('a.csv', 5)\n"), "rows must be a list of tables"));
+  BOOST_TEST(contains(script_error(dir, "actorpipe.write_csv('a.csv', {1, 2})\n"), "rows[1] is not a table"));
+  BOOST_TEST(contains(script_error(dir, "actorpipe.write_json('a.json', {f = print})\n"),
+                      "value.f: a function cannot be written as JSON"));
+  BOOST_TEST(contains(script_error(dir, "actorpipe.plan({}, 3)\n"), "overrides: expected a table and found a number"));
+  BOOST_TEST(contains(script_error(dir, "actorpipe.plan(42)\n"), "job: expected a table and found a number"));
   // With --allow-io, all of it.
   ScriptOptions io;
   io.allow_io = true;
