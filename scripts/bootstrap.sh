@@ -19,7 +19,7 @@ build=${ACTORPIPE_BUILD_DIR:-$root/build}
 
 packages=(
   g++ meson ninja-build pkg-config cmake ccache
-  libcaf-dev libtorch-dev libtomlplusplus-dev liblua5.4-dev libboost-test-dev
+  libcaf-dev libtorch-dev libtomlplusplus-dev liblua5.4-dev libboost-test-dev libplplot-dev
   nlohmann-json3-dev libcli11-dev zlib1g-dev
   # LibTorch's recommended BLAS; without it Debian falls back to the reference BLAS,
   # several times slower on every linear layer.

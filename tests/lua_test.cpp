@@ -1,6 +1,7 @@
 // Lua: jobs written in Lua read by the same code as TOML jobs, their mistakes placed at
 // the Lua source's lines; scripts sandboxed, stopped by a timeout or a cancel flag, and
-// the module's plans, simulations and files.
+// the module's plans, simulations, files, plots and runs; plugins written in Lua; and
+// the scripts of scripts/.
 #define BOOST_TEST_MODULE lua
 #include <boost/test/unit_test.hpp>
 
@@ -10,12 +11,15 @@
 #include <actorpipe/script.hpp>
 
 #include "lua/source_keys.hpp"
+#include "plot/trace_timeline.hpp"
+#include "train/training_entry.hpp"
 
 #include "test_support.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 using namespace actorpipe;
@@ -58,6 +62,48 @@ std::string script_error(const ScratchDir& dir, const std::string& source, Scrip
   if (options.output_dir.empty()) options.output_dir = (dir.path() / "out").string();
   const Status status = run_script(path, options);
   return status ? std::string() : status.error().message;
+}
+
+/// The Lua twins of shipped plugins (tests/lua_plugins/twins.lua).
+std::string twins() { return (test::source_root() / "tests/lua_plugins/twins.lua").string(); }
+
+/// A plugin search path of the default folders and `extra`.
+PluginRegistry registry_with(const std::string& extra) {
+  auto folders = PluginRegistry::default_folders();
+  folders.push_back(extra);
+  auto registry = PluginRegistry::discover(folders);
+  REQUIRE_OK(registry);
+  return std::move(*registry);
+}
+
+/// A job small enough to train in a second: a two-layer MLP on synthetic data, on
+/// `stages` × `pipelines` CPU devices.
+std::string tiny_job(const ScratchDir& dir, std::size_t stages, std::size_t pipelines, const std::string& extra = "") {
+  return dir.write("tiny.toml", test::cpu_cluster_toml(stages * pipelines, "1 GiB") +
+                                    "[job]\nname = \"tiny\"\n[model]\nzoo = \"mlp\"\nlayers = 2\nwidth = 16\n"
+                                    "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [8]\nclasses = 3\n"
+                                    "[train]\nbatch_size = 32\nsteps = 20\n[plan]\nstages = " +
+                                    std::to_string(stages) + "\npipelines = " + std::to_string(pipelines) +
+                                    "\nmicro_batches = 2\n" + extra);
+}
+
+/// Where a script run from a test process finds the training runtime: built here.
+void use_built_training_runtime() {
+  train::set_training_library((test::build_root() / "actors/libactorpipe_training.so").string());
+}
+
+/// The text of an SVG file's <text> elements, its character references decoded.
+std::string svg_text(const std::string& svg) {
+  std::string out;
+  const std::regex reference("&#x([0-9A-Fa-f]+);");
+  for (std::sregex_iterator it(svg.begin(), svg.end(), reference), end; it != end; ++it) {
+    const unsigned long c = std::stoul((*it)[1].str(), nullptr, 16);
+    out += c < 128 ? static_cast<char>(c) : '?';
+    // Elements follow one another: a tag between references separates two texts.
+    const auto next = it->position() + it->length();
+    if (next < static_cast<std::ptrdiff_t>(svg.size()) && svg[static_cast<std::size_t>(next)] == '<') out += '|';
+  }
+  return out;
 }
 
 } // namespace
@@ -237,4 +283,274 @@ BOOST_AUTO_TEST_CASE(the_cli_plans_a_lua_job_and_runs_scripts_with_exit_2_on_err
   BOOST_TEST(stopped.status == 2);
   BOOST_TEST(stopped.out == "a\tb\n");
   BOOST_TEST(contains(stopped.err, "loop.lua:2: stopped after its --timeout of 0.2 s"), stopped.err);
+}
+
+BOOST_AUTO_TEST_CASE(plugins_written_in_lua_plan_as_their_cpp_twins) {
+  const PluginRegistry registry = registry_with(twins());
+  const auto* record = registry.find(PluginKind::partitioner, "lua-uniform");
+  BOOST_REQUIRE(record);
+  BOOST_TEST(record->file == twins() + ":3"); // where its function is, which messages name
+  BOOST_TEST(record->version == "1.0.0");
+  auto job = load_job(configs() + "/vgg16-4dev.toml", {"plan.micro_batches=4"});
+  REQUIRE_OK(job);
+  auto cpp = make_plan(*job, registry);
+  job->plan.partitioner = "lua-uniform";
+  job->plan.mapper = "lua-sequential";
+  job->plan.scheduler = "lua-gpipe";
+  auto with_lua_gpipe = make_plan(*job, registry);
+  job->plan.scheduler = "gpipe";
+  auto cpp_gpipe = make_plan(*job, registry);
+  job->plan.partitioner = "uniform";
+  job->plan.mapper = "sequential";
+  job->plan.scheduler = "gpipe";
+  auto cpp_all = make_plan(*job, registry);
+  REQUIRE_OK(cpp);
+  REQUIRE_OK(with_lua_gpipe);
+  REQUIRE_OK(cpp_all);
+  const auto lua = nlohmann::json::parse(plan_to_json(*with_lua_gpipe, job->profile, job->cluster));
+  const auto original = nlohmann::json::parse(plan_to_json(*cpp_all, job->profile, job->cluster));
+  BOOST_TEST(lua["partitioner"] == "lua-uniform");
+  BOOST_TEST(lua["stages"].size() == 4u);
+  for (const char* key : {"stages", "schedule_actions", "iteration_time_ms", "micro_batch_sizes"})
+    BOOST_TEST(lua[key] == original[key], key);
+
+  // A sync policy's round comes back as the C++ type.
+  auto sync = registry.sync_policy("lua-all");
+  REQUIRE_OK(sync);
+  auto round = (*sync)->round({0, 3, 1, {0.1, 0.2, 0.3}, {}});
+  REQUIRE_OK(round);
+  BOOST_TEST((round->kind == SyncRound::Kind::allreduce_gradients));
+  BOOST_REQUIRE(round->groups.size() == 1u);
+  BOOST_TEST(round->groups[0] == (std::vector<std::size_t>{0, 1, 2}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_failing_or_malformed_lua_plugin_is_named_with_its_line) {
+  ScratchDir dir;
+  const std::string file = dir.write("bad.lua", "actorpipe.register_partitioner('raises', function(ctx)\n"
+                                                "  local t = nil\n"
+                                                "  return t.cuts\n"
+                                                "end)\n"
+                                                "actorpipe.register_partitioner('garbage', function(ctx)\n"
+                                                "  return { cuts = { 0, 'x' } }\n"
+                                                "end)\n"
+                                                "actorpipe.register_partitioner('short', function(ctx)\n"
+                                                "  return { 0, #ctx.profile.blocks }\n"
+                                                "end)\n"
+                                                "actorpipe.register_scheduler('deadlock', function(r)\n"
+                                                "  return 'name = \"x\"\\nmicro_batch_sizes = [16, 16]\\n' ..\n"
+                                                "         'stages = [\"B0 F0 F1 B1\"]'\n"
+                                                "end)\n");
+  const PluginRegistry registry = registry_with(file);
+  auto job = load_job(configs() + "/vgg16-4dev.toml", {"plan.stages=1", "plan.micro_batches=2"});
+  REQUIRE_OK(job);
+  const auto error_of = [&](const std::string& partitioner, const std::string& scheduler = "1f1b") {
+    job->plan.partitioner = partitioner;
+    job->plan.scheduler = scheduler;
+    auto plan = make_plan(*job, registry);
+    BOOST_REQUIRE(!plan);
+    BOOST_TEST(exit_status(plan.error().code) == 2);
+    return plan.error().message;
+  };
+  std::string message = error_of("raises");
+  BOOST_TEST(contains(message, "partitioner 'raises' (" + file + ":1): " + file + ":3: attempt to index a nil value"),
+             message);
+  message = error_of("garbage");
+  BOOST_TEST(contains(message, "partitioner 'garbage' (" + file + ":5): returned cuts[2]: expected a block number"),
+             message);
+  job->plan.stages = 4;
+  message = error_of("short");
+  BOOST_TEST(contains(message, "partitioner 'short' (" + file + ":8): returned 2 cuts for 4 stages"), message);
+  job->plan.stages = 1;
+  message = error_of("uniform", "deadlock");
+  BOOST_TEST(contains(message, "scheduler 'deadlock' (" + file + ":11): "), message);
+  BOOST_TEST(contains(message, "B0): backward before the micro-batch's forward"), message);
+
+  // A file that registers nothing, or fails, is refused at discovery, named.
+  const std::string empty = dir.write("empty.lua", "local x = 1\n");
+  auto refused = PluginRegistry::discover({empty});
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(contains(refused.error().message, empty + ": a plugin file registers at least one plugin"));
+  const std::string sandboxed = dir.write("sandboxed.lua", "os.execute('true')\n");
+  refused = PluginRegistry::discover({sandboxed});
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(contains(refused.error().message, sandboxed + ":1: os.execute is not available"), refused.error().message);
+}
+
+BOOST_AUTO_TEST_CASE(a_script_registers_plugins_and_plans_with_them) {
+  ScratchDir dir;
+  const std::string error = script_error(dir, R"(
+actorpipe.register_partitioner("halves", function(ctx)
+  return { 0, #ctx.profile.blocks // 2, #ctx.profile.blocks }
+end, { description = "two stages" })
+local listed = false
+for _, p in ipairs(actorpipe.plugins().plugins) do listed = listed or p.name == "halves" end
+assert(listed, "plugins() lists the script's own")
+local plan = actorpipe.plan(..., { plan = { partitioner = "halves", stages = 2 } })
+actorpipe.write_json("plan.json", plan)
+)",
+                                         with_args({configs() + "/vgg16-4dev.toml"}));
+  BOOST_REQUIRE_MESSAGE(error.empty(), error);
+  const auto plan = nlohmann::json::parse(read((dir.path() / "out/plan.json").string()));
+  BOOST_TEST(plan["partitioner"] == "halves");
+  BOOST_TEST(plan["stages"][1]["begin"]["block"] == plan["model_blocks"].get<int>() / 2);
+}
+
+BOOST_AUTO_TEST_CASE(a_lua_partitioner_named_in_a_toml_job_is_used_by_plan_and_run) {
+  ScratchDir dir;
+  // The example plugin built in this tree (greedy.so) and its Lua twin, on the path.
+  const std::string lua_twin = (test::source_root() / "examples/custom_plugin/greedy.lua").string();
+  const std::string cpp_twin = (test::broken_plugins() / "greedy.so").string();
+  const std::string job =
+      tiny_job(dir, 2, 1, "partitioner = \"greedy-lua\"\nplugin_path = [\"" + lua_twin + "\", \"" + cpp_twin + "\"]\n");
+  // One profile for every command, so that their plans can be compared.
+  auto profiled = test::run_cli("profile " + job + " --repeats 1 -o " + (dir.path() / "tiny.profile.toml").string());
+  BOOST_REQUIRE_MESSAGE(profiled.status == 0, profiled.err);
+  const std::string profile = " --profile " + (dir.path() / "tiny.profile.toml").string();
+  auto lua = test::run_cli("plan " + job + profile + " --json");
+  auto cpp = test::run_cli("plan " + job + profile + " --partitioner greedy --json");
+  BOOST_REQUIRE_MESSAGE(lua.status == 0, lua.err);
+  BOOST_REQUIRE_MESSAGE(cpp.status == 0, cpp.err);
+  const auto lua_plan = nlohmann::json::parse(lua.out), cpp_plan = nlohmann::json::parse(cpp.out);
+  BOOST_TEST(lua_plan["partitioner"] == "greedy-lua");
+  BOOST_TEST(cpp_plan["partitioner"] == "greedy");
+  BOOST_TEST(lua_plan["stages"] == cpp_plan["stages"]);
+  const std::string out = (dir.path() / "run").string();
+  auto run = test::run_cli("run " + job + profile + " --steps 2 -o " + out);
+  BOOST_REQUIRE_MESSAGE(run.status == 0, run.err);
+  const auto run_plan = nlohmann::json::parse(read(out + "/plan.json"));
+  BOOST_TEST(run_plan["partitioner"] == "greedy-lua");
+  BOOST_TEST(run_plan["stages"] == lua_plan["stages"]);
+}
+
+BOOST_AUTO_TEST_CASE(a_script_trains_and_on_step_returning_false_stops_at_a_checkpoint) {
+  use_built_training_runtime();
+  ScratchDir dir;
+  const std::string job = tiny_job(dir, 2, 1);
+  const std::string error = script_error(dir, R"(
+local seen, evaluations = {}, 0
+local run = actorpipe.run(..., {
+  steps = 12,
+  output = "stopped",
+  on_step = function(m)
+    seen[#seen + 1] = m.loss
+    if m.step == 3 then return false end
+  end,
+  on_evaluation = function(e) evaluations = evaluations + 1 end,
+})
+actorpipe.write_json("run.json", { run = run, seen = #seen, evaluations = evaluations })
+local second = actorpipe.run(..., { steps = 2 })
+actorpipe.write_json("second.json", second)
+)",
+                                         with_args({job}));
+  BOOST_REQUIRE_MESSAGE(error.empty(), error);
+  const auto written = nlohmann::json::parse(read((dir.path() / "out/run.json").string()));
+  const auto& run = written["run"];
+  BOOST_TEST(run["stopped"] == true);
+  // The stop waits for a step with none queued behind it: the one after the third.
+  BOOST_TEST(run["steps"].get<int>() >= 3);
+  BOOST_TEST(run["steps"].get<int>() <= 4);
+  BOOST_TEST(written["seen"] == run["steps"]);
+  BOOST_TEST(written["evaluations"] == 0); // stopped before the run's end
+  BOOST_TEST(std::filesystem::exists(dir.path() / "out/stopped/checkpoint.pt"));
+  for (const char* field : {"final_loss", "samples_per_s", "median_step_ms", "predicted_step_ms", "output_dir"})
+    BOOST_TEST(run.contains(field), field);
+  // A run without a name of its own goes to the job's name.
+  const auto second = nlohmann::json::parse(read((dir.path() / "out/second.json").string()));
+  BOOST_TEST(second["steps"] == 2);
+  BOOST_TEST(second["stopped"] == false);
+  BOOST_TEST(std::filesystem::exists(dir.path() / "out/tiny/trace.json"));
+
+  // An error in a callback stops the run and comes back named, with the script's line.
+  const std::string failed = script_error(dir,
+                                          "actorpipe.run(..., { steps = 8, output = 'failed',\n"
+                                          "  on_step = function(m) error('no more') end })\n",
+                                          with_args({job}));
+  BOOST_TEST(contains(failed, "on_step: "), failed);
+  BOOST_TEST(contains(failed, "script.lua:2: no more"), failed);
+  BOOST_TEST(contains(failed, "the run stopped after step"), failed);
+  BOOST_TEST(contains(script_error(dir, "actorpipe.run(..., { step = 3 })\n", with_args({job})),
+                      "run: unknown option 'step' (steps, epochs, output, resume, pin, on_step, on_evaluation)"));
+}
+
+BOOST_AUTO_TEST_CASE(plots_are_drawn_and_bad_chart_data_is_named) {
+  ScratchDir dir;
+  const std::string error = script_error(dir, R"(
+actorpipe.plot_lines("lines.svg", { title = "Loss", x_label = "step", y_label = "loss",
+  series = { { label = "a", y = { 3, 2, 1.5 } }, { label = "b", x = { 1, 2, 3 }, y = { 3, 2.5, 2 } } } })
+actorpipe.plot_bars("bars.svg", { title = "Throughput", y_label = "samples/s", categories = { "2", "4" },
+  groups = { { label = "autopipe", values = { 10, 20 } }, { label = "uniform", values = { 8, 12 } } } })
+)");
+  BOOST_REQUIRE_MESSAGE(error.empty(), error);
+  const std::string lines = svg_text(read((dir.path() / "out/lines.svg").string()));
+  for (const char* text : {"Loss", "step", "loss", "|a|", "|b|"})
+    BOOST_TEST(contains(lines, text), text << " in " << lines);
+  const std::string bars = svg_text(read((dir.path() / "out/bars.svg").string()));
+  for (const char* text : {"Throughput", "autopipe", "uniform", "|20|", "|12|"})
+    BOOST_TEST(contains(bars, text), text << " in " << bars);
+
+  BOOST_TEST(
+      contains(script_error(dir, "actorpipe.plot_lines('x.svg', { series = { { y = { 1, 0 } } }, log_y = true })\n"),
+               "point 2 has y 0, which a logarithmic axis cannot show"));
+  BOOST_TEST(
+      contains(script_error(dir, "actorpipe.plot_lines('x.svg', { series = { { x = { 1 }, y = { 1, 2 } } } })\n"),
+               "1 x values and 2 y values"));
+  BOOST_TEST(contains(script_error(dir, "actorpipe.plot_bars('x.svg', { categories = { 'a' }, values = { 'n' } })\n"),
+                      "chart.values[1]: expected a number"));
+  BOOST_TEST(contains(script_error(dir, "actorpipe.plot_bars('x.svg', { categories = { 'a' }, colour = 'red' })\n"),
+                      "plot_bars: unknown option 'colour'"));
+  BOOST_TEST(contains(script_error(dir, "actorpipe.plot_timeline('x.svg', '/etc')\n"),
+                      "a sandboxed script reads traces only inside its output folder"));
+  BOOST_TEST(!std::filesystem::exists(dir.path() / "out/x.svg"));
+}
+
+BOOST_AUTO_TEST_CASE(the_scripts_of_scripts_run_on_small_settings) {
+  ScratchDir dir;
+  const std::string scripts = (test::source_root() / "scripts").string();
+  const auto script = [&](const std::string& name, const std::string& args) {
+    const std::string out = (dir.path() / name).string();
+    auto result = test::run_cli("script " + scripts + "/" + name + ".lua --output " + out + " " + args);
+    BOOST_TEST_MESSAGE(name << ":\n" << result.out << result.err);
+    BOOST_REQUIRE_MESSAGE(result.status == 0, name << ": " << result.err);
+    return out;
+  };
+  // Partitioners × stages on a profile: a row per pair, a bar per partitioner.
+  std::string out = script("sweep_partitioners", configs() + "/vgg16-4dev.toml autopipe,uniform 2,4");
+  const std::string csv = read(out + "/partitioners.csv");
+  BOOST_TEST(csv.rfind("partitioner,stages,pipelines,step_ms,samples_per_s,balance\n", 0) == 0u, csv);
+  BOOST_TEST(std::count(csv.begin(), csv.end(), '\n') == 5);
+  BOOST_TEST(contains(svg_text(read(out + "/partitioners.svg")), "autopipe"));
+
+  // The schedules: simulated and measured.
+  const std::string two_by_one = tiny_job(dir, 2, 1);
+  out = script("compare_schedules", two_by_one + " 4");
+  const std::string schedules = read(out + "/schedules.csv");
+  for (const char* name : {"\ngpipe,", "\n1f1b,", "\nsliced-1f1b,"})
+    BOOST_TEST(contains(schedules, name), name);
+  BOOST_TEST(std::filesystem::exists(out + "/schedules.svg"));
+
+  // Loss curves of runs differing in one key.
+  out = script("loss_curves", two_by_one + " 5 train.lr 0.01,0.1");
+  const std::string losses = read(out + "/losses.csv");
+  BOOST_TEST(std::count(losses.begin(), losses.end(), '\n') == 1 + 2 * 5);
+  BOOST_TEST(contains(svg_text(read(out + "/losses.svg")), "train.lr = 0.1"));
+
+  // The timeline of a real 2 × 2 run: 4 rows, each with forward and backward boxes.
+  ScratchDir four;
+  out = script("plot_timeline", tiny_job(four, 2, 2) + " 3");
+  auto timeline = plot::timeline_from_trace(read(out + "/run/trace.json"), "trace.json", {});
+  REQUIRE_OK(timeline);
+  BOOST_TEST(timeline->rows.size() == 4u);
+  for (std::size_t row = 0; row < timeline->rows.size(); ++row)
+    for (const std::string kind : {"forward", "backward"}) {
+      const auto k = std::find(timeline->kinds.begin(), timeline->kinds.end(), kind) - timeline->kinds.begin();
+      const auto boxes = std::count_if(timeline->boxes.begin(), timeline->boxes.end(), [&](const plot::TimelineBox& b) {
+        return b.row == row && b.kind == static_cast<std::size_t>(k);
+      });
+      BOOST_TEST(boxes == 2, "row " << row << " " << kind); // one per micro-batch
+    }
+  const std::string drawn = svg_text(read(out + "/timeline.svg"));
+  for (const char* row : {"pipeline 0, stage 0", "pipeline 0, stage 1", "pipeline 1, stage 0", "pipeline 1, stage 1"})
+    BOOST_TEST(contains(drawn, row), row << " in " << drawn);
+  BOOST_TEST(contains(drawn, "forward"));
+  BOOST_TEST(contains(drawn, "backward"));
 }

@@ -7,59 +7,39 @@
 #include "base/text.hpp"
 #include "base/text_table.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <iostream>
-#include <thread>
 
 namespace actorpipe::cli {
 
 namespace {
 
 int devices(bool json, bool nccl) {
-  const unsigned cores = std::thread::hardware_concurrency();
-  auto gpus = query_gpus();
-  Result<std::string> nccl_version = Error::unsupported("not checked (use --nccl)");
-  if (nccl) nccl_version = gpus ? check_nccl() : Error{gpus.error().code, "skipped: no GPU to check it on"};
-
+  const DeviceSurvey survey = survey_devices(nccl);
   if (json) {
-    nlohmann::json out = {{"cpu", {{"threads", cores}}}, {"cuda_built", built_with_cuda()}};
-    nlohmann::json list = nlohmann::json::array();
-    if (gpus)
-      for (const GpuInfo& g : *gpus)
-        list.push_back({{"index", g.index},
-                        {"name", g.name},
-                        {"memory_bytes", g.memory_bytes},
-                        {"compute_capability", std::to_string(g.compute_major) + "." + std::to_string(g.compute_minor)},
-                        {"multiprocessors", g.multiprocessors}});
-    else
-      out["cuda_error"] = gpus.error().message;
-    out["gpus"] = list;
-    if (nccl) out["nccl"] = nccl_version ? nlohmann::json(*nccl_version) : nlohmann::json(nccl_version.error().message);
-    std::cout << out.dump(2) << "\n";
+    std::cout << devices_to_json(survey);
   } else {
-    std::cout << "cpu    " << cores << " hardware threads\n";
-    if (!gpus) {
-      std::cout << "cuda   " << gpus.error().message << "\n";
+    std::cout << "cpu    " << survey.cpu_threads << " hardware threads\n";
+    if (!survey.gpus) {
+      std::cout << "cuda   " << survey.gpus.error().message << "\n";
     } else {
       text::Table table({{"gpu", text::Table::Align::right},
                          {"name"},
                          {"memory", text::Table::Align::right},
                          {"compute"},
                          {"SMs", text::Table::Align::right}});
-      for (const GpuInfo& g : *gpus)
+      for (const GpuInfo& g : *survey.gpus)
         table.add_row({std::to_string(g.index), g.name, text::format_bytes(g.memory_bytes),
                        std::to_string(g.compute_major) + "." + std::to_string(g.compute_minor),
                        std::to_string(g.multiprocessors)});
       std::cout << table.str();
     }
-    if (nccl)
+    if (survey.nccl)
       std::cout << "nccl   "
-                << (nccl_version ? "all-reduce over every GPU ok, NCCL " + *nccl_version : nccl_version.error().message)
+                << (*survey.nccl ? "all-reduce over every GPU ok, NCCL " + **survey.nccl : survey.nccl->error().message)
                 << "\n";
   }
   // Having no GPU is a fact to report, not a failure; a failed NCCL check that was asked for is.
-  if (nccl && !nccl_version) return exit_status(nccl_version.error().code);
+  if (survey.nccl && !*survey.nccl) return exit_status(survey.nccl->error().code);
   return 0;
 }
 

@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 #include "training_handoff.hpp"
+#include "train/training_entry.hpp"
 
 #include <actorpipe/version.hpp>
 
@@ -29,6 +30,12 @@ int main(int argc, char** argv) {
   app.fallthrough();
 
   cli::remember_arguments(argc, argv);
+#ifdef ACTORPIPE_CLI_CORE
+  // A script's first actorpipe.run or profile loads the training runtime from there.
+  train::set_training_library(cli::training_library());
+#else
+  train::set_training_entry_points(actorpipe_training_entry_points());
+#endif
   cli::CommonOptions common;
   cli::Run run;
   cli::add_plugins_command(app, common, run);

@@ -7,13 +7,12 @@
 #include "job_arguments.hpp"
 
 #include <actorpipe/planner.hpp>
+#include <actorpipe/report.hpp>
 #include <actorpipe/training.hpp>
 
 #include "base/text.hpp"
 #include "run_training.hpp"
 #include "train/cores.hpp"
-
-#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <cstdio>
@@ -118,19 +117,7 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
     std::cerr << "actorpipe: interrupted; stopped after step " << summary->steps << " with a checkpoint in "
               << summary->output_dir << ": the same command with --resume " << summary->output_dir << " continues it\n";
   if (a.json) {
-    nlohmann::json out{{"steps", summary->steps},
-                       {"epochs", summary->epochs},
-                       {"final_loss", summary->final_loss},
-                       {"test_accuracy", summary->test_accuracy},
-                       {"test_loss", summary->test_loss},
-                       {"samples_per_s", summary->samples_per_s},
-                       {"median_step_ms", summary->median_step_ms},
-                       {"predicted_step_ms", predicted},
-                       {"plan_step_ms", plan->iteration_time_ms},
-                       {"seconds", summary->seconds},
-                       {"stopped", summary->stopped},
-                       {"output_dir", summary->output_dir}};
-    std::cout << out.dump(2) << "\n";
+    std::cout << run_summary_to_json(*summary, predicted, plan->iteration_time_ms);
   } else if (!summary->stopped) {
     std::cout << "trained " << summary->steps << " steps in " << duration(summary->seconds) << " ("
               << text::format_fixed(summary->samples_per_s, 0) << " samples/s): final loss "

@@ -18,21 +18,42 @@ std::vector<char*> arguments;
 
 namespace fs = std::filesystem;
 
-/// Where actorpipe-train is: beside this program (a build tree), else under the
-/// installation's libexec folder.
-fs::path training_program() {
+/// This program's folder; empty when unknown.
+fs::path program_folder() {
   std::error_code ec;
   const fs::path self = fs::canonical("/proc/self/exe", ec);
-  if (ec) return "actorpipe-train";
-  const fs::path here = self.parent_path();
-  if (fs::exists(here / "actorpipe-train")) return here / "actorpipe-train";
+  return ec ? fs::path{} : self.parent_path();
+}
+
+/// Whether `here` is the CLI's folder of a build tree: actorpipe-train is built beside it.
+bool in_build_tree(const fs::path& here) { return fs::exists(here / "actorpipe-train"); }
+
+/// The installation's prefix, from the folder of an installed program.
+fs::path install_prefix(const fs::path& here) {
   fs::path prefix = here;
   for (const auto& part : fs::path(install_dirs::bindir))
     if (!part.empty()) prefix = prefix.parent_path();
-  return prefix / install_dirs::libexecdir / "actorpipe" / "actorpipe-train";
+  return prefix;
+}
+
+/// Where actorpipe-train is: beside this program (a build tree), else under the
+/// installation's libexec folder.
+fs::path training_program() {
+  const fs::path here = program_folder();
+  if (here.empty()) return "actorpipe-train";
+  if (in_build_tree(here)) return here / "actorpipe-train";
+  return install_prefix(here) / install_dirs::libexecdir / "actorpipe" / "actorpipe-train";
 }
 
 } // namespace
+
+std::string training_library() {
+  const fs::path here = program_folder();
+  if (here.empty()) return {};
+  // BUILD/runtime/cli/actorpipe and BUILD/actors/libactorpipe_training.so (actors/meson.build).
+  if (in_build_tree(here)) return (here.parent_path().parent_path() / "actors" / "libactorpipe_training.so").string();
+  return (install_prefix(here) / install_dirs::libdir / "libactorpipe_training.so.0").string();
+}
 
 void remember_arguments(int argc, char** argv) { arguments.assign(argv, argv + argc + 1); }
 

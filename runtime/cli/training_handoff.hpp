@@ -7,10 +7,17 @@
 
 #include <actorpipe/error.hpp>
 
+#include <string>
+
 namespace actorpipe::cli {
 
 /// Remembers the command line, for a hand-over decided after parsing.
 void remember_arguments(int argc, char** argv);
+
+/// The training runtime's library for a script that trains (train/training_entry.hpp):
+/// in a build tree, the one built beside this program; else under the installation's
+/// LIBDIR.
+std::string training_library();
 
 /// Replaces this process with `actorpipe-train` and the same arguments: next to this
 /// program in a build tree, or in LIBEXECDIR/actorpipe of an installation. Returns only

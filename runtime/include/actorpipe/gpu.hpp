@@ -7,6 +7,7 @@
 #include <actorpipe/error.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,5 +31,20 @@ ACTORPIPE_EXPORT Result<std::vector<GpuInfo>> query_gpus();
 /// Sets up one NCCL communicator over every visible GPU, runs an all-reduce of one
 /// float per device through it, and returns the NCCL version; checks the NCCL path.
 ACTORPIPE_EXPORT Result<std::string> check_nccl();
+
+/// What this machine can compute on, as `actorpipe devices` reports it.
+struct DeviceSurvey {
+  unsigned cpu_threads = 0;
+  bool cuda_built = false;
+  Result<std::vector<GpuInfo>> gpus = std::vector<GpuInfo>{}; ///< the error says why there are none
+  std::optional<Result<std::string>> nccl;                    ///< check_nccl()'s answer, when asked for
+};
+
+/// Looks at the CPU and the GPUs, and checks NCCL when `check_nccl_too`.
+ACTORPIPE_EXPORT DeviceSurvey survey_devices(bool check_nccl_too);
+
+/// {"cpu": {"threads"}, "cuda_built", "gpus": [{"index", "name", "memory_bytes",
+/// "compute_capability", "multiprocessors"}], "cuda_error"?, "nccl"?}.
+ACTORPIPE_EXPORT std::string devices_to_json(const DeviceSurvey& survey);
 
 } // namespace actorpipe

@@ -6,12 +6,14 @@
 /// `plugins/` or the installed `lib/actorpipe/plugins`), then every folder of
 /// ACTORPIPE_PLUGIN_PATH (colon-separated), then the job's `plan.plugin_path`, then
 /// `--plugin-path`. Every `*.so` found (in each folder itself, not in its subfolders)
-/// must be a valid plugin: anything else is an error naming the file.
+/// must be a valid plugin module, and every `*.lua` a plugin file that registers
+/// plugins written in Lua (docs/lua.md): anything else is an error naming the file.
 
 #include <actorpipe/export.hpp>
 #include <actorpipe/error.hpp>
 #include <actorpipe/plugin.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +46,11 @@ public:
   PluginRegistry(PluginRegistry&&) noexcept;
   PluginRegistry& operator=(PluginRegistry&&) noexcept;
   ~PluginRegistry();
+
+  /// Adds a plugin made in this process (a class of the host application's, a function
+  /// of a Lua script): used as one found in a module. Two plugins of a kind may not
+  /// share a name.
+  Status add(PluginRecord record, std::function<Result<std::shared_ptr<Plugin>>()> create);
 
   /// Every plugin found, sorted by kind then name.
   const std::vector<PluginRecord>& plugins() const;

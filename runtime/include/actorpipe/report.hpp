@@ -1,12 +1,14 @@
 #pragma once
 
-/// Plans as people and programs read them: a summary with a per-stage table, and JSON.
+/// Plans, simulations and runs as people and programs read them: a summary with a
+/// per-stage table, and JSON.
 
 #include <actorpipe/export.hpp>
 #include <actorpipe/cluster_spec.hpp>
 #include <actorpipe/model_profile.hpp>
 #include <actorpipe/plan.hpp>
 #include <actorpipe/simulator.hpp>
+#include <actorpipe/training.hpp>
 
 #include <string>
 #include <vector>
@@ -39,5 +41,10 @@ ACTORPIPE_EXPORT std::string format_simulation(const SimulationReport& report, c
 /// The same as JSON (docs/simulate.md lists the fields).
 ACTORPIPE_EXPORT std::string simulation_to_json(const SimulationReport& report, const Plan& plan,
                                                 const ClusterSpec& cluster);
+
+/// A finished run as `actorpipe run --json` prints it: the summary's fields, with the
+/// step time predicted on this machine and the plan's own.
+ACTORPIPE_EXPORT std::string run_summary_to_json(const RunSummary& summary, double predicted_step_ms,
+                                                 double plan_step_ms);
 
 } // namespace actorpipe

@@ -105,8 +105,8 @@ LuaState::LuaState(const StateOptions& options) : L_(luaL_newstate()), options_(
         [](lua_State* L, lua_Debug*) {
           const LuaState& state = owner(L);
           const StateOptions& o = state.options_;
+          if (!state.stop_due()) return;
           const bool cancelled = o.cancel && o.cancel->load();
-          if (!cancelled && !(state.deadline_ && std::chrono::steady_clock::now() > *state.deadline_)) return;
           // From now on every instruction stops it: a pcall around the loop cannot
           // swallow the stop, the code around that pcall is stopped too.
           lua_sethook(L, lua_gethook(L), LUA_MASKCOUNT, 1);
@@ -125,6 +125,10 @@ LuaState::LuaState(const StateOptions& options) : L_(luaL_newstate()), options_(
 }
 
 LuaState::~LuaState() { lua_close(L_); }
+
+bool LuaState::stop_due() const {
+  return (options_.cancel && options_.cancel->load()) || (deadline_ && std::chrono::steady_clock::now() > *deadline_);
+}
 
 LuaState& owner(lua_State* L) {
   lua_getfield(L, LUA_REGISTRYINDEX, owner_key);

@@ -46,6 +46,10 @@ public:
   /// the traceback handler, leaving `nresults` results.
   Status call(int nargs, int nresults);
 
+  /// Whether the cancel flag is set or the deadline has passed: the hook stops Lua code
+  /// then, and long C++ work the script started (a training run) asks this.
+  bool stop_due() const;
+
 private:
   lua_State* L_;
   StateOptions options_;

@@ -1,11 +1,12 @@
-/// Finds plugin modules, checks their info block before anything else, and
-/// instantiates them on demand.
+/// Finds plugin modules (checking their info block before anything else) and Lua plugin
+/// files, and instantiates their plugins on demand.
 
 #include <actorpipe/plugin_registry.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include "base/text.hpp"
+#include "lua/lua_plugins.hpp"
 #include "plugin/install_dirs.hpp"
 
 #include <algorithm>
@@ -31,10 +32,10 @@ struct Module {
   }
 };
 
+/// A plugin found: a module's factory, or a function registered in Lua or by a host.
 struct Loaded {
   PluginRecord record;
-  std::shared_ptr<Module> module;
-  Factory factory = nullptr;
+  std::function<Result<std::shared_ptr<Plugin>>()> create;
 };
 
 std::optional<PluginKind> parse_kind(std::string_view kind) {
@@ -83,15 +84,20 @@ Result<Loaded> open_module(const std::string& file) {
                             std::string(plugin_factory_symbol) + "')");
   Loaded loaded;
   loaded.record = {*kind, info->name, info->version, info->description, file};
-  loaded.module = std::move(module);
-  loaded.factory = factory;
+  loaded.create = [module = std::move(module), factory, record = loaded.record]() -> Result<std::shared_ptr<Plugin>> {
+    Plugin* raw = factory();
+    if (!raw)
+      return Error::run_failed(record.file + ": " + to_string(record.kind) + " '" + record.name + "': factory failed");
+    // The instance holds its module open: code must outlive the object.
+    return std::shared_ptr<Plugin>(raw, [module](Plugin* p) { delete p; });
+  };
   return loaded;
 }
 
-/// Every "*.so" under `folder`, sorted so that discovery does not depend on the file system.
-/// The modules a search-path entry names: the file itself, or the `.so` files directly
-/// in the folder (not its subfolders), as absolute paths, so that the dynamic loader
-/// never searches its own path for a relative name.
+/// The plugin files a search-path entry names: the file itself, or the `.so` and `.lua`
+/// files directly in the folder (not its subfolders), sorted so that discovery does not
+/// depend on the file system, as absolute paths, so that the dynamic loader never
+/// searches its own path for a relative name.
 std::vector<std::string> modules_in(const fs::path& entry) {
   std::vector<std::string> files;
   std::error_code ec;
@@ -99,7 +105,7 @@ std::vector<std::string> modules_in(const fs::path& entry) {
   if (fs::is_regular_file(folder, ec)) return {folder.lexically_normal().string()};
   for (fs::directory_iterator it(folder, fs::directory_options::skip_permission_denied, ec), end; !ec && it != end;
        it.increment(ec))
-    if (it->is_regular_file(ec) && it->path().extension() == ".so")
+    if (it->is_regular_file(ec) && (it->path().extension() == ".so" || it->path().extension() == ".lua"))
       files.push_back(it->path().lexically_normal().string());
   std::sort(files.begin(), files.end());
   return files;
@@ -134,8 +140,22 @@ const char* to_string(PluginKind kind) {
 }
 
 struct PluginRegistry::Impl {
-  std::vector<PluginRecord> records;
+  std::vector<PluginRecord> records; ///< sorted by kind, then name
   std::map<std::pair<PluginKind, std::string>, Loaded> loaded;
+
+  Status add(Loaded plugin) {
+    const auto key = std::pair{plugin.record.kind, plugin.record.name};
+    if (const auto it = loaded.find(key); it != loaded.end())
+      return Error::bad_input(plugin.record.file + ": a " + std::string(to_string(key.first)) + " named '" +
+                              key.second + "' is already loaded from " + it->second.record.file);
+    const auto at = std::upper_bound(records.begin(), records.end(), plugin.record,
+                                     [](const PluginRecord& a, const PluginRecord& b) {
+                                       return std::pair{a.kind, a.name} < std::pair{b.kind, b.name};
+                                     });
+    records.insert(at, plugin.record);
+    loaded.emplace(key, std::move(plugin));
+    return Ok{};
+  }
 };
 
 PluginRegistry::PluginRegistry(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -182,20 +202,25 @@ Result<PluginRegistry> PluginRegistry::discover(const std::vector<std::string>& 
       if (std::find(seen_files.begin(), seen_files.end(), canonical) != seen_files.end()) continue;
       seen_files.push_back(canonical);
       ACTORPIPE_TRY(check_owner_only(file));
+      if (file.ends_with(".lua")) {
+        auto registered = lua::load_plugin_file(file);
+        ACTORPIPE_TRY(registered);
+        for (lua::LuaPlugin& plugin : *registered)
+          ACTORPIPE_TRY(impl->add({std::move(plugin.record), std::move(plugin.create)}));
+        continue;
+      }
       auto loaded = open_module(file);
       ACTORPIPE_TRY(loaded);
-      const auto key = std::pair{loaded->record.kind, loaded->record.name};
-      if (const auto it = impl->loaded.find(key); it != impl->loaded.end())
-        return Error::bad_input(file + ": a " + std::string(to_string(key.first)) + " named '" + key.second +
-                                "' is already loaded from " + it->second.record.file);
-      impl->records.push_back(loaded->record);
-      impl->loaded.emplace(key, std::move(*loaded));
+      ACTORPIPE_TRY(impl->add(std::move(*loaded)));
     }
   }
-  std::sort(impl->records.begin(), impl->records.end(), [](const PluginRecord& a, const PluginRecord& b) {
-    return std::pair{a.kind, a.name} < std::pair{b.kind, b.name};
-  });
   return PluginRegistry(std::move(impl));
+}
+
+Status PluginRegistry::add(PluginRecord record, std::function<Result<std::shared_ptr<Plugin>>()> create) {
+  if (record.name.empty()) return Error::bad_input("a " + std::string(to_string(record.kind)) + " needs a name");
+  if (!create) return Error::bad_input(std::string(to_string(record.kind)) + " '" + record.name + "': no factory");
+  return impl_->add({std::move(record), std::move(create)});
 }
 
 const std::vector<PluginRecord>& PluginRegistry::plugins() const { return impl_->records; }
@@ -215,12 +240,7 @@ Result<std::shared_ptr<Plugin>> PluginRegistry::create(PluginKind kind, const st
                             text::did_you_mean(name, names) +
                             (names.empty() ? " (none found)" : " (found: " + text::join(names, ", ") + ")"));
   }
-  const Loaded& loaded = it->second;
-  Plugin* raw = loaded.factory();
-  if (!raw) return Error::run_failed(loaded.record.file + ": " + to_string(kind) + " '" + name + "': factory failed");
-  // The instance holds its module open: code must outlive the object.
-  std::shared_ptr<Module> module = loaded.module;
-  return std::shared_ptr<Plugin>(raw, [module](Plugin* p) { delete p; });
+  return it->second.create();
 }
 
 namespace {

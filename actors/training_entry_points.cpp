@@ -1,0 +1,14 @@
+/// The training runtime's entry points under one C name (train/training_entry.hpp):
+/// how a Lua script in a process without LibTorch reaches run_training and
+/// measure_profile once it has loaded this library.
+
+#include "train/training_entry.hpp"
+
+#include <actorpipe/export.hpp>
+
+extern "C" ACTORPIPE_EXPORT const actorpipe::train::TrainingEntryPoints* actorpipe_training_entry_points() {
+  static const actorpipe::train::TrainingEntryPoints entry_points{
+      actorpipe::train::training_entry_version, actorpipe::load_training_data, actorpipe::run_training,
+      actorpipe::measure_profile, actorpipe::predicted_step_ms};
+  return &entry_points;
+}

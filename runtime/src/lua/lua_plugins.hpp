@@ -1,0 +1,65 @@
+#pragma once
+
+/// Plugins written in Lua: functions that a script, or a `.lua` file on the plugin path,
+/// registers with actorpipe.register_partitioner(name, fn [, info]) (and
+/// register_mapper, register_scheduler, register_sync). Each becomes an object of the
+/// C++ interface, so the planner asks it and checks its answer as it does a module's.
+
+#include "lua_state.hpp"
+
+#include <actorpipe/plugin_registry.hpp>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+struct lua_State;
+
+namespace actorpipe::lua {
+
+/// The Lua state a plugin's function lives in, shared by every object made from it.
+/// Calls into it are serialised: a sync policy may be asked from several stage threads.
+class PluginHost {
+public:
+  /// A script's state, which the script owns: calls fail once close() is called.
+  explicit PluginHost(lua_State* borrowed) : L_(borrowed) {}
+  /// A plugin file's own state.
+  explicit PluginHost(std::unique_ptr<LuaState> owned) : owned_(std::move(owned)), L_(owned_->get()) {}
+
+  lua_State* state() const { return open_ ? L_ : nullptr; }
+  std::recursive_mutex& mutex() { return mutex_; }
+  void close() {
+    std::lock_guard lock(mutex_);
+    open_ = false;
+  }
+
+private:
+  std::unique_ptr<LuaState> owned_;
+  lua_State* L_;
+  std::recursive_mutex mutex_;
+  bool open_ = true;
+};
+
+/// A registered plugin: its record and how to make an instance.
+struct LuaPlugin {
+  PluginRecord record;
+  std::function<Result<std::shared_ptr<Plugin>>()> create;
+};
+
+/// Where the register_* functions of one state put what they register.
+struct Registrations {
+  std::shared_ptr<PluginHost> host;
+  std::vector<LuaPlugin> plugins;
+};
+
+/// Sets register_partitioner, register_mapper, register_scheduler and register_sync in
+/// the table at `module`; they append to `sink`, which outlives the state's use.
+void add_register_functions(lua_State* L, int module, Registrations* sink);
+
+/// Runs the plugin file `path` in a state of its own (sandboxed) and returns what it
+/// registered; a file that registers nothing is an error.
+Result<std::vector<LuaPlugin>> load_plugin_file(const std::string& path);
+
+} // namespace actorpipe::lua

@@ -1,0 +1,326 @@
+/// The module's training functions: run, profile and devices. Training goes through
+/// the training runtime's entry points (train/training_entry.hpp), loaded on a script's
+/// first run or profile, so a script that only plans starts without LibTorch.
+
+#include "script_module.hpp"
+
+#include <actorpipe/gpu.hpp>
+#include <actorpipe/planner.hpp>
+#include <actorpipe/profile_io.hpp>
+#include <actorpipe/report.hpp>
+
+#include "lua/lua_state.hpp"
+#include "lua/lua_values.hpp"
+#include "lua/plugin_values.hpp"
+#include "train/training_entry.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+namespace actorpipe::lua {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// A value of the registry, held by reference while C++ works and let go after.
+struct Ref {
+  lua_State* L;
+  int ref = LUA_NOREF;
+  Ref(lua_State* L, int index) : L(L) {
+    lua_pushvalue(L, index);
+    ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
+  ~Ref() { luaL_unref(L, LUA_REGISTRYINDEX, ref); }
+  Ref(const Ref&) = delete;
+  Ref& operator=(const Ref&) = delete;
+  void push() const { lua_rawgeti(L, LUA_REGISTRYINDEX, ref); }
+};
+
+/// Option `key` of the table at `index`: nil when absent, else of `type`.
+Result<bool> option(lua_State* L, int index, const char* function, const char* key, int type) {
+  if (lua_isnoneornil(L, index)) {
+    lua_pushnil(L);
+    return false;
+  }
+  if (lua_getfield(L, index, key) == LUA_TNIL) return false;
+  if (lua_type(L, -1) == type) return true;
+  const std::string found = luaL_typename(L, -1);
+  lua_pop(L, 1);
+  return Error::bad_input(std::string(function) + ": option '" + key + "' must be a " + lua_typename(L, type) +
+                          ", not a " + found);
+}
+
+/// A whole-number option, popped; `fallback` when absent.
+Result<std::uint64_t> count_option(lua_State* L, int index, const char* function, const char* key,
+                                   std::uint64_t fallback) {
+  auto given = option(L, index, function, key, LUA_TNUMBER);
+  ACTORPIPE_TRY(given);
+  if (!*given) {
+    lua_pop(L, 1);
+    return fallback;
+  }
+  int is_integer = 0;
+  const lua_Integer value = lua_tointegerx(L, -1, &is_integer);
+  lua_pop(L, 1);
+  if (!is_integer || value < 0)
+    return Error::bad_input(std::string(function) + ": option '" + key + "' must be a whole number ≥ 0");
+  return static_cast<std::uint64_t>(value);
+}
+
+/// A string option, popped; empty when absent.
+Result<std::string> string_option(lua_State* L, int index, const char* function, const char* key) {
+  auto given = option(L, index, function, key, LUA_TSTRING);
+  ACTORPIPE_TRY(given);
+  std::string value = *given ? lua_tostring(L, -1) : "";
+  lua_pop(L, 1);
+  return value;
+}
+
+/// A folder named by the string `name`: inside the output folder, as output_file() has it.
+Result<std::string> output_folder(lua_State* L, const std::string& name) {
+  lua_pushstring(L, name.c_str());
+  auto path = output_file(L, -1);
+  lua_pop(L, 1);
+  return path;
+}
+
+void push_step(lua_State* L, const StepMetrics& m) {
+  lua_createtable(L, 0, 8);
+  const std::pair<const char*, double> fields[] = {{"step", static_cast<double>(m.step)},
+                                                   {"epoch", static_cast<double>(m.epoch)},
+                                                   {"steps_per_epoch", static_cast<double>(m.steps_per_epoch)},
+                                                   {"total_steps", static_cast<double>(m.total_steps)}};
+  for (const auto& [key, value] : fields) {
+    lua_pushinteger(L, static_cast<lua_Integer>(value));
+    lua_setfield(L, -2, key);
+  }
+  for (const auto& [key, value] : {std::pair{"loss", m.loss}, std::pair{"step_ms", m.step_ms},
+                                   std::pair{"samples_per_s", m.samples_per_s}, std::pair{"eta_s", m.eta_s}}) {
+    lua_pushnumber(L, value);
+    lua_setfield(L, -2, key);
+  }
+}
+
+void push_evaluation(lua_State* L, const EvaluationMetrics& e) {
+  lua_createtable(L, 0, 4);
+  lua_pushinteger(L, static_cast<lua_Integer>(e.step));
+  lua_setfield(L, -2, "step");
+  lua_pushinteger(L, static_cast<lua_Integer>(e.epoch));
+  lua_setfield(L, -2, "epoch");
+  lua_pushnumber(L, e.test_accuracy);
+  lua_setfield(L, -2, "test_accuracy");
+  lua_pushnumber(L, e.test_loss);
+  lua_setfield(L, -2, "test_loss");
+}
+
+/// Calls the script's callbacks from the run: under the plugin host's lock (a Lua sync
+/// policy may be asked from a stage thread meanwhile), the first error kept and the
+/// run asked to stop.
+struct Callbacks {
+  lua_State* L;
+  std::optional<Ref> on_step, on_evaluation;
+  bool stop = false;
+  std::optional<Error> error;
+
+  template <class Push> void call(const Ref& f, const char* name, Push push) {
+    if (error) return;
+    std::lock_guard lock(context(L).registrations.host->mutex());
+    f.push();
+    push();
+    if (auto s = owner(L).call(1, 1); !s) {
+      error = Error::bad_input(std::string(name) + ": " + s.error().message);
+      stop = true;
+      return;
+    }
+    // false, and only false, stops the run: a function that returns nothing goes on.
+    if (lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1)) stop = true;
+    lua_pop(L, 1);
+  }
+};
+
+/// run(job [, options]): trains the job; what `actorpipe run --json` prints.
+/// Options: steps, epochs, output (a folder in the script's; default the job's name),
+/// resume (such a folder), pin, on_step(m), on_evaluation(e).
+Result<int> run_fn(lua_State* L) {
+  constexpr const char* name = "run";
+  lua_settop(L, 2);
+  ACTORPIPE_TRY(check_keys(L, 2, name, {"steps", "epochs", "output", "resume", "pin", "on_step", "on_evaluation"}));
+  const Ref options_ref(L, 2);
+  lua_pushnil(L);
+  lua_replace(L, 2); // not overrides of the job
+  auto job = job_argument(L);
+  ACTORPIPE_TRY(job);
+  options_ref.push();
+  const int opts = lua_gettop(L);
+
+  RunOptions options;
+  auto steps = count_option(L, opts, name, "steps", 0);
+  ACTORPIPE_TRY(steps);
+  options.steps = *steps;
+  auto epochs = count_option(L, opts, name, "epochs", 0);
+  ACTORPIPE_TRY(epochs);
+  options.epochs = static_cast<std::uint32_t>(*epochs);
+  auto pin = option(L, opts, name, "pin", LUA_TBOOLEAN);
+  ACTORPIPE_TRY(pin);
+  options.pin_threads = !*pin || lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  auto output = string_option(L, opts, name, "output");
+  ACTORPIPE_TRY(output);
+  auto resume = string_option(L, opts, name, "resume");
+  ACTORPIPE_TRY(resume);
+  Callbacks callbacks{L, {}, {}, false, {}};
+  for (auto [key, slot] :
+       {std::pair{"on_step", &callbacks.on_step}, std::pair{"on_evaluation", &callbacks.on_evaluation}}) {
+    auto given = option(L, opts, name, key, LUA_TFUNCTION);
+    ACTORPIPE_TRY(given);
+    if (*given) slot->emplace(L, -1);
+    lua_pop(L, 1);
+  }
+
+  // Folders inside the script's output folder: the job's name, then NAME-2, NAME-3, …
+  ScriptContext& c = context(L);
+  std::string folder = !output->empty() ? *output : *resume;
+  if (folder.empty()) {
+    const int n = ++c.run_names[job->job.name];
+    folder = n == 1 ? job->job.name : job->job.name + "-" + std::to_string(n);
+  }
+  auto dir = output_folder(L, folder);
+  ACTORPIPE_TRY(dir);
+  options.output_dir = *dir;
+  if (!resume->empty()) {
+    auto from = output_folder(L, *resume);
+    ACTORPIPE_TRY(from);
+    options.resume = *from;
+  }
+
+  ACTORPIPE_TRY(measure_if_needed(L, *job));
+  auto plugins = plugins_for(L, &*job);
+  ACTORPIPE_TRY(plugins);
+  auto plan = make_plan(*job, *plugins);
+  ACTORPIPE_TRY(plan);
+  auto training = train::training_entry_points();
+  ACTORPIPE_TRY(training);
+  auto predicted = (*training)->predicted_step_ms(*job, *plan);
+  ACTORPIPE_TRY(predicted);
+
+  const LuaState& state = owner(L);
+  options.stop_requested = [&] { return callbacks.stop || state.stop_due(); };
+  if (callbacks.on_step)
+    options.on_step = [&](const StepMetrics& m) {
+      callbacks.call(*callbacks.on_step, "on_step", [&] { push_step(L, m); });
+    };
+  if (callbacks.on_evaluation)
+    options.on_evaluation = [&](const EvaluationMetrics& e) {
+      callbacks.call(*callbacks.on_evaluation, "on_evaluation", [&] { push_evaluation(L, e); });
+    };
+  auto summary = (*training)->run_training(*job, *plan, options);
+  ACTORPIPE_TRY(summary);
+  if (callbacks.error)
+    return Error::bad_input(callbacks.error->message + "\n(the run stopped after step " +
+                            std::to_string(summary->steps) + ", its checkpoint in " + summary->output_dir + ")");
+  if (state.stop_due())
+    return Error::bad_input("the script was stopped during a run (stopped after step " +
+                            std::to_string(summary->steps) + ", its checkpoint in " + summary->output_dir + ")");
+  push_json_text(L, run_summary_to_json(*summary, *predicted, plan->iteration_time_ms));
+  return 1;
+}
+
+/// profile(job [, options]): the job's model measured on this machine, as a profile
+/// table (the fields of docs/profiles.md). Options: batch_size, warmup, repeats,
+/// threads, load, output (a file in the script's output folder to save it to, TOML).
+Result<int> profile_fn(lua_State* L) {
+  constexpr const char* name = "profile";
+  lua_settop(L, 2);
+  ACTORPIPE_TRY(check_keys(L, 2, name, {"batch_size", "warmup", "repeats", "threads", "load", "output"}));
+  const Ref options_ref(L, 2);
+  lua_pushnil(L);
+  lua_replace(L, 2);
+  auto job = job_argument(L);
+  ACTORPIPE_TRY(job);
+  options_ref.push();
+  const int opts = lua_gettop(L);
+  MeasureOptions options;
+  auto batch_size = count_option(L, opts, name, "batch_size", options.batch_size);
+  ACTORPIPE_TRY(batch_size);
+  options.batch_size = static_cast<std::uint32_t>(*batch_size);
+  auto warmup = count_option(L, opts, name, "warmup", options.warmup);
+  ACTORPIPE_TRY(warmup);
+  options.warmup = static_cast<std::uint32_t>(*warmup);
+  auto repeats = count_option(L, opts, name, "repeats", options.repeats);
+  ACTORPIPE_TRY(repeats);
+  options.repeats = static_cast<std::uint32_t>(*repeats);
+  auto threads = count_option(L, opts, name, "threads", 0);
+  ACTORPIPE_TRY(threads);
+  options.threads = static_cast<int>(*threads);
+  auto load = option(L, opts, name, "load", LUA_TNUMBER);
+  ACTORPIPE_TRY(load);
+  if (*load) options.load = static_cast<int>(lua_tointeger(L, -1));
+  lua_pop(L, 1);
+  auto output = string_option(L, opts, name, "output");
+  ACTORPIPE_TRY(output);
+
+  auto training = train::training_entry_points();
+  ACTORPIPE_TRY(training);
+  auto profile = (*training)->measure_profile(*job, options);
+  ACTORPIPE_TRY(profile);
+  if (!output->empty()) {
+    auto file = output_folder(L, *output);
+    ACTORPIPE_TRY(file);
+    ACTORPIPE_TRY(save_profile(*profile, *file));
+  }
+  push_profile(L, *profile);
+  return 1;
+}
+
+/// devices([{nccl = true}]): what `actorpipe devices --json` prints.
+Result<int> devices_fn(lua_State* L) {
+  ACTORPIPE_TRY(check_keys(L, 1, "devices", {"nccl"}));
+  auto nccl = option(L, 1, "devices", "nccl", LUA_TBOOLEAN);
+  ACTORPIPE_TRY(nccl);
+  const bool check = *nccl && lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  push_json_text(L, devices_to_json(survey_devices(check)));
+  return 1;
+}
+
+} // namespace
+
+Status measure_if_needed(lua_State* L, JobSpec& job) {
+  if (!job.profile.blocks.empty()) return Ok{};
+  // What a measurement depends on: the model, its data, the batch, and the cluster (it
+  // gives each device its share of the cores).
+  nlohmann::json parts;
+  for (const char* part : {"model", "data", "cluster"}) {
+    lua_getfield(L, 1, part);
+    auto value = to_json(L, -1, part);
+    lua_pop(L, 1);
+    ACTORPIPE_TRY(value);
+    parts[part] = std::move(*value);
+  }
+  parts["batch_size"] = job.train.batch_size;
+  std::string key = parts.dump();
+  ScriptContext& c = context(L);
+  if (const auto it = c.measured.find(key); it != c.measured.end()) {
+    job.profile = it->second;
+    return Ok{};
+  }
+  auto training = train::training_entry_points();
+  ACTORPIPE_TRY(training);
+  std::fprintf(stderr, "actorpipe: measuring the profile of model '%s' (no model.profile given)\n",
+               job.model.zoo.c_str());
+  auto profile = (*training)->measure_profile(job, MeasureOptions{});
+  ACTORPIPE_TRY(profile);
+  job.profile = *profile;
+  c.measured.emplace(std::move(key), std::move(*profile));
+  return Ok{};
+}
+
+void add_training_functions(lua_State* L, int module) {
+  set_functions(L, module, {{"run", entry<run_fn>}, {"profile", entry<profile_fn>}, {"devices", entry<devices_fn>}});
+}
+
+} // namespace actorpipe::lua

@@ -1,0 +1,276 @@
+/// Drawing charts with PLplot's SVG driver. PLplot keeps its state in globals: one chart
+/// is drawn at a time, into a stream of its own that is ended before the next.
+
+#include "charts.hpp"
+
+#include "base/atomic_file.hpp"
+#include "base/input_file.hpp"
+
+#include <plplot.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <mutex>
+#include <unistd.h>
+
+namespace actorpipe::plot {
+
+namespace {
+
+std::mutex plplot_mutex;
+
+/// Colour map 0: 0 the background, 1 the axes and text, 2 the grid, 3 muted boxes, then
+/// the series.
+constexpr int axes = 1, grid = 2, muted = 3, first_series = 4;
+constexpr unsigned char palette[][3] = {{255, 255, 255}, {40, 40, 40},   {225, 225, 225}, {200, 200, 200},
+                                        {31, 119, 180},  {255, 127, 14}, {44, 160, 44},   {214, 39, 40},
+                                        {148, 103, 189}, {140, 86, 75},  {227, 119, 194}, {127, 127, 127},
+                                        {188, 189, 34},  {23, 190, 207}};
+constexpr int series_colours = static_cast<int>(std::size(palette)) - first_series;
+
+int series_colour(std::size_t i) { return first_series + static_cast<int>(i % series_colours); }
+
+/// PLplot ends the program on an error it deems fatal; this says why first, in
+/// actorpipe's words (the only one expected is a missing SVG driver).
+int on_fatal(const char* message) {
+  std::fprintf(stderr, "actorpipe: drawing a chart failed in PLplot: %s\n", message);
+  return 1;
+}
+
+/// Draws with `draw` into an SVG file at `path`, atomically: into a temporary file
+/// beside it that is renamed when PLplot is done.
+template <class Draw> Status draw_svg(const std::string& path, int width, int height, Draw draw) {
+  std::lock_guard lock(plplot_mutex);
+  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
+  PLINT stream = 0;
+  plmkstrm(&stream);
+  if (stream < 0) return Error::run_failed(path + ": PLplot has no stream left to draw in");
+  plsexit(on_fatal);
+  plsdev("svg");
+  plsfnam(temporary.c_str());
+  plspage(0, 0, width, height, 0, 0);
+  plscmap0n(static_cast<PLINT>(std::size(palette)));
+  for (std::size_t i = 0; i < std::size(palette); ++i)
+    plscol0(static_cast<PLINT>(i), palette[i][0], palette[i][1], palette[i][2]);
+  plinit();
+  pladv(0);
+  draw();
+  plend1();
+  auto text = read_file(temporary);
+  std::error_code ec;
+  std::filesystem::remove(temporary, ec);
+  ACTORPIPE_TRY(text);
+  return write_file_atomically(path, *text);
+}
+
+struct Range {
+  double min = std::numeric_limits<double>::infinity();
+  double max = -std::numeric_limits<double>::infinity();
+  void add(double x) {
+    min = std::min(min, x);
+    max = std::max(max, x);
+  }
+  /// Widened by `margin` of its span on each side; a single value gets a span of its own.
+  Range padded(double margin) const {
+    const double span = max > min ? max - min : std::max(std::abs(max), 1.0);
+    return {min - margin * span, max + margin * span};
+  }
+};
+
+/// The frame every chart shares: a light grid, then the axes, ticks and labels over it.
+void frame(const char* x_options, const char* y_options, const std::string& title, const std::string& x_label,
+           const std::string& y_label, bool x_grid = true) {
+  plcol0(grid);
+  plwidth(1);
+  plbox(x_grid ? "g" : "", 0, 0, "g", 0, 0);
+  plcol0(axes);
+  plbox(x_options, 0, 0, y_options, 0, 0);
+  plschr(0, 1.1);
+  pllab(x_label.c_str(), y_label.c_str(), title.c_str());
+  plschr(0, 0.9);
+}
+
+/// A legend inside the top right corner of the plot, or beside it, right of the plot;
+/// series i has `colours[i]`, or the i-th series colour.
+void legend(const std::vector<std::string>& labels, bool boxes, bool beside = false,
+            const std::vector<int>& given_colours = {}) {
+  const auto n = static_cast<PLINT>(labels.size());
+  std::vector<PLINT> options(labels.size(), boxes ? PL_LEGEND_COLOR_BOX : PL_LEGEND_LINE), colours(labels.size()),
+      text_colours(labels.size(), axes), patterns(labels.size(), 0), styles(labels.size(), 1),
+      symbol_numbers(labels.size(), 0);
+  std::vector<PLFLT> scales(labels.size(), 0.8), widths(labels.size(), 2.5), box_widths(labels.size(), 1),
+      symbol_scales(labels.size(), 1);
+  std::vector<const char*> texts, symbols(labels.size(), "");
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    colours[i] = i < given_colours.size() ? given_colours[i] : series_colour(i);
+    texts.push_back(labels[i].c_str());
+  }
+  PLFLT width = 0, height = 0;
+  const PLINT position = beside ? PL_POSITION_RIGHT | PL_POSITION_OUTSIDE // centred on the right edge
+                                : PL_POSITION_TOP | PL_POSITION_RIGHT | PL_POSITION_INSIDE;
+  pllegend(&width, &height, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, position, beside ? 0.01 : 0.02,
+           beside ? 0.0 : 0.02, beside ? 0.03 : 0.04, 0, axes, 1, 0, 0, n, options.data(), beside ? 0.6 : 1.0, 0.8, 2.0,
+           0, text_colours.data(), texts.data(), colours.data(), patterns.data(), scales.data(), box_widths.data(),
+           colours.data(), styles.data(), widths.data(), colours.data(), symbol_scales.data(), symbol_numbers.data(),
+           symbols.data());
+}
+
+void fill_box(double x0, double x1, double y0, double y1, int colour) {
+  const PLFLT x[] = {x0, x1, x1, x0};
+  const PLFLT y[] = {y0, y0, y1, y1};
+  plcol0(colour);
+  plfill(4, x, y);
+}
+
+std::string number(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, std::abs(x) >= 100 || x == std::floor(x) ? "%.0f" : "%.3g", x);
+  return text;
+}
+
+} // namespace
+
+Status write_svg(const LineChart& chart, const std::string& path) {
+  Range x, y;
+  for (const Series& s : chart.series) {
+    if (s.x.size() != s.y.size())
+      return Error::bad_input("series '" + s.label + "': " + std::to_string(s.x.size()) + " x values and " +
+                              std::to_string(s.y.size()) + " y values");
+    for (std::size_t i = 0; i < s.x.size(); ++i) {
+      if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i]))
+        return Error::bad_input("series '" + s.label + "': point " + std::to_string(i + 1) + " is not finite");
+      if (chart.log_y && s.y[i] <= 0)
+        return Error::bad_input("series '" + s.label + "': point " + std::to_string(i + 1) + " has y " +
+                                number(s.y[i]) + ", which a logarithmic axis cannot show");
+      x.add(s.x[i]);
+      y.add(chart.log_y ? std::log10(s.y[i]) : s.y[i]);
+    }
+  }
+  if (x.min > x.max) return Error::bad_input("a line chart needs at least one point");
+  const Range xr = x.max > x.min ? x : x.padded(0.05), yr = y.padded(0.05);
+  return draw_svg(path, 960, 600, [&] {
+    plvpor(0.1, 0.97, 0.13, 0.92);
+    plwind(xr.min, xr.max, yr.min, yr.max);
+    frame("bcnst", chart.log_y ? "bcnstlv" : "bcnstv", chart.title, chart.x_label, chart.y_label);
+    for (std::size_t i = 0; i < chart.series.size(); ++i) {
+      const Series& s = chart.series[i];
+      std::vector<PLFLT> ys(s.y);
+      if (chart.log_y)
+        for (double& v : ys)
+          v = std::log10(v);
+      plcol0(series_colour(i));
+      plwidth(2.5);
+      plline(static_cast<PLINT>(s.x.size()), s.x.data(), ys.data());
+    }
+    plwidth(1);
+    std::vector<std::string> labels;
+    for (const Series& s : chart.series)
+      labels.push_back(s.label);
+    if (chart.series.size() > 1 || !labels.front().empty()) legend(labels, false);
+  });
+}
+
+Status write_svg(const BarChart& chart, const std::string& path) {
+  if (chart.categories.empty() || chart.groups.empty()) return Error::bad_input("a bar chart needs bars");
+  if (chart.values.size() != chart.groups.size())
+    return Error::bad_input(std::to_string(chart.groups.size()) + " groups but " + std::to_string(chart.values.size()) +
+                            " rows of values");
+  Range y;
+  y.add(0);
+  for (std::size_t g = 0; g < chart.values.size(); ++g) {
+    if (chart.values[g].size() != chart.categories.size())
+      return Error::bad_input("group '" + chart.groups[g] + "': " + std::to_string(chart.values[g].size()) +
+                              " values for " + std::to_string(chart.categories.size()) + " categories");
+    for (double v : chart.values[g]) {
+      if (!std::isfinite(v)) return Error::bad_input("group '" + chart.groups[g] + "': a value is not finite");
+      y.add(v);
+    }
+  }
+  const double top = y.max + 0.12 * (y.max - y.min), bottom = y.min < 0 ? y.min * 1.05 : 0;
+  const auto categories = static_cast<double>(chart.categories.size());
+  const auto groups = static_cast<double>(chart.groups.size());
+  return draw_svg(path, 960, 600, [&] {
+    plvpor(0.1, 0.97, 0.16, 0.92);
+    plwind(0, categories, bottom, top);
+    frame("bc", "bcnstv", chart.title, "", chart.y_label, false);
+    const double width = 0.8 / groups;
+    plschr(0, 0.7);
+    for (std::size_t c = 0; c < chart.categories.size(); ++c) {
+      for (std::size_t g = 0; g < chart.groups.size(); ++g) {
+        const double x0 = static_cast<double>(c) + 0.1 + width * static_cast<double>(g);
+        const double v = chart.values[g][c];
+        fill_box(x0, x0 + width * 0.92, 0, v, series_colour(g));
+        plcol0(axes);
+        plptex(x0 + width * 0.46, v + (v >= 0 ? 0.02 : -0.05) * (top - bottom), 1, 0, 0.5, number(v).c_str());
+      }
+    }
+    plschr(0, 0.9);
+    plcol0(axes);
+    for (std::size_t c = 0; c < chart.categories.size(); ++c)
+      plmtex("b", 1.5, (static_cast<double>(c) + 0.5) / categories, 0.5, chart.categories[c].c_str());
+    plmtex("b", 3.2, 0.5, 0.5, chart.x_label.c_str());
+    if (chart.groups.size() > 1 || !chart.groups.front().empty()) legend(chart.groups, true);
+  });
+}
+
+Status write_svg(const Timeline& timeline, const std::string& path) {
+  if (timeline.rows.empty() || timeline.boxes.empty()) return Error::bad_input("a timeline needs boxes");
+  double end = 0;
+  for (const TimelineBox& b : timeline.boxes) {
+    if (b.row >= timeline.rows.size() || b.kind >= timeline.kinds.size() || !(b.end_ms >= b.start_ms))
+      return Error::bad_input("a timeline box outside its rows or kinds, or ending before it starts");
+    end = std::max(end, b.end_ms);
+  }
+  std::vector<int> colours;
+  for (std::size_t k = 0, work = 0; k < timeline.kinds.size(); ++k)
+    colours.push_back(k < timeline.muted.size() && timeline.muted[k] ? muted : series_colour(work++));
+  const auto rows = static_cast<double>(timeline.rows.size());
+  const int height = 200 + 56 * static_cast<int>(timeline.rows.size());
+  const double pixel = 1.0 / height; // of the page's height
+  return draw_svg(path, 1400, height, [&] {
+    plvpor(0.22, 0.85, 90 * pixel, 1 - 70 * pixel); // the legend right of it
+    plwind(0, end * 1.02, rows, 0);                 // row 0 at the top
+    plcol0(grid);
+    plbox("g", 0, 0, "", 0, 0);
+    plschr(0, 0.6);
+    // Muted boxes first, so that work drawn over them stays in view.
+    for (const bool muted_pass : {true, false})
+      for (const TimelineBox& b : timeline.boxes) {
+        if ((colours[b.kind] == muted) != muted_pass) continue;
+        fill_box(b.start_ms, b.end_ms, static_cast<double>(b.row) + 0.15, static_cast<double>(b.row) + 0.85,
+                 colours[b.kind]);
+        // The label fits when its characters take less than the box's width.
+        PLFLT char_height = 0, char_width = 0;
+        plgchr(&char_height, &char_width);
+        PLFLT xmin = 0, xmax = 0, ymin = 0, ymax = 0;
+        plgvpw(&xmin, &xmax, &ymin, &ymax);
+        PLFLT vx0 = 0, vx1 = 0, vy0 = 0, vy1 = 0;
+        plgvpd(&vx0, &vx1, &vy0, &vy1);
+        PLFLT page_x0 = 0, page_x1 = 0, page_y0 = 0, page_y1 = 0;
+        plgspa(&page_x0, &page_x1, &page_y0, &page_y1); // millimetres
+        const double mm_per_ms = (vx1 - vx0) * (page_x1 - page_x0) / (xmax - xmin);
+        const double label_mm = 0.75 * char_height * static_cast<double>(b.label.size()) + 0.5;
+        if (!muted_pass && !b.label.empty() && (b.end_ms - b.start_ms) * mm_per_ms > label_mm) {
+          plcol0(0);
+          plptex((b.start_ms + b.end_ms) / 2, static_cast<double>(b.row) + 0.62, 1, 0, 0.5, b.label.c_str());
+        }
+      }
+    plschr(0, 0.9);
+    plcol0(axes);
+    plbox("bcnst", 0, 0, "bc", 0, 0);
+    plschr(0, 0.75);
+    for (std::size_t r = 0; r < timeline.rows.size(); ++r)
+      plmtex("lv", 0.8, 1 - (static_cast<double>(r) + 0.5) / rows, 1.0, timeline.rows[r].c_str()); // from the bottom
+    plschr(0, 0.9);
+    plmtex("b", 3.4, 0.5, 0.5, "time (ms)");
+    plschr(0, 1.1);
+    plmtex("t", 1.5, 0.0, 0.0, timeline.title.c_str());
+    plschr(0, 0.8);
+    legend(timeline.kinds, true, true, colours);
+  });
+}
+
+} // namespace actorpipe::plot

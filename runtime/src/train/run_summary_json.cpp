@@ -1,0 +1,26 @@
+/// run_summary_to_json(): what `actorpipe run --json` prints and a script's
+/// actorpipe.run() returns.
+
+#include <actorpipe/report.hpp>
+
+#include <nlohmann/json.hpp>
+
+namespace actorpipe {
+
+std::string run_summary_to_json(const RunSummary& summary, double predicted_step_ms, double plan_step_ms) {
+  const nlohmann::ordered_json out{{"steps", summary.steps},
+                                   {"epochs", summary.epochs},
+                                   {"final_loss", summary.final_loss},
+                                   {"test_accuracy", summary.test_accuracy},
+                                   {"test_loss", summary.test_loss},
+                                   {"samples_per_s", summary.samples_per_s},
+                                   {"median_step_ms", summary.median_step_ms},
+                                   {"predicted_step_ms", predicted_step_ms},
+                                   {"plan_step_ms", plan_step_ms},
+                                   {"seconds", summary.seconds},
+                                   {"stopped", summary.stopped},
+                                   {"output_dir", summary.output_dir}};
+  return out.dump(2) + "\n";
+}
+
+} // namespace actorpipe
