@@ -3,7 +3,9 @@
 # temporary prefix, builds examples/custom_plugin and examples/embed_host against it
 # from copies of their folders alone (pkg-config finds actorpipe), and runs them:
 # the out-of-tree partitioner and its Lua twin must plan alike through the installed
-# `actorpipe`, and the host must train, cancel a run and run a script.
+# `actorpipe`, and the host must train, cancel a run and run a script. Then runs every
+# code block of docs/lua.md, docs/embedding.md and docs/plugins.md against the same
+# installation (tests/doc_blocks.py).
 #
 #   install_test.sh SOURCE_ROOT BUILD_ROOT
 set -euo pipefail
@@ -59,4 +61,7 @@ grep -q "^second run: cancelled after step" "$work/host.log" || fail "the second
 [ -f "$work/out/first/checkpoint.pt" ] || fail "the first run left no checkpoint"
 [ -f "$work/out/second/checkpoint.pt" ] || fail "the cancelled run left no checkpoint"
 [ -f "$work/out/script/plan.json" ] || fail "the script wrote no plan.json"
+# Every code block of the docs that show the SDK, Lua and embedding, run as written.
+python3 "$source_root/tests/doc_blocks.py" --bin "$root/bin" --source "$source_root" --work "$work/docs" \
+  "$source_root/docs/lua.md" "$source_root/docs/embedding.md" "$source_root/docs/plugins.md"
 echo "install_test: ok"

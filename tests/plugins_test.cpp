@@ -165,3 +165,38 @@ BOOST_AUTO_TEST_CASE(unknown_plugin_options_are_refused_by_the_plugin) {
   BOOST_TEST(plan.error().message.starts_with("--set plan.options.uniform.depth=3: plan.options.uniform.depth: "),
              plan.error().message);
 }
+
+namespace {
+
+/// A partitioner of a host program's own, which throws on a shape it cannot cut.
+class Halves : public Partitioner {
+public:
+  Result<Partition> partition(const PlanContext& context) override {
+    if (context.stages != 2) throw std::invalid_argument("halves cuts in two only");
+    const std::size_t n = context.profile.blocks.size();
+    return Partition{{{0, 0}, {n / 2, 0}, {n, 0}}};
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_host_adds_a_class_of_its_own_guarded_as_a_module_is) {
+  auto registry = PluginRegistry::discover(PluginRegistry::default_folders());
+  REQUIRE_OK(registry);
+  REQUIRE_OK(registry->add_class<Halves>("halves", "1.0.0", "two stages of equal block counts"));
+  const PluginRecord* record = registry->find(PluginKind::partitioner, "halves");
+  BOOST_REQUIRE(record);
+  BOOST_TEST(record->file == "(added by this program)");
+  auto plan = make_plan(vgg16_job({"plan.partitioner=\"halves\"", "plan.stages=2"}), *registry);
+  REQUIRE_OK(plan);
+  BOOST_TEST(plan->stages[1].begin.block == vgg16_job().profile.blocks.size() / 2);
+  // The exception comes back as an error naming the call, not through the planner.
+  auto refused = make_plan(vgg16_job({"plan.partitioner=\"halves\"", "plan.stages=4"}), *registry);
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(contains(refused.error().message, "partition threw: halves cuts in two only"), refused.error().message);
+  // A name is a kind's once.
+  auto twice = registry->add_class<Halves>("halves", "2.0.0", "again");
+  BOOST_REQUIRE(!twice);
+  BOOST_TEST(contains(twice.error().message, "a partitioner named 'halves' is already loaded"));
+  BOOST_TEST(!registry->add_class<Halves>("uniform", "1", "shadowing a shipped one").ok());
+}

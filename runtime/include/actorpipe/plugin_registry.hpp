@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace actorpipe {
@@ -51,6 +52,22 @@ public:
   /// of a Lua script): used as one found in a module. Two plugins of a kind may not
   /// share a name.
   Status add(PluginRecord record, std::function<Result<std::shared_ptr<Plugin>>()> create);
+
+  /// Adds `Class` (a default-constructible Partitioner, Mapper, Scheduler or
+  /// SyncPolicy) as a plugin, guarded as ACTORPIPE_PLUGIN guards a module's class: an
+  /// exception it throws comes back as an Error naming the call.
+  template <class Class> Status add_class(std::string name, std::string version, std::string description) {
+    using Guard = plugin_detail::Guard<Class>;
+    const std::string_view kind = Guard::kind;
+    PluginRecord record{kind == "partitioner" ? PluginKind::partitioner
+                        : kind == "mapper"    ? PluginKind::mapper
+                        : kind == "scheduler" ? PluginKind::scheduler
+                                              : PluginKind::sync,
+                        std::move(name), std::move(version), std::move(description), "(added by this program)"};
+    return add(std::move(record), []() -> Result<std::shared_ptr<Plugin>> {
+      return std::shared_ptr<Plugin>(std::make_shared<typename Guard::type>());
+    });
+  }
 
   /// Every plugin found, sorted by kind then name.
   const std::vector<PluginRecord>& plugins() const;

@@ -50,8 +50,11 @@ std::optional<PluginKind> parse_kind(std::string_view kind) {
 fs::path own_folder() {
   Dl_info info{};
   if (::dladdr(reinterpret_cast<const void*>(&own_folder), &info) == 0 || !info.dli_fname) return {};
+  // For the program itself the loader reports the name it was started by, which for a
+  // program found on PATH has no folder: the kernel knows the file.
+  const bool program = std::string_view(info.dli_fname).find('/') == std::string_view::npos;
   std::error_code ec;
-  const fs::path self = fs::canonical(info.dli_fname, ec);
+  const fs::path self = fs::canonical(program ? "/proc/self/exe" : info.dli_fname, ec);
   return ec ? fs::path{} : self.parent_path();
 }
 
