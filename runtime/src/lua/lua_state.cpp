@@ -92,6 +92,7 @@ LuaState::LuaState(const StateOptions& options) : L_(luaL_newstate()), options_(
   if (!L_) throw std::bad_alloc();
   lua_pushlightuserdata(L_, this);
   lua_setfield(L_, LUA_REGISTRYINDEX, owner_key);
+  // Generational: a plugin call's tables (a profile of a thousand blocks) die young.
   lua_gc(L_, LUA_GCGEN, 0, 0);
   if (options_.allow_io)
     luaL_openlibs(L_);

@@ -125,6 +125,21 @@ void fill_box(double x0, double x1, double y0, double y1, int colour) {
   plfill(4, x, y);
 }
 
+/// Whether `text`, at the current character size, is narrower than `width` in world
+/// coordinates along x.
+bool fits(const std::string& text, double width) {
+  PLFLT char_height = 0, char_width = 0;
+  plgchr(&char_height, &char_width); // millimetres
+  PLFLT xmin = 0, xmax = 0, ymin = 0, ymax = 0;
+  plgvpw(&xmin, &xmax, &ymin, &ymax);
+  PLFLT vx0 = 0, vx1 = 0, vy0 = 0, vy1 = 0;
+  plgvpd(&vx0, &vx1, &vy0, &vy1);
+  PLFLT page_x0 = 0, page_x1 = 0, page_y0 = 0, page_y1 = 0;
+  plgspa(&page_x0, &page_x1, &page_y0, &page_y1);
+  const double mm_per_unit = (vx1 - vx0) * (page_x1 - page_x0) / (xmax - xmin);
+  return width * mm_per_unit > 0.75 * char_height * static_cast<double>(text.size()) + 0.5;
+}
+
 std::string number(double x) {
   char text[32];
   std::snprintf(text, sizeof text, std::abs(x) >= 100 || x == std::floor(x) ? "%.0f" : "%.3g", x);
@@ -152,7 +167,7 @@ Status write_svg(const LineChart& chart, const std::string& path) {
   if (x.min > x.max) return Error::bad_input("a line chart needs at least one point");
   const Range xr = x.max > x.min ? x : x.padded(0.05), yr = y.padded(0.05);
   return draw_svg(path, 960, 600, [&] {
-    plvpor(0.1, 0.97, 0.13, 0.92);
+    plvpor(0.1, 0.82, 0.13, 0.92); // the legend right of it
     plwind(xr.min, xr.max, yr.min, yr.max);
     frame("bcnst", chart.log_y ? "bcnstlv" : "bcnstv", chart.title, chart.x_label, chart.y_label);
     for (std::size_t i = 0; i < chart.series.size(); ++i) {
@@ -169,7 +184,7 @@ Status write_svg(const LineChart& chart, const std::string& path) {
     std::vector<std::string> labels;
     for (const Series& s : chart.series)
       labels.push_back(s.label);
-    if (chart.series.size() > 1 || !labels.front().empty()) legend(labels, false);
+    if (chart.series.size() > 1 || !labels.front().empty()) legend(labels, false, true);
   });
 }
 
@@ -193,7 +208,7 @@ Status write_svg(const BarChart& chart, const std::string& path) {
   const auto categories = static_cast<double>(chart.categories.size());
   const auto groups = static_cast<double>(chart.groups.size());
   return draw_svg(path, 960, 600, [&] {
-    plvpor(0.1, 0.97, 0.16, 0.92);
+    plvpor(0.1, 0.82, 0.16, 0.92); // the legend right of it
     plwind(0, categories, bottom, top);
     frame("bc", "bcnstv", chart.title, "", chart.y_label, false);
     const double width = 0.8 / groups;
@@ -204,7 +219,9 @@ Status write_svg(const BarChart& chart, const std::string& path) {
         const double v = chart.values[g][c];
         fill_box(x0, x0 + width * 0.92, 0, v, series_colour(g));
         plcol0(axes);
-        plptex(x0 + width * 0.46, v + (v >= 0 ? 0.02 : -0.05) * (top - bottom), 1, 0, 0.5, number(v).c_str());
+        // The value above its bar, where it fits.
+        if (fits(number(v), width))
+          plptex(x0 + width * 0.46, v + (v >= 0 ? 0.02 : -0.05) * (top - bottom), 1, 0, 0.5, number(v).c_str());
       }
     }
     plschr(0, 0.9);
@@ -212,7 +229,7 @@ Status write_svg(const BarChart& chart, const std::string& path) {
     for (std::size_t c = 0; c < chart.categories.size(); ++c)
       plmtex("b", 1.5, (static_cast<double>(c) + 0.5) / categories, 0.5, chart.categories[c].c_str());
     plmtex("b", 3.2, 0.5, 0.5, chart.x_label.c_str());
-    if (chart.groups.size() > 1 || !chart.groups.front().empty()) legend(chart.groups, true);
+    if (chart.groups.size() > 1 || !chart.groups.front().empty()) legend(chart.groups, true, true);
   });
 }
 
@@ -242,18 +259,7 @@ Status write_svg(const Timeline& timeline, const std::string& path) {
         if ((colours[b.kind] == muted) != muted_pass) continue;
         fill_box(b.start_ms, b.end_ms, static_cast<double>(b.row) + 0.15, static_cast<double>(b.row) + 0.85,
                  colours[b.kind]);
-        // The label fits when its characters take less than the box's width.
-        PLFLT char_height = 0, char_width = 0;
-        plgchr(&char_height, &char_width);
-        PLFLT xmin = 0, xmax = 0, ymin = 0, ymax = 0;
-        plgvpw(&xmin, &xmax, &ymin, &ymax);
-        PLFLT vx0 = 0, vx1 = 0, vy0 = 0, vy1 = 0;
-        plgvpd(&vx0, &vx1, &vy0, &vy1);
-        PLFLT page_x0 = 0, page_x1 = 0, page_y0 = 0, page_y1 = 0;
-        plgspa(&page_x0, &page_x1, &page_y0, &page_y1); // millimetres
-        const double mm_per_ms = (vx1 - vx0) * (page_x1 - page_x0) / (xmax - xmin);
-        const double label_mm = 0.75 * char_height * static_cast<double>(b.label.size()) + 0.5;
-        if (!muted_pass && !b.label.empty() && (b.end_ms - b.start_ms) * mm_per_ms > label_mm) {
+        if (!muted_pass && !b.label.empty() && fits(b.label, b.end_ms - b.start_ms)) {
           plcol0(0);
           plptex((b.start_ms + b.end_ms) / 2, static_cast<double>(b.row) + 0.62, 1, 0, 0.5, b.label.c_str());
         }
