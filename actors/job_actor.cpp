@@ -95,7 +95,7 @@ void build(JobActor self, const JobConfig& config) {
     std::shared_ptr<SyncRound> round;
     std::vector<stage_actor> replicas;
     if (P > 1) {
-      round = std::make_shared<SyncRound>(s, P, [reduce = config.reduce, s] { reduce(s); });
+      round = std::make_shared<SyncRound>(s, P, [sync = config.sync, s](std::uint64_t step) { return sync(s, step); });
       for (std::size_t p = 0; p < P; ++p)
         replicas.push_back(stages[p][s]);
     }

@@ -40,8 +40,9 @@ struct JobConfig {
   Plan plan;
   /// What stage s of pipeline p computes (a train::StageWorker in a run).
   std::function<train::StageComputation&(std::size_t pipeline, std::size_t stage)> computation;
-  /// Sums the gradients of stage s's replicas in place (train::sum_gradients in a run).
-  std::function<void(std::size_t stage)> reduce;
+  /// Runs stage s's sync round of a step on its replicas (train::SyncExecutor in a
+  /// run); true when it stepped them too.
+  std::function<bool(std::size_t stage, std::uint64_t step)> sync;
   std::uint64_t first_step = 1;              ///< the run's number of the first step (> 1 after a resume)
   Clock::time_point origin;                  ///< time zero of the trace
   std::vector<StageTrace>* traces = nullptr; ///< one per pipeline × stage (p · S + s); none: no trace

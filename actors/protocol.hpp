@@ -7,8 +7,8 @@
 ///   pipeline ─forward(n, micro, input)→ stage 0 ─forward→ … ─→ stage S−1
 ///            ─labels(n, micro, labels, scale)→ stage S−1
 ///   stage s ─backward(n, micro, gradient)→ stage s−1
-///   the replica of stage s last to have its gradients of step n, having reduced them
-///     (SyncRound) ─synced(n)→ the other replicas of stage s
+///   the replica of stage s last to have its gradients of step n, having run the sync
+///     policy's round (SyncRound) ─synced(n, stepped)→ the other replicas of stage s
 ///   stage ─done(n, stage, loss)→ pipeline, once it has stepped
 ///   stage ─failed(what)→ job
 ///
@@ -56,12 +56,12 @@ struct StageLinks;
 
 /// A stage: its links first, then inputs (step, micro-batch, payload), the last
 /// stage's labels (with the loss scale), output gradients, and the release of a step's
-/// reduced gradients by the replica that reduced them.
+/// sync by the replica that ran it (true: the round stepped this replica already).
 using stage_actor = caf::typed_actor<caf::reacts_to<connect_atom, StageLinks>,
                                      caf::reacts_to<forward_atom, std::uint64_t, std::uint64_t, train::Payload>,
                                      caf::reacts_to<labels_atom, std::uint64_t, std::uint64_t, train::Payload, double>,
                                      caf::reacts_to<backward_atom, std::uint64_t, std::uint64_t, train::Payload>,
-                                     caf::reacts_to<synced_atom, std::uint64_t>>;
+                                     caf::reacts_to<synced_atom, std::uint64_t, bool>>;
 
 /// Whom a stage talks to, sent once before any input. The first stage has no
 /// `previous`, the last no `next`, a stage of a lone pipeline no `sync` and no

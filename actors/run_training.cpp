@@ -1,6 +1,7 @@
 /// run_training(): the job actor builds the plan's actors; steps run until the job's steps or
 /// epochs are done, with evaluation, checkpoints, metrics and a trace along the way.
 
+#include <actorpipe/plugin_registry.hpp>
 #include <actorpipe/report.hpp>
 #include <actorpipe/training.hpp>
 
@@ -17,6 +18,7 @@
 #include "base/folder_lock.hpp"
 #include "base/input_file.hpp"
 #include "train/session.hpp"
+#include "train/sync_executor.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -32,6 +34,24 @@ namespace {
 
 using actors::Clock;
 using json = nlohmann::json;
+
+/// The plan's sync policy, from the registry the plan was made with, or found where
+/// the planner finds plugins.
+Result<std::shared_ptr<SyncPolicy>> sync_policy(const JobSpec& job, const Plan& plan, const RunOptions& options) {
+  std::optional<PluginRegistry> discovered;
+  const PluginRegistry* registry = options.plugins;
+  if (!registry) {
+    std::vector<std::string> folders = PluginRegistry::default_folders();
+    folders.insert(folders.end(), job.plan.plugin_path.begin(), job.plan.plugin_path.end());
+    auto found = PluginRegistry::discover(folders);
+    ACTORPIPE_TRY(found);
+    discovered.emplace(std::move(*found));
+    registry = &*discovered;
+  }
+  auto policy = registry->sync_policy(plan.sync);
+  if (!policy) return Error::bad_input(job.where("plan.sync") + policy.error().message);
+  return *policy; // holds its module open past the registry
+}
 
 std::string trace_of(const std::vector<actors::StageTrace>& traces, const Plan& plan, const ClusterSpec& cluster) {
   ChromeTrace trace;
@@ -93,6 +113,13 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
     return Error::bad_input("the checkpoint in " + options.resume + " is at step " + std::to_string(progress.step) +
                             " already; the run asks for " + std::to_string(total));
 
+  std::shared_ptr<SyncPolicy> policy; // with replicas to sync
+  if (plan.pipelines > 1) {
+    auto found = sync_policy(job, plan, options);
+    ACTORPIPE_TRY(found);
+    policy = std::move(*found);
+  }
+
   // Every input is checked: only now does the run create and write its folder.
   std::error_code ec;
   std::filesystem::create_directories(options.output_dir, ec);
@@ -125,11 +152,18 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
   job_config.computation = [&session](std::size_t p, std::size_t s) -> train::StageComputation& {
     return session.worker(p, s);
   };
-  job_config.reduce = [&session, &job](std::size_t s) {
-    const std::vector<train::StageWorker*> replicas = session.replicas(s);
-    train::sum_gradients(replicas);
-    train::agree_buffers(replicas, job.train.buffers);
-  };
+  std::optional<train::SyncExecutor> sync;
+  if (policy) {
+    std::uint64_t share = 0;
+    for (const std::uint32_t n : plan.schedule.micro_batch_sizes)
+      share += n;
+    const auto options_it = job.plan.options.find(plan.sync);
+    sync.emplace(policy, "sync '" + plan.sync + "'",
+                 options_it == job.plan.options.end() ? PluginOptions{} : options_it->second, plan.pipelines,
+                 plan.stages.size(), static_cast<double>(share) / plan.batch_size, job.train.buffers,
+                 [&session](std::size_t s) { return session.replicas(s); });
+  }
+  job_config.sync = [&sync](std::size_t s, std::uint64_t step) { return sync->run(s, step); };
   job_config.first_step = progress.step + 1;
   job_config.origin = origin;
   job_config.traces = &traces;

@@ -12,6 +12,7 @@
 #include <caf/all.hpp>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -75,16 +76,18 @@ void fail(StageActor self, const std::string& during, const std::string& what) {
 
 /// The optimizer step once gradients are final, then the report to the pipeline.
 /// False when the optimizer failed (reported).
-bool finish_step(StageActor self) {
+bool finish_step(StageActor self, bool stepped) {
   auto& st = self->state;
-  const auto started = Clock::now();
-  try {
-    st.config.computation->step();
-  } catch (const std::exception& e) {
-    fail(self, "optimizer step", first_line(e));
-    return false;
+  if (!stepped) {
+    const auto started = Clock::now();
+    try {
+      st.config.computation->step();
+    } catch (const std::exception& e) {
+      fail(self, "optimizer step", first_line(e));
+      return false;
+    }
+    record(st, SpanKind::step, 0, started);
   }
-  record(st, SpanKind::step, 0, started);
   self->send(st.links.pipeline, done_atom::value, st.step, static_cast<std::uint64_t>(st.config.stage), st.loss_sum);
   st.cursor = 0;
   st.loss_sum = 0;
@@ -141,30 +144,35 @@ void run_action(StageActor self, const Action& a) {
   }
 }
 
-/// The step's gradients are final: the sync span, the optimizer step, the report.
-/// False when the optimizer failed (reported).
-bool released(StageActor self) {
+/// The step's sync is done: the sync span, the optimizer step unless the round
+/// `stepped` this replica already, the report. False when the optimizer failed
+/// (reported).
+bool released(StageActor self, bool stepped) {
   auto& st = self->state;
   if (st.sync_since) record(st, SpanKind::sync, 0, *st.sync_since);
   st.sync_since.reset();
-  return finish_step(self);
+  return finish_step(self, stepped);
 }
 
-/// Hands this step's gradients to the stage index's round. True when they are final
-/// here: this replica was the last, reduced them and released the others.
-bool arrive(StageActor self) {
+/// Hands this step's gradients to the stage index's round. When this replica was the
+/// last, it ran the round, released the others and says whether the round stepped the
+/// replicas; otherwise (or on a failure, reported) nothing.
+std::optional<bool> arrive(StageActor self) {
   auto& st = self->state;
   st.syncing = true;
   st.sync_since = Clock::now();
+  SyncRound::Arrival arrival = SyncRound::Arrival::waiting;
   try {
-    if (!st.links.sync->arrive(st.step, st.config.pipeline)) return false;
+    arrival = st.links.sync->arrive(st.step, st.config.pipeline);
   } catch (const std::exception& e) {
     fail(self, "sync", first_line(e));
-    return false;
+    return std::nullopt;
   }
+  if (arrival == SyncRound::Arrival::waiting) return std::nullopt;
+  const bool stepped = arrival == SyncRound::Arrival::stepped;
   for (const stage_actor& replica : st.links.replicas)
-    if (replica.address() != self->address()) self->send(replica, synced_atom::value, st.step);
-  return true;
+    if (replica.address() != self->address()) self->send(replica, synced_atom::value, st.step, stepped);
+  return stepped;
 }
 
 /// Runs every action whose inputs are here, in schedule order; at the end of the
@@ -196,8 +204,13 @@ void advance(StageActor self) {
       if (!st.waiting_since) st.waiting_since = Clock::now();
       return;
     }
-    if (st.links.sync && !arrive(self)) return;
-    if (!released(self)) return;
+    bool stepped = false;
+    if (st.links.sync) {
+      const std::optional<bool> synced = arrive(self);
+      if (!synced) return;
+      stepped = *synced;
+    }
+    if (!released(self, stepped)) return;
   }
 }
 
@@ -223,14 +236,14 @@ stage_actor::behavior_type stage_behavior(StageActor self, StageConfig config) {
         self->state.gradients[{step, micro}] = std::move(gradient);
         advance(self);
       },
-      [=](synced_atom, std::uint64_t step) {
+      [=](synced_atom, std::uint64_t step, bool stepped) {
         auto& st = self->state;
         if (st.failed) return;
         if (!st.syncing || step != st.step) {
           fail(self, "sync", "a replica released step " + std::to_string(step) + ", which is not waiting");
           return;
         }
-        if (released(self)) advance(self);
+        if (released(self, stepped)) advance(self);
       },
   };
 }

@@ -1,4 +1,4 @@
-/// SyncRound: who arrived, and the reduction by the last to arrive.
+/// SyncRound: who arrived, and the round run by the last to arrive.
 
 #include "sync_round.hpp"
 
@@ -7,10 +7,10 @@
 
 namespace actorpipe::actors {
 
-SyncRound::SyncRound(std::size_t stage, std::size_t members, std::function<void()> reduce)
-    : stage_(stage), reduce_(std::move(reduce)), arrived_(members, false) {}
+SyncRound::SyncRound(std::size_t stage, std::size_t members, std::function<bool(std::uint64_t)> sync)
+    : stage_(stage), sync_(std::move(sync)), arrived_(members, false) {}
 
-bool SyncRound::arrive(std::uint64_t step, std::size_t pipeline) {
+SyncRound::Arrival SyncRound::arrive(std::uint64_t step, std::size_t pipeline) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const std::string where = "sync of stage " + std::to_string(stage_) + ": ";
@@ -21,14 +21,13 @@ bool SyncRound::arrive(std::uint64_t step, std::size_t pipeline) {
       throw std::logic_error(where + "pipeline " + std::to_string(pipeline) + " sent gradients of step " +
                              std::to_string(step) + " while step " + std::to_string(step_) + " is being reduced");
     arrived_[pipeline] = true;
-    if (++count_ < arrived_.size()) return false;
+    if (++count_ < arrived_.size()) return Arrival::waiting;
     // Every replica waits to be released before it touches its gradients again, so
     // the reduction needs no lock, and no one arrives for the next step before it.
     arrived_.assign(arrived_.size(), false);
     count_ = 0;
   }
-  reduce_();
-  return true;
+  return sync_(step) ? Arrival::stepped : Arrival::reduced;
 }
 
 } // namespace actorpipe::actors

@@ -1,7 +1,8 @@
 #pragma once
 
-/// The gradient all-reduce of one stage index over the pipelines, done by the replica
-/// whose gradients are ready last, on its own thread, which then releases the others.
+/// The sync of one stage index over the pipelines (the sync policy's round: a gradient
+/// all-reduce, or steps and parameter averaging), done by the replica whose gradients
+/// are ready last, on its own thread, which then releases the others.
 /// A sync actor of its own put a third thread on every step's critical path: on a busy
 /// machine waking it cost up to a scheduler slice (about 1.9 ms at p90 on two shared
 /// cores, against 0.6 ms with that thread at real-time priority). Needs no CAF: the
@@ -17,23 +18,30 @@ namespace actorpipe::actors {
 
 class SyncRound {
 public:
-  /// `reduce` replaces the replicas' gradients by their reduction (train::sum_gradients
-  /// in a run); it runs once per step, after every replica's gradients are ready.
-  SyncRound(std::size_t stage, std::size_t members, std::function<void()> reduce);
+  /// `sync(step)` runs the round on the replicas once per step, after every replica's
+  /// gradients are ready (train::SyncExecutor in a run), and says whether it stepped
+  /// them too (then they must not step again).
+  SyncRound(std::size_t stage, std::size_t members, std::function<bool(std::uint64_t step)> sync);
+
+  enum class Arrival {
+    waiting, ///< others are yet to arrive: wait to be released
+    reduced, ///< this arrival completed the round; every replica steps itself
+    stepped, ///< this arrival completed the round, which stepped every replica
+  };
 
   /// Pipeline `pipeline`'s replica has its gradients of `step` ready and touches them
-  /// no more until released. True for the arrival that completes the round: reduce()
-  /// has run on the caller's thread and the caller must release the others. Throws
+  /// no more until released. For the arrival that completes the round, sync() has run
+  /// on the caller's thread and the caller must release the others. Throws
   /// std::logic_error for an arrival that breaks the protocol (an unknown pipeline, a
   /// second arrival, another step's gradients while one is being reduced), and
-  /// whatever reduce() throws.
-  bool arrive(std::uint64_t step, std::size_t pipeline);
+  /// whatever sync() throws.
+  Arrival arrive(std::uint64_t step, std::size_t pipeline);
 
   std::size_t stage() const { return stage_; }
 
 private:
   std::size_t stage_;
-  std::function<void()> reduce_;
+  std::function<bool(std::uint64_t)> sync_;
   std::mutex mutex_;
   std::uint64_t step_ = 0;    ///< the step whose gradients are arriving
   std::vector<bool> arrived_; ///< by pipeline

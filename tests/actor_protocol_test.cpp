@@ -139,9 +139,10 @@ struct fixture : test_coordinator_fixture<> {
     config.plan.batch_size = pipelines;
     config.plan.schedule = gpipe_schedule(1, {1});
     config.computation = [this](std::size_t p, std::size_t s) -> train::StageComputation& { return fake(p, s); };
-    config.reduce = [this, reductions](std::size_t) {
+    config.sync = [this, reductions](std::size_t, std::uint64_t) {
       ++*reductions;
       log.push_back("reduce");
+      return false;
     };
     config.detached = false;
     config.failure = std::make_shared<Failure>();
@@ -230,9 +231,10 @@ CAF_TEST(the_replica_last_to_its_gradients_reduces_them_and_releases_the_others)
   auto replica0 = stage(0, 0, one);
   auto replica1 = stage(1, 0, one);
   int reductions = 0;
-  auto round = std::make_shared<SyncRound>(0, 2, [&] {
+  auto round = std::make_shared<SyncRound>(0, 2, [&](std::uint64_t) {
     ++reductions;
     log.push_back("reduce");
+    return false; // the replicas step themselves
   });
   connect({replica0}, round, {replica0, replica1});
   connect({replica1}, round, {replica0, replica1});
@@ -249,16 +251,49 @@ CAF_TEST(the_replica_last_to_its_gradients_reduces_them_and_releases_the_others)
          from(self).to(replica1).with(_, 1u, 0u, _, 0.5));
   expect((forward_atom, std::uint64_t, std::uint64_t, train::Payload), from(self).to(replica1).with(_, 1u, 0u, _));
   CAF_CHECK_EQUAL(log, (std::vector<std::string>{"p0s0 F0", "p0s0 B0", "p1s0 F0", "p1s0 B0", "reduce", "p1s0 step"}));
-  expect((synced_atom, std::uint64_t), from(replica1).to(replica0).with(_, 1u));
+  expect((synced_atom, std::uint64_t, bool), from(replica1).to(replica0).with(_, 1u, false));
   CAF_CHECK_EQUAL(log.back(), "p0s0 step");
   run();
   CAF_CHECK_EQUAL(reductions, 1);
   CAF_CHECK(failures.empty());
 }
 
+CAF_TEST(a_round_that_steps_every_replica_leaves_none_to_step_again) {
+  const Schedule one = gpipe_schedule(1, {1});
+  auto replica0 = stage(0, 0, one);
+  auto replica1 = stage(1, 0, one);
+  // As parameter averaging runs: every replica steps on its own gradient, then the
+  // parameters are averaged, all on the last arrival's thread.
+  auto round = std::make_shared<SyncRound>(0, 2, [&](std::uint64_t) {
+    fake(0, 0).step();
+    fake(1, 0).step();
+    log.push_back("average");
+    return true;
+  });
+  connect({replica0}, round, {replica0, replica1});
+  connect({replica1}, round, {replica0, replica1});
+  self->send(replica0, labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(0), 0.5);
+  self->send(replica0, forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(1));
+  run();
+  self->send(replica1, labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(0), 0.5);
+  self->send(replica1, forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(2));
+  expect((labels_atom, std::uint64_t, std::uint64_t, train::Payload, double),
+         from(self).to(replica1).with(_, 1u, 0u, _, 0.5));
+  expect((forward_atom, std::uint64_t, std::uint64_t, train::Payload), from(self).to(replica1).with(_, 1u, 0u, _));
+  expect((synced_atom, std::uint64_t, bool), from(replica1).to(replica0).with(_, 1u, true));
+  run();
+  // One step each, the round's; neither the last arrival nor the released one stepped again.
+  CAF_CHECK_EQUAL(
+      log, (std::vector<std::string>{"p0s0 F0", "p0s0 B0", "p1s0 F0", "p1s0 B0", "p0s0 step", "p1s0 step", "average"}));
+  CAF_CHECK(failures.empty());
+}
+
 CAF_TEST(a_sync_round_refuses_arrivals_out_of_protocol) {
   int reductions = 0;
-  SyncRound round(3, 2, [&] { ++reductions; });
+  SyncRound round(3, 2, [&](std::uint64_t) {
+    ++reductions;
+    return false;
+  });
   auto refused = [&](std::uint64_t step, std::size_t pipeline) -> std::string {
     try {
       round.arrive(step, pipeline);
@@ -268,14 +303,15 @@ CAF_TEST(a_sync_round_refuses_arrivals_out_of_protocol) {
     return "";
   };
   CAF_CHECK_EQUAL(refused(1, 2), "sync of stage 3: gradients from unknown pipeline 2");
-  CAF_CHECK(!round.arrive(1, 0));
+  using Arrival = SyncRound::Arrival;
+  CAF_CHECK(round.arrive(1, 0) == Arrival::waiting);
   CAF_CHECK_EQUAL(refused(1, 0), "sync of stage 3: pipeline 0 sent gradients of step 1 while step 1 is being reduced");
   CAF_CHECK_EQUAL(refused(2, 1), "sync of stage 3: pipeline 1 sent gradients of step 2 while step 1 is being reduced");
-  CAF_CHECK(round.arrive(1, 1));
+  CAF_CHECK(round.arrive(1, 1) == Arrival::reduced);
   CAF_CHECK_EQUAL(reductions, 1);
   // The round is open again: the next step's arrivals count afresh.
-  CAF_CHECK(!round.arrive(2, 1));
-  CAF_CHECK(round.arrive(2, 0));
+  CAF_CHECK(round.arrive(2, 1) == Arrival::waiting);
+  CAF_CHECK(round.arrive(2, 0) == Arrival::reduced);
   CAF_CHECK_EQUAL(reductions, 2);
 }
 
@@ -304,7 +340,7 @@ CAF_TEST(shutdown_while_messages_are_in_flight_ends_every_actor_and_answers_the_
   config.plan.batch_size = 4;
   config.plan.schedule = gpipe_schedule(2, {1, 1});
   config.computation = [this](std::size_t p, std::size_t s) -> train::StageComputation& { return fake(p, s); };
-  config.reduce = [](std::size_t) {};
+  config.sync = [](std::size_t, std::uint64_t) { return false; };
   config.detached = false;
   config.failure = std::make_shared<Failure>();
   const std::size_t before = sys.registry().running();

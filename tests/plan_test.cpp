@@ -190,6 +190,24 @@ BOOST_AUTO_TEST_CASE(impossible_shapes_are_bad_input_naming_the_key) {
              tiny.error().message);
 }
 
+BOOST_AUTO_TEST_CASE(a_sync_policy_is_a_plugin_checked_when_planning) {
+  auto unknown = make_plan(job("vgg16-4dev.toml", {"plan.sync=\"elastik\""}), test::plugins());
+  BOOST_REQUIRE(!unknown.ok());
+  BOOST_TEST(exit_status(unknown.error().code) == 2);
+  BOOST_TEST(contains(unknown.error().message, "plan.sync: no sync named 'elastik', did you mean 'elastic'? (found: "
+                                               "ad-psgd, allreduce, average, elastic)"),
+             unknown.error().message);
+  // Its options are checked now, placed at the key, not at a run's first step.
+  auto refused =
+      make_plan(job("vgg16-4dev.toml", {"plan.sync=\"elastic\"", "plan.options.elastic.alpha=2"}), test::plugins());
+  BOOST_REQUIRE(!refused.ok());
+  BOOST_TEST(contains(refused.error().message, "plan.options.elastic.alpha: sync 'elastic'"), refused.error().message);
+  BOOST_TEST(contains(refused.error().message, "option 'alpha': 2 is outside"), refused.error().message);
+  auto planned = make_plan(job("vgg16-4dev.toml", {"plan.sync=\"average\""}), test::plugins());
+  REQUIRE_OK(planned);
+  BOOST_TEST(planned->sync == "average");
+}
+
 namespace {
 
 /// A random chain of `blocks` blocks, each with two sub-blocks.

@@ -174,6 +174,27 @@ BOOST_AUTO_TEST_CASE(convolutional_models_train_exactly_like_one_process) {
     }
 }
 
+BOOST_AUTO_TEST_CASE(sync_policies_that_average_parameters_every_step_train_like_allreduce) {
+  // Every pipeline stepping on its own gradient and then the mean of the parameters is,
+  // for SGD with momentum (linear in the gradients), the step of the summed gradient:
+  // `average` each step, and `ad-psgd` of two pipelines (whose one pair is everyone),
+  // must train as single-device training does. Averaging every other step must not.
+  test::ScratchDir dir;
+  const std::string data = "[data]\ndataset = \"synthetic\"\nsamples = 512\nshape = [12]\nclasses = 5\n";
+  const auto difference = [&](const std::string& sync, const std::string& options) {
+    const Prepared p =
+        test::quick_plan(dir, job_toml("mlp", data, 2, 2, "1f1b") + "sync = \"" + sync + "\"\n" + options);
+    BOOST_REQUIRE_EQUAL(p.plan.sync, sync);
+    const std::string out = (dir.path() / ("run-" + sync)).string();
+    auto summary = run(p, out, 12);
+    REQUIRE_OK(summary);
+    return relative_difference(checkpoint_parameters(out + "/checkpoint.pt", 2), single_process(p.job, 12));
+  };
+  BOOST_TEST(difference("average", "") < 1e-5);
+  BOOST_TEST(difference("ad-psgd", "") < 1e-5);
+  BOOST_TEST(difference("average", "[plan.options.average]\nperiod = 2\n") > 1e-4);
+}
+
 BOOST_AUTO_TEST_CASE(a_measured_profile_has_every_unit_and_round_trips) {
   test::ScratchDir dir;
   auto job = load_job(dir.write(

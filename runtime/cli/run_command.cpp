@@ -69,6 +69,7 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
   options.resume = a.resume;
   options.pin_threads = !a.no_pin;
   options.data = loaded->data;
+  options.plugins = &loaded->plugins;
   options.output_dir = !a.output.empty() ? a.output : !a.resume.empty() ? a.resume : job.output.dir;
   if (const auto at = options.output_dir.find("{job}"); at != std::string::npos)
     options.output_dir.replace(at, 5, job.job.name);

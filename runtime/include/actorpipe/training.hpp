@@ -2,8 +2,8 @@
 
 /// Training a planned job: the plan becomes CAF actors (a job actor, one pipeline actor
 /// per pipeline, one stage actor per pipeline × stage, whose replicas across the
-/// pipelines reduce their gradients among themselves) that pass micro-batches to each
-/// other and train the job's model with LibTorch.
+/// pipelines sync among themselves as the plan's sync policy says) that pass
+/// micro-batches to each other and train the job's model with LibTorch.
 /// No CAF or LibTorch types show here.
 
 #include <actorpipe/export.hpp>
@@ -18,6 +18,8 @@
 #include <string>
 
 namespace actorpipe {
+
+class PluginRegistry;
 
 /// One finished step, as the progress line and metrics.jsonl see it.
 struct StepMetrics {
@@ -57,6 +59,9 @@ struct RunOptions {
   /// false leaves placement to the operating system.
   bool pin_threads = true;
   std::shared_ptr<const TrainingData> data; ///< the job's, loaded already; else the run loads it
+  /// Where the plan's sync policy (plan.sync) is found: the registry the plan was made
+  /// with; null: the default folders and the job's plan.plugin_path.
+  const PluginRegistry* plugins = nullptr;
   /// Asked after every step; once it says true, the run finishes the step already
   /// handed to the stages, writes a checkpoint there and returns, `stopped` set (an
   /// interrupt, say: `--resume` then goes on as if nothing had happened).

@@ -158,8 +158,8 @@ Status read_plan(TableReader& top, PlanOptions& plan) {
     if (auto s = r.string("partitioner", plan.partitioner); !s) return s;
     if (auto s = r.string("mapper", plan.mapper); !s) return s;
     if (auto s = r.string("scheduler", plan.scheduler); !s) return s;
-    // Gradient all-reduce is what the actors run; other policies come as sync plugins.
-    if (auto s = r.choice("sync", plan.sync, {"allreduce"}); !s) return s;
+    // A sync plugin's name, checked by the planner against the plugins found.
+    if (auto s = r.string("sync", plan.sync); !s) return s;
     if (auto s = count_or_auto(r, "stages", plan.stages); !s) return s;
     if (auto s = count_or_auto(r, "pipelines", plan.pipelines); !s) return s;
     if (auto s = count_or_auto(r, "micro_batches", plan.micro_batches); !s) return s;

@@ -207,6 +207,7 @@ Result<int> run_fn(lua_State* L) {
   auto predicted = (*training)->predicted_step_ms(*job, *plan);
   ACTORPIPE_TRY(predicted);
 
+  options.plugins = &*plugins; // the script's own sync policies among them
   const LuaState& state = owner(L);
   options.stop_requested = [&] { return callbacks.stop || state.stop_due(); };
   if (callbacks.on_step)

@@ -224,6 +224,16 @@ Result<Planning> prepare(const JobSpec& job, const PluginRegistry& plugins) {
     planning.scheduler = *scheduler;
     planning.scheduler_label = plugin_label(plugins, PluginKind::scheduler, job.plan.scheduler);
   }
+  // The sync policy is the run's, not the plan's; a plan for a policy that cannot run,
+  // or that refuses its options, is refused now rather than at the first step.
+  auto sync = plugins.sync_policy(job.plan.sync);
+  if (!sync) return plugin_failed(std::move(sync).error(), job.where("plan.sync"));
+  const std::size_t pipelines = job.plan.pipelines != auto_count ? job.plan.pipelines : 2;
+  if (auto round =
+          (*sync)->round({0, pipelines, 1, std::vector<double>(pipelines, 0.0), options_for(job, job.plan.sync)});
+      !round)
+    return plugin_refused(std::move(round).error(), plugin_label(plugins, PluginKind::sync, job.plan.sync), job,
+                          job.plan.sync);
   planning.optimizer_factor = optimizer_state_factor(job.train);
   return planning;
 }

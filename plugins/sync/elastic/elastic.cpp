@@ -1,0 +1,38 @@
+/// Sync policy `elastic` (AvgPipe's elastic averaging): each stage keeps a centre
+/// variable; every pipeline steps on its own gradient, and every `tau` steps (option,
+/// default 1) each replica moves towards the centre and the centre towards the
+/// replicas, with moving rate `alpha` (option, default 0.9 / pipelines):
+///   d_p = x_p − c;   x_p ← x_p − alpha · d_p;   c ← c + alpha · Σ_p d_p.
+/// With alpha = 1 / pipelines the centre becomes the replicas' mean.
+
+#include <actorpipe/plugin.hpp>
+
+#include <numeric>
+
+namespace {
+
+using namespace actorpipe;
+
+class ElasticPolicy : public SyncPolicy {
+public:
+  Result<SyncRound> round(const SyncRequest& request) override {
+    ACTORPIPE_TRY(check_options(request.options, {"alpha", "tau"}));
+    const double pipelines = static_cast<double>(request.pipelines);
+    // Above 1 / pipelines the centre would overshoot the replicas' mean.
+    auto alpha = number_option(request.options, "alpha", 0.9 / pipelines, 1e-9, 1.0 / pipelines);
+    ACTORPIPE_TRY(alpha);
+    auto tau = number_option(request.options, "tau", 1, 1, 1e9);
+    ACTORPIPE_TRY(tau);
+    SyncRound round;
+    round.kind = SyncRound::Kind::elastic;
+    round.alpha = *alpha;
+    if (request.round % static_cast<std::uint64_t>(*tau) != 0) return round; // a local step only
+    round.groups.emplace_back(request.pipelines);
+    std::iota(round.groups.back().begin(), round.groups.back().end(), std::size_t{0});
+    return round;
+  }
+};
+
+} // namespace
+
+ACTORPIPE_PLUGIN(ElasticPolicy, "elastic", "1.0.0", "elastic averaging with a centre variable per stage (AvgPipe)")

@@ -1,0 +1,70 @@
+/// SyncExecutor: a policy's round, checked, applied to the replicas.
+
+#include "train/sync_executor.hpp"
+
+#include <stdexcept>
+
+namespace actorpipe::train {
+
+SyncExecutor::SyncExecutor(std::shared_ptr<SyncPolicy> policy, std::string label, PluginOptions options,
+                           std::size_t pipelines, std::size_t stages, double batch_share, std::string buffers,
+                           std::function<std::vector<StageWorker*>(std::size_t)> replicas)
+    : policy_(std::move(policy)), label_(std::move(label)), options_(std::move(options)), pipelines_(pipelines),
+      batch_share_(batch_share), buffers_(std::move(buffers)), replicas_(std::move(replicas)), centres_(stages) {}
+
+SyncExecutor::~SyncExecutor() = default;
+
+bool SyncExecutor::run(std::size_t stage, std::uint64_t step) {
+  auto round = policy_->round({stage, pipelines_, step, std::vector<double>(pipelines_, 0.0), options_});
+  if (!round) throw std::runtime_error(label_ + ": " + round.error().message);
+  const std::vector<StageWorker*> all = replicas_(stage);
+  // The groups, checked: disjoint sets of pipelines that exist.
+  std::vector<bool> grouped(pipelines_, false);
+  std::vector<std::vector<StageWorker*>> groups;
+  for (const auto& members : round->groups) {
+    auto& group = groups.emplace_back();
+    for (const std::size_t p : members) {
+      if (p >= pipelines_ || grouped[p])
+        throw std::runtime_error(label_ + ": round " + std::to_string(step) + " of stage " + std::to_string(stage) +
+                                 (p >= pipelines_
+                                      ? " names pipeline " + std::to_string(p) + " of " + std::to_string(pipelines_)
+                                      : " puts pipeline " + std::to_string(p) + " in two groups"));
+      grouped[p] = true;
+      group.push_back(all[p]);
+    }
+  }
+  // Each pipeline's gradient is its share of the batch's: scaled to its own batch's mean
+  // for a step of its own, or a group's sum to the whole batch's.
+  const double own = 1.0 / batch_share_;
+  if (round->kind == SyncRound::Kind::allreduce_gradients) {
+    for (const auto& group : groups) {
+      sum_gradients(group, own / static_cast<double>(group.size()));
+      agree_buffers(group, buffers_);
+    }
+    for (std::size_t p = 0; p < pipelines_; ++p)
+      if (!grouped[p]) scale_gradients(*all[p], own);
+    return false;
+  }
+  // The centre starts where the replicas do: made at the first round, before its step
+  // (after a resume, from the checkpoint's parameters).
+  if (round->kind == SyncRound::Kind::elastic && !centres_[stage])
+    centres_[stage] = std::make_unique<ElasticCentre>(*all.front());
+  for (StageWorker* replica : all) {
+    scale_gradients(*replica, own);
+    replica->step();
+  }
+  for (const auto& group : groups) {
+    if (round->kind == SyncRound::Kind::average_parameters) {
+      average_parameters(group);
+    } else {
+      if (!(round->alpha > 0 && round->alpha * static_cast<double>(group.size()) <= 1))
+        throw std::runtime_error(label_ + ": elastic rate " + std::to_string(round->alpha) + " for a group of " +
+                                 std::to_string(group.size()) + " (it must be in (0, 1 / group size])");
+      centres_[stage]->move(group, round->alpha);
+    }
+    agree_buffers(group, buffers_);
+  }
+  return true;
+}
+
+} // namespace actorpipe::train

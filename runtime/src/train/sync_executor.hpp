@@ -1,0 +1,51 @@
+#pragma once
+
+/// What a sync policy's round does to a stage's replicas (actorpipe/plugin.hpp,
+/// SyncRound), run by the replica whose gradients are ready last while the others wait
+/// (actors/sync_round.hpp):
+///   - allreduce_gradients: each group sums its gradients, scaled up to the whole
+///     batch's; a pipeline in no group scales its own; every replica then steps itself;
+///   - average_parameters: every replica steps on its own gradient, then each group
+///     averages its parameters;
+///   - elastic: every replica steps on its own gradient, then each group moves towards
+///     the stage's centre variable and the centre towards it.
+/// No LibTorch types show here.
+
+#include "train/stage_worker.hpp"
+
+#include <actorpipe/plugin.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace actorpipe::train {
+
+class SyncExecutor {
+public:
+  /// `replicas(s)` gives stage s's replica of each pipeline; `batch_share` is the
+  /// fraction of a batch each pipeline gets (its gradient is that share of the batch's).
+  SyncExecutor(std::shared_ptr<SyncPolicy> policy, std::string label, PluginOptions options, std::size_t pipelines,
+               std::size_t stages, double batch_share, std::string buffers,
+               std::function<std::vector<StageWorker*>(std::size_t)> replicas);
+  ~SyncExecutor();
+
+  /// Stage `stage`'s round of step `step` (1-based). True when it stepped the replicas,
+  /// which then must not step again. Throws std::runtime_error, naming the policy, for
+  /// a round the policy refuses or gets wrong (groups that overlap or name no pipeline).
+  bool run(std::size_t stage, std::uint64_t step);
+
+private:
+  std::shared_ptr<SyncPolicy> policy_;
+  std::string label_; ///< "sync 'NAME'"
+  PluginOptions options_;
+  std::size_t pipelines_;
+  double batch_share_;
+  std::string buffers_;
+  std::function<std::vector<StageWorker*>(std::size_t)> replicas_;
+  std::vector<std::unique_ptr<ElasticCentre>> centres_; ///< per stage, made at its first elastic round
+};
+
+} // namespace actorpipe::train
