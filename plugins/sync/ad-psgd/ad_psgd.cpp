@@ -7,7 +7,6 @@
 #include <actorpipe/plugin.hpp>
 
 #include <algorithm>
-#include <numeric>
 #include <random>
 
 namespace {
@@ -20,8 +19,7 @@ public:
     ACTORPIPE_TRY(check_options(request.options, {"seed"}));
     auto seed = number_option(request.options, "seed", 1, 0, 1e15);
     ACTORPIPE_TRY(seed);
-    std::vector<std::size_t> order(request.pipelines);
-    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::vector<std::size_t> order = all_pipelines(request.pipelines);
     std::mt19937_64 random(static_cast<std::uint64_t>(*seed) * 0x9e3779b97f4a7c15ULL + request.round);
     std::shuffle(order.begin(), order.end(), random);
     SyncRound round;

@@ -5,8 +5,6 @@
 
 #include <actorpipe/plugin.hpp>
 
-#include <numeric>
-
 namespace {
 
 using namespace actorpipe;
@@ -17,8 +15,7 @@ public:
     ACTORPIPE_TRY(check_options(request.options, {}));
     SyncRound round;
     round.kind = SyncRound::Kind::allreduce_gradients;
-    round.groups.emplace_back(request.pipelines);
-    std::iota(round.groups.back().begin(), round.groups.back().end(), std::size_t{0});
+    round.groups.push_back(all_pipelines(request.pipelines));
     return round;
   }
 };

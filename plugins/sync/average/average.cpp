@@ -5,8 +5,6 @@
 
 #include <actorpipe/plugin.hpp>
 
-#include <numeric>
-
 namespace {
 
 using namespace actorpipe;
@@ -20,8 +18,7 @@ public:
     SyncRound round;
     round.kind = SyncRound::Kind::average_parameters;
     if (request.round % static_cast<std::uint64_t>(*period) != 0) return round; // a local step only
-    round.groups.emplace_back(request.pipelines);
-    std::iota(round.groups.back().begin(), round.groups.back().end(), std::size_t{0});
+    round.groups.push_back(all_pipelines(request.pipelines));
     return round;
   }
 };

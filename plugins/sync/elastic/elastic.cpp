@@ -7,8 +7,6 @@
 
 #include <actorpipe/plugin.hpp>
 
-#include <numeric>
-
 namespace {
 
 using namespace actorpipe;
@@ -27,8 +25,7 @@ public:
     round.kind = SyncRound::Kind::elastic;
     round.alpha = *alpha;
     if (request.round % static_cast<std::uint64_t>(*tau) != 0) return round; // a local step only
-    round.groups.emplace_back(request.pipelines);
-    std::iota(round.groups.back().begin(), round.groups.back().end(), std::size_t{0});
+    round.groups.push_back(all_pipelines(request.pipelines));
     return round;
   }
 };

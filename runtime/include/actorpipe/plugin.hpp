@@ -174,6 +174,14 @@ struct SyncRound {
   double alpha = 0;                             ///< elastic moving rate, when kind is elastic
 };
 
+/// Pipelines 0 … n − 1: the one group of a round that syncs every pipeline.
+inline std::vector<std::size_t> all_pipelines(std::size_t n) {
+  std::vector<std::size_t> group(n);
+  for (std::size_t p = 0; p < n; ++p)
+    group[p] = p;
+  return group;
+}
+
 /// Common base: the loader owns plugins through it.
 class ACTORPIPE_EXPORT Plugin {
 public:
