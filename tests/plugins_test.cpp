@@ -6,6 +6,8 @@
 #include <actorpipe/job.hpp>
 #include <actorpipe/planner.hpp>
 #include <actorpipe/plugin_registry.hpp>
+#include <actorpipe/schedule_builders.hpp>
+#include <actorpipe/simulator.hpp>
 
 #include "test_support.hpp"
 
@@ -46,7 +48,7 @@ BOOST_AUTO_TEST_CASE(shipped_plugins_are_found_with_their_info) {
   BOOST_TEST(uniform->version == "1.0.0");
   BOOST_TEST(contains(uniform->file, "partitioner_uniform.so"));
   BOOST_TEST(!sequential->description.empty());
-  BOOST_TEST(registry->plugins().size() == 15u);
+  BOOST_TEST(registry->plugins().size() == 16u);
 }
 
 BOOST_AUTO_TEST_CASE(wrong_abi_is_refused_before_the_factory_runs) {
@@ -199,4 +201,45 @@ BOOST_AUTO_TEST_CASE(a_host_adds_a_class_of_its_own_guarded_as_a_module_is) {
   BOOST_REQUIRE(!twice);
   BOOST_TEST(contains(twice.error().message, "a partitioner named 'halves' is already loaded"));
   BOOST_TEST(!registry->add_class<Halves>("uniform", "1", "shadowing a shipped one").ok());
+}
+
+BOOST_AUTO_TEST_CASE(afp_runs_forwards_ahead_only_as_far_as_the_pipeline_gains) {
+  auto afp = test::plugins().scheduler("afp");
+  REQUIRE_OK(afp);
+  ScheduleRequest request;
+  request.stages = 4;
+  request.micro_batch_sizes.assign(8, 4);
+  request.stage_forward_ms = {1, 1, 1, 1};
+  request.stage_backward_ms = {2, 2, 2, 2};
+  const auto makespan = [&](const Schedule& s) {
+    return simulate_pipeline(s, request.stage_forward_ms, request.stage_backward_ms, request.send_ms).makespan_ms;
+  };
+  // Free sends: running ahead gains nothing, and afp holds what 1F1B holds.
+  request.send_ms = {0, 0, 0};
+  auto quiet = (*afp)->schedule(request);
+  REQUIRE_OK(quiet);
+  BOOST_TEST((quiet->stages == one_f_one_b_schedule(4, request.micro_batch_sizes).stages));
+  // Slow sends leave 1F1B's stages waiting for gradients: afp fills the waits with
+  // forwards, faster than 1F1B, holding fewer activations than GPipe (2 micro-batches
+  // more than 1F1B by default).
+  request.send_ms = {0.5, 0.5, 0.5};
+  auto slow = (*afp)->schedule(request);
+  REQUIRE_OK(slow);
+  const Schedule ofob = one_f_one_b_schedule(4, request.micro_batch_sizes);
+  const Schedule gpipe = gpipe_schedule(4, request.micro_batch_sizes);
+  BOOST_TEST_MESSAGE("1f1b " << makespan(ofob) << " ms, afp " << makespan(*slow) << " ms, gpipe " << makespan(gpipe)
+                             << " ms");
+  BOOST_TEST(makespan(*slow) < makespan(ofob));
+  BOOST_TEST(peak_stashed_samples(*slow)[0] == peak_stashed_samples(ofob)[0] + 2 * 4);
+  BOOST_TEST(peak_stashed_samples(*slow)[0] < peak_stashed_samples(gpipe)[0]);
+  // Allowed all the way, it goes as far as time gains: here, to GPipe's makespan.
+  request.options = {{"max_ahead", "8"}};
+  auto unbounded = (*afp)->schedule(request);
+  REQUIRE_OK(unbounded);
+  BOOST_TEST(makespan(*unbounded) == makespan(gpipe));
+  // A fixed ahead is taken as given.
+  request.options = {{"ahead", "2"}};
+  auto fixed = (*afp)->schedule(request);
+  REQUIRE_OK(fixed);
+  BOOST_TEST((fixed->stages == advance_forward_schedule(4, request.micro_batch_sizes, 2).stages));
 }

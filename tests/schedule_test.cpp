@@ -110,3 +110,24 @@ BOOST_AUTO_TEST_CASE(files_round_trip_and_errors_name_the_line) {
   BOOST_REQUIRE(!missing.ok());
   BOOST_TEST(contains(missing.error().message, "/nonexistent/schedule.toml: file not found"));
 }
+
+BOOST_AUTO_TEST_CASE(advance_forward_runs_ahead_as_far_as_its_cap_between_1f1b_and_gpipe) {
+  for (std::size_t stages : {1, 2, 4, 8})
+    for (std::uint32_t m : {1u, 3u, 8u}) {
+      const std::vector<std::uint32_t> sizes(m, 4);
+      BOOST_TEST_CONTEXT("stages " << stages << ", micro-batches " << m) {
+        // ahead 0 is 1F1B's order, ahead m − 1 (and beyond) GPipe's.
+        BOOST_TEST((advance_forward_schedule(stages, sizes, 0).stages == one_f_one_b_schedule(stages, sizes).stages));
+        BOOST_TEST((advance_forward_schedule(stages, sizes, m - 1).stages == gpipe_schedule(stages, sizes).stages));
+        for (std::size_t ahead = 0; ahead < m + 2; ++ahead) {
+          const Schedule afp = advance_forward_schedule(stages, sizes, ahead);
+          REQUIRE_OK(validate(afp));
+          BOOST_TEST(afp.name == "afp");
+          // The cap: stage s stashes at most stages − s + ahead micro-batches.
+          const auto stash = peak_stashed_samples(afp);
+          for (std::size_t s = 0; s < stages; ++s)
+            BOOST_TEST(stash[s] == 4u * std::min<std::uint64_t>(m, stages - s + ahead), "stage " << s);
+        }
+      }
+    }
+}

@@ -20,4 +20,12 @@ ACTORPIPE_EXPORT Schedule gpipe_schedule(std::size_t stages, const std::vector<s
 ACTORPIPE_EXPORT Schedule one_f_one_b_schedule(std::size_t stages, const std::vector<std::uint32_t>& micro_batch_sizes,
                                                std::uint32_t reference_size = 0);
 
+/// Advance forward propagation (AvgPipe): 1F1B whose stage s may hold `ahead` more
+/// reference micro-batches, `stages − s + ahead`, so that it runs that many forwards of
+/// later micro-batches ahead, into time it would otherwise wait for a gradient. ahead 0
+/// is 1F1B; ahead ≥ micro-batches − 1 is GPipe's order. docs/schedules.md.
+ACTORPIPE_EXPORT Schedule advance_forward_schedule(std::size_t stages,
+                                                   const std::vector<std::uint32_t>& micro_batch_sizes,
+                                                   std::size_t ahead, std::uint32_t reference_size = 0);
+
 } // namespace actorpipe

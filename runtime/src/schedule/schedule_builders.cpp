@@ -30,15 +30,19 @@ Schedule gpipe_schedule(std::size_t stages, const std::vector<std::uint32_t>& si
   return schedule;
 }
 
-Schedule one_f_one_b_schedule(std::size_t stages, const std::vector<std::uint32_t>& sizes, std::uint32_t reference) {
-  Schedule schedule = empty_schedule("1f1b", stages, sizes);
+namespace {
+
+/// 1F1B with stage s holding up to `stages − s + ahead` reference micro-batches.
+Schedule bounded_one_f_one_b(const char* name, std::size_t stages, const std::vector<std::uint32_t>& sizes,
+                             std::uint32_t reference, std::size_t ahead) {
+  Schedule schedule = empty_schedule(name, stages, sizes);
   if (reference == 0 && !sizes.empty()) reference = *std::max_element(sizes.begin(), sizes.end());
   const std::size_t m = sizes.size();
   for (std::size_t s = 0; s < stages; ++s) {
-    // Stage s may hold the samples of stages − s reference micro-batches. Warm-up runs
-    // forwards up to one micro-batch short of that; then each forward is followed by
-    // backwards until the next forward fits again (one, when sizes are equal).
-    const std::uint64_t bound = static_cast<std::uint64_t>(stages - s) * reference;
+    // Stage s may hold the samples of stages − s (+ ahead) reference micro-batches.
+    // Warm-up runs forwards up to one micro-batch short of that; then each forward is
+    // followed by backwards until the next forward fits again (one, when sizes are equal).
+    const std::uint64_t bound = static_cast<std::uint64_t>(stages - s + ahead) * reference;
     auto& actions = schedule.stages[s];
     std::uint64_t held = 0;
     std::size_t next_forward = 0, next_backward = 0;
@@ -58,6 +62,17 @@ Schedule one_f_one_b_schedule(std::size_t stages, const std::vector<std::uint32_
       actions.push_back(backward(sizes, next_backward++));
   }
   return schedule;
+}
+
+} // namespace
+
+Schedule one_f_one_b_schedule(std::size_t stages, const std::vector<std::uint32_t>& sizes, std::uint32_t reference) {
+  return bounded_one_f_one_b("1f1b", stages, sizes, reference, 0);
+}
+
+Schedule advance_forward_schedule(std::size_t stages, const std::vector<std::uint32_t>& sizes, std::size_t ahead,
+                                  std::uint32_t reference) {
+  return bounded_one_f_one_b("afp", stages, sizes, reference, ahead);
 }
 
 } // namespace actorpipe
