@@ -198,7 +198,10 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
     train::Evaluation e;
     // LibTorch's exceptions end here: a host that embeds the runtime gets an Error.
     try {
-      e = session.evaluate();
+      if (sync)
+        sync->with_model([&] { e = session.evaluate(); });
+      else
+        e = session.evaluate();
     } catch (const std::exception& ex) {
       const std::string what = ex.what();
       return Error::run_failed("evaluation after epoch " + std::to_string(epoch) + ": " +
@@ -217,8 +220,13 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
     if (options.on_evaluation) options.on_evaluation({progress.step, epoch, e.accuracy, e.loss});
     return Ok{};
   };
+  // The policy's model (elastic's centre) is what is evaluated and saved; a resumed run
+  // starts every replica from it.
   auto checkpoint = [&]() -> Status {
-    return session.save_checkpoint(options.output_dir + "/checkpoint.pt", progress);
+    if (!sync) return session.save_checkpoint(options.output_dir + "/checkpoint.pt", progress);
+    Status saved = Ok{};
+    sync->with_model([&] { saved = session.save_checkpoint(options.output_dir + "/checkpoint.pt", progress); });
+    return saved;
   };
 
   // A step handed to the job actor and not yet answered.

@@ -195,6 +195,21 @@ BOOST_AUTO_TEST_CASE(sync_policies_that_average_parameters_every_step_train_like
   BOOST_TEST(difference("average", "[plan.options.average]\nperiod = 2\n") > 1e-4);
 }
 
+BOOST_AUTO_TEST_CASE(elastic_saves_and_evaluates_its_centre) {
+  // With alpha = 1 / pipelines the centre moves onto the mean of the replicas, which
+  // after the first round is the step of the summed gradient: the checkpoint (the
+  // centre, not pipeline 0's replica, which moved only halfway) equals single-device
+  // training after one step.
+  test::ScratchDir dir;
+  const std::string data = "[data]\ndataset = \"synthetic\"\nsamples = 512\nshape = [12]\nclasses = 5\n";
+  const Prepared p = test::quick_plan(dir, job_toml("mlp", data, 2, 2, "1f1b") +
+                                               "sync = \"elastic\"\n[plan.options.elastic]\nalpha = 0.5\n");
+  const std::string out = (dir.path() / "elastic").string();
+  auto summary = run(p, out, 1);
+  REQUIRE_OK(summary);
+  BOOST_TEST(relative_difference(checkpoint_parameters(out + "/checkpoint.pt", 2), single_process(p.job, 1)) < 1e-5);
+}
+
 BOOST_AUTO_TEST_CASE(a_measured_profile_has_every_unit_and_round_trips) {
   test::ScratchDir dir;
   auto job = load_job(dir.write(

@@ -181,4 +181,14 @@ void ElasticCentre::move(const std::vector<StageWorker*>& group, double alpha) {
   }
 }
 
+void ElasticCentre::swap(StageWorker& replica) {
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < impl_->centre.size(); ++i) {
+    torch::Tensor& x = replica.impl().parameters[i];
+    const torch::Tensor kept = x.clone();
+    x.copy_(impl_->centre[i]);
+    impl_->centre[i].copy_(kept);
+  }
+}
+
 } // namespace actorpipe::train

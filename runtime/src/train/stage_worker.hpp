@@ -88,6 +88,8 @@ public:
   /// With d_p = x_p − c for each replica p of `group`: x_p ← x_p − alpha · d_p and
   /// c ← c + alpha · Σ_p d_p.
   void move(const std::vector<StageWorker*>& group, double alpha);
+  /// Exchanges the centre's parameters with `replica`'s (twice: as they were).
+  void swap(StageWorker& replica);
 
 private:
   struct Impl;

@@ -67,4 +67,19 @@ bool SyncExecutor::run(std::size_t stage, std::uint64_t step) {
   return true;
 }
 
+void SyncExecutor::with_model(const std::function<void()>& use) {
+  const auto swap = [&] {
+    for (std::size_t s = 0; s < centres_.size(); ++s)
+      if (centres_[s]) centres_[s]->swap(*replicas_(s).front());
+  };
+  swap();
+  try {
+    use();
+  } catch (...) {
+    swap();
+    throw;
+  }
+  swap();
+}
+
 } // namespace actorpipe::train

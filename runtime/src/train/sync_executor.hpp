@@ -37,6 +37,11 @@ public:
   /// a round the policy refuses or gets wrong (groups that overlap or name no pipeline).
   bool run(std::size_t stage, std::uint64_t step);
 
+  /// Runs `use` (evaluation, a checkpoint) with the model the policy trains in pipeline
+  /// 0's replicas: for `elastic`, the centre variables, put there for the while and
+  /// swapped back after; for the others, the replicas as they are.
+  void with_model(const std::function<void()>& use);
+
 private:
   std::shared_ptr<SyncPolicy> policy_;
   std::string label_; ///< "sync 'NAME'"
