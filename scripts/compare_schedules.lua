@@ -46,6 +46,6 @@ local chart = actorpipe.plot_bars("schedules.svg", {
   title = "Step time by schedule: " .. job_file,
   y_label = "ms per step",
   categories = names,
-  groups = { { label = "predicted on this machine", values = predicted }, { label = "measured", values = measured } },
+  groups = { { label = "predicted here", values = predicted }, { label = "measured", values = measured } },
 })
 print("wrote " .. csv .. " and " .. chart)
