@@ -79,6 +79,7 @@ void build(JobActor self, const JobConfig& config) {
       stage.inject_failure = config.inject_failure;
       if (config.pin_threads && config.detached) stage.core = train::stage_core(cores, p * S + s, P * S);
       stage.detached = config.detached;
+      if (p < config.emulated.size()) stage.emulated = config.emulated[p][s];
       stages[p].push_back(spawn_stage(self->system(), std::move(stage)));
       watch(stages[p].back(), "stage " + std::to_string(s) + " of pipeline " + std::to_string(p));
     }

@@ -10,6 +10,7 @@
 
 #include "injected_failure.hpp"
 #include "protocol.hpp"
+#include "stage_actor.hpp"
 #include "stage_trace.hpp"
 
 #include <actorpipe/plan.hpp>
@@ -43,6 +44,8 @@ struct JobConfig {
   /// Runs stage s's sync round of a step on its replicas (train::SyncExecutor in a
   /// run); true when it stepped them too.
   std::function<bool(std::size_t stage, std::uint64_t step)> sync;
+  /// Stage s of pipeline p on an emulated device: emulated[p][s] (empty: none is).
+  std::vector<std::vector<std::optional<StageConfig::Emulated>>> emulated;
   std::uint64_t first_step = 1;              ///< the run's number of the first step (> 1 after a resume)
   Clock::time_point origin;                  ///< time zero of the trace
   std::vector<StageTrace>* traces = nullptr; ///< one per pipeline × stage (p · S + s); none: no trace

@@ -17,6 +17,7 @@
 #include "base/chrome_trace.hpp"
 #include "base/folder_lock.hpp"
 #include "base/input_file.hpp"
+#include "sim/stage_figures.hpp"
 #include "train/session.hpp"
 #include "train/sync_executor.hpp"
 
@@ -53,7 +54,8 @@ Result<std::shared_ptr<SyncPolicy>> sync_policy(const JobSpec& job, const Plan& 
   return *policy; // holds its module open past the registry
 }
 
-std::string trace_of(const std::vector<actors::StageTrace>& traces, const Plan& plan, const ClusterSpec& cluster) {
+std::string trace_of(const std::vector<actors::StageTrace>& traces, const Plan& plan, const ClusterSpec& cluster,
+                     double time_scale) {
   ChromeTrace trace;
   for (std::size_t p = 0; p < plan.pipelines; ++p)
     trace.process(p, "pipeline " + std::to_string(p));
@@ -65,8 +67,8 @@ std::string trace_of(const std::vector<actors::StageTrace>& traces, const Plan& 
       const bool whole_step = span.kind == actors::SpanKind::sync || span.kind == actors::SpanKind::step;
       const char* kind = actors::to_string(span.kind);
       trace.span(t.pipeline, t.stage, std::string(kind) + (whole_step ? "" : " " + std::to_string(span.micro_batch)),
-                 kind, span.start_us, span.duration_us, span.step,
-                 span.cpu_us < 0 ? std::nullopt : std::optional<double>(span.cpu_us));
+                 kind, span.start_us * time_scale, span.duration_us * time_scale, span.step,
+                 span.cpu_us < 0 ? std::nullopt : std::optional<double>(span.cpu_us * time_scale));
     }
   }
   return trace.finish();
@@ -164,6 +166,28 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
                  [&session](std::size_t s) { return session.replicas(s); });
   }
   job_config.sync = [&sync](std::size_t s, std::uint64_t step) { return sync->run(s, step); };
+  // Stages on emulated devices take their modelled times, dilated; the run's times are
+  // reported in modelled time.
+  double time_scale = 1;
+  {
+    std::vector<Cut> cuts;
+    for (const StagePlan& stage : plan.stages)
+      cuts.push_back(stage.begin);
+    cuts.push_back(plan.stages.back().end);
+    const std::vector<StageFigures> figures = stage_figures(job.profile, cuts);
+    job_config.emulated.assign(plan.pipelines,
+                               std::vector<std::optional<actors::StageConfig::Emulated>>(plan.stages.size()));
+    for (std::size_t p = 0; p < plan.pipelines; ++p)
+      for (std::size_t s = 0; s < plan.stages.size(); ++s) {
+        const Device& device = job.cluster.devices[plan.devices[p][s]];
+        if (device.kind != "emulated") continue;
+        const StageFigures& f = figures[s];
+        job_config.emulated[p][s] = actors::StageConfig::Emulated{
+            f.forward_fixed_ms / device.speed, f.forward_ms / device.speed, f.backward_fixed_ms / device.speed,
+            f.backward_ms / device.speed, job.emulation.dilation};
+        time_scale = 1 / job.emulation.dilation;
+      }
+  }
   job_config.first_step = progress.step + 1;
   job_config.origin = origin;
   job_config.traces = &traces;
@@ -277,9 +301,9 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
     m.steps_per_epoch = per_epoch;
     m.total_steps = total;
     m.loss = loss;
-    m.step_ms = seconds * 1000.0;
+    m.step_ms = seconds * 1000.0 * time_scale;
     step_ms.push_back(m.step_ms);
-    m.samples_per_s = static_cast<double>(steps_here * plan.batch_size) / step_seconds;
+    m.samples_per_s = static_cast<double>(steps_here * plan.batch_size) / (step_seconds * time_scale);
     m.eta_s = step_seconds / static_cast<double>(steps_here) * static_cast<double>(total - progress.step);
     metrics << json{{"kind", "step"}, {"step", m.step},       {"epoch", m.epoch},
                     {"loss", loss},   {"step_ms", m.step_ms}, {"samples_per_s", m.samples_per_s}}
@@ -311,14 +335,16 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
   // The job shuts down every actor it built.
   shut_down();
   metrics.close();
-  if (auto s = write_file_atomically(options.output_dir + "/trace.json", trace_of(traces, plan, job.cluster));
+  if (auto s =
+          write_file_atomically(options.output_dir + "/trace.json", trace_of(traces, plan, job.cluster, time_scale));
       !s && !error)
     error = std::move(s).error();
   if (error) return *std::move(error);
   summary.steps = progress.step;
   summary.epochs = progress.epoch;
   summary.seconds = step_seconds;
-  summary.samples_per_s = step_seconds > 0 ? static_cast<double>(steps_here * plan.batch_size) / step_seconds : 0;
+  summary.samples_per_s =
+      step_seconds > 0 ? static_cast<double>(steps_here * plan.batch_size) / (step_seconds * time_scale) : 0;
   if (!step_ms.empty()) {
     const auto middle = step_ms.begin() + static_cast<std::ptrdiff_t>(step_ms.size() / 2);
     std::nth_element(step_ms.begin(), middle, step_ms.end());

@@ -103,6 +103,17 @@ bool ready(const StageState& st, const Action& a) {
   return st.last() || st.gradients.count(key);
 }
 
+/// On an emulated device, waits until the action has taken its modelled time (dilated)
+/// since `started`; an action slower than that is left as it is.
+void pad(const StageState& st, const Action& a, Clock::time_point started) {
+  if (!st.config.emulated) return;
+  const StageConfig::Emulated& e = *st.config.emulated;
+  const double ms = a.op == Op::forward ? e.forward_fixed_ms + e.forward_ms_per_sample * a.size
+                                        : e.backward_fixed_ms + e.backward_ms_per_sample * a.size;
+  std::this_thread::sleep_until(started + std::chrono::duration_cast<Clock::duration>(
+                                              std::chrono::duration<double, std::milli>(ms * e.dilation)));
+}
+
 void run_action(StageActor self, const Action& a) {
   auto& st = self->state;
   train::StageComputation& computation = *st.config.computation;
@@ -120,9 +131,11 @@ void run_action(StageActor self, const Action& a) {
       const auto [labels, scale] = st.labels[key];
       st.labels.erase(key);
       st.loss_sum += computation.forward_loss(a.micro_batch, input, labels, scale) * a.size;
+      pad(st, a, started);
       record(st, SpanKind::forward, a.micro_batch, started, cpu_started);
     } else {
       train::Payload output = computation.forward(a.micro_batch, input);
+      pad(st, a, started);
       record(st, SpanKind::forward, a.micro_batch, started, cpu_started);
       const auto sending = Clock::now();
       self->send(st.links.next, forward_atom::value, st.step, micro, std::move(output));
@@ -136,6 +149,7 @@ void run_action(StageActor self, const Action& a) {
     st.gradients.erase(key);
   }
   train::Payload input_gradient = computation.backward(a.micro_batch, gradient);
+  pad(st, a, started);
   record(st, SpanKind::backward, a.micro_batch, started, cpu_started);
   if (!st.first()) {
     const auto sending = Clock::now();

@@ -35,6 +35,15 @@ struct StageConfig {
   /// waits for exactly that message before going on (to its optimizer step, say), so a
   /// hand-off is a switch on one core. None: the operating system places the thread.
   std::optional<int> core;
+  /// On an emulated device: what its actions take there (the stage's figures over the
+  /// device's speed), each padded to that times `dilation` of wall time. None: actions
+  /// take what they take.
+  struct Emulated {
+    double forward_fixed_ms = 0, forward_ms_per_sample = 0;
+    double backward_fixed_ms = 0, backward_ms_per_sample = 0;
+    double dilation = 1;
+  };
+  std::optional<Emulated> emulated;
   /// A thread of its own (it computes), bound to `core` on its first message; false
   /// leaves it to the scheduler, as the deterministic protocol tests need.
   bool detached = true;

@@ -253,3 +253,13 @@ BOOST_AUTO_TEST_CASE(overrides_apply_and_are_checked_like_the_file) {
   const Error shape = expect_error(load_job(job.path, {"novalue"}));
   BOOST_TEST(contains(shape.message, "expected key.path=value"), shape.message);
 }
+
+BOOST_AUTO_TEST_CASE(an_emulation_dilation_below_one_is_refused) {
+  Job job("[emulation]\ndilation = 0.5\n");
+  const Error error = expect_error(load_job(job.path));
+  BOOST_TEST(contains(error.message, job.path + ":"), error.message);
+  BOOST_TEST(contains(error.message, "emulation.dilation"), error.message);
+  auto dilated = load_job(job.path, {"emulation.dilation=8"});
+  REQUIRE_OK(dilated);
+  BOOST_TEST(dilated->emulation.dilation == 8);
+}

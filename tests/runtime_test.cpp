@@ -10,6 +10,7 @@
 
 #include "measured_plan.hpp"
 #include "test_support.hpp"
+#include "sim/stage_figures.hpp"
 
 #include <actorpipe/planner.hpp>
 #include <actorpipe/profile_io.hpp>
@@ -208,6 +209,50 @@ BOOST_AUTO_TEST_CASE(elastic_saves_and_evaluates_its_centre) {
   auto summary = run(p, out, 1);
   REQUIRE_OK(summary);
   BOOST_TEST(relative_difference(checkpoint_parameters(out + "/checkpoint.pt", 2), single_process(p.job, 1)) < 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(emulated_devices_take_the_time_their_model_says) {
+  // Two emulated devices, the second half as fast; each action padded to its modelled
+  // time × 200 of wall time (enough that a busy machine delays no action by a tenth),
+  // the trace written in modelled time.
+  test::ScratchDir dir;
+  const std::string job =
+      "[cluster]\nname = \"emulated-2\"\nnetwork = { bandwidth = \"10 GB/s\", latency = \"1 us\" }\n"
+      "[[cluster.servers]]\nname = \"local\"\n"
+      "pcie = { devices_per_switch = 2, switch_bandwidth = \"10 GB/s\", inter_bridge_bandwidth = \"10 GB/s\" }\n"
+      "nic = { count = 1, bandwidth = \"10 GB/s\" }\n"
+      "devices = [{ kind = \"emulated\", count = 1, speed = 1.0, memory = \"1 GiB\" },\n"
+      "           { kind = \"emulated\", count = 1, speed = 0.5, memory = \"1 GiB\" }]\n"
+      "[job]\nname = \"emulated\"\n[model]\nzoo = \"mlp\"\nlayers = 3\nwidth = 64\n"
+      "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [32]\nclasses = 4\n"
+      "[train]\nbatch_size = 32\n[emulation]\ndilation = 200\n"
+      "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nstages = 2\npipelines = 1\nmicro_batches = 2\n";
+  const Prepared p = test::quick_plan(dir, job);
+  const std::string out = (dir.path() / "run").string();
+  auto summary = run(p, out, 4);
+  REQUIRE_OK(summary);
+  std::vector<Cut> cuts{p.plan.stages[0].begin, p.plan.stages[1].begin, p.plan.stages[1].end};
+  const std::vector<StageFigures> figures = stage_figures(p.job.profile, cuts);
+  const double speeds[] = {1.0, 0.5};
+  auto trace = read_file(out + "/trace.json");
+  REQUIRE_OK(trace);
+  const auto events = nlohmann::json::parse(*trace)["traceEvents"];
+  std::vector<double> ratios; // taken / modelled
+  for (const auto& e : events) {
+    if (e["ph"] != "X" || (e["cat"] != "forward" && e["cat"] != "backward")) continue;
+    const std::size_t s = e["tid"].get<std::size_t>();
+    const bool forward = e["cat"] == "forward";
+    const double model = ((forward ? figures[s].forward_fixed_ms : figures[s].backward_fixed_ms) +
+                          (forward ? figures[s].forward_ms : figures[s].backward_ms) * 16) /
+                         speeds[s];
+    const double took = e["dur"].get<double>() / 1000.0;
+    // Never shorter than its model; longer only where the thread waited for a core.
+    BOOST_TEST(took >= model * 0.999, e["name"] << " of stage " << s << ": " << took << " ms, modelled " << model);
+    ratios.push_back(took / model);
+  }
+  BOOST_REQUIRE_EQUAL(ratios.size(), 4u * 2 * 2 * 2); // steps × stages × micro-batches × forward and backward
+  std::sort(ratios.begin(), ratios.end());
+  BOOST_TEST(ratios[ratios.size() / 2] <= 1.10, "median taken / modelled " << ratios[ratios.size() / 2]);
 }
 
 BOOST_AUTO_TEST_CASE(a_measured_profile_has_every_unit_and_round_trips) {

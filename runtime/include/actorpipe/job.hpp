@@ -116,6 +116,14 @@ struct SimulateOptions {
   std::string trace;      ///< write a Perfetto trace here; empty: none
 };
 
+/// [emulation]: devices of kind "emulated" compute with LibTorch on this machine's CPU,
+/// each action padded to the time the device's model says (docs/running.md).
+struct EmulationOptions {
+  /// Wall time per modelled time: an action modelled at t ms takes dilation × t ms, so
+  /// that many emulated devices sharing a few cores still finish within their model.
+  double dilation = 1;
+};
+
 /// [output]
 struct OutputOptions {
   std::string dir = "runs/{job}";   ///< {job} is replaced by job.name
@@ -130,6 +138,7 @@ struct ACTORPIPE_EXPORT JobSpec {
   TrainOptions train;
   PlanOptions plan;
   SimulateOptions simulate;
+  EmulationOptions emulation;
   OutputOptions output;
   std::string cluster_file; ///< where [cluster] came from, when it named a file
   ClusterSpec cluster;

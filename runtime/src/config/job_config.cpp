@@ -195,6 +195,13 @@ Status read_simulate(TableReader& top, SimulateOptions& simulate) {
   });
 }
 
+Status read_emulation(TableReader& top, EmulationOptions& emulation) {
+  return top.optional_table("emulation", [&](TableReader& r) -> Status {
+    if (auto s = r.number("dilation", emulation.dilation, 1, 1e6); !s) return s;
+    return Ok{};
+  });
+}
+
 Status read_output(TableReader& top, OutputOptions& output) {
   return top.optional_table("output", [&](TableReader& r) -> Status {
     if (auto s = r.path("dir", output.dir); !s) return s;
@@ -264,6 +271,7 @@ Result<JobSpec> config::read_job(toml::table root, const std::string& path, cons
   ACTORPIPE_TRY(read_train(top, spec.train));
   ACTORPIPE_TRY(read_plan(top, spec.plan));
   ACTORPIPE_TRY(read_simulate(top, spec.simulate));
+  ACTORPIPE_TRY(read_emulation(top, spec.emulation));
   ACTORPIPE_TRY(read_output(top, spec.output));
   ACTORPIPE_TRY(read_cluster_entry(top, spec));
   ACTORPIPE_TRY(top.finish());
