@@ -50,7 +50,8 @@ struct StageConfig {
 };
 
 /// Expects a `connect` message with its links before any input. With replicas in its
-/// links, its gradients are reduced with theirs (SyncRound) before its optimizer steps.
+/// links, each step ends in their sync round (SyncRound): the sync policy's reduction
+/// before its optimizer steps, or a round that steps every replica itself.
 stage_actor spawn_stage(caf::actor_system& system, StageConfig config);
 
 } // namespace actorpipe::actors
