@@ -15,6 +15,8 @@ SyncExecutor::SyncExecutor(std::shared_ptr<SyncPolicy> policy, std::string label
 SyncExecutor::~SyncExecutor() = default;
 
 bool SyncExecutor::run(std::size_t stage, std::uint64_t step) {
+  // Every replica is here by now (the rounds are synchronous): arrival times carry
+  // nothing yet, and are zeros until pipelines step on their own (SDPipe).
   auto round = policy_->round({stage, pipelines_, step, std::vector<double>(pipelines_, 0.0), options_});
   if (!round) throw std::runtime_error(label_ + ": " + round.error().message);
   const std::vector<StageWorker*> all = replicas_(stage);
