@@ -2,6 +2,7 @@
 
 #include "job_actor.hpp"
 
+#include "group_scheduler_actor.hpp"
 #include "pipeline_actor.hpp"
 #include "stage_actor.hpp"
 #include "sync_round.hpp"
@@ -27,6 +28,9 @@ struct Pending {
 struct JobState {
   std::vector<pipeline_actor> pipelines;
   std::vector<std::uint32_t> shares;
+  group_scheduler_actor scheduler;    ///< asynchronous policies only
+  std::vector<std::size_t> in_hand;   ///< by pipeline: shares handed and not yet done
+  std::size_t next_pipeline = 0;      ///< where the search for the least busy starts
   std::vector<caf::actor_addr> built; ///< every actor this job spawned, shut down with it
   std::map<caf::actor_addr, std::string> names;
   std::shared_ptr<Failure> failure;
@@ -80,6 +84,8 @@ void build(JobActor self, const JobConfig& config) {
       if (config.pin_threads && config.detached) stage.core = train::stage_core(cores, p * S + s, P * S);
       stage.detached = config.detached;
       if (p < config.emulated.size()) stage.emulated = config.emulated[p][s];
+      if (config.scheduling)
+        stage.average = [average = config.average, s](const std::vector<std::size_t>& group) { average(s, group); };
       stages[p].push_back(spawn_stage(self->system(), std::move(stage)));
       watch(stages[p].back(), "stage " + std::to_string(s) + " of pipeline " + std::to_string(p));
     }
@@ -87,24 +93,52 @@ void build(JobActor self, const JobConfig& config) {
   for (auto n : plan.schedule.micro_batch_sizes)
     share += n;
   for (std::size_t p = 0; p < P; ++p) {
-    st.pipelines.push_back(spawn_pipeline(self->system(), stages[p], plan.schedule.micro_batch_sizes, plan.batch_size));
+    // A pipeline stepping on its own steps on its share's mean gradient.
+    st.pipelines.push_back(spawn_pipeline(self->system(), stages[p], plan.schedule.micro_batch_sizes,
+                                          config.scheduling ? share : plan.batch_size, config.first_step));
     st.shares.push_back(share);
     watch(st.pipelines.back(), "pipeline " + std::to_string(p));
   }
+  st.in_hand.assign(P, 0);
   const job_actor job = caf::actor_cast<job_actor>(self);
+  if (config.scheduling && P > 1) {
+    st.scheduler = spawn_group_scheduler(self->system(), {*config.scheduling, stages, config.time_scale, job});
+    watch(st.scheduler, "the group scheduler");
+  }
   for (std::size_t s = 0; s < S; ++s) {
     std::shared_ptr<SyncRound> round;
     std::vector<stage_actor> replicas;
     if (P > 1) {
-      round = std::make_shared<SyncRound>(s, P, [sync = config.sync, s](std::uint64_t step) { return sync(s, step); });
       for (std::size_t p = 0; p < P; ++p)
         replicas.push_back(stages[p][s]);
+    }
+    if (P > 1 && !config.scheduling) {
+      round = std::make_shared<SyncRound>(s, P, [sync = config.sync, s](std::uint64_t step) { return sync(s, step); });
     }
     for (std::size_t p = 0; p < P; ++p)
       self->send(stages[p][s], connect_atom::value,
                  StageLinks{s > 0 ? stages[p][s - 1] : stage_actor{}, s + 1 < S ? stages[p][s + 1] : stage_actor{},
-                            st.pipelines[p], round, replicas, job});
+                            st.pipelines[p], round, replicas, st.scheduler, job});
   }
+}
+
+/// The pipeline the next share goes to: with lockstep rounds, each in turn; with an
+/// asynchronous policy, the one with the fewest shares in hand (the first such from
+/// where the last search ended, so ties rotate). The group scheduler hears of a
+/// pipeline given work after it had none.
+std::size_t take_share(JobActor self) {
+  auto& st = self->state;
+  const std::size_t P = st.pipelines.size();
+  std::size_t chosen = st.next_pipeline % P;
+  if (st.scheduler)
+    for (std::size_t i = 1; i < P; ++i) {
+      const std::size_t p = (st.next_pipeline + i) % P;
+      if (st.in_hand[p] < st.in_hand[chosen]) chosen = p;
+    }
+  st.next_pipeline = chosen + 1;
+  if (st.in_hand[chosen]++ == 0 && st.scheduler)
+    self->send(st.scheduler, idle_atom::value, std::uint64_t{chosen}, false);
+  return chosen;
 }
 
 job_actor::behavior_type job_behavior(JobActor self, JobConfig config) {
@@ -137,12 +171,15 @@ job_actor::behavior_type job_behavior(JobActor self, JobConfig config) {
         pending.reply = self->make_response_promise<double>();
         const auto input_parts = train::split_rows(inputs, st.shares);
         const auto label_parts = train::split_rows(labels, st.shares);
-        for (std::size_t p = 0; p < st.pipelines.size(); ++p) {
-          const double share = st.shares[p];
-          self->request(st.pipelines[p], caf::infinite, step_atom::value, step, input_parts[p], label_parts[p])
+        for (std::size_t part = 0; part < st.pipelines.size(); ++part) {
+          const std::size_t p = take_share(self);
+          const double share = st.shares[part];
+          self->request(st.pipelines[p], caf::infinite, step_atom::value, step, input_parts[part], label_parts[part])
               .then(
                   [=](double loss) {
                     auto& st = self->state;
+                    if (--st.in_hand[p] == 0 && st.scheduler)
+                      self->send(st.scheduler, idle_atom::value, std::uint64_t{p}, true);
                     const auto it = st.steps.find(step);
                     if (it == st.steps.end()) return; // failed already
                     it->second.loss_sum += loss * share;

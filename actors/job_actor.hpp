@@ -1,9 +1,12 @@
 #pragma once
 
 /// The job actor: builds the run's actors from a plan (a stage actor per pipeline ×
-/// stage, a pipeline actor per pipeline, a SyncRound per stage index when there are
-/// several pipelines), splits each batch over the pipelines and answers a step once all
-/// of them have finished it. It watches every actor it built: the first failure (an
+/// stage, a pipeline actor per pipeline, and with several pipelines a SyncRound per
+/// stage index or, for an asynchronous policy, the group-scheduler actor), splits each
+/// batch into a share per pipeline and answers a step once all its shares are done.
+/// Lockstep policies give pipeline p the p-th share of every step; asynchronous ones
+/// give each share to the pipeline with the fewest shares in hand, so a slow pipeline
+/// takes fewer. It watches every actor it built: the first failure (an
 /// actor's report, or an actor that ended abnormally) fails the step in progress with a
 /// message naming the stage and micro-batch, so a run ends, it never hangs. Shutting the
 /// job down shuts down all of them.
@@ -14,6 +17,7 @@
 #include "stage_trace.hpp"
 
 #include <actorpipe/plan.hpp>
+#include <actorpipe/plugin.hpp>
 
 #include <caf/fwd.hpp>
 
@@ -44,6 +48,13 @@ struct JobConfig {
   /// Runs stage s's sync round of a step on its replicas (train::SyncExecutor in a
   /// run); true when it stepped them too.
   std::function<bool(std::size_t stage, std::uint64_t step)> sync;
+  /// An asynchronous policy's scheduling (SDPipe's): each pipeline steps on the shares
+  /// it is handed, the least busy pipeline taking the next, and the group-scheduler
+  /// actor groups the replicas that have stepped; none: lockstep rounds (`sync`).
+  std::optional<GroupScheduling> scheduling;
+  /// Averages stage s's replicas of the given pipelines (with `scheduling`).
+  std::function<void(std::size_t stage, const std::vector<std::size_t>& pipelines)> average;
+  double time_scale = 1; ///< modelled ms per wall ms: the group scheduler's windows are modelled time
   /// Stage s of pipeline p on an emulated device: emulated[p][s] (empty: none is).
   std::vector<std::vector<std::optional<StageConfig::Emulated>>> emulated;
   std::uint64_t first_step = 1;              ///< the run's number of the first step (> 1 after a resume)

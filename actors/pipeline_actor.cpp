@@ -23,22 +23,27 @@ struct PipelineState {
   std::vector<std::uint32_t> sizes;
   std::uint32_t batch_size = 0;
   std::uint32_t share = 0; ///< samples of this pipeline per batch
+  std::uint64_t next = 1;  ///< the number of its next step
   std::map<std::uint64_t, Pending> steps;
   static inline const char* name = "pipeline";
 };
 
 pipeline_actor::behavior_type pipeline_behavior(pipeline_actor::stateful_pointer<PipelineState> self,
                                                 std::vector<stage_actor> stages, std::vector<std::uint32_t> sizes,
-                                                std::uint32_t batch_size) {
+                                                std::uint32_t batch_size, std::uint64_t first_step) {
   auto& st = self->state;
+  st.next = first_step;
   st.stages = std::move(stages);
   st.sizes = std::move(sizes);
   st.batch_size = batch_size;
   for (auto n : st.sizes)
     st.share += n;
   return {
-      [=](step_atom, std::uint64_t step, train::Payload& inputs, train::Payload& labels) -> caf::result<double> {
+      [=](step_atom, std::uint64_t, train::Payload& inputs, train::Payload& labels) -> caf::result<double> {
         auto& st = self->state;
+        // Its own count: with an asynchronous policy a pipeline gets some of the run's
+        // steps, not each; with a lockstep one both counts agree.
+        const std::uint64_t step = st.next++;
         Pending& pending = st.steps[step];
         pending.reply = self->make_response_promise<double>();
         const auto input_parts = train::split_rows(inputs, st.sizes);
@@ -69,8 +74,9 @@ pipeline_actor::behavior_type pipeline_behavior(pipeline_actor::stateful_pointer
 } // namespace
 
 pipeline_actor spawn_pipeline(caf::actor_system& system, std::vector<stage_actor> stages,
-                              std::vector<std::uint32_t> micro_batch_sizes, std::uint32_t batch_size) {
-  return system.spawn(pipeline_behavior, std::move(stages), std::move(micro_batch_sizes), batch_size);
+                              std::vector<std::uint32_t> micro_batch_sizes, std::uint32_t batch_size,
+                              std::uint64_t first_step) {
+  return system.spawn(pipeline_behavior, std::move(stages), std::move(micro_batch_sizes), batch_size, first_step);
 }
 
 } // namespace actorpipe::actors

@@ -13,10 +13,13 @@
 
 namespace actorpipe::actors {
 
-/// `micro_batch_sizes`: the plan's, in feeding order; `batch_size`: samples of the
-/// whole batch over all pipelines (it scales each micro-batch's loss so that the
-/// gradients summed over the pipelines are the batch mean's).
+/// `micro_batch_sizes`: the plan's, in feeding order; `batch_size`: the samples each
+/// micro-batch's loss is a share of (the whole batch over all pipelines, so that the
+/// gradients summed over the pipelines are the batch mean's; or the pipeline's own
+/// share, for a policy whose pipelines step on their own); `first_step`: the number of
+/// the pipeline's first step, which it counts on from.
 pipeline_actor spawn_pipeline(caf::actor_system& system, std::vector<stage_actor> stages,
-                              std::vector<std::uint32_t> micro_batch_sizes, std::uint32_t batch_size);
+                              std::vector<std::uint32_t> micro_batch_sizes, std::uint32_t batch_size,
+                              std::uint64_t first_step);
 
 } // namespace actorpipe::actors

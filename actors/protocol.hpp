@@ -11,6 +11,13 @@
 ///     policy's round (SyncRound) ─synced(n, stepped)→ the other replicas of stage s
 ///   stage ─done(n, stage, loss)→ pipeline, once it has stepped
 ///   stage ─failed(what)→ job
+/// With an asynchronous policy (SDPipe's scheduled averaging) each pipeline numbers
+/// its own steps, and a stage, having stepped, asks the group scheduler instead:
+///   stage s of pipeline p ─ask(s, p, n)→ group scheduler
+///   job ─idle(p, has no work)→ group scheduler
+///   group scheduler ─average(pipelines, their steps)→ a group's first member, which
+///     averages the group's replicas ─synced(n, true)→ the others; a member alone
+///     gets ─synced(n, true)→ from the scheduler
 ///
 /// `n` is the run's step number: the run queues step n + 1 while step n runs, so a
 /// stage may hold inputs of both. Tensors travel as Payload handles: a message between
@@ -39,6 +46,10 @@ using labels_atom = caf::atom_constant<caf::atom("labels")>;
 using synced_atom = caf::atom_constant<caf::atom("synced")>;
 using done_atom = caf::atom_constant<caf::atom("done")>;
 using failed_atom = caf::atom_constant<caf::atom("failed")>;
+using ask_atom = caf::atom_constant<caf::atom("ask")>;
+using idle_atom = caf::atom_constant<caf::atom("idle")>;
+using average_atom = caf::atom_constant<caf::atom("average")>;
+using tick_atom = caf::atom_constant<caf::atom("tick")>;
 
 /// Trains one step of the whole batch (job) or of a pipeline's share (pipeline):
 /// (step, inputs, labels) → the mean loss over those samples.
@@ -52,26 +63,38 @@ using job_actor = caf::typed_actor<step_signature, caf::reacts_to<failed_atom, s
 using pipeline_actor =
     caf::typed_actor<step_signature, caf::reacts_to<done_atom, std::uint64_t, std::uint64_t, double>>;
 
+/// The group scheduler (SDPipe): asks (stage, pipeline, that pipeline's step), a
+/// pipeline's work running out or resuming (pipeline, idle), and its own timer (stage,
+/// the timer's number).
+using group_scheduler_actor = caf::typed_actor<caf::reacts_to<ask_atom, std::uint64_t, std::uint64_t, std::uint64_t>,
+                                               caf::reacts_to<idle_atom, std::uint64_t, bool>,
+                                               caf::reacts_to<tick_atom, std::uint64_t, std::uint64_t>>;
+
 struct StageLinks;
 
 /// A stage: its links first, then inputs (step, micro-batch, payload), the last
 /// stage's labels (with the loss scale), output gradients, and the release of a step's
-/// sync by the replica that ran it (true: the round stepped this replica already).
-using stage_actor = caf::typed_actor<caf::reacts_to<connect_atom, StageLinks>,
-                                     caf::reacts_to<forward_atom, std::uint64_t, std::uint64_t, train::Payload>,
-                                     caf::reacts_to<labels_atom, std::uint64_t, std::uint64_t, train::Payload, double>,
-                                     caf::reacts_to<backward_atom, std::uint64_t, std::uint64_t, train::Payload>,
-                                     caf::reacts_to<synced_atom, std::uint64_t, bool>>;
+/// sync by the replica that ran it (true: the round stepped this replica already), and
+/// the group scheduler's call to average a group (its pipelines, and each one's step).
+using stage_actor =
+    caf::typed_actor<caf::reacts_to<connect_atom, StageLinks>,
+                     caf::reacts_to<forward_atom, std::uint64_t, std::uint64_t, train::Payload>,
+                     caf::reacts_to<labels_atom, std::uint64_t, std::uint64_t, train::Payload, double>,
+                     caf::reacts_to<backward_atom, std::uint64_t, std::uint64_t, train::Payload>,
+                     caf::reacts_to<synced_atom, std::uint64_t, bool>,
+                     caf::reacts_to<average_atom, std::vector<std::uint64_t>, std::vector<std::uint64_t>>>;
 
 /// Whom a stage talks to, sent once before any input. The first stage has no
-/// `previous`, the last no `next`, a stage of a lone pipeline no `sync` and no
-/// `replicas`.
+/// `previous`, the last no `next`, a stage of a lone pipeline no `sync`, no `scheduler`
+/// and no `replicas`; a lockstep policy gives a `sync` round, an asynchronous one a
+/// `scheduler`.
 struct StageLinks {
   stage_actor previous;
   stage_actor next;
   pipeline_actor pipeline;
   std::shared_ptr<SyncRound> sync;   ///< shared by the replicas of this stage index
   std::vector<stage_actor> replicas; ///< this stage index's actor in each pipeline, this one's included
+  group_scheduler_actor scheduler;
   job_actor job;
 };
 

@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -166,6 +167,14 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
                  [&session](std::size_t s) { return session.replicas(s); });
   }
   job_config.sync = [&sync](std::size_t s, std::uint64_t step) { return sync->run(s, step); };
+  if (sync) {
+    try {
+      job_config.scheduling = sync->asynchronous();
+    } catch (const std::exception& e) {
+      return Error::bad_input(job.where("plan.sync") + e.what());
+    }
+    job_config.average = [&sync](std::size_t s, const std::vector<std::size_t>& group) { sync->average(s, group); };
+  }
   // Stages on emulated devices take their modelled times, dilated; the run's times are
   // reported in modelled time.
   double time_scale = 1;
@@ -188,12 +197,14 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
         time_scale = 1 / job.emulation.dilation;
       }
   }
+  job_config.time_scale = time_scale;
   job_config.first_step = progress.step + 1;
   job_config.origin = origin;
   job_config.traces = &traces;
   job_config.inject_failure = inject_failure;
   job_config.pin_threads = options.pin_threads;
   job_config.failure = failure;
+  const bool asynchronous = job_config.scheduling.has_value();
   actors::job_actor job_actor = actors::spawn_job(system, std::move(job_config));
   // The driver's own actor, which must be gone before the system can wait for the rest.
   auto self = std::make_unique<caf::scoped_actor>(system);
@@ -261,18 +272,23 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
     return std::make_pair(std::move(handle), Clock::now());
   };
   using InFlight = decltype(send_step(0, 0, 0));
-  std::optional<InFlight> queued;
+  // The steps handed to the job, oldest first. The next step's batch waits at the
+  // stages, which start on it as soon as they have stepped: batching and the messages
+  // that carry it stay off the step's critical path. Pipelines that step on their own
+  // get more steps ahead, so that a fast one finds work while a slow one finishes its
+  // share of an older step. Never past an epoch's end or the run's, where evaluation
+  // and the checkpoint read the parameters between steps.
+  std::deque<InFlight> in_flight;
+  const std::size_t ahead = asynchronous ? 2 * plan.pipelines : 1;
   auto previous_done = Clock::now();
   while (progress.step < total && !error) {
-    InFlight current = queued ? std::move(*queued) : send_step(progress.step + 1, progress.epoch, progress.index);
-    queued.reset();
-    // The next step's batch waits at the stages, which start on it as soon as they have
-    // stepped: batching and the messages that carry it stay off the step's critical
-    // path. Not past an epoch's end or the run's, where evaluation and the checkpoint
-    // read the parameters between steps.
     const bool stopping = options.stop_requested && options.stop_requested();
-    if (progress.index + 1 < per_epoch && progress.step + 1 < total && !stopping)
-      queued = send_step(progress.step + 2, progress.epoch, progress.index + 1);
+    while (in_flight.empty() || (in_flight.size() <= ahead && progress.index + in_flight.size() < per_epoch &&
+                                 progress.step + in_flight.size() < total && !stopping))
+      in_flight.push_back(
+          send_step(progress.step + in_flight.size() + 1, progress.epoch, progress.index + in_flight.size()));
+    InFlight current = std::move(in_flight.front());
+    in_flight.pop_front();
     double loss = 0;
     current.first.receive([&](double l) { loss = l; },
                           [&](caf::error&) {
@@ -318,7 +334,7 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
     }
     // A stop waits for a step with none queued behind it: then the parameters, and
     // the checkpoint, are exactly this step's.
-    const bool stop = !queued && progress.step < total && options.stop_requested && options.stop_requested();
+    const bool stop = in_flight.empty() && progress.step < total && options.stop_requested && options.stop_requested();
     if (epoch_done || progress.step == total) {
       if (auto s = evaluate(epoch); !s)
         error = std::move(s).error();

@@ -189,6 +189,24 @@ std::optional<bool> arrive(StageActor self) {
   return stepped;
 }
 
+/// Asynchronous policies: the optimizer step on this pipeline's own gradient, then the
+/// ask to the group scheduler; the stage waits for its answer.
+void ask(StageActor self) {
+  auto& st = self->state;
+  const auto started = Clock::now();
+  try {
+    st.config.computation->step();
+  } catch (const std::exception& e) {
+    fail(self, "optimizer step", first_line(e));
+    return;
+  }
+  record(st, SpanKind::step, 0, started);
+  st.syncing = true;
+  st.sync_since = Clock::now();
+  self->send(st.links.scheduler, ask_atom::value, static_cast<std::uint64_t>(st.config.stage),
+             static_cast<std::uint64_t>(st.config.pipeline), st.step);
+}
+
 /// Runs every action whose inputs are here, in schedule order; at the end of the
 /// schedule has the gradients reduced (or not, without replicas), steps and goes on
 /// with the next step's actions, whose inputs may be here already.
@@ -216,6 +234,10 @@ void advance(StageActor self) {
     }
     if (st.cursor < actions.size()) {
       if (!st.waiting_since) st.waiting_since = Clock::now();
+      return;
+    }
+    if (st.links.scheduler) {
+      ask(self);
       return;
     }
     bool stepped = false;
@@ -258,6 +280,24 @@ stage_actor::behavior_type stage_behavior(StageActor self, StageConfig config) {
           return;
         }
         if (released(self, stepped)) advance(self);
+      },
+      [=](average_atom, const std::vector<std::uint64_t>& pipelines, const std::vector<std::uint64_t>& steps) {
+        auto& st = self->state;
+        if (st.failed) return;
+        if (!st.syncing || pipelines.empty() || pipelines.size() != steps.size() ||
+            pipelines.front() != st.config.pipeline || steps.front() != st.step) {
+          fail(self, "sync", "the group scheduler asked for an averaging this stage does not wait for");
+          return;
+        }
+        try {
+          st.config.average(std::vector<std::size_t>(pipelines.begin(), pipelines.end()));
+        } catch (const std::exception& e) {
+          fail(self, "sync", first_line(e));
+          return;
+        }
+        for (std::size_t i = 1; i < pipelines.size(); ++i)
+          self->send(st.links.replicas.at(pipelines[i]), synced_atom::value, steps[i], true);
+        if (released(self, true)) advance(self);
       },
   };
 }

@@ -11,6 +11,7 @@
 
 #include <caf/fwd.hpp>
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -44,6 +45,9 @@ struct StageConfig {
     double dilation = 1;
   };
   std::optional<Emulated> emulated;
+  /// Averages this stage index's replicas of the given pipelines, when the group
+  /// scheduler asks this stage to (asynchronous policies; train::SyncExecutor in a run).
+  std::function<void(const std::vector<std::size_t>& pipelines)> average;
   /// A thread of its own (it computes), bound to `core` on its first message; false
   /// leaves it to the scheduler, as the deterministic protocol tests need.
   bool detached = true;
@@ -51,7 +55,9 @@ struct StageConfig {
 
 /// Expects a `connect` message with its links before any input. With replicas in its
 /// links, each step ends in their sync round (SyncRound): the sync policy's reduction
-/// before its optimizer steps, or a round that steps every replica itself.
+/// before its optimizer steps, or a round that steps every replica itself; or, with a
+/// group scheduler instead, in its optimizer step and then an ask, answered by a group
+/// to average or by leave to go on alone.
 stage_actor spawn_stage(caf::actor_system& system, StageConfig config);
 
 } // namespace actorpipe::actors

@@ -5,6 +5,7 @@
 
 #define CAF_SUITE actor_protocol
 
+#include "group_scheduler_actor.hpp"
 #include "job_actor.hpp"
 #include "stage_actor.hpp"
 #include "sync_round.hpp"
@@ -18,6 +19,9 @@
 #include <caf/test/unit_test_impl.hpp>
 
 #include <map>
+#include <numeric>
+#include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -83,6 +87,38 @@ pipeline_actor::behavior_type pipeline_double(pipeline_actor::pointer) {
   };
 }
 
+/// A stage that only waits for the group scheduler: each group it is told to average,
+/// or its leave to go on alone (a group of one), is appended to `released`.
+stage_actor::behavior_type scheduled_stage_double(stage_actor::pointer, std::uint64_t pipeline,
+                                                  std::vector<std::vector<std::size_t>>* released) {
+  return {
+      [](connect_atom, StageLinks&) {},
+      [](forward_atom, std::uint64_t, std::uint64_t, train::Payload&) {},
+      [](labels_atom, std::uint64_t, std::uint64_t, train::Payload&, double) {},
+      [](backward_atom, std::uint64_t, std::uint64_t, train::Payload&) {},
+      [=](synced_atom, std::uint64_t, bool) { released->push_back({pipeline}); },
+      [=](average_atom, const std::vector<std::uint64_t>& pipelines, const std::vector<std::uint64_t>&) {
+        released->emplace_back(pipelines.begin(), pipelines.end());
+      },
+  };
+}
+
+/// Whether the groups since the count started connect every pipeline.
+struct Connectivity {
+  std::vector<std::size_t> part;
+  explicit Connectivity(std::size_t n) : part(n) { std::iota(part.begin(), part.end(), std::size_t{0}); }
+  std::size_t find(std::size_t p) { return part[p] == p ? p : part[p] = find(part[p]); }
+  void add(const std::vector<std::size_t>& g) {
+    for (std::size_t i = 1; i < g.size(); ++i)
+      part[find(g[i])] = find(g[0]);
+  }
+  bool connected() {
+    for (std::size_t p = 1; p < part.size(); ++p)
+      if (find(p) != find(0)) return false;
+    return true;
+  }
+};
+
 struct fixture : test_coordinator_fixture<> {
   std::vector<std::string> log;
   std::vector<std::string> failures; ///< what the job double was told
@@ -121,12 +157,13 @@ struct fixture : test_coordinator_fixture<> {
 
   /// Links every stage of pipeline `stages` in order, to the doubles and, where given,
   /// to a sync round with `replicas`.
-  void connect(const std::vector<stage_actor>& stages, std::shared_ptr<SyncRound> round = {},
+  void connect(const std::vector<stage_actor>& stages, std::shared_ptr<actors::SyncRound> round = {},
                const std::vector<stage_actor>& replicas = {}) {
     for (std::size_t s = 0; s < stages.size(); ++s)
       self->send(stages[s], connect_atom::value,
                  StageLinks{s > 0 ? stages[s - 1] : stage_actor{},
-                            s + 1 < stages.size() ? stages[s + 1] : stage_actor{}, pipeline, round, replicas, job});
+                            s + 1 < stages.size() ? stages[s + 1] : stage_actor{}, pipeline, round, replicas,
+                            group_scheduler_actor{}, job});
     run();
   }
 
@@ -231,7 +268,7 @@ CAF_TEST(the_replica_last_to_its_gradients_reduces_them_and_releases_the_others)
   auto replica0 = stage(0, 0, one);
   auto replica1 = stage(1, 0, one);
   int reductions = 0;
-  auto round = std::make_shared<SyncRound>(0, 2, [&](std::uint64_t) {
+  auto round = std::make_shared<actors::SyncRound>(0, 2, [&](std::uint64_t) {
     ++reductions;
     log.push_back("reduce");
     return false; // the replicas step themselves
@@ -264,7 +301,7 @@ CAF_TEST(a_round_that_steps_every_replica_leaves_none_to_step_again) {
   auto replica1 = stage(1, 0, one);
   // As parameter averaging runs: every replica steps on its own gradient, then the
   // parameters are averaged, all on the last arrival's thread.
-  auto round = std::make_shared<SyncRound>(0, 2, [&](std::uint64_t) {
+  auto round = std::make_shared<actors::SyncRound>(0, 2, [&](std::uint64_t) {
     fake(0, 0).step();
     fake(1, 0).step();
     log.push_back("average");
@@ -290,7 +327,7 @@ CAF_TEST(a_round_that_steps_every_replica_leaves_none_to_step_again) {
 
 CAF_TEST(a_sync_round_refuses_arrivals_out_of_protocol) {
   int reductions = 0;
-  SyncRound round(3, 2, [&](std::uint64_t) {
+  actors::SyncRound round(3, 2, [&](std::uint64_t) {
     ++reductions;
     return false;
   });
@@ -303,7 +340,7 @@ CAF_TEST(a_sync_round_refuses_arrivals_out_of_protocol) {
     return "";
   };
   CAF_CHECK_EQUAL(refused(1, 2), "sync of stage 3: gradients from unknown pipeline 2");
-  using Arrival = SyncRound::Arrival;
+  using Arrival = actors::SyncRound::Arrival;
   CAF_CHECK(round.arrive(1, 0) == Arrival::waiting);
   CAF_CHECK_EQUAL(refused(1, 0), "sync of stage 3: pipeline 0 sent gradients of step 1 while step 1 is being reduced");
   CAF_CHECK_EQUAL(refused(2, 1), "sync of stage 3: pipeline 1 sent gradients of step 2 while step 1 is being reduced");
@@ -364,6 +401,137 @@ CAF_TEST(shutdown_while_messages_are_in_flight_ends_every_actor_and_answers_the_
   step.receive([&](double) { answer = "a loss"; }, [&](caf::error& e) { answer = sys.render(e); });
   CAF_CHECK_NOT_EQUAL(answer.find("the job was shut down"), std::string::npos);
   CAF_MESSAGE("computed " << computed << " actions before the shutdown, " << log.size() << " in all");
+}
+
+CAF_TEST(stages_ask_the_group_scheduler_after_their_step_and_a_group_averages_on_its_timer) {
+  const Schedule one = gpipe_schedule(1, {1});
+  std::vector<stage_actor> replicas;
+  std::vector<std::vector<std::size_t>> averaged;
+  for (std::size_t p = 0; p < 3; ++p) {
+    StageConfig stage_config;
+    stage_config.computation = &fake(p, 0);
+    stage_config.actions = one.stages[0];
+    stage_config.pipeline = p;
+    stage_config.detached = false;
+    stage_config.average = [&](const std::vector<std::size_t>& group) { averaged.push_back(group); };
+    replicas.push_back(spawn_stage(sys, std::move(stage_config)));
+    spawned.push_back(caf::actor_cast<caf::actor>(replicas[p]));
+  }
+  GroupSchedulerConfig config; // a window of 1 ms, doubled for a lone asker
+  config.stages = {{replicas[0]}, {replicas[1]}, {replicas[2]}};
+  config.job = job;
+  auto scheduler = spawn_group_scheduler(sys, config);
+  spawned.push_back(caf::actor_cast<caf::actor>(scheduler));
+  for (std::size_t p = 0; p < 3; ++p)
+    self->send(replicas[p], connect_atom::value,
+               StageLinks{stage_actor{}, stage_actor{}, pipeline, nullptr, replicas, scheduler, job});
+  sched.run();
+  // Pipeline 0 computes, steps on its own gradient and asks.
+  self->send(replicas[0], labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(0), 1.0);
+  self->send(replicas[0], forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(1));
+  expect((labels_atom, std::uint64_t, std::uint64_t, train::Payload, double), from(self).to(replicas[0]));
+  expect((forward_atom, std::uint64_t, std::uint64_t, train::Payload), from(self).to(replicas[0]));
+  expect((ask_atom, std::uint64_t, std::uint64_t, std::uint64_t), from(replicas[0]).to(scheduler).with(_, 0u, 0u, 1u));
+  CAF_CHECK_EQUAL(log, (std::vector<std::string>{"p0s0 F0", "p0s0 B0", "p0s0 step"}));
+  // Alone when its window closes: the window doubles and nobody is let go.
+  sched.clock().advance_time(std::chrono::milliseconds(1));
+  sched.run();
+  CAF_CHECK(averaged.empty());
+  // Pipeline 1 asks within the longer window; at its end the two average, on pipeline
+  // 0's stage, which releases pipeline 1's; both report to their pipeline.
+  self->send(replicas[1], labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(0), 1.0);
+  self->send(replicas[1], forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(2));
+  sched.run();
+  CAF_CHECK(averaged.empty());
+  sched.clock().advance_time(std::chrono::milliseconds(1));
+  expect((tick_atom, std::uint64_t, std::uint64_t), from(scheduler).to(scheduler).with(_, 0u, _));
+  expect((average_atom, std::vector<std::uint64_t>, std::vector<std::uint64_t>),
+         from(scheduler).to(replicas[0]).with(_, std::vector<std::uint64_t>{0, 1}, std::vector<std::uint64_t>{1, 1}));
+  CAF_CHECK_EQUAL(averaged, (std::vector<std::vector<std::size_t>>{{0, 1}}));
+  expect((synced_atom, std::uint64_t, bool), from(replicas[0]).to(replicas[1]).with(_, 1u, true));
+  expect((done_atom, std::uint64_t, std::uint64_t, double), from(replicas[0]).to(pipeline).with(_, 1u, 0u, _));
+  expect((done_atom, std::uint64_t, std::uint64_t, double), from(replicas[1]).to(pipeline).with(_, 1u, 0u, _));
+  // Each stepped once, before asking; the averaging steps no one again.
+  CAF_CHECK_EQUAL(std::count(log.begin(), log.end(), "p0s0 step"), 1);
+  CAF_CHECK_EQUAL(std::count(log.begin(), log.end(), "p1s0 step"), 1);
+  // A second ask from a pipeline already waiting breaks the protocol: the job hears.
+  self->send(scheduler, ask_atom::value, std::uint64_t{0}, std::uint64_t{2}, std::uint64_t{1});
+  self->send(scheduler, ask_atom::value, std::uint64_t{0}, std::uint64_t{2}, std::uint64_t{1});
+  sched.run();
+  CAF_REQUIRE_EQUAL(failures.size(), 1u);
+  CAF_CHECK_NOT_EQUAL(failures[0].find("pipeline 2 asked twice"), std::string::npos);
+}
+
+CAF_TEST(the_group_scheduler_never_hands_out_overlapping_groups_and_connects_everyone_within_p_rounds) {
+  std::mt19937 random(7);
+  for (const std::size_t pipelines : {2, 3, 5, 8, 9, 16})
+    for (const std::size_t force_every : {2, 3, 10}) {
+      CAF_MESSAGE(pipelines << " pipelines, a forced round every " << force_every << " asks");
+      std::vector<std::vector<std::size_t>> released;
+      GroupSchedulerConfig config;
+      config.scheduling.force_every = force_every;
+      config.job = job;
+      for (std::size_t p = 0; p < pipelines; ++p) {
+        config.stages.push_back({sys.spawn(scheduled_stage_double, std::uint64_t{p}, &released)});
+        spawned.push_back(caf::actor_cast<caf::actor>(config.stages.back().front()));
+      }
+      auto scheduler = spawn_group_scheduler(sys, config);
+      spawned.push_back(caf::actor_cast<caf::actor>(scheduler));
+      // Each pipeline computes for 1–5 ms between asks, a tenth of the time 20 ms more.
+      using namespace std::chrono;
+      auto& clock = sched.clock();
+      std::uniform_int_distribution<int> compute(1000, 5000);
+      std::uniform_real_distribution<double> coin(0, 1);
+      std::vector<caf::actor_clock::time_point> next(pipelines);
+      for (auto& t : next)
+        t = clock.now() + microseconds(compute(random));
+      std::vector<bool> waiting(pipelines, false);
+      std::vector<std::uint64_t> asks(pipelines, 0);
+      Connectivity connectivity(pipelines);
+      // Each pipeline's rounds (asks let go) since every pipeline was last connected.
+      std::vector<std::size_t> since_connected(pipelines, 0);
+      std::size_t rounds = 0, longest = 0, groups_of_many = 0;
+      while (rounds < 300) {
+        // The next event: a pipeline asking, or the scheduler's timer.
+        auto event = caf::actor_clock::time_point::max();
+        for (std::size_t q = 0; q < pipelines; ++q)
+          if (!waiting[q]) event = std::min(event, next[q]);
+        if (!clock.schedule().empty()) event = std::min(event, clock.schedule().begin()->first);
+        CAF_REQUIRE(event != caf::actor_clock::time_point::max());           // no deadlock
+        clock.advance_time(std::max(caf::timespan{0}, event - clock.now())); // fires the timers due
+
+        for (std::size_t q = 0; q < pipelines; ++q)
+          if (!waiting[q] && next[q] <= clock.now()) {
+            self->send(scheduler, ask_atom::value, std::uint64_t{0}, std::uint64_t{q}, ++asks[q]);
+            waiting[q] = true;
+          }
+        released.clear();
+        sched.run();
+        std::set<std::size_t> let_go;
+        for (const auto& group : released) {
+          CAF_CHECK(!group.empty());
+          for (const std::size_t q : group) {
+            CAF_CHECK(waiting[q]);
+            CAF_CHECK(let_go.insert(q).second); // in one group only
+            waiting[q] = false;
+            next[q] = clock.now() + microseconds(compute(random) + (coin(random) < 0.1 ? 20000 : 0));
+            longest = std::max(longest, ++since_connected[q]);
+          }
+          groups_of_many += group.size() > 1 ? 1 : 0;
+          connectivity.add(group);
+        }
+        rounds += released.empty() ? 0 : 1;
+        if (connectivity.connected()) {
+          connectivity = Connectivity(pipelines);
+          since_connected.assign(pipelines, 0);
+        }
+        for (std::size_t q = 0; q < pipelines; ++q)
+          CAF_REQUIRE_LESS(since_connected[q], force_every);
+      }
+      CAF_CHECK_LESS_OR_EQUAL(longest, force_every); // at the latest, the P-th round connects them
+      CAF_CHECK_GREATER(groups_of_many, 0u);
+      CAF_CHECK(failures.empty());
+    }
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -60,7 +60,7 @@ BOOST_AUTO_TEST_CASE(plugins_json_lists_the_shipped_plugins) {
                                             "partitioner/pipedream", "partitioner/piper", "partitioner/uniform",
                                             "mapper/hetero", "mapper/sequential", "scheduler/1f1b", "scheduler/afp",
                                             "scheduler/gpipe", "scheduler/sliced-1f1b", "sync/ad-psgd",
-                                            "sync/allreduce", "sync/average", "sync/elastic"}));
+                                            "sync/allreduce", "sync/average", "sync/elastic", "sync/sdpipe"}));
 }
 
 BOOST_AUTO_TEST_CASE(plan_prints_a_table_and_json) {

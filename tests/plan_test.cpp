@@ -195,7 +195,7 @@ BOOST_AUTO_TEST_CASE(a_sync_policy_is_a_plugin_checked_when_planning) {
   BOOST_REQUIRE(!unknown.ok());
   BOOST_TEST(exit_status(unknown.error().code) == 2);
   BOOST_TEST(contains(unknown.error().message, "plan.sync: no sync named 'elastik', did you mean 'elastic'? (found: "
-                                               "ad-psgd, allreduce, average, elastic)"),
+                                               "ad-psgd, allreduce, average, elastic, sdpipe)"),
              unknown.error().message);
   // Its options are checked now, placed at the key, not at a run's first step.
   auto refused =

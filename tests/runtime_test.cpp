@@ -127,6 +127,17 @@ double evaluation_at(const std::string& run_dir, std::uint64_t step) {
   return 0;
 }
 
+/// A cluster of two emulated devices on one server: speeds 1 and `second_speed`.
+std::string two_emulated_devices(double second_speed) {
+  return "[cluster]\nname = \"emulated-2\"\nnetwork = { bandwidth = \"10 GB/s\", latency = \"1 us\" }\n"
+         "[[cluster.servers]]\nname = \"local\"\n"
+         "pcie = { devices_per_switch = 2, switch_bandwidth = \"10 GB/s\", inter_bridge_bandwidth = \"10 GB/s\" }\n"
+         "nic = { count = 1, bandwidth = \"10 GB/s\" }\n"
+         "devices = [{ kind = \"emulated\", count = 1, speed = 1.0, memory = \"1 GiB\" },\n"
+         "           { kind = \"emulated\", count = 1, speed = " +
+         std::to_string(second_speed) + ", memory = \"1 GiB\" }]\n";
+}
+
 Result<RunSummary> run(const Prepared& p, const std::string& out, std::uint64_t steps, const std::string& resume = "") {
   RunOptions options;
   options.steps = steps;
@@ -194,6 +205,44 @@ BOOST_AUTO_TEST_CASE(sync_policies_that_average_parameters_every_step_train_like
   BOOST_TEST(difference("average", "") < 1e-5);
   BOOST_TEST(difference("ad-psgd", "") < 1e-5);
   BOOST_TEST(difference("average", "[plan.options.average]\nperiod = 2\n") > 1e-4);
+  // SDPipe with every ask a forced round: every local step is averaged over all
+  // pipelines, which the scheduler holds together, as `average` does.
+  BOOST_TEST(difference("sdpipe", "[plan.options.sdpipe]\nforce_every = 1\n") < 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(under_sdpipe_a_pipeline_on_a_slower_device_takes_fewer_shares) {
+  // Two one-stage pipelines, the second on a device a quarter as fast. In lockstep
+  // (allreduce) both take every step's share; under sdpipe the fast one takes more,
+  // averaging with the slow one when the scheduler groups them.
+  test::ScratchDir dir;
+  const std::string job =
+      two_emulated_devices(0.25) +
+      "[job]\nname = \"sdpipe\"\n[model]\nzoo = \"mlp\"\nlayers = 3\nwidth = 64\n"
+      "[data]\ndataset = \"synthetic\"\nsamples = 2048\nshape = [32]\nclasses = 4\n"
+      "[train]\nbatch_size = 32\n[emulation]\ndilation = 20\n"
+      "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nstages = 1\npipelines = 2\nmicro_batches = 1\n";
+  const auto forwards = [&](const std::string& sync) {
+    // Windows short against a step, so that a lone asker goes on alone soon.
+    const Prepared p =
+        test::quick_plan(dir, job + "sync = \"" + sync + "\"\n" +
+                                  "[plan.options.sdpipe]\nwindow_ms = 0.05\nmax_window_ms = 0.1\nforce_every = 0\n");
+    const std::string out = (dir.path() / sync).string();
+    auto summary = run(p, out, 24);
+    REQUIRE_OK(summary);
+    BOOST_TEST(std::isfinite(summary->final_loss));
+    auto trace = read_file(out + "/trace.json");
+    REQUIRE_OK(trace);
+    std::vector<std::size_t> count(2, 0);
+    const auto events = nlohmann::json::parse(*trace)["traceEvents"];
+    for (const auto& e : events)
+      if (e["ph"] == "X" && e["cat"] == "forward") ++count.at(e["pid"].get<std::size_t>());
+    BOOST_TEST(count[0] + count[1] == 48u); // every share of every step, once
+    return count;
+  };
+  const auto lockstep = forwards("allreduce");
+  BOOST_TEST(lockstep[0] == lockstep[1]);
+  const auto scheduled = forwards("sdpipe");
+  BOOST_TEST(scheduled[0] >= 2 * scheduled[1], "fast " << scheduled[0] << ", slow " << scheduled[1]);
 }
 
 BOOST_AUTO_TEST_CASE(elastic_saves_and_evaluates_its_centre) {
@@ -217,12 +266,7 @@ BOOST_AUTO_TEST_CASE(emulated_devices_take_the_time_their_model_says) {
   // the trace written in modelled time.
   test::ScratchDir dir;
   const std::string job =
-      "[cluster]\nname = \"emulated-2\"\nnetwork = { bandwidth = \"10 GB/s\", latency = \"1 us\" }\n"
-      "[[cluster.servers]]\nname = \"local\"\n"
-      "pcie = { devices_per_switch = 2, switch_bandwidth = \"10 GB/s\", inter_bridge_bandwidth = \"10 GB/s\" }\n"
-      "nic = { count = 1, bandwidth = \"10 GB/s\" }\n"
-      "devices = [{ kind = \"emulated\", count = 1, speed = 1.0, memory = \"1 GiB\" },\n"
-      "           { kind = \"emulated\", count = 1, speed = 0.5, memory = \"1 GiB\" }]\n"
+      two_emulated_devices(0.5) +
       "[job]\nname = \"emulated\"\n[model]\nzoo = \"mlp\"\nlayers = 3\nwidth = 64\n"
       "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [32]\nclasses = 4\n"
       "[train]\nbatch_size = 32\n[emulation]\ndilation = 200\n"

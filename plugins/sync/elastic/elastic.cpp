@@ -19,12 +19,12 @@ public:
     // Above 1 / pipelines the centre would overshoot the replicas' mean.
     auto alpha = number_option(request.options, "alpha", 0.9 / pipelines, 1e-9, 1.0 / pipelines);
     ACTORPIPE_TRY(alpha);
-    auto tau = number_option(request.options, "tau", 1, 1, 1e9);
+    auto tau = count_option(request.options, "tau", 1, 1, 1000000000);
     ACTORPIPE_TRY(tau);
     SyncRound round;
     round.kind = SyncRound::Kind::elastic;
     round.alpha = *alpha;
-    if (request.round % static_cast<std::uint64_t>(*tau) != 0) return round; // a local step only
+    if (request.round % *tau != 0) return round; // a local step only
     round.groups.push_back(all_pipelines(request.pipelines));
     return round;
   }

@@ -86,6 +86,17 @@ inline Result<double> number_option(const PluginOptions& options, const std::str
   return value;
 }
 
+/// Option `key` as a whole number in [min, max], or `fallback` when it is not set.
+inline Result<std::uint64_t> count_option(const PluginOptions& options, const std::string& key, std::uint64_t fallback,
+                                          std::uint64_t min, std::uint64_t max) {
+  auto value =
+      number_option(options, key, static_cast<double>(fallback), static_cast<double>(min), static_cast<double>(max));
+  if (!value) return std::move(value).error();
+  if (*value != static_cast<double>(static_cast<std::uint64_t>(*value)))
+    return Error::bad_input("option '" + key + "': " + options.at(key) + " is not a whole number");
+  return static_cast<std::uint64_t>(*value);
+}
+
 /// Option `key` as one of `allowed`, or `fallback` when it is not set.
 inline Result<std::string> choice_option(const PluginOptions& options, const std::string& key, std::string fallback,
                                          std::initializer_list<std::string_view> allowed) {
@@ -157,9 +168,24 @@ struct ScheduleRequest {
 struct SyncRequest {
   std::size_t stage = 0;
   std::size_t pipelines = 1;
-  std::uint64_t round = 0;
+  std::uint64_t round = 0;        ///< the step (from 1); 0 before the run, to learn the kind and its settings
   std::vector<double> arrival_ms; ///< when each pipeline's stage became ready
   PluginOptions options{};
+};
+
+/// How the group scheduler gathers the pipelines that ask to sync a stage after a
+/// local step (SyncRound::Kind::scheduled_averaging, SDPipe's central scheduling). The
+/// window opens at the first asker; a lone asker's window grows, a group's shrinks.
+struct GroupScheduling {
+  double window_ms = 1; ///< the first window
+  double min_window_ms = 0.01;
+  double max_window_ms = 10;   ///< a lone asker still alone at this window syncs alone
+  double grow = 2;             ///< a lone asker's window × this
+  double shrink = 0.9;         ///< the window × this after a group formed
+  std::size_t pairs_above = 8; ///< more askers than this form pairs
+  /// Every pipeline's ask number k · force_every waits for a round that, with the
+  /// groups before it, connects every pipeline; 0: no such rounds.
+  std::size_t force_every = 10;
 };
 
 /// How one round of synchronisation goes.
@@ -168,10 +194,15 @@ struct SyncRound {
     allreduce_gradients, ///< average gradients in every group before the step
     average_parameters,  ///< average parameters in every group after the step
     elastic,             ///< move parameters towards a centre variable
+    /// Asynchronous: every pipeline steps on its own batches; after each local step
+    /// its stage asks the run's group scheduler (`scheduling`), whose groups average
+    /// their parameters. Asked once per stage, as round 0, before the run starts.
+    scheduled_averaging,
   };
   Kind kind = Kind::allreduce_gradients;
   std::vector<std::vector<std::size_t>> groups; ///< disjoint sets of pipelines
   double alpha = 0;                             ///< elastic moving rate, when kind is elastic
+  GroupScheduling scheduling{};                 ///< when kind is scheduled_averaging
 };
 
 /// Pipelines 0 … n − 1: the one group of a round that syncs every pipeline.

@@ -307,6 +307,37 @@ Result<Schedule> read_schedule(lua_State* L, int index, const std::string& sourc
   return parse_schedule(text->text, source);
 }
 
+namespace {
+
+/// GroupScheduling's fields by their C++ names; those left out keep their defaults.
+Result<GroupScheduling> read_group_scheduling(const json& item) {
+  if (!item.is_object()) return Error::bad_input("scheduling: expected a table of GroupScheduling's fields");
+  GroupScheduling s;
+  for (const auto& [key, value] : item.items()) {
+    const std::string where = "scheduling." + key;
+    if (key == "pairs_above" || key == "force_every") {
+      auto n = whole_number(value, where);
+      ACTORPIPE_TRY(n);
+      (key == "pairs_above" ? s.pairs_above : s.force_every) = *n;
+      continue;
+    }
+    double* field = key == "window_ms"       ? &s.window_ms
+                    : key == "min_window_ms" ? &s.min_window_ms
+                    : key == "max_window_ms" ? &s.max_window_ms
+                    : key == "grow"          ? &s.grow
+                    : key == "shrink"        ? &s.shrink
+                                             : nullptr;
+    if (!field)
+      return Error::bad_input("scheduling: unknown field '" + key +
+                              "' (window_ms, min_window_ms, max_window_ms, grow, shrink, pairs_above, force_every)");
+    if (!value.is_number()) return Error::bad_input(where + ": expected a number, found " + value.dump());
+    *field = value.get<double>();
+  }
+  return s;
+}
+
+} // namespace
+
 Result<SyncRound> read_sync_round(lua_State* L, int index) {
   auto value = result_json(L, index);
   ACTORPIPE_TRY(value);
@@ -321,8 +352,11 @@ Result<SyncRound> read_sync_round(lua_State* L, int index) {
         round.kind = SyncRound::Kind::average_parameters;
       else if (kind == "elastic")
         round.kind = SyncRound::Kind::elastic;
+      else if (kind == "scheduled_averaging")
+        round.kind = SyncRound::Kind::scheduled_averaging;
       else
-        return Error::bad_input("kind: '" + kind + "' is not allreduce_gradients, average_parameters or elastic");
+        return Error::bad_input("kind: '" + kind +
+                                "' is not allreduce_gradients, average_parameters, elastic or scheduled_averaging");
     } else if (key == "alpha") {
       if (!item.is_number()) return Error::bad_input("alpha: expected a number, found " + item.dump());
       round.alpha = item.get<double>();
@@ -338,8 +372,12 @@ Result<SyncRound> read_sync_round(lua_State* L, int index) {
           group.push_back(*pipeline);
         }
       }
+    } else if (key == "scheduling") {
+      auto scheduling = read_group_scheduling(item);
+      ACTORPIPE_TRY(scheduling);
+      round.scheduling = *scheduling;
     } else {
-      return Error::bad_input("unknown field '" + key + "' (kind, groups, alpha)");
+      return Error::bad_input("unknown field '" + key + "' (kind, groups, alpha, scheduling)");
     }
   }
   return round;

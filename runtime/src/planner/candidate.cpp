@@ -230,7 +230,7 @@ Result<Planning> prepare(const JobSpec& job, const PluginRegistry& plugins) {
   if (!sync) return plugin_failed(std::move(sync).error(), job.where("plan.sync"));
   const std::size_t pipelines = job.plan.pipelines != auto_count ? job.plan.pipelines : 2;
   if (auto round =
-          (*sync)->round({0, pipelines, 1, std::vector<double>(pipelines, 0.0), options_for(job, job.plan.sync)});
+          (*sync)->round({0, pipelines, 0, std::vector<double>(pipelines, 0.0), options_for(job, job.plan.sync)});
       !round)
     return plugin_refused(std::move(round).error(), plugin_label(plugins, PluginKind::sync, job.plan.sync), job,
                           job.plan.sync);

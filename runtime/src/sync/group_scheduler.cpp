@@ -10,10 +10,15 @@
 
 namespace actorpipe::sync {
 
-GroupScheduler::GroupScheduler(std::size_t pipelines, GroupSchedulerOptions options)
-    : pipelines_(pipelines), options_(options), window_(options.window_ms), is_waiting_(pipelines, false),
-      part_(pipelines) {
-  if (pipelines == 0) throw std::logic_error("a group scheduler needs pipelines");
+GroupScheduler::GroupScheduler(std::size_t pipelines, GroupScheduling options)
+    : pipelines_(pipelines), options_(options), window_(options.window_ms), asked_(pipelines, false),
+      in_forced_(pipelines, false), idle_(pipelines, false), asks_(pipelines, 0), part_(pipelines) {
+  if (pipelines == 0) throw std::invalid_argument("a group scheduler needs pipelines");
+  if (!(options.min_window_ms >= 0 && options.min_window_ms <= options.window_ms &&
+        options.window_ms <= options.max_window_ms))
+    throw std::invalid_argument("the windows must satisfy 0 ≤ min_window_ms ≤ window_ms ≤ max_window_ms");
+  if (!(options.grow > 1)) throw std::invalid_argument("grow must be above 1");
+  if (!(options.shrink > 0 && options.shrink <= 1)) throw std::invalid_argument("shrink must be in (0, 1]");
   std::iota(part_.begin(), part_.end(), std::size_t{0});
 }
 
@@ -23,61 +28,66 @@ std::size_t GroupScheduler::find(std::size_t p) {
   return p;
 }
 
-bool GroupScheduler::forcing() const { return pipelines_ > 1 && since_forced_ + 1 >= options_.force_every; }
-
 void GroupScheduler::arrive(std::size_t pipeline, double now_ms) {
   if (pipeline >= pipelines_) throw std::logic_error("group scheduler: unknown pipeline " + std::to_string(pipeline));
-  if (is_waiting_[pipeline])
+  if (asked_[pipeline])
     throw std::logic_error("group scheduler: pipeline " + std::to_string(pipeline) + " asked twice in one round");
-  is_waiting_[pipeline] = true;
+  asked_[pipeline] = true;
+  idle_[pipeline] = false; // it asks, so it has worked
+  ++asks_[pipeline];
+  if (pipelines_ > 1 && options_.force_every > 0 && asks_[pipeline] % options_.force_every == 0) {
+    in_forced_[pipeline] = true;
+    forced_since_ = now_ms;
+    return;
+  }
   waiting_.push_back(pipeline);
   if (!opened_) opened_ = now_ms;
 }
 
-std::optional<double> GroupScheduler::deadline() const {
-  if (waiting_.empty()) return std::nullopt;
-  if (forcing()) return waiting_.size() == pipelines_ ? std::optional<double>(*opened_) : std::nullopt;
-  return *opened_ + window_;
+void GroupScheduler::set_idle(std::size_t pipeline, bool idle, double now_ms) {
+  if (pipeline >= pipelines_) throw std::logic_error("group scheduler: unknown pipeline " + std::to_string(pipeline));
+  if (idle_[pipeline] == idle) return;
+  idle_[pipeline] = idle;
+  forced_since_ = std::max(forced_since_, now_ms);
 }
 
-std::vector<Group> GroupScheduler::forced_groups() {
-  // One pipeline of each part still apart, together; the others go on alone.
+bool GroupScheduler::forced_complete() const {
+  bool any = false;
+  for (std::size_t p = 0; p < pipelines_; ++p) {
+    if (!in_forced_[p] && !idle_[p]) return false;
+    any = any || in_forced_[p];
+  }
+  return any;
+}
+
+std::optional<double> GroupScheduler::deadline() const {
+  std::optional<double> due;
+  if (forced_complete()) due = forced_since_;
+  if (!waiting_.empty()) due = std::min(due.value_or(*opened_ + window_), *opened_ + window_);
+  return due;
+}
+
+std::vector<Group> GroupScheduler::close_forced() {
+  // One member of each part still apart, together; the others go alone.
   Group representatives;
   std::vector<bool> seen(pipelines_, false);
   for (std::size_t p = 0; p < pipelines_; ++p)
-    if (!seen[find(p)]) {
+    if (in_forced_[p] && !seen[find(p)]) {
       seen[find(p)] = true;
       representatives.push_back(p);
     }
   std::vector<Group> groups{representatives};
   for (std::size_t p = 0; p < pipelines_; ++p)
-    if (std::find(representatives.begin(), representatives.end(), p) == representatives.end()) groups.push_back({p});
+    if (in_forced_[p] && std::find(representatives.begin(), representatives.end(), p) == representatives.end())
+      groups.push_back({p});
+  for (std::size_t p = 0; p < pipelines_; ++p)
+    if (in_forced_[p]) in_forced_[p] = asked_[p] = false;
   return groups;
 }
 
-void GroupScheduler::remember(const std::vector<Group>& groups) {
-  for (const Group& g : groups)
-    for (std::size_t i = 1; i < g.size(); ++i)
-      part_[find(g[i])] = find(g[0]);
-  ++rounds_;
-  ++since_forced_;
-  const std::size_t root = find(0);
-  bool connected = true;
-  for (std::size_t p = 1; p < pipelines_ && connected; ++p)
-    connected = find(p) == root;
-  if (connected) { // the count starts afresh
-    std::iota(part_.begin(), part_.end(), std::size_t{0});
-    since_forced_ = 0;
-  }
-}
-
-std::vector<Group> GroupScheduler::close(double now_ms) {
-  const auto due = deadline();
-  if (!due || now_ms < *due) return {};
+std::vector<Group> GroupScheduler::close_window() {
   std::vector<Group> groups;
-  if (forcing()) {
-    groups = forced_groups();
-  } else if (waiting_.size() == 1) {
+  if (waiting_.size() == 1) {
     // Alone: wait longer for company, up to the largest window.
     if (window_ < options_.max_window_ms) {
       window_ = std::min(options_.max_window_ms, window_ * options_.grow);
@@ -95,9 +105,30 @@ std::vector<Group> GroupScheduler::close(double now_ms) {
     window_ = std::max(options_.min_window_ms, window_ * options_.shrink);
   }
   for (const std::size_t p : waiting_)
-    is_waiting_[p] = false;
+    asked_[p] = false;
   waiting_.clear();
   opened_.reset();
+  return groups;
+}
+
+void GroupScheduler::remember(const std::vector<Group>& groups) {
+  for (const Group& g : groups)
+    for (std::size_t i = 1; i < g.size(); ++i)
+      part_[find(g[i])] = find(g[0]);
+  const std::size_t root = find(0);
+  bool connected = true;
+  for (std::size_t p = 1; p < pipelines_ && connected; ++p)
+    connected = find(p) == root;
+  if (connected) std::iota(part_.begin(), part_.end(), std::size_t{0}); // apart again from here on
+}
+
+std::vector<Group> GroupScheduler::close(double now_ms) {
+  std::vector<Group> groups;
+  if (forced_complete() && now_ms >= forced_since_) groups = close_forced();
+  if (!waiting_.empty() && now_ms >= *opened_ + window_) {
+    std::vector<Group> more = close_window();
+    groups.insert(groups.end(), more.begin(), more.end());
+  }
   remember(groups);
   return groups;
 }

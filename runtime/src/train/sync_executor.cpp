@@ -19,6 +19,9 @@ bool SyncExecutor::run(std::size_t stage, std::uint64_t step) {
   // nothing yet, and are zeros until pipelines step on their own (SDPipe).
   auto round = policy_->round({stage, pipelines_, step, std::vector<double>(pipelines_, 0.0), options_});
   if (!round) throw std::runtime_error(label_ + ": " + round.error().message);
+  if (round->kind == SyncRound::Kind::scheduled_averaging)
+    throw std::runtime_error(label_ + ": round " + std::to_string(step) + " of stage " + std::to_string(stage) +
+                             " asks for scheduled averaging, which its round 0 did not");
   const std::vector<StageWorker*> all = replicas_(stage);
   // The groups, checked: disjoint sets of pipelines that exist.
   std::vector<bool> grouped(pipelines_, false);
@@ -69,7 +72,37 @@ bool SyncExecutor::run(std::size_t stage, std::uint64_t step) {
   return true;
 }
 
+std::optional<GroupScheduling> SyncExecutor::asynchronous() {
+  std::optional<GroupScheduling> scheduling;
+  for (std::size_t s = 0; s < centres_.size(); ++s) {
+    auto round = policy_->round({s, pipelines_, 0, std::vector<double>(pipelines_, 0.0), options_});
+    if (!round) throw std::runtime_error(label_ + ": " + round.error().message);
+    const bool scheduled = round->kind == SyncRound::Kind::scheduled_averaging;
+    if (s > 0 && scheduled != scheduling.has_value())
+      throw std::runtime_error(label_ + ": stage " + std::to_string(s) +
+                               " is synced otherwise than stage 0 (scheduled averaging for some stages only)");
+    if (scheduled && s == 0) scheduling = round->scheduling;
+  }
+  asynchronous_ = scheduling.has_value();
+  return scheduling;
+}
+
+void SyncExecutor::average(std::size_t stage, const std::vector<std::size_t>& pipelines) {
+  const std::vector<StageWorker*> all = replicas_(stage);
+  std::vector<StageWorker*> group;
+  for (const std::size_t p : pipelines)
+    group.push_back(all.at(p));
+  average_parameters(group);
+  agree_buffers(group, buffers_);
+}
+
 void SyncExecutor::with_model(const std::function<void()>& use) {
+  if (asynchronous_) {
+    for (std::size_t s = 0; s < centres_.size(); ++s)
+      average(s, all_pipelines(pipelines_));
+    use();
+    return;
+  }
   const auto swap = [&] {
     for (std::size_t s = 0; s < centres_.size(); ++s)
       if (centres_[s]) centres_[s]->swap(*replicas_(s).front());

@@ -8,7 +8,9 @@
 ///   - average_parameters: every replica steps on its own gradient, then each group
 ///     averages its parameters;
 ///   - elastic: every replica steps on its own gradient, then each group moves towards
-///     the stage's centre variable and the centre towards it.
+///     the stage's centre variable and the centre towards it;
+///   - scheduled_averaging (asynchronous): no rounds; each pipeline steps on its own and
+///     the group scheduler has groups averaged (average()), run by a group's member.
 /// No LibTorch types show here.
 
 #include "train/stage_worker.hpp"
@@ -18,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,9 +40,19 @@ public:
   /// a round the policy refuses or gets wrong (groups that overlap or name no pipeline).
   bool run(std::size_t stage, std::uint64_t step);
 
+  /// The group scheduling of an asynchronous policy (the policy's round 0 of each
+  /// stage says scheduled_averaging); none for a lockstep one. Throws
+  /// std::runtime_error for a policy that refuses or mixes the two.
+  std::optional<GroupScheduling> asynchronous();
+
+  /// Averages stage `stage`'s replicas of `pipelines` (and agrees their buffers).
+  void average(std::size_t stage, const std::vector<std::size_t>& pipelines);
+
   /// Runs `use` (evaluation, a checkpoint) with the model the policy trains in pipeline
   /// 0's replicas: for `elastic`, the centre variables, put there for the while and
-  /// swapped back after; for the others, the replicas as they are.
+  /// swapped back after; for an asynchronous policy, the replicas' mean, which every
+  /// replica keeps (the run is between steps: one more averaging); for the others, the
+  /// replicas as they are.
   void with_model(const std::function<void()>& use);
 
 private:
@@ -51,6 +64,7 @@ private:
   std::string buffers_;
   std::function<std::vector<StageWorker*>(std::size_t)> replicas_;
   std::vector<std::unique_ptr<ElasticCentre>> centres_; ///< per stage, made at its first elastic round
+  bool asynchronous_ = false;
 };
 
 } // namespace actorpipe::train

@@ -1,0 +1,29 @@
+#pragma once
+
+/// The group-scheduler actor (SDPipe's central scheduling): one per run with an
+/// asynchronous policy, serving every stage index. It never touches tensors: it drives
+/// a sync::GroupScheduler per stage with its clock, tells the first member of each
+/// group it forms to average the group (`average`), and lets a member alone go on
+/// (`synced`). Windows are in modelled time: on emulated devices, wall time × the
+/// run's time scale. Its timer is CAF's clock, which the deterministic tests drive.
+
+#include "protocol.hpp"
+
+#include <actorpipe/plugin.hpp>
+
+#include <caf/fwd.hpp>
+
+#include <vector>
+
+namespace actorpipe::actors {
+
+struct GroupSchedulerConfig {
+  GroupScheduling scheduling;
+  std::vector<std::vector<stage_actor>> stages; ///< [pipeline][stage]
+  double time_scale = 1;                        ///< modelled ms per wall ms
+  job_actor job;                                ///< told of a protocol error
+};
+
+group_scheduler_actor spawn_group_scheduler(caf::actor_system& system, GroupSchedulerConfig config);
+
+} // namespace actorpipe::actors
