@@ -123,6 +123,14 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
     policy = std::move(*found);
   }
 
+  std::shared_ptr<const Stragglers> stragglers; // on the emulated devices
+  if (!job.emulation.stragglers.empty()) {
+    auto parsed = parse_stragglers(job.emulation.stragglers, job.cluster);
+    if (!parsed) return Error::bad_input(job.where("emulation.stragglers") + parsed.error().message);
+    parsed->seed = job.job.seed;
+    stragglers = std::make_shared<const Stragglers>(std::move(*parsed));
+  }
+
   // Every input is checked: only now does the run create and write its folder.
   std::error_code ec;
   std::filesystem::create_directories(options.output_dir, ec);
@@ -191,9 +199,13 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
         const Device& device = job.cluster.devices[plan.devices[p][s]];
         if (device.kind != "emulated") continue;
         const StageFigures& f = figures[s];
-        job_config.emulated[p][s] = actors::StageConfig::Emulated{
-            f.forward_fixed_ms / device.speed, f.forward_ms / device.speed, f.backward_fixed_ms / device.speed,
-            f.backward_ms / device.speed, job.emulation.dilation};
+        job_config.emulated[p][s] = actors::StageConfig::Emulated{f.forward_fixed_ms / device.speed,
+                                                                  f.forward_ms / device.speed,
+                                                                  f.backward_fixed_ms / device.speed,
+                                                                  f.backward_ms / device.speed,
+                                                                  job.emulation.dilation,
+                                                                  plan.devices[p][s],
+                                                                  stragglers};
         time_scale = 1 / job.emulation.dilation;
       }
   }

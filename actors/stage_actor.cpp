@@ -6,6 +6,7 @@
 
 #include "sync_round.hpp"
 
+#include "sim/straggled_time.hpp"
 #include "train/cores.hpp"
 #include "train/stage_computation.hpp"
 
@@ -13,6 +14,7 @@
 
 #include <map>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 
@@ -41,6 +43,7 @@ struct StageState {
   bool syncing = false;
   bool failed = false;
   std::optional<Clock::time_point> waiting_since, sync_since;
+  std::mt19937_64 random; ///< draws the stragglers' random delays
   static inline const char* name = "stage";
 
   bool first() const { return config.stage == 0; }
@@ -103,13 +106,16 @@ bool ready(const StageState& st, const Action& a) {
   return st.last() || st.gradients.count(key);
 }
 
-/// On an emulated device, waits until the action has taken its modelled time (dilated)
-/// since `started`; an action slower than that is left as it is.
-void pad(const StageState& st, const Action& a, Clock::time_point started) {
+/// On an emulated device, waits until the action has taken its modelled time (dilated),
+/// stragglers included, since `started`; an action slower than that is left as it is.
+void pad(StageState& st, const Action& a, Clock::time_point started) {
   if (!st.config.emulated) return;
   const StageConfig::Emulated& e = *st.config.emulated;
-  const double ms = a.op == Op::forward ? e.forward_fixed_ms + e.forward_ms_per_sample * a.size
-                                        : e.backward_fixed_ms + e.backward_ms_per_sample * a.size;
+  double ms = a.op == Op::forward ? e.forward_fixed_ms + e.forward_ms_per_sample * a.size
+                                  : e.backward_fixed_ms + e.backward_ms_per_sample * a.size;
+  if (e.stragglers)
+    ms = straggled_ms(*e.stragglers, e.device, microseconds_since(st.config.origin, started) / 1000.0 / e.dilation, ms,
+                      st.random);
   std::this_thread::sleep_until(started + std::chrono::duration_cast<Clock::duration>(
                                               std::chrono::duration<double, std::milli>(ms * e.dilation)));
 }
@@ -253,6 +259,9 @@ void advance(StageActor self) {
 stage_actor::behavior_type stage_behavior(StageActor self, StageConfig config) {
   self->state.config = std::move(config);
   self->state.step = self->state.config.first_step;
+  if (const auto& e = self->state.config.emulated; e && e->stragglers)
+    self->state.random.seed(e->stragglers->seed * 1000003 + self->state.config.pipeline * 1009 +
+                            self->state.config.stage);
   return {
       [=](connect_atom, StageLinks& links) {
         auto& st = self->state;

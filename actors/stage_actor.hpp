@@ -8,10 +8,12 @@
 #include "stage_trace.hpp"
 
 #include <actorpipe/schedule.hpp>
+#include <actorpipe/simulator.hpp>
 
 #include <caf/fwd.hpp>
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -43,6 +45,10 @@ struct StageConfig {
     double forward_fixed_ms = 0, forward_ms_per_sample = 0;
     double backward_fixed_ms = 0, backward_ms_per_sample = 0;
     double dilation = 1;
+    DeviceId device = 0;
+    /// Slow windows and random delays on top of the model, drawn by the stage from
+    /// seed + its place in the plan; none: the model alone.
+    std::shared_ptr<const Stragglers> stragglers;
   };
   std::optional<Emulated> emulated;
   /// Averages this stage index's replicas of the given pipelines, when the group

@@ -263,40 +263,65 @@ BOOST_AUTO_TEST_CASE(elastic_saves_and_evaluates_its_centre) {
 BOOST_AUTO_TEST_CASE(emulated_devices_take_the_time_their_model_says) {
   // Two emulated devices, the second half as fast; each action padded to its modelled
   // time × 200 of wall time (enough that a busy machine delays no action by a tenth),
-  // the trace written in modelled time.
+  // the trace written in modelled time. Then with stragglers: the second device 3 ×
+  // slower all along, every action of the first delayed by 0.02 ms.
   test::ScratchDir dir;
   const std::string job =
       two_emulated_devices(0.5) +
       "[job]\nname = \"emulated\"\n[model]\nzoo = \"mlp\"\nlayers = 3\nwidth = 64\n"
       "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [32]\nclasses = 4\n"
-      "[train]\nbatch_size = 32\n[emulation]\ndilation = 200\n"
-      "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nstages = 2\npipelines = 1\nmicro_batches = 2\n";
-  const Prepared p = test::quick_plan(dir, job);
+      "[train]\nbatch_size = 32\n"
+      "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nstages = 2\npipelines = 1\nmicro_batches = 2\n"
+      "[emulation]\ndilation = 200\n";
+  for (const bool straggling : {false, true})
+    BOOST_TEST_CONTEXT((straggling ? "with" : "without") << " stragglers") {
+      const Prepared p = test::quick_plan(
+          dir,
+          job + (straggling ? "stragglers = \"slow:device=1,factor=3,from=0,to=100s; delay:device=0,p=1,ms=0.02\"\n"
+                            : ""));
+      const std::string out = (dir.path() / "run").string();
+      auto summary = run(p, out, 4);
+      REQUIRE_OK(summary);
+      std::vector<Cut> cuts{p.plan.stages[0].begin, p.plan.stages[1].begin, p.plan.stages[1].end};
+      const std::vector<StageFigures> figures = stage_figures(p.job.profile, cuts);
+      const double speeds[] = {1.0, 0.5};
+      auto trace = read_file(out + "/trace.json");
+      REQUIRE_OK(trace);
+      const auto events = nlohmann::json::parse(*trace)["traceEvents"];
+      std::vector<double> ratios; // taken / modelled
+      for (const auto& e : events) {
+        if (e["ph"] != "X" || (e["cat"] != "forward" && e["cat"] != "backward")) continue;
+        const std::size_t s = e["tid"].get<std::size_t>();
+        const bool forward = e["cat"] == "forward";
+        double model = ((forward ? figures[s].forward_fixed_ms : figures[s].backward_fixed_ms) +
+                        (forward ? figures[s].forward_ms : figures[s].backward_ms) * 16) /
+                       speeds[s];
+        if (straggling) model = s == 1 ? model * 3 : model + 0.02;
+        const double took = e["dur"].get<double>() / 1000.0;
+        // Never shorter than its model; longer only where the thread waited for a core.
+        BOOST_TEST(took >= model * 0.999, e["name"] << " of stage " << s << ": " << took << " ms, modelled " << model);
+        ratios.push_back(took / model);
+      }
+      BOOST_REQUIRE_EQUAL(ratios.size(), 4u * 2 * 2 * 2); // steps × stages × micro-batches × forward and backward
+      std::sort(ratios.begin(), ratios.end());
+      BOOST_TEST(ratios[ratios.size() / 2] <= 1.10, "median taken / modelled " << ratios[ratios.size() / 2]);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_bad_straggler_spec_is_refused_naming_its_key) {
+  test::ScratchDir dir;
+  const Prepared p = test::quick_plan(
+      dir, two_emulated_devices(0.5) + "[job]\nname = \"emulated\"\n[model]\nzoo = \"mlp\"\n"
+                                       "[data]\ndataset = \"synthetic\"\nsamples = 64\nshape = [8]\nclasses = 2\n"
+                                       "[plan]\nstages = 1\npipelines = 1\n"
+                                       "[emulation]\nstragglers = \"slow:device=gpu9,factor=2,from=0,to=1s\"\n");
   const std::string out = (dir.path() / "run").string();
-  auto summary = run(p, out, 4);
-  REQUIRE_OK(summary);
-  std::vector<Cut> cuts{p.plan.stages[0].begin, p.plan.stages[1].begin, p.plan.stages[1].end};
-  const std::vector<StageFigures> figures = stage_figures(p.job.profile, cuts);
-  const double speeds[] = {1.0, 0.5};
-  auto trace = read_file(out + "/trace.json");
-  REQUIRE_OK(trace);
-  const auto events = nlohmann::json::parse(*trace)["traceEvents"];
-  std::vector<double> ratios; // taken / modelled
-  for (const auto& e : events) {
-    if (e["ph"] != "X" || (e["cat"] != "forward" && e["cat"] != "backward")) continue;
-    const std::size_t s = e["tid"].get<std::size_t>();
-    const bool forward = e["cat"] == "forward";
-    const double model = ((forward ? figures[s].forward_fixed_ms : figures[s].backward_fixed_ms) +
-                          (forward ? figures[s].forward_ms : figures[s].backward_ms) * 16) /
-                         speeds[s];
-    const double took = e["dur"].get<double>() / 1000.0;
-    // Never shorter than its model; longer only where the thread waited for a core.
-    BOOST_TEST(took >= model * 0.999, e["name"] << " of stage " << s << ": " << took << " ms, modelled " << model);
-    ratios.push_back(took / model);
-  }
-  BOOST_REQUIRE_EQUAL(ratios.size(), 4u * 2 * 2 * 2); // steps × stages × micro-batches × forward and backward
-  std::sort(ratios.begin(), ratios.end());
-  BOOST_TEST(ratios[ratios.size() / 2] <= 1.10, "median taken / modelled " << ratios[ratios.size() / 2]);
+  auto summary = run(p, out, 1);
+  BOOST_REQUIRE(!summary.ok());
+  BOOST_TEST(exit_status(summary.error().code) == 2);
+  BOOST_TEST(summary.error().message.find("emulation.stragglers") != std::string::npos, summary.error().message);
+  BOOST_TEST(summary.error().message.find("no device 'gpu9'") != std::string::npos, summary.error().message);
+  BOOST_TEST(!std::filesystem::exists(out)); // nothing half-written
 }
 
 BOOST_AUTO_TEST_CASE(a_measured_profile_has_every_unit_and_round_trips) {

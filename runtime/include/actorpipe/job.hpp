@@ -122,6 +122,9 @@ struct EmulationOptions {
   /// Wall time per modelled time: an action modelled at t ms takes dilation × t ms, so
   /// that many emulated devices sharing a few cores still finish within their model.
   double dilation = 1;
+  /// A straggler spec (docs/simulate.md), acting on the emulated devices as `simulate`
+  /// has it act on its devices; empty: none.
+  std::string stragglers;
 };
 
 /// [output]

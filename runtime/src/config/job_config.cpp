@@ -198,6 +198,7 @@ Status read_simulate(TableReader& top, SimulateOptions& simulate) {
 Status read_emulation(TableReader& top, EmulationOptions& emulation) {
   return top.optional_table("emulation", [&](TableReader& r) -> Status {
     if (auto s = r.number("dilation", emulation.dilation, 1, 1e6); !s) return s;
+    if (auto s = r.string("stragglers", emulation.stragglers); !s) return s;
     return Ok{};
   });
 }

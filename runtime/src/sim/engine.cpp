@@ -1,5 +1,7 @@
 #include "sim/engine.hpp"
 
+#include "sim/straggled_time.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <functional>
@@ -203,15 +205,9 @@ private:
 
   double duration(const Instance& instance, const Action& action, double start) {
     const bool forward = action.op == Op::forward;
-    double ms = model_.action_overhead_ms + (forward ? instance.forward_fixed_ms : instance.backward_fixed_ms) +
-                action.size * (forward ? instance.forward_ms_per_sample : instance.backward_ms_per_sample);
-    for (const SlowWindow& w : model_.stragglers.windows)
-      if (w.device == instance.device && start >= w.from_ms && start < w.to_ms) ms *= w.factor;
-    for (const RandomDelay& d : model_.stragglers.delays)
-      if ((!d.device || *d.device == instance.device) &&
-          std::uniform_real_distribution<double>(0, 1)(random_) < d.probability)
-        ms += d.delay_ms;
-    return ms;
+    const double ms = model_.action_overhead_ms + (forward ? instance.forward_fixed_ms : instance.backward_fixed_ms) +
+                      action.size * (forward ? instance.forward_ms_per_sample : instance.backward_ms_per_sample);
+    return straggled_ms(model_.stragglers, instance.device, start, ms, random_);
   }
 
   /// Starts instance i's next action if its input is there.

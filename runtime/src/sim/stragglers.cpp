@@ -1,6 +1,6 @@
 /// Straggler specs (docs/simulate.md): "delay:p=0.05,ms=20;slow:device=fast/gpu3,factor=2,from=1s,to=3s".
 
-#include <actorpipe/simulator.hpp>
+#include "sim/straggled_time.hpp"
 
 #include "base/text.hpp"
 #include "base/units.hpp"
@@ -123,6 +123,16 @@ Result<Stragglers> parse_stragglers(std::string_view spec, const ClusterSpec& cl
       return Error::bad_input("stragglers: '" + entry + "': unknown key '" + fields.begin()->first + "'");
   }
   return out;
+}
+
+double straggled_ms(const Stragglers& stragglers, DeviceId device, double start_ms, double ms,
+                    std::mt19937_64& random) {
+  for (const SlowWindow& w : stragglers.windows)
+    if (w.device == device && start_ms >= w.from_ms && start_ms < w.to_ms) ms *= w.factor;
+  for (const RandomDelay& d : stragglers.delays)
+    if ((!d.device || *d.device == device) && std::uniform_real_distribution<double>(0, 1)(random) < d.probability)
+      ms += d.delay_ms;
+  return ms;
 }
 
 } // namespace actorpipe
