@@ -16,7 +16,8 @@ namespace {
 struct SchedulerState {
   GroupSchedulerConfig config;
   std::vector<sync::GroupScheduler> stages;      ///< by stage index
-  std::vector<std::vector<std::uint64_t>> steps; ///< [stage][pipeline]: the step it asked after
+  std::vector<std::vector<std::uint64_t>> steps; ///< [stage][pipeline]: the step of its latest ask
+  std::vector<bool> idle;                        ///< by pipeline: no work in hand
   std::vector<std::optional<double>> armed;      ///< [stage]: when its timer fires (modelled ms)
   std::vector<std::uint64_t> timers;             ///< [stage]: the number of its latest timer
   caf::actor_clock::time_point origin;
@@ -31,29 +32,51 @@ double now_ms(SchedulerActor self) {
          self->state.config.time_scale;
 }
 
-/// Lets go whoever stage `s`'s scheduler has due at `now` (modelled ms), and sets the
-/// timer for the next.
-void dispatch(SchedulerActor self, std::size_t s, double now) {
+/// Whether pipeline `p` cannot ask stage `s` for now: it has no work, or another of its
+/// stages waits in a round at a step no later than the one it last asked `s` after
+/// (so `s` needs that stage's next step before it can ask again). A forced round that
+/// waited for it would wait on a round that may wait on this one.
+bool away(const SchedulerState& st, std::size_t s, std::size_t p) {
+  if (st.idle[p]) return true;
+  for (std::size_t t = 0; t < st.stages.size(); ++t)
+    if (t != s && st.stages[t].waiting(p) && st.steps[t][p] <= st.steps[s][p]) return true;
+  return false;
+}
+
+/// Lets go whoever is due at `now` (modelled ms) in every stage, until letting some go
+/// changes no one's being away, then sets each stage's timer for its next deadline.
+void settle(SchedulerActor self, double now) {
   auto& st = self->state;
-  for (const sync::Group& group : st.stages[s].close(now)) {
-    const stage_actor& first = st.config.stages[group.front()][s];
-    if (group.size() == 1) {
-      self->send(first, synced_atom::value, st.steps[s][group.front()], true);
-      continue;
+  const std::size_t pipelines = st.idle.size();
+  for (bool released = true; released;) {
+    released = false;
+    for (std::size_t s = 0; s < st.stages.size(); ++s) {
+      for (std::size_t p = 0; p < pipelines; ++p)
+        if (!st.stages[s].waiting(p)) st.stages[s].set_away(p, away(st, s, p));
+      for (const sync::Group& group : st.stages[s].close(now)) {
+        released = true;
+        const stage_actor& first = st.config.stages[group.front()][s];
+        if (group.size() == 1) {
+          self->send(first, synced_atom::value, st.steps[s][group.front()], true);
+          continue;
+        }
+        std::vector<std::uint64_t> members, steps;
+        for (const std::size_t p : group) {
+          members.push_back(p);
+          steps.push_back(st.steps[s][p]);
+        }
+        self->send(first, average_atom::value, std::move(members), std::move(steps));
+      }
     }
-    std::vector<std::uint64_t> pipelines, steps;
-    for (const std::size_t p : group) {
-      pipelines.push_back(p);
-      steps.push_back(st.steps[s][p]);
-    }
-    self->send(first, average_atom::value, std::move(pipelines), std::move(steps));
   }
-  const std::optional<double> due = st.stages[s].deadline();
-  if (!due || (st.armed[s] && *st.armed[s] <= *due)) return;
-  st.armed[s] = *due;
-  const auto wall = std::chrono::duration<double, std::milli>(std::max(0.0, *due - now) / st.config.time_scale);
-  self->delayed_send(self, std::chrono::ceil<caf::timespan>(wall), tick_atom::value, static_cast<std::uint64_t>(s),
-                     ++st.timers[s]);
+  for (std::size_t s = 0; s < st.stages.size(); ++s) {
+    const std::optional<double> due = st.stages[s].deadline();
+    if (!due || (st.armed[s] && *st.armed[s] <= *due)) continue;
+    st.armed[s] = *due;
+    const auto wall = std::chrono::duration<double, std::milli>(std::max(0.0, *due - now) / st.config.time_scale);
+    self->delayed_send(self, std::chrono::ceil<caf::timespan>(wall), tick_atom::value, static_cast<std::uint64_t>(s),
+                       ++st.timers[s]);
+  }
 }
 
 /// A protocol error (an unknown pipeline, a second ask) fails the run.
@@ -73,6 +96,7 @@ group_scheduler_actor::behavior_type scheduler_behavior(SchedulerActor self, Gro
   for (std::size_t s = 0; s < stages; ++s)
     st.stages.emplace_back(pipelines, config.scheduling);
   st.steps.assign(stages, std::vector<std::uint64_t>(pipelines, 0));
+  st.idle.assign(pipelines, false);
   st.armed.resize(stages);
   st.timers.assign(stages, 0);
   st.config = std::move(config);
@@ -85,16 +109,14 @@ group_scheduler_actor::behavior_type scheduler_behavior(SchedulerActor self, Gro
           const double now = now_ms(self);
           st.stages[s].arrive(p, now);
           st.steps[s][p] = step;
-          dispatch(self, s, now);
+          settle(self, now);
         });
       },
       [=](idle_atom, std::uint64_t p, bool idle) {
         guarded(self, [&] {
-          const double now = now_ms(self);
-          for (std::size_t s = 0; s < self->state.stages.size(); ++s) {
-            self->state.stages[s].set_idle(p, idle, now);
-            dispatch(self, s, now);
-          }
+          if (p >= self->state.idle.size()) throw std::logic_error("unknown pipeline " + std::to_string(p));
+          self->state.idle[p] = idle;
+          settle(self, now_ms(self));
         });
       },
       [=](tick_atom, std::uint64_t s, std::uint64_t timer) {
@@ -104,7 +126,7 @@ group_scheduler_actor::behavior_type scheduler_behavior(SchedulerActor self, Gro
           // The timer was set for that deadline: the clock's rounding never makes it early.
           const double due = *st.armed[s];
           st.armed[s].reset();
-          dispatch(self, s, std::max(now_ms(self), due));
+          settle(self, std::max(now_ms(self), due));
         });
       },
   };

@@ -4,8 +4,10 @@
 /// asynchronous policy, serving every stage index. It never touches tensors: it drives
 /// a sync::GroupScheduler per stage with its clock, tells the first member of each
 /// group it forms to average the group (`average`), and lets a member alone go on
-/// (`synced`). Windows are in modelled time: on emulated devices, wall time × the
-/// run's time scale. Its timer is CAF's clock, which the deterministic tests drive.
+/// (`synced`). It tells each stage's scheduler which pipelines are away: those with no
+/// work (the job says) and those held in another stage's round, for whom a forced
+/// round must not wait. Windows are in modelled time: on emulated devices, wall time ×
+/// the run's time scale. Its timer is CAF's clock, which the deterministic tests drive.
 
 #include "protocol.hpp"
 

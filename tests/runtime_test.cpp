@@ -31,6 +31,11 @@
 #include <nlohmann/json.hpp>
 #include <torch/script.h>
 
+#include <atomic>
+#include <mutex>
+#include <random>
+#include <cstdio>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -127,15 +132,18 @@ double evaluation_at(const std::string& run_dir, std::uint64_t step) {
   return 0;
 }
 
-/// A cluster of two emulated devices on one server: speeds 1 and `second_speed`.
-std::string two_emulated_devices(double second_speed) {
-  return "[cluster]\nname = \"emulated-2\"\nnetwork = { bandwidth = \"10 GB/s\", latency = \"1 us\" }\n"
+/// A cluster of emulated devices on one server, one of each speed.
+std::string emulated_devices(const std::vector<double>& speeds) {
+  std::string devices;
+  for (const double speed : speeds)
+    devices += std::string(devices.empty() ? "" : ",\n") +
+               "  { kind = \"emulated\", count = 1, speed = " + std::to_string(speed) + ", memory = \"1 GiB\" }";
+  return "[cluster]\nname = \"emulated\"\nnetwork = { bandwidth = \"10 GB/s\", latency = \"1 us\" }\n"
          "[[cluster.servers]]\nname = \"local\"\n"
-         "pcie = { devices_per_switch = 2, switch_bandwidth = \"10 GB/s\", inter_bridge_bandwidth = \"10 GB/s\" }\n"
+         "pcie = { devices_per_switch = 8, switch_bandwidth = \"10 GB/s\", inter_bridge_bandwidth = \"10 GB/s\" }\n"
          "nic = { count = 1, bandwidth = \"10 GB/s\" }\n"
-         "devices = [{ kind = \"emulated\", count = 1, speed = 1.0, memory = \"1 GiB\" },\n"
-         "           { kind = \"emulated\", count = 1, speed = " +
-         std::to_string(second_speed) + ", memory = \"1 GiB\" }]\n";
+         "devices = [\n" +
+         devices + "]\n";
 }
 
 Result<RunSummary> run(const Prepared& p, const std::string& out, std::uint64_t steps, const std::string& resume = "") {
@@ -216,7 +224,7 @@ BOOST_AUTO_TEST_CASE(under_sdpipe_a_pipeline_on_a_slower_device_takes_fewer_shar
   // averaging with the slow one when the scheduler groups them.
   test::ScratchDir dir;
   const std::string job =
-      two_emulated_devices(0.25) +
+      emulated_devices({1.0, 0.25}) +
       "[job]\nname = \"sdpipe\"\n[model]\nzoo = \"mlp\"\nlayers = 3\nwidth = 64\n"
       "[data]\ndataset = \"synthetic\"\nsamples = 2048\nshape = [32]\nclasses = 4\n"
       "[train]\nbatch_size = 32\n[emulation]\ndilation = 20\n"
@@ -260,6 +268,80 @@ BOOST_AUTO_TEST_CASE(elastic_saves_and_evaluates_its_centre) {
   BOOST_TEST(relative_difference(checkpoint_parameters(out + "/checkpoint.pt", 2), single_process(p.job, 1)) < 1e-5);
 }
 
+BOOST_AUTO_TEST_CASE(no_straggler_pattern_deadlocks_a_run) {
+  // 200 random straggler patterns on 3 pipelines × 2 stages of emulated devices, each
+  // run under a random policy (sdpipe with random scheduling most of the time): every
+  // run finishes its steps. A run that hangs is reported with its pattern and ends
+  // the test.
+  test::ScratchDir dir;
+  Prepared p = test::quick_plan(
+      dir, emulated_devices({1.0, 1.0, 0.5, 0.5, 0.25, 1.0}) +
+               "[job]\nname = \"soak\"\n[model]\nzoo = \"mlp\"\nlayers = 3\nwidth = 16\n"
+               "[data]\ndataset = \"synthetic\"\nsamples = 512\nshape = [8]\nclasses = 2\n[train]\nbatch_size = 24\n"
+               "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nstages = 2\npipelines = 3\n"
+               "micro_batches = 2\n");
+  std::mt19937 random(11);
+  auto pick = [&](auto... choices) {
+    const std::vector<std::string> all{choices...};
+    return all[std::uniform_int_distribution<std::size_t>(0, all.size() - 1)(random)];
+  };
+  auto number = [&](double low, double high) { return std::uniform_real_distribution<double>(low, high)(random); };
+  std::atomic<int> runs{0}; ///< runs started
+  std::atomic<bool> running{false};
+  std::atomic<bool> done{false};
+  std::string pattern;
+  std::mutex mutex;
+  std::thread watchdog([&] {
+    int seen = -1;
+    auto since = std::chrono::steady_clock::now();
+    while (!done) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (runs != seen) {
+        seen = runs;
+        since = std::chrono::steady_clock::now();
+      }
+      if (running && std::chrono::steady_clock::now() - since > std::chrono::seconds(60)) {
+        std::lock_guard<std::mutex> lock(mutex);
+        std::fprintf(stderr, "run %d hung for 60 s: %s\n", seen, pattern.c_str());
+        std::abort();
+      }
+    }
+  });
+  for (int i = 0; i < 200; ++i) {
+    Prepared q = p;
+    q.plan.sync = i % 5 == 4 ? pick("allreduce", "elastic", "ad-psgd") : "sdpipe";
+    q.job.plan.options["sdpipe"] = {{"window_ms", std::to_string(number(0.01, 2))},
+                                    {"max_window_ms", "2"},
+                                    {"min_window_ms", "0.01"},
+                                    {"pairs_above", pick("1", "2", "8")},
+                                    {"force_every", pick("0", "1", "2", "3", "10")}};
+    std::string spec;
+    for (int d = 0; d < 3; ++d)
+      if (number(0, 1) < 0.7)
+        spec += "delay:" + pick("", "device=0,", "device=3,", "device=4,") + "p=" + pick("0.05", "0.1", "0.5", "1") +
+                ",ms=" + std::to_string(number(0, 3)) + ";";
+    if (number(0, 1) < 0.5)
+      spec += "slow:device=" + pick("1", "2", "5") + ",factor=" + std::to_string(number(1, 6)) +
+              ",from=" + std::to_string(number(0, 20)) + "ms,to=" + std::to_string(number(20, 200)) + "ms";
+    q.job.emulation.stragglers = spec;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      pattern = q.plan.sync + " " + spec;
+    }
+    ++runs;
+    running = true;
+    auto summary = run(q, (dir.path() / ("run" + std::to_string(i))).string(), 6);
+    running = false;
+    BOOST_TEST_CONTEXT(pattern) {
+      REQUIRE_OK(summary);
+      BOOST_TEST(summary->steps == 6u);
+    }
+    std::filesystem::remove_all(dir.path() / ("run" + std::to_string(i)));
+  }
+  done = true;
+  watchdog.join();
+}
+
 BOOST_AUTO_TEST_CASE(emulated_devices_take_the_time_their_model_says) {
   // Two emulated devices, the second half as fast; each action padded to its modelled
   // time × 200 of wall time (enough that a busy machine delays no action by a tenth),
@@ -267,7 +349,7 @@ BOOST_AUTO_TEST_CASE(emulated_devices_take_the_time_their_model_says) {
   // slower all along, every action of the first delayed by 0.02 ms.
   test::ScratchDir dir;
   const std::string job =
-      two_emulated_devices(0.5) +
+      emulated_devices({1.0, 0.5}) +
       "[job]\nname = \"emulated\"\n[model]\nzoo = \"mlp\"\nlayers = 3\nwidth = 64\n"
       "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [32]\nclasses = 4\n"
       "[train]\nbatch_size = 32\n"
@@ -311,10 +393,10 @@ BOOST_AUTO_TEST_CASE(emulated_devices_take_the_time_their_model_says) {
 BOOST_AUTO_TEST_CASE(a_bad_straggler_spec_is_refused_naming_its_key) {
   test::ScratchDir dir;
   const Prepared p = test::quick_plan(
-      dir, two_emulated_devices(0.5) + "[job]\nname = \"emulated\"\n[model]\nzoo = \"mlp\"\n"
-                                       "[data]\ndataset = \"synthetic\"\nsamples = 64\nshape = [8]\nclasses = 2\n"
-                                       "[plan]\nstages = 1\npipelines = 1\n"
-                                       "[emulation]\nstragglers = \"slow:device=gpu9,factor=2,from=0,to=1s\"\n");
+      dir, emulated_devices({1.0, 0.5}) + "[job]\nname = \"emulated\"\n[model]\nzoo = \"mlp\"\n"
+                                          "[data]\ndataset = \"synthetic\"\nsamples = 64\nshape = [8]\nclasses = 2\n"
+                                          "[plan]\nstages = 1\npipelines = 1\n"
+                                          "[emulation]\nstragglers = \"slow:device=gpu9,factor=2,from=0,to=1s\"\n");
   const std::string out = (dir.path() / "run").string();
   auto summary = run(p, out, 1);
   BOOST_REQUIRE(!summary.ok());

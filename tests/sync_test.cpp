@@ -38,7 +38,7 @@ BOOST_AUTO_TEST_CASE(the_window_grows_for_a_lone_asker_and_shrinks_for_a_group) 
   BOOST_TEST(alone[0] == (Group{1}), boost::test_tools::per_element());
 }
 
-BOOST_AUTO_TEST_CASE(above_eight_askers_pair_up_and_a_forced_round_waits_for_everyone_not_idle) {
+BOOST_AUTO_TEST_CASE(above_eight_askers_pair_up_and_a_forced_round_waits_for_everyone_not_away) {
   GroupScheduler many(9);
   for (std::size_t p = 0; p < 9; ++p)
     many.arrive(8 - p, 0.1 * static_cast<double>(p));
@@ -52,27 +52,32 @@ BOOST_AUTO_TEST_CASE(above_eight_askers_pair_up_and_a_forced_round_waits_for_eve
   GroupScheduler forced(4, every_other);
   forced.arrive(0, 0);
   forced.arrive(1, 0);
-  BOOST_TEST(forced.close(1).size() == 1u); // {0, 1}: the first asks of 0 and 1
+  BOOST_TEST(forced.close(1).size() == 1u); // {0, 1}: 2 and 3 are still apart
+  BOOST_TEST(forced.forcing());
   forced.arrive(2, 2);
-  forced.arrive(3, 2);
-  BOOST_TEST(forced.close(3).size() == 1u); // {2, 3}: their first asks
-  forced.arrive(0, 4);                      // 0's second ask: the forced round
-  BOOST_TEST(forced.forced(0));
-  BOOST_TEST(!forced.deadline()); // it waits for every pipeline
+  forced.arrive(1, 2);
+  BOOST_TEST(!forced.deadline()); // a forced round waits for every pipeline
   BOOST_TEST(forced.close(100).empty());
-  forced.arrive(1, 5);
-  forced.arrive(2, 5);
-  forced.set_idle(3, true, 6); // 3 has no work left: not waited for
-  BOOST_TEST(forced.deadline().value() == 6.0);
-  const auto joined = forced.close(6);
-  // One of each part apart, {0, 1} and {2, 3}: 0 and 2 average; 1 goes alone.
-  BOOST_REQUIRE_EQUAL(joined.size(), 2u);
-  BOOST_TEST(joined[0] == (Group{0, 2}), boost::test_tools::per_element());
-  BOOST_TEST(joined[1] == (Group{1}), boost::test_tools::per_element());
+  forced.set_away(3, true); // 3 cannot ask for now: not waited for
+  forced.set_away(0, true);
+  const auto joined = forced.close(100);
+  // One of each part apart among the askers, {1} of {0, 1} and {2}: they average.
+  BOOST_REQUIRE_EQUAL(joined.size(), 1u);
+  BOOST_TEST(joined[0] == (Group{1, 2}), boost::test_tools::per_element());
+  BOOST_TEST(forced.forcing()); // 3 was away: still apart, the next round is forced too
+  forced.arrive(3, 101);
+  forced.arrive(0, 101);
+  BOOST_TEST(!forced.deadline()); // 1 and 2 went on, and may ask again
+  forced.set_away(1, true);
+  forced.set_away(2, true);
+  const auto all = forced.close(101);
+  BOOST_REQUIRE_EQUAL(all.size(), 1u); // 0 stands for {0, 1, 2}, 3 for itself
+  BOOST_TEST(all[0] == (Group{0, 3}), boost::test_tools::per_element());
+  BOOST_TEST(!forced.forcing()); // connected: the count starts afresh
 
-  BOOST_CHECK_THROW(forced.arrive(9, 7), std::logic_error);
-  forced.arrive(1, 7);
-  BOOST_CHECK_THROW(forced.arrive(1, 7), std::logic_error);
+  BOOST_CHECK_THROW(forced.arrive(9, 102), std::logic_error);
+  forced.arrive(1, 102);
+  BOOST_CHECK_THROW(forced.arrive(1, 102), std::logic_error);
   GroupScheduling inverted;
   inverted.min_window_ms = 2;
   BOOST_CHECK_THROW(GroupScheduler(2, inverted), std::invalid_argument);

@@ -4,7 +4,7 @@
 /// parameters among themselves. The options are GroupScheduling's, by the same names:
 /// the scheduler's adaptive window (`window_ms`, `min_window_ms`, `max_window_ms`,
 /// `grow`, `shrink`), pairs above `pairs_above` askers, and a round connecting every
-/// pipeline every `force_every` asks (0: never).
+/// pipeline at least every `force_every` rounds (0: never).
 
 #include <actorpipe/plugin.hpp>
 

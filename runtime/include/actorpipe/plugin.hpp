@@ -183,8 +183,9 @@ struct GroupScheduling {
   double grow = 2;             ///< a lone asker's window × this
   double shrink = 0.9;         ///< the window × this after a group formed
   std::size_t pairs_above = 8; ///< more askers than this form pairs
-  /// Every pipeline's ask number k · force_every waits for a round that, with the
-  /// groups before it, connects every pipeline; 0: no such rounds.
+  /// At least every this many rounds (per stage), a round that waits for everyone
+  /// and, with the groups since all were last connected, connects every pipeline; 0:
+  /// no such rounds.
   std::size_t force_every = 10;
 };
 
