@@ -522,6 +522,8 @@ BOOST_AUTO_TEST_CASE(the_scripts_of_scripts_run_on_small_settings) {
 
   // The schedules: simulated and measured.
   const std::string two_by_one = tiny_job(dir, 2, 1);
+  ScratchDir four;
+  const std::string two_by_two_job = tiny_job(four, 2, 2);
   out = script("compare_schedules", two_by_one + " 4");
   const std::string schedules = read(out + "/schedules.csv");
   for (const char* name : {"\ngpipe,", "\n1f1b,", "\nsliced-1f1b,"})
@@ -534,9 +536,20 @@ BOOST_AUTO_TEST_CASE(the_scripts_of_scripts_run_on_small_settings) {
   BOOST_TEST(std::count(losses.begin(), losses.end(), '\n') == 1 + 2 * 5);
   BOOST_TEST(contains(svg_text(read(out + "/losses.svg")), "train.lr = 0.1"));
 
+  // Sync policies without and with stragglers: a row each, every target reached.
+  out = script("sync_experiments", two_by_two_job + " 22 allreduce,sdpipe delay:p=0.5,ms=1 100");
+  const std::string sync = read(out + "/sync.csv");
+  BOOST_TEST(sync.rfind("sync,stragglers,samples_per_s,median_step_ms,ms_to_target,final_loss,test_accuracy\n", 0) ==
+                 0u,
+             sync);
+  BOOST_TEST(std::count(sync.begin(), sync.end(), '\n') == 5);
+  BOOST_TEST(contains(sync, "\nsdpipe,\"delay:p=0.5,ms=1\","), sync); // quoted: it holds a comma
+  BOOST_TEST(!contains(sync, ",-1,"), sync); // a loss under 100 is reached after the first 20 steps
+  for (const char* chart : {"/sync_samples.svg", "/sync_time_to_target.svg", "/sync_losses.svg"})
+    BOOST_TEST(contains(svg_text(read(out + chart)), "sdpipe"), chart);
+
   // The timeline of a real 2 × 2 run: 4 rows, each with forward and backward boxes.
-  ScratchDir four;
-  out = script("plot_timeline", tiny_job(four, 2, 2) + " 3");
+  out = script("plot_timeline", two_by_two_job + " 3");
   auto timeline = plot::timeline_from_trace(read(out + "/run/trace.json"), "trace.json", {});
   REQUIRE_OK(timeline);
   BOOST_TEST(timeline->rows.size() == 4u);

@@ -93,6 +93,15 @@ void frame(const char* x_options, const char* y_options, const std::string& titl
   plschr(0, 0.9);
 }
 
+/// The right edge of a plot (of the page's width) that leaves room beside it for a
+/// legend of `labels`: longer labels take more of the page.
+double plot_right(const std::vector<std::string>& labels) {
+  std::size_t longest = 0;
+  for (const std::string& label : labels)
+    longest = std::max(longest, label.size());
+  return std::max(0.55, 0.82 - 0.0085 * static_cast<double>(longest > 14 ? longest - 14 : 0));
+}
+
 /// A legend inside the top right corner of the plot, or beside it, right of the plot;
 /// series i has `colours[i]`, or the i-th series colour.
 void legend(const std::vector<std::string>& labels, bool boxes, bool beside = false,
@@ -167,7 +176,10 @@ Status write_svg(const LineChart& chart, const std::string& path) {
   if (x.min > x.max) return Error::bad_input("a line chart needs at least one point");
   const Range xr = x.max > x.min ? x : x.padded(0.05), yr = y.padded(0.05);
   return draw_svg(path, 960, 600, [&] {
-    plvpor(0.1, 0.82, 0.13, 0.92); // the legend right of it
+    std::vector<std::string> names;
+    for (const Series& series : chart.series)
+      names.push_back(series.label);
+    plvpor(0.1, plot_right(names), 0.13, 0.92); // the legend right of it
     plwind(xr.min, xr.max, yr.min, yr.max);
     frame("bcnst", chart.log_y ? "bcnstlv" : "bcnstv", chart.title, chart.x_label, chart.y_label);
     for (std::size_t i = 0; i < chart.series.size(); ++i) {
@@ -208,7 +220,7 @@ Status write_svg(const BarChart& chart, const std::string& path) {
   const auto categories = static_cast<double>(chart.categories.size());
   const auto groups = static_cast<double>(chart.groups.size());
   return draw_svg(path, 960, 600, [&] {
-    plvpor(0.1, 0.82, 0.16, 0.92); // the legend right of it
+    plvpor(0.1, plot_right(chart.groups), 0.16, 0.92); // the legend right of it
     plwind(0, categories, bottom, top);
     frame("bc", "bcnstv", chart.title, "", chart.y_label, false);
     const double width = 0.8 / groups;

@@ -1,0 +1,92 @@
+-- Sync policies on one job, without and with stragglers: samples/s (in modelled time),
+-- the modelled time each takes to bring its training loss (a running mean over 20
+-- steps) under a target, and its final test accuracy.
+--
+--   actorpipe script scripts/sync_experiments.lua [JOB] [STEPS] [POLICIES] [STRAGGLERS] [TARGET_LOSS]
+--   actorpipe script scripts/sync_experiments.lua configs/experiments/fashion-mnist-hetero.toml 300 \
+--       allreduce,sdpipe,elastic,ad-psgd "delay:p=0.1,ms=5" 0.6
+--
+-- Writes sync.csv (a row per policy and straggler setting), sync_samples.svg,
+-- sync_time_to_target.svg, sync_losses.svg and a run folder per row into the output
+-- folder (runs/sync_experiments unless --output says otherwise).
+
+local job_file = actorpipe.args[1] or "configs/experiments/fashion-mnist-hetero.toml"
+local steps = tonumber(actorpipe.args[2] or "300")
+local policies = {}
+for name in string.gmatch(actorpipe.args[3] or "allreduce,sdpipe,elastic,ad-psgd", "[^,]+") do
+  policies[#policies + 1] = name
+end
+local stragglers = actorpipe.args[4] or "delay:p=0.1,ms=5"
+local target = tonumber(actorpipe.args[5] or "0.6")
+local settings = { { label = "no stragglers", spec = "" }, { label = "stragglers", spec = stragglers } }
+
+local job = actorpipe.load_job(job_file)
+local rows, curves = {}, {}
+print(string.format("%-12s %-14s %12s %16s %10s %10s", "sync", "stragglers", "samples/s", "ms to loss " .. target,
+  "final loss", "accuracy"))
+for _, setting in ipairs(settings) do
+  for _, policy in ipairs(policies) do
+    local this = actorpipe.with(job, { ["plan.sync"] = policy, ["emulation.stragglers"] = setting.spec })
+    local elapsed, reached, window, sum = 0, nil, {}, 0
+    local curve = { label = policy .. (setting.spec == "" and "" or " + stragglers"), x = {}, y = {} }
+    local run = actorpipe.run(this, {
+      steps = steps,
+      output = policy .. (setting.spec == "" and "" or "-stragglers"),
+      on_step = function(m)
+        elapsed = elapsed + m.step_ms
+        window[#window + 1] = m.loss
+        sum = sum + m.loss
+        if #window > 20 then sum = sum - table.remove(window, 1) end
+        local mean = sum / #window
+        if not reached and #window == 20 and mean <= target then reached = elapsed end
+        curve.x[#curve.x + 1] = elapsed / 1000
+        curve.y[#curve.y + 1] = mean
+      end,
+    })
+    curves[#curves + 1] = curve
+    rows[#rows + 1] = {
+      sync = policy,
+      stragglers = setting.spec,
+      samples_per_s = run.samples_per_s,
+      median_step_ms = run.median_step_ms,
+      ms_to_target = reached or -1,
+      final_loss = run.final_loss,
+      test_accuracy = run.test_accuracy,
+    }
+    print(string.format("%-12s %-14s %12.0f %16s %10.4f %9.2f%%", policy, setting.label, run.samples_per_s,
+      reached and string.format("%.0f", reached) or "not reached", run.final_loss, 100 * run.test_accuracy))
+  end
+end
+
+local csv = actorpipe.write_csv("sync.csv", rows,
+  { "sync", "stragglers", "samples_per_s", "median_step_ms", "ms_to_target", "final_loss", "test_accuracy" })
+local groups = {}
+for s, setting in ipairs(settings) do
+  local samples, times = {}, {}
+  for p = 1, #policies do
+    local row = rows[(s - 1) * #policies + p]
+    samples[p] = row.samples_per_s
+    times[p] = row.ms_to_target > 0 and row.ms_to_target / 1000 or 0
+  end
+  groups[s] = { label = setting.label, samples = samples, times = times }
+end
+local function bars(file, title, y_label, field)
+  return actorpipe.plot_bars(file, {
+    title = title,
+    y_label = y_label,
+    categories = policies,
+    groups = { { label = groups[1].label, values = groups[1][field] }, { label = groups[2].label, values = groups[2][field] } },
+  })
+end
+local charts = {
+  bars("sync_samples.svg", "Samples/s by sync policy: " .. job_file, "samples/s (modelled)", "samples"),
+  bars("sync_time_to_target.svg", "Time to a training loss of " .. target .. " (0: not reached)", "s (modelled)",
+    "times"),
+  actorpipe.plot_lines("sync_losses.svg", {
+    title = "Training loss (mean of 20 steps) over modelled time",
+    x_label = "s (modelled)",
+    y_label = "loss",
+    series = curves,
+  }),
+}
+print("wrote " .. csv .. ", " .. table.concat(charts, ", "))
