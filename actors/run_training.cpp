@@ -17,6 +17,7 @@
 #include "base/chrome_trace.hpp"
 #include "base/folder_lock.hpp"
 #include "base/input_file.hpp"
+#include "sim/emulated_links.hpp"
 #include "sim/stage_figures.hpp"
 #include "train/session.hpp"
 #include "train/sync_executor.hpp"
@@ -194,6 +195,12 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
     const std::vector<StageFigures> figures = stage_figures(job.profile, cuts);
     job_config.emulated.assign(plan.pipelines,
                                std::vector<std::optional<actors::StageConfig::Emulated>>(plan.stages.size()));
+    // Stage s of pipeline p's device, when it is emulated.
+    auto emulated = [&](std::size_t p, std::size_t s) -> std::optional<DeviceId> {
+      if (s >= plan.stages.size() || job.cluster.devices[plan.devices[p][s]].kind != "emulated") return std::nullopt;
+      return plan.devices[p][s];
+    };
+    std::shared_ptr<sim::EmulatedLinks> links;
     for (std::size_t p = 0; p < plan.pipelines; ++p)
       for (std::size_t s = 0; s < plan.stages.size(); ++s) {
         const Device& device = job.cluster.devices[plan.devices[p][s]];
@@ -205,7 +212,12 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
                                                                   f.backward_ms / device.speed,
                                                                   job.emulation.dilation,
                                                                   plan.devices[p][s],
-                                                                  stragglers};
+                                                                  stragglers,
+                                                                  s > 0 ? emulated(p, s - 1) : std::nullopt,
+                                                                  emulated(p, s + 1),
+                                                                  nullptr};
+        if (!links) links = std::make_shared<sim::EmulatedLinks>(job.cluster);
+        job_config.emulated[p][s]->links = links;
         time_scale = 1 / job.emulation.dilation;
       }
   }

@@ -6,8 +6,10 @@
 
 #include "sync_round.hpp"
 
+#include "sim/emulated_links.hpp"
 #include "sim/straggled_time.hpp"
 #include "train/cores.hpp"
+#include "train/payload.hpp"
 #include "train/stage_computation.hpp"
 
 #include <caf/all.hpp>
@@ -120,6 +122,25 @@ void pad(StageState& st, const Action& a, Clock::time_point started) {
                                               std::chrono::duration<double, std::milli>(ms * e.dilation)));
 }
 
+/// Sends an activation or a gradient of this step to a neighbour on `device`: at once,
+/// or, between emulated devices, when the emulated link delivers it (the sender goes on
+/// computing meanwhile, as a device's copy engine would let it).
+template <class Atom>
+void transfer(StageActor self, const stage_actor& neighbour, const std::optional<DeviceId>& device, Atom atom,
+              std::uint64_t micro, train::Payload payload) {
+  auto& st = self->state;
+  if (const auto& e = st.config.emulated; e && e->links && device) {
+    const double now = microseconds_since(st.config.origin, Clock::now()) / 1000.0 / e->dilation;
+    const double at = e->links->arrival_ms(e->device, *device, train::payload_bytes(payload), now);
+    if (at > now) {
+      const std::chrono::duration<double, std::milli> wall((at - now) * e->dilation);
+      self->delayed_send(neighbour, std::chrono::ceil<caf::timespan>(wall), atom, st.step, micro, std::move(payload));
+      return;
+    }
+  }
+  self->send(neighbour, atom, st.step, micro, std::move(payload));
+}
+
 void run_action(StageActor self, const Action& a) {
   auto& st = self->state;
   train::StageComputation& computation = *st.config.computation;
@@ -144,7 +165,8 @@ void run_action(StageActor self, const Action& a) {
       pad(st, a, started);
       record(st, SpanKind::forward, a.micro_batch, started, cpu_started);
       const auto sending = Clock::now();
-      self->send(st.links.next, forward_atom::value, st.step, micro, std::move(output));
+      transfer(self, st.links.next, st.config.emulated ? st.config.emulated->next_device : std::nullopt,
+               forward_atom::value, micro, std::move(output));
       sent(st, a.micro_batch, sending);
     }
     return;
@@ -159,7 +181,8 @@ void run_action(StageActor self, const Action& a) {
   record(st, SpanKind::backward, a.micro_batch, started, cpu_started);
   if (!st.first()) {
     const auto sending = Clock::now();
-    self->send(st.links.previous, backward_atom::value, st.step, micro, std::move(input_gradient));
+    transfer(self, st.links.previous, st.config.emulated ? st.config.emulated->previous_device : std::nullopt,
+             backward_atom::value, micro, std::move(input_gradient));
     sent(st, a.micro_batch, sending);
   }
 }

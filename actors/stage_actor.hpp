@@ -20,6 +20,9 @@
 namespace actorpipe::train {
 class StageComputation;
 }
+namespace actorpipe::sim {
+class EmulatedLinks;
+}
 
 namespace actorpipe::actors {
 
@@ -49,6 +52,10 @@ struct StageConfig {
     /// Slow windows and random delays on top of the model, drawn by the stage from
     /// seed + its place in the plan; none: the model alone.
     std::shared_ptr<const Stragglers> stragglers;
+    /// The devices of the pipeline's stages before and after this one, where they are
+    /// emulated too: activations and gradients to them arrive when `links` says.
+    std::optional<DeviceId> previous_device, next_device;
+    std::shared_ptr<sim::EmulatedLinks> links;
   };
   std::optional<Emulated> emulated;
   /// Averages this stage index's replicas of the given pipelines, when the group

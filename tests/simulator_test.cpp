@@ -10,6 +10,7 @@
 #include <actorpipe/schedule_builders.hpp>
 #include <actorpipe/simulator.hpp>
 
+#include "sim/emulated_links.hpp"
 #include "sim/stage_figures.hpp"
 #include "test_support.hpp"
 
@@ -177,6 +178,25 @@ BOOST_AUTO_TEST_CASE(transfers_sharing_a_nic_contend) {
   BOOST_REQUIRE(!two.links.empty());
   BOOST_TEST(two.links.front().name.find("nic0") != std::string::npos, two.links.front().name);
   BOOST_TEST(two.links.front().busy > 0.5);
+}
+
+BOOST_AUTO_TEST_CASE(emulated_links_queue_transfers_on_the_lanes_they_share) {
+  // Servers of four devices on one switch (16 GB/s), joined by 1 GB/s NICs.
+  ClusterSpec c = cluster(2, 4);
+  c.network.latency = 0.001; // 1 ms
+  sim::EmulatedLinks links(c);
+  // 10 MB across the servers: 10 ms at the NIC's 1 GB/s, then the network's latency.
+  const double first = links.arrival_ms(0, 4, 10'000'000, 0);
+  BOOST_TEST(first == 11.0, boost::test_tools::tolerance(1e-9));
+  // Another pair across the servers holds the same NICs: it starts when the first ends.
+  const double second = links.arrival_ms(1, 5, 10'000'000, 0);
+  BOOST_TEST(second == 21.0, boost::test_tools::tolerance(1e-9));
+  // Within a server, on lanes no one holds: at once, at the switch's speed.
+  const double local = links.arrival_ms(2, 3, 16'000'000, 0);
+  BOOST_TEST(local == 1.0, boost::test_tools::tolerance(1e-9));
+  // Later transfers on a free NIC start when sent.
+  BOOST_TEST(links.arrival_ms(4, 0, 1'000'000, 30) == 32.0, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(links.arrival_ms(2, 2, 1'000'000, 5) == 5.0); // to itself: nothing moves
 }
 
 BOOST_AUTO_TEST_CASE(replicas_all_reduce_and_memory_follows_the_schedule) {

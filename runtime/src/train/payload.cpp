@@ -15,4 +15,8 @@ std::vector<Payload> split_rows(const Payload& payload, const std::vector<std::u
   return out;
 }
 
+std::uint64_t payload_bytes(const Payload& payload) {
+  return payload ? static_cast<std::uint64_t>(payload->tensor.numel()) * payload->tensor.element_size() : 0;
+}
+
 } // namespace actorpipe::train

@@ -17,4 +17,7 @@ using Payload = std::shared_ptr<const TensorBox>;
 /// share its storage.
 std::vector<Payload> split_rows(const Payload& payload, const std::vector<std::uint32_t>& sizes);
 
+/// The bytes of `payload`'s tensor (what a transfer of it between devices moves).
+std::uint64_t payload_bytes(const Payload& payload);
+
 } // namespace actorpipe::train
