@@ -235,6 +235,9 @@ public:
   virtual Result<Schedule> schedule(const ScheduleRequest& request) = 0;
 };
 
+/// Asked round 0 of each stage before a run: its kind decides how the run syncs. For
+/// the lockstep kinds it is then asked each step's round of each stage; for
+/// scheduled_averaging never again (the run's group scheduler forms the groups).
 class ACTORPIPE_EXPORT SyncPolicy : public Plugin {
 public:
   virtual Result<SyncRound> round(const SyncRequest& request) = 0;
