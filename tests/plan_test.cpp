@@ -203,6 +203,16 @@ BOOST_AUTO_TEST_CASE(a_sync_policy_is_a_plugin_checked_when_planning) {
   BOOST_REQUIRE(!refused.ok());
   BOOST_TEST(contains(refused.error().message, "plan.options.elastic.alpha: sync 'elastic'"), refused.error().message);
   BOOST_TEST(contains(refused.error().message, "option 'alpha': 2 is outside"), refused.error().message);
+  // sdpipe's windows must nest, and its counts be whole numbers.
+  for (const auto& [option, message] : std::vector<std::pair<std::string, std::string>>{
+           {"plan.options.sdpipe.window_ms=20", "option 'window_ms': 20 is outside"},
+           {"plan.options.sdpipe.force_every=2.5", "option 'force_every': 2.5 is not a whole number"}}) {
+    auto bad = make_plan(job("vgg16-4dev.toml", {"plan.sync=\"sdpipe\"", option}), test::plugins());
+    BOOST_REQUIRE(!bad.ok());
+    BOOST_TEST(exit_status(bad.error().code) == 2);
+    BOOST_TEST(contains(bad.error().message, "sync 'sdpipe'"), bad.error().message);
+    BOOST_TEST(contains(bad.error().message, message), bad.error().message);
+  }
   auto planned = make_plan(job("vgg16-4dev.toml", {"plan.sync=\"average\""}), test::plugins());
   REQUIRE_OK(planned);
   BOOST_TEST(planned->sync == "average");
