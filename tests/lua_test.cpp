@@ -326,20 +326,24 @@ BOOST_AUTO_TEST_CASE(plugins_written_in_lua_plan_as_their_cpp_twins) {
 
 BOOST_AUTO_TEST_CASE(a_failing_or_malformed_lua_plugin_is_named_with_its_line) {
   ScratchDir dir;
-  const std::string file = dir.write("bad.lua", "actorpipe.register_partitioner('raises', function(ctx)\n"
-                                                "  local t = nil\n"
-                                                "  return t.cuts\n"
-                                                "end)\n"
-                                                "actorpipe.register_partitioner('garbage', function(ctx)\n"
-                                                "  return { cuts = { 0, 'x' } }\n"
-                                                "end)\n"
-                                                "actorpipe.register_partitioner('short', function(ctx)\n"
-                                                "  return { 0, #ctx.profile.blocks }\n"
-                                                "end)\n"
-                                                "actorpipe.register_scheduler('deadlock', function(r)\n"
-                                                "  return 'name = \"x\"\\nmicro_batch_sizes = [16, 16]\\n' ..\n"
-                                                "         'stages = [\"B0 F0 F1 B1\"]'\n"
-                                                "end)\n");
+  const std::string file =
+      dir.write("bad.lua", "actorpipe.register_partitioner('raises', function(ctx)\n"
+                           "  local t = nil\n"
+                           "  return t.cuts\n"
+                           "end)\n"
+                           "actorpipe.register_partitioner('garbage', function(ctx)\n"
+                           "  return { cuts = { 0, 'x' } }\n"
+                           "end)\n"
+                           "actorpipe.register_partitioner('short', function(ctx)\n"
+                           "  return { 0, #ctx.profile.blocks }\n"
+                           "end)\n"
+                           "actorpipe.register_scheduler('deadlock', function(r)\n"
+                           "  return 'name = \"x\"\\nmicro_batch_sizes = [16, 16]\\n' ..\n"
+                           "         'stages = [\"B0 F0 F1 B1\"]'\n"
+                           "end)\n"
+                           "actorpipe.register_sync('shrinking', function(r)\n"
+                           "  return { kind = 'scheduled_averaging', scheduling = { grow = 0.5 } }\n"
+                           "end)\n");
   const PluginRegistry registry = registry_with(file);
   auto job = load_job(configs() + "/vgg16-4dev.toml", {"plan.stages=1", "plan.micro_batches=2"});
   REQUIRE_OK(job);
@@ -364,6 +368,16 @@ BOOST_AUTO_TEST_CASE(a_failing_or_malformed_lua_plugin_is_named_with_its_line) {
   message = error_of("uniform", "deadlock");
   BOOST_TEST(contains(message, "scheduler 'deadlock' (" + file + ":11): "), message);
   BOOST_TEST(contains(message, "B0): backward before the micro-batch's forward"), message);
+  // Group scheduling the scheduler could not run is refused when planning, not at the
+  // run's first step.
+  job->plan.scheduler = "1f1b";
+  job->plan.sync = "shrinking";
+  message = error_of("uniform");
+  BOOST_TEST(contains(message, "sync 'shrinking' (" + file +
+                                   ":15): returned group scheduling that cannot run: "
+                                   "grow must be above 1"),
+             message);
+  job->plan.sync = "allreduce";
 
   // A file that registers nothing, or fails, is refused at discovery, named.
   const std::string empty = dir.write("empty.lua", "local x = 1\n");

@@ -5,6 +5,7 @@
 
 #include "sim/topology.hpp"
 #include "sim/stage_figures.hpp"
+#include "sync/group_scheduler.hpp"
 #include "base/text.hpp"
 
 #include <algorithm>
@@ -231,9 +232,15 @@ Result<Planning> prepare(const JobSpec& job, const PluginRegistry& plugins) {
   const std::size_t pipelines = job.plan.pipelines != auto_count ? job.plan.pipelines : 2;
   if (auto round =
           (*sync)->round({0, pipelines, 0, std::vector<double>(pipelines, 0.0), options_for(job, job.plan.sync)});
-      !round)
+      !round) {
     return plugin_refused(std::move(round).error(), plugin_label(plugins, PluginKind::sync, job.plan.sync), job,
                           job.plan.sync);
+  } else if (round->kind == SyncRound::Kind::scheduled_averaging) {
+    // A policy that checks none of its own settings (a Lua one) is caught here.
+    if (auto problem = sync::scheduling_problem(round->scheduling))
+      return plugin_failed(Error::run_failed("returned group scheduling that cannot run: " + *problem),
+                           plugin_label(plugins, PluginKind::sync, job.plan.sync));
+  }
   planning.optimizer_factor = optimizer_state_factor(job.train);
   return planning;
 }

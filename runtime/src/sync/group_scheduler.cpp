@@ -10,15 +10,20 @@
 
 namespace actorpipe::sync {
 
+std::optional<std::string> scheduling_problem(const GroupScheduling& options) {
+  if (!(options.min_window_ms >= 0 && options.min_window_ms <= options.window_ms &&
+        options.window_ms <= options.max_window_ms))
+    return "the windows must satisfy 0 ≤ min_window_ms ≤ window_ms ≤ max_window_ms";
+  if (!(options.grow > 1)) return "grow must be above 1";
+  if (!(options.shrink > 0 && options.shrink <= 1)) return "shrink must be in (0, 1]";
+  return std::nullopt;
+}
+
 GroupScheduler::GroupScheduler(std::size_t pipelines, GroupScheduling options)
     : pipelines_(pipelines), options_(options), window_(options.window_ms), is_waiting_(pipelines, false),
       away_(pipelines, false), part_(pipelines) {
   if (pipelines == 0) throw std::invalid_argument("a group scheduler needs pipelines");
-  if (!(options.min_window_ms >= 0 && options.min_window_ms <= options.window_ms &&
-        options.window_ms <= options.max_window_ms))
-    throw std::invalid_argument("the windows must satisfy 0 ≤ min_window_ms ≤ window_ms ≤ max_window_ms");
-  if (!(options.grow > 1)) throw std::invalid_argument("grow must be above 1");
-  if (!(options.shrink > 0 && options.shrink <= 1)) throw std::invalid_argument("shrink must be in (0, 1]");
+  if (auto problem = scheduling_problem(options)) throw std::invalid_argument(*problem);
   std::iota(part_.begin(), part_.end(), std::size_t{0});
 }
 

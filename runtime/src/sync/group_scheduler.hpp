@@ -26,16 +26,22 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace actorpipe::sync {
 
 using Group = std::vector<std::size_t>;
 
+/// Why a scheduler could not run with `options` (windows out of order, a growth ≤ 1, a
+/// shrink outside (0, 1]); none when it can. The planner asks it of a policy's round 0,
+/// so that a plugin's bad settings are refused before a run.
+std::optional<std::string> scheduling_problem(const GroupScheduling& options);
+
 class GroupScheduler {
 public:
-  /// Throws std::invalid_argument for settings that cannot work (no pipelines, windows
-  /// out of order, a growth ≤ 1 or a shrink outside (0, 1]).
+  /// Throws std::invalid_argument for no pipelines or settings scheduling_problem()
+  /// refuses.
   GroupScheduler(std::size_t pipelines, GroupScheduling options = {});
 
   /// Pipeline `pipeline` asks at `now_ms`. A pipeline asks once and waits until a close

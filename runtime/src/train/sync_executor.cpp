@@ -2,6 +2,8 @@
 
 #include "train/sync_executor.hpp"
 
+#include "sync/group_scheduler.hpp"
+
 #include <stdexcept>
 
 namespace actorpipe::train {
@@ -83,6 +85,10 @@ std::optional<GroupScheduling> SyncExecutor::asynchronous() {
                                " is synced otherwise than stage 0 (scheduled averaging for some stages only)");
     if (scheduled && s == 0) scheduling = round->scheduling;
   }
+  // The planner refuses these too; a host may run a plan it did not make.
+  if (scheduling)
+    if (auto problem = sync::scheduling_problem(*scheduling))
+      throw std::runtime_error(label_ + ": returned group scheduling that cannot run: " + *problem);
   asynchronous_ = scheduling.has_value();
   return scheduling;
 }
