@@ -3,6 +3,7 @@
 #include "job_actor.hpp"
 
 #include "group_scheduler_actor.hpp"
+#include "parameter_server_actor.hpp"
 #include "pipeline_actor.hpp"
 #include "stage_actor.hpp"
 #include "sync_round.hpp"
@@ -28,10 +29,12 @@ struct Pending {
 struct JobState {
   std::vector<pipeline_actor> pipelines;
   std::vector<std::uint32_t> shares;
-  group_scheduler_actor scheduler;    ///< asynchronous policies only
-  std::vector<std::size_t> in_hand;   ///< by pipeline: shares handed and not yet done
-  std::size_t next_pipeline = 0;      ///< where the search for the least busy starts
-  std::vector<caf::actor_addr> built; ///< every actor this job spawned, shut down with it
+  group_scheduler_actor scheduler;             ///< scheduled averaging only
+  std::vector<parameter_server_actor> servers; ///< by stage index: a parameter server only
+  bool asynchronous = false;                   ///< pipelines step on their own
+  std::vector<std::size_t> in_hand;            ///< by pipeline: shares handed and not yet done
+  std::size_t next_pipeline = 0;               ///< where the search for the least busy starts
+  std::vector<caf::actor_addr> built;          ///< every actor this job spawned, shut down with it
   std::map<caf::actor_addr, std::string> names;
   std::shared_ptr<Failure> failure;
   std::map<std::uint64_t, Pending> steps;
@@ -84,7 +87,7 @@ void build(JobActor self, const JobConfig& config) {
       if (config.pin_threads && config.detached) stage.core = train::stage_core(cores, p * S + s, P * S);
       stage.detached = config.detached;
       if (p < config.emulated.size()) stage.emulated = config.emulated[p][s];
-      if (config.scheduling)
+      if (config.scheduling && config.average)
         stage.average = [average = config.average, s](const std::vector<std::size_t>& group) { average(s, group); };
       stages[p].push_back(spawn_stage(self->system(), std::move(stage)));
       watch(stages[p].back(), "stage " + std::to_string(s) + " of pipeline " + std::to_string(p));
@@ -92,10 +95,11 @@ void build(JobActor self, const JobConfig& config) {
   std::uint32_t share = 0;
   for (auto n : plan.schedule.micro_batch_sizes)
     share += n;
+  st.asynchronous = config.scheduling || config.staleness;
   for (std::size_t p = 0; p < P; ++p) {
     // A pipeline stepping on its own steps on its share's mean gradient.
     st.pipelines.push_back(spawn_pipeline(self->system(), stages[p], plan.schedule.micro_batch_sizes,
-                                          config.scheduling ? share : plan.batch_size, config.first_step));
+                                          st.asynchronous ? share : plan.batch_size, config.first_step));
     st.shares.push_back(share);
     watch(st.pipelines.back(), "pipeline " + std::to_string(p));
   }
@@ -105,6 +109,17 @@ void build(JobActor self, const JobConfig& config) {
     st.scheduler = spawn_group_scheduler(self->system(), {*config.scheduling, stages, config.time_scale, job});
     watch(st.scheduler, "the group scheduler");
   }
+  if (config.staleness)
+    for (std::size_t s = 0; s < S; ++s) {
+      std::vector<stage_actor> replicas;
+      for (std::size_t p = 0; p < P; ++p)
+        replicas.push_back(stages[p][s]);
+      st.servers.push_back(spawn_parameter_server(
+          self->system(), {s, *config.staleness, std::move(replicas),
+                           [serve = config.serve, s](const std::vector<std::size_t>& pushers) { serve(s, pushers); },
+                           job, config.detached}));
+      watch(st.servers.back(), "the parameter server of stage " + std::to_string(s));
+    }
   for (std::size_t s = 0; s < S; ++s) {
     std::shared_ptr<SyncRound> round;
     std::vector<stage_actor> replicas;
@@ -112,32 +127,41 @@ void build(JobActor self, const JobConfig& config) {
       for (std::size_t p = 0; p < P; ++p)
         replicas.push_back(stages[p][s]);
     }
-    if (P > 1 && !config.scheduling) {
+    if (P > 1 && !st.asynchronous) {
       round = std::make_shared<SyncRound>(s, P, [sync = config.sync, s](std::uint64_t step) { return sync(s, step); });
     }
     for (std::size_t p = 0; p < P; ++p)
       self->send(stages[p][s], connect_atom::value,
                  StageLinks{s > 0 ? stages[p][s - 1] : stage_actor{}, s + 1 < S ? stages[p][s + 1] : stage_actor{},
-                            st.pipelines[p], round, replicas, st.scheduler, job});
+                            st.pipelines[p], round, replicas, st.scheduler, job,
+                            st.servers.empty() ? parameter_server_actor{} : st.servers[s]});
   }
+}
+
+/// Tells whoever coordinates an asynchronous policy that pipeline `p` has no work
+/// (`idle`) or has work again.
+void tell_idle(JobActor self, std::size_t p, bool idle) {
+  auto& st = self->state;
+  if (st.scheduler) self->send(st.scheduler, idle_atom::value, std::uint64_t{p}, idle);
+  for (const parameter_server_actor& server : st.servers)
+    self->send(server, idle_atom::value, std::uint64_t{p}, idle);
 }
 
 /// The pipeline the next share goes to: with lockstep rounds, each in turn; with an
 /// asynchronous policy, the one with the fewest shares in hand (the first such from
-/// where the last search ended, so ties rotate). The group scheduler hears of a
-/// pipeline given work after it had none.
+/// where the last search ended, so ties rotate). The group scheduler or parameter
+/// servers hear of a pipeline given work after it had none.
 std::size_t take_share(JobActor self) {
   auto& st = self->state;
   const std::size_t P = st.pipelines.size();
   std::size_t chosen = st.next_pipeline % P;
-  if (st.scheduler)
+  if (st.asynchronous)
     for (std::size_t i = 1; i < P; ++i) {
       const std::size_t p = (st.next_pipeline + i) % P;
       if (st.in_hand[p] < st.in_hand[chosen]) chosen = p;
     }
   st.next_pipeline = chosen + 1;
-  if (st.in_hand[chosen]++ == 0 && st.scheduler)
-    self->send(st.scheduler, idle_atom::value, std::uint64_t{chosen}, false);
+  if (st.in_hand[chosen]++ == 0) tell_idle(self, chosen, false);
   return chosen;
 }
 
@@ -178,8 +202,7 @@ job_actor::behavior_type job_behavior(JobActor self, JobConfig config) {
               .then(
                   [=](double loss) {
                     auto& st = self->state;
-                    if (--st.in_hand[p] == 0 && st.scheduler)
-                      self->send(st.scheduler, idle_atom::value, std::uint64_t{p}, true);
+                    if (--st.in_hand[p] == 0) tell_idle(self, p, true);
                     const auto it = st.steps.find(step);
                     if (it == st.steps.end()) return; // failed already
                     it->second.loss_sum += loss * share;

@@ -2,7 +2,8 @@
 
 /// The job actor: builds the run's actors from a plan (a stage actor per pipeline ×
 /// stage, a pipeline actor per pipeline, and with several pipelines a SyncRound per
-/// stage index or, for an asynchronous policy, the group-scheduler actor), splits each
+/// stage index or, for an asynchronous policy, the group-scheduler actor or a
+/// parameter-server actor per stage index), splits each
 /// batch into a share per pipeline and answers a step once all its shares are done.
 /// Lockstep policies give pipeline p the p-th share of every step; asynchronous ones
 /// give each share to the pipeline with the fewest shares in hand, so a slow pipeline
@@ -54,6 +55,12 @@ struct JobConfig {
   std::optional<GroupScheduling> scheduling;
   /// Averages stage s's replicas of the given pipelines (with `scheduling`).
   std::function<void(std::size_t stage, const std::vector<std::size_t>& pipelines)> average;
+  /// A parameter server's staleness bound (SyncRound::staleness): asynchronous too, with
+  /// a parameter-server actor per stage index that steps on pushed gradients (`serve`).
+  std::optional<std::uint64_t> staleness;
+  /// Stage s's server steps on these pipelines' replicas' gradients (each its share of
+  /// a batch's), which take its weights (with `staleness`).
+  std::function<void(std::size_t stage, const std::vector<std::size_t>& pushers)> serve;
   double time_scale = 1; ///< modelled ms per wall ms: the group scheduler's windows are modelled time
   /// Stage s of pipeline p on an emulated device: emulated[p][s] (empty: none is).
   std::vector<std::vector<std::optional<StageConfig::Emulated>>> emulated;

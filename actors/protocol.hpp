@@ -18,6 +18,10 @@
 ///   group scheduler ─average(pipelines, their steps)→ a group's first member, which
 ///     averages the group's replicas ─synced(n, true)→ the others; a member alone
 ///     gets ─synced(n, true)→ from the scheduler
+/// With a parameter server, a stage pushes after its backward, taking no step:
+///   stage s of pipeline p ─ask(s, p, n)→ stage s's parameter server
+///   job ─idle(p, has no work)→ every parameter server
+///   parameter server, having stepped and the pushers pulled ─synced(n, true)→ each
 ///
 /// `n` is the run's step number: the run queues step n + 1 while step n runs, so a
 /// stage may hold inputs of both. Tensors travel as Payload handles: a message between
@@ -70,6 +74,11 @@ using group_scheduler_actor = caf::typed_actor<caf::reacts_to<ask_atom, std::uin
                                                caf::reacts_to<idle_atom, std::uint64_t, bool>,
                                                caf::reacts_to<tick_atom, std::uint64_t, std::uint64_t>>;
 
+/// A stage index's parameter server: pushes (stage, pipeline, that pipeline's step) and
+/// a pipeline's work running out or resuming (pipeline, idle).
+using parameter_server_actor = caf::typed_actor<caf::reacts_to<ask_atom, std::uint64_t, std::uint64_t, std::uint64_t>,
+                                                caf::reacts_to<idle_atom, std::uint64_t, bool>>;
+
 struct StageLinks;
 
 /// A stage: its links first, then inputs (step, micro-batch, payload), the last
@@ -86,8 +95,8 @@ using stage_actor =
 
 /// Whom a stage talks to, sent once before any input. The first stage has no
 /// `previous`, the last no `next`, a stage of a lone pipeline no `sync`, no `scheduler`
-/// and no `replicas`; a lockstep policy gives a `sync` round, an asynchronous one a
-/// `scheduler`.
+/// and no `replicas`; a lockstep policy gives a `sync` round, scheduled averaging a
+/// `scheduler`, a parameter server a `server`.
 struct StageLinks {
   stage_actor previous;
   stage_actor next;
@@ -96,6 +105,7 @@ struct StageLinks {
   std::vector<stage_actor> replicas; ///< this stage index's actor in each pipeline, this one's included
   group_scheduler_actor scheduler;
   job_actor job;
+  parameter_server_actor server;
 };
 
 } // namespace actorpipe::actors

@@ -177,12 +177,18 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
   }
   job_config.sync = [&sync](std::size_t s, std::uint64_t step) { return sync->run(s, step); };
   if (sync) {
+    std::optional<actorpipe::SyncRound> asynchronous;
     try {
-      job_config.scheduling = sync->asynchronous();
+      asynchronous = sync->asynchronous();
     } catch (const std::exception& e) {
       return Error::bad_input(job.where("plan.sync") + e.what());
     }
+    if (asynchronous && asynchronous->kind == actorpipe::SyncRound::Kind::scheduled_averaging)
+      job_config.scheduling = asynchronous->scheduling;
+    if (asynchronous && asynchronous->kind == actorpipe::SyncRound::Kind::parameter_server)
+      job_config.staleness = asynchronous->staleness;
     job_config.average = [&sync](std::size_t s, const std::vector<std::size_t>& group) { sync->average(s, group); };
+    job_config.serve = [&sync](std::size_t s, const std::vector<std::size_t>& pushers) { sync->serve(s, pushers); };
   }
   // Stages on emulated devices take their modelled times, dilated; the run's times are
   // reported in modelled time.
@@ -228,7 +234,7 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
   job_config.inject_failure = inject_failure;
   job_config.pin_threads = options.pin_threads;
   job_config.failure = failure;
-  const bool asynchronous = job_config.scheduling.has_value();
+  const bool asynchronous = job_config.scheduling || job_config.staleness;
   actors::job_actor job_actor = actors::spawn_job(system, std::move(job_config));
   // The driver's own actor, which must be gone before the system can wait for the rest.
   auto self = std::make_unique<caf::scoped_actor>(system);

@@ -218,10 +218,19 @@ std::optional<bool> arrive(StageActor self) {
   return stepped;
 }
 
-/// Asynchronous policies: the optimizer step on this pipeline's own gradient, then the
-/// ask to the group scheduler; the stage waits for its answer.
+/// Asynchronous policies: for scheduled averaging, the optimizer step on this
+/// pipeline's own gradient, then the ask to the group scheduler; for a parameter
+/// server, the push of the gradient, which the server steps on. The stage waits for
+/// the answer.
 void ask(StageActor self) {
   auto& st = self->state;
+  const std::uint64_t stage = st.config.stage, pipeline = st.config.pipeline;
+  if (st.links.server) {
+    st.syncing = true;
+    st.sync_since = Clock::now();
+    self->send(st.links.server, ask_atom::value, stage, pipeline, st.step);
+    return;
+  }
   const auto started = Clock::now();
   try {
     st.config.computation->step();
@@ -232,8 +241,7 @@ void ask(StageActor self) {
   record(st, SpanKind::step, 0, started);
   st.syncing = true;
   st.sync_since = Clock::now();
-  self->send(st.links.scheduler, ask_atom::value, static_cast<std::uint64_t>(st.config.stage),
-             static_cast<std::uint64_t>(st.config.pipeline), st.step);
+  self->send(st.links.scheduler, ask_atom::value, stage, pipeline, st.step);
 }
 
 /// Runs every action whose inputs are here, in schedule order; at the end of the
@@ -265,7 +273,7 @@ void advance(StageActor self) {
       if (!st.waiting_since) st.waiting_since = Clock::now();
       return;
     }
-    if (st.links.scheduler) {
+    if (st.links.scheduler || st.links.server) {
       ask(self);
       return;
     }

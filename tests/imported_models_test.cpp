@@ -12,6 +12,7 @@
 #include <actorpipe/training.hpp>
 
 #include "train/model_zoo.hpp"
+#include "train/replica_sync.hpp"
 #include "train/session.hpp"
 #include "train/stage_worker_impl.hpp"
 #include "train/tensor_box.hpp"

@@ -195,7 +195,7 @@ BOOST_AUTO_TEST_CASE(a_sync_policy_is_a_plugin_checked_when_planning) {
   BOOST_REQUIRE(!unknown.ok());
   BOOST_TEST(exit_status(unknown.error().code) == 2);
   BOOST_TEST(contains(unknown.error().message, "plan.sync: no sync named 'elastik', did you mean 'elastic'? (found: "
-                                               "ad-psgd, allreduce, average, elastic, sdpipe)"),
+                                               "ad-psgd, allreduce, average, elastic, parameter-server, sdpipe)"),
              unknown.error().message);
   // Its options are checked now, placed at the key, not at a run's first step.
   auto refused =
@@ -203,14 +203,16 @@ BOOST_AUTO_TEST_CASE(a_sync_policy_is_a_plugin_checked_when_planning) {
   BOOST_REQUIRE(!refused.ok());
   BOOST_TEST(contains(refused.error().message, "plan.options.elastic.alpha: sync 'elastic'"), refused.error().message);
   BOOST_TEST(contains(refused.error().message, "option 'alpha': 2 is outside"), refused.error().message);
-  // sdpipe's windows must nest, and its counts be whole numbers.
-  for (const auto& [option, message] : std::vector<std::pair<std::string, std::string>>{
-           {"plan.options.sdpipe.window_ms=20", "option 'window_ms': 20 is outside"},
-           {"plan.options.sdpipe.force_every=2.5", "option 'force_every': 2.5 is not a whole number"}}) {
-    auto bad = make_plan(job("vgg16-4dev.toml", {"plan.sync=\"sdpipe\"", option}), test::plugins());
+  // sdpipe's windows must nest, and its counts (and a parameter server's staleness)
+  // be whole numbers.
+  for (const auto& [policy, option, message] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"sdpipe", "plan.options.sdpipe.window_ms=20", "option 'window_ms': 20 is outside"},
+           {"sdpipe", "plan.options.sdpipe.force_every=2.5", "option 'force_every': 2.5 is not a whole number"},
+           {"parameter-server", "plan.options.parameter-server.staleness=-1", "option 'staleness': -1 is outside"}}) {
+    auto bad = make_plan(job("vgg16-4dev.toml", {"plan.sync=\"" + policy + "\"", option}), test::plugins());
     BOOST_REQUIRE(!bad.ok());
     BOOST_TEST(exit_status(bad.error().code) == 2);
-    BOOST_TEST(contains(bad.error().message, "sync 'sdpipe'"), bad.error().message);
+    BOOST_TEST(contains(bad.error().message, "sync '" + policy + "'"), bad.error().message);
     BOOST_TEST(contains(bad.error().message, message), bad.error().message);
   }
   auto planned = make_plan(job("vgg16-4dev.toml", {"plan.sync=\"average\""}), test::plugins());

@@ -48,7 +48,7 @@ BOOST_AUTO_TEST_CASE(shipped_plugins_are_found_with_their_info) {
   BOOST_TEST(uniform->version == "1.0.0");
   BOOST_TEST(contains(uniform->file, "partitioner_uniform.so"));
   BOOST_TEST(!sequential->description.empty());
-  BOOST_TEST(registry->plugins().size() == 17u);
+  BOOST_TEST(registry->plugins().size() == 18u);
 }
 
 BOOST_AUTO_TEST_CASE(wrong_abi_is_refused_before_the_factory_runs) {

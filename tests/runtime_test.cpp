@@ -216,6 +216,10 @@ BOOST_AUTO_TEST_CASE(sync_policies_that_average_parameters_every_step_train_like
   // SDPipe with every ask a forced round: every local step is averaged over all
   // pipelines, which the scheduler holds together, as `average` does.
   BOOST_TEST(difference("sdpipe", "[plan.options.sdpipe]\nforce_every = 1\n") < 1e-5);
+  // A synchronous parameter server steps once on every pipeline's push, which is the
+  // batch's gradient, for any optimizer; applying each push as it comes is not.
+  BOOST_TEST(difference("parameter-server", "[plan.options.parameter-server]\nstaleness = 0\n") < 1e-5);
+  BOOST_TEST(difference("parameter-server", "") > 1e-4);
 }
 
 BOOST_AUTO_TEST_CASE(under_sdpipe_a_pipeline_on_a_slower_device_takes_fewer_shares) {
@@ -270,7 +274,8 @@ BOOST_AUTO_TEST_CASE(elastic_saves_and_evaluates_its_centre) {
 
 BOOST_AUTO_TEST_CASE(no_straggler_pattern_deadlocks_a_run) {
   // 200 random straggler patterns on 3 pipelines × 2 stages of emulated devices, each
-  // run under a random policy (sdpipe with random scheduling most of the time): every
+  // run under a random policy (sdpipe with random scheduling most of the time, a
+  // parameter server with a random staleness bound a fifth of the time): every
   // run finishes its steps. A run that hangs is reported with its pattern and ends
   // the test.
   test::ScratchDir dir;
@@ -309,7 +314,9 @@ BOOST_AUTO_TEST_CASE(no_straggler_pattern_deadlocks_a_run) {
   });
   for (int i = 0; i < 200; ++i) {
     Prepared q = p;
-    q.plan.sync = i % 5 == 4 ? pick("allreduce", "elastic", "ad-psgd") : "sdpipe";
+    q.plan.sync = i % 5 == 4 ? pick("allreduce", "elastic", "ad-psgd") : i % 5 == 3 ? "parameter-server" : "sdpipe";
+    if (const std::string staleness = pick("0", "1", "2", "none"); staleness != "none")
+      q.job.plan.options["parameter-server"] = {{"staleness", staleness}};
     q.job.plan.options["sdpipe"] = {{"window_ms", std::to_string(number(0.01, 2))},
                                     {"max_window_ms", "2"},
                                     {"min_window_ms", "0.01"},
@@ -327,6 +334,8 @@ BOOST_AUTO_TEST_CASE(no_straggler_pattern_deadlocks_a_run) {
     {
       std::lock_guard<std::mutex> lock(mutex);
       pattern = q.plan.sync + " " + spec;
+      if (q.plan.sync == "parameter-server" && q.job.plan.options.count("parameter-server"))
+        pattern += " staleness " + q.job.plan.options["parameter-server"]["staleness"];
     }
     ++runs;
     running = true;
@@ -536,6 +545,53 @@ BOOST_AUTO_TEST_CASE(a_resumed_run_equals_an_uninterrupted_one) {
   const std::string epoch = (dir.path() / "epoch").string();
   BOOST_REQUIRE(run(p, epoch, 16).ok());
   BOOST_TEST(evaluation_at(whole, 16) == evaluation_at(epoch, 16));
+}
+
+BOOST_AUTO_TEST_CASE(tuning_by_profile_measures_the_simulators_best_shapes_and_keeps_the_fastest_measured) {
+  // Two emulated devices, the second slowed 20× by a straggler that the simulator is not
+  // told of: it ranks two pipelines first, but measured, one pipeline on the healthy
+  // device is faster. The tuner must choose by what it measured.
+  test::ScratchDir dir;
+  const std::string job = dir.write(
+      "tune.toml", emulated_devices({1.0, 1.0}) +
+                       "[job]\nname = \"tune\"\n[model]\nzoo = \"mlp\"\nlayers = 3\nwidth = 256\n"
+                       "[data]\ndataset = \"synthetic\"\nsamples = 1024\nshape = [32]\nclasses = 4\n"
+                       "[train]\nbatch_size = 256\n"
+                       "[emulation]\ndilation = 5\nstragglers = \"slow:device=1,factor=20,from=0ms,to=1000s\"\n"
+                       "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nstages = 1\npipelines = \"auto\"\n"
+                       "micro_batches = 2\naction_overhead_ms = 0\n"
+                       "tune = \"profile\"\ntune_candidates = 2\ntune_steps = 4\n");
+  const std::filesystem::path out = dir.path() / "run";
+  const auto r = test::run_cli("run " + job + " --steps 3 -o " + out.string());
+  BOOST_REQUIRE_MESSAGE(r.status == 0, r.err);
+  const auto tune = nlohmann::json::parse(std::ifstream(out / "tune.json"));
+  BOOST_REQUIRE_EQUAL(tune["tried"].size(), 2u);
+  BOOST_TEST(tune["tried"][0]["pipelines"].get<int>() == 2); // the simulator's first
+  BOOST_TEST(tune["tried"][1]["pipelines"].get<int>() == 1);
+  BOOST_TEST(tune["tried"][0]["predicted_samples_per_s"].get<double>() >
+             tune["tried"][1]["predicted_samples_per_s"].get<double>());
+  for (const auto& tried : tune["tried"])
+    BOOST_TEST(tried["measured_samples_per_s"].get<double>() > 0.0);
+  BOOST_TEST(tune["tried"][1]["measured_samples_per_s"].get<double>() >
+             tune["tried"][0]["measured_samples_per_s"].get<double>());
+  BOOST_TEST(tune["chosen"].get<int>() == 1);
+  const auto plan = nlohmann::json::parse(std::ifstream(out / "plan.json"));
+  BOOST_TEST(plan["pipelines"].get<int>() == 1);
+  BOOST_TEST(r.err.find("chose 1 × 1 × 2: it measured the most samples/s") != std::string::npos, r.err);
+  BOOST_TEST(!std::filesystem::exists(out / "tune")); // the short runs' folders are gone
+  // Resumed, it keeps the shape it chose and measures nothing again.
+  const auto resumed = test::run_cli("run " + job + " --steps 5 --resume " + out.string());
+  BOOST_REQUIRE_MESSAGE(resumed.status == 0, resumed.err);
+  BOOST_TEST(resumed.err.find("tuning") == std::string::npos, resumed.err);
+  BOOST_TEST(nlohmann::json::parse(std::ifstream(out / "plan.json"))["pipelines"].get<int>() == 1);
+
+  // With no shape left open there is nothing to tune: refused, naming the key, and
+  // nothing written.
+  const std::filesystem::path fixed = dir.path() / "fixed";
+  const auto refused = test::run_cli("run " + job + " --steps 3 --set plan.pipelines=2 -o " + fixed.string());
+  BOOST_TEST(refused.status == 2);
+  BOOST_TEST(refused.err.find("plan.tune") != std::string::npos, refused.err);
+  BOOST_TEST(!std::filesystem::exists(fixed));
 }
 
 BOOST_AUTO_TEST_CASE(a_run_leaves_its_plan_metrics_trace_and_checkpoint) {

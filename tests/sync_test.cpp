@@ -1,10 +1,12 @@
 // Sync logic without actors or tensors: SDPipe's group scheduler, driven with arrival
-// times of the test's own. The group-scheduler actor around it is soaked with random
-// arrivals in actor_protocol_test.
+// times of the test's own, and the parameter server's gate. The group-scheduler actor
+// around the first is soaked with random arrivals in actor_protocol_test; runs with
+// both are soaked in runtime_test.
 #define BOOST_TEST_MODULE sync
 #include <boost/test/unit_test.hpp>
 
 #include "sync/group_scheduler.hpp"
+#include "sync/server_gate.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -81,4 +83,72 @@ BOOST_AUTO_TEST_CASE(above_eight_askers_pair_up_and_a_forced_round_waits_for_eve
   GroupScheduling inverted;
   inverted.min_window_ms = 2;
   BOOST_CHECK_THROW(GroupScheduler(2, inverted), std::invalid_argument);
+}
+
+namespace {
+using Pipelines = std::vector<std::size_t>;
+}
+
+BOOST_AUTO_TEST_CASE(a_synchronous_server_steps_once_on_every_present_pipelines_push) {
+  ServerGate gate(3, 0);
+  ServerDecision d = gate.push(1);
+  BOOST_TEST(d.apply.empty());
+  BOOST_TEST(d.answer.empty());
+  BOOST_CHECK_THROW(gate.push(1), std::logic_error); // unanswered yet
+  d = gate.push(0);
+  BOOST_TEST(d.apply.empty());
+  d = gate.push(2);
+  BOOST_TEST(d.apply == (Pipelines{0, 1, 2}), boost::test_tools::per_element());
+  BOOST_TEST(d.answer == (Pipelines{0, 1, 2}), boost::test_tools::per_element());
+  // A pipeline with no work is not waited for; the round closes when it goes.
+  d = gate.push(0);
+  BOOST_TEST(d.apply.empty());
+  d = gate.set_away(2, true);
+  BOOST_TEST(d.apply.empty()); // pipeline 1 is still to push
+  d = gate.push(1);
+  BOOST_TEST(d.apply == (Pipelines{0, 1}), boost::test_tools::per_element());
+  d = gate.push(0);
+  d = gate.set_away(2, false); // work again: the round waits for it too
+  d = gate.set_away(1, true);
+  BOOST_TEST(d.apply.empty());
+  d = gate.push(2);
+  BOOST_TEST(d.apply == (Pipelines{0, 2}), boost::test_tools::per_element());
+  BOOST_TEST(d.answer == (Pipelines{0, 2}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_stale_synchronous_server_holds_a_pipeline_more_than_its_bound_ahead) {
+  ServerGate gate(3, 2);
+  // Each push is applied at once; pipeline 0 runs ahead of 1 and 2, which have none.
+  for (std::uint64_t k = 1; k <= 2; ++k) {
+    const ServerDecision d = gate.push(0);
+    BOOST_TEST(d.apply == (Pipelines{0}), boost::test_tools::per_element());
+    BOOST_TEST(d.answer == (Pipelines{0}), boost::test_tools::per_element());
+  }
+  ServerDecision d = gate.push(0); // three ahead of the slowest: held
+  BOOST_TEST(d.apply == (Pipelines{0}), boost::test_tools::per_element());
+  BOOST_TEST(d.answer.empty());
+  BOOST_TEST(gate.waiting(0));
+  d = gate.push(1);
+  BOOST_TEST(d.answer == (Pipelines{1}), boost::test_tools::per_element()); // 2 is still at 0
+  d = gate.push(2);
+  BOOST_TEST(d.answer == (Pipelines{0, 2}), boost::test_tools::per_element());
+  BOOST_TEST(gate.pushes(0) == 3u);
+  // A pipeline with no work holds no one back, and comes back level with the slowest.
+  BOOST_TEST(gate.push(1).answer == (Pipelines{1}), boost::test_tools::per_element());
+  BOOST_TEST(gate.push(1).answer == (Pipelines{1}), boost::test_tools::per_element());
+  d = gate.push(0); // 4 against 2's 1
+  BOOST_TEST(d.answer.empty());
+  d = gate.set_away(2, true);
+  BOOST_TEST(d.answer == (Pipelines{0}), boost::test_tools::per_element());
+  gate.set_away(2, false);
+  BOOST_TEST(gate.pushes(2) == gate.pushes(1));
+  BOOST_TEST(gate.push(2).answer == (Pipelines{2}), boost::test_tools::per_element());
+  BOOST_CHECK_THROW(gate.push(3), std::logic_error);
+  BOOST_CHECK_THROW(ServerGate(0, 1), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(an_unbounded_server_answers_every_push_at_once) {
+  ServerGate gate(2, actorpipe::SyncRound::unbounded);
+  for (int k = 0; k < 1000; ++k)
+    BOOST_TEST_REQUIRE(gate.push(0).answer == (Pipelines{0}), boost::test_tools::per_element());
 }

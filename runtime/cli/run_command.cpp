@@ -10,12 +10,15 @@
 #include <actorpipe/report.hpp>
 #include <actorpipe/training.hpp>
 
+#include "base/atomic_file.hpp"
+#include "base/input_file.hpp"
 #include "base/text.hpp"
 #include "run_training.hpp"
 #include "train/cores.hpp"
 
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <unistd.h>
 
@@ -60,7 +63,26 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
   const JobSpec& job = loaded->job;
   if (job.model.zoo.empty())
     return report(Error::bad_input(job.where("model.zoo") + "the job names no model to train (model.zoo)"));
-  auto plan = make_plan(job, loaded->plugins, planning_progress());
+  // A tuned run resumed keeps the shape it chose.
+  const std::string tuned_file = a.resume + "/tune.json";
+  const bool resume_tuned = job.plan.tune == "profile" && !a.resume.empty() && std::filesystem::exists(tuned_file);
+  std::optional<TuneReport> tuned;
+  Result<Plan> plan = Error::bad_input("unplanned");
+  if (resume_tuned) {
+    auto text = read_file(tuned_file);
+    if (!text) return report(text.error());
+    auto read = tune_report_from_json(*text);
+    if (!read) return report(Error::bad_input(tuned_file + ": " + read.error().message));
+    tuned = std::move(*read);
+    const TunedSetting& chosen = tuned->tried[tuned->chosen];
+    JobSpec fixed = job;
+    fixed.plan.stages = static_cast<std::uint32_t>(chosen.stages);
+    fixed.plan.pipelines = static_cast<std::uint32_t>(chosen.pipelines);
+    fixed.plan.micro_batches = chosen.micro_batches;
+    plan = make_plan(fixed, loaded->plugins, planning_progress());
+  } else {
+    plan = make_plan(job, loaded->plugins, planning_progress());
+  }
   if (!plan) return report(plan.error());
 
   RunOptions options;
@@ -73,6 +95,29 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
   options.output_dir = !a.output.empty() ? a.output : !a.resume.empty() ? a.resume : job.output.dir;
   if (const auto at = options.output_dir.find("{job}"); at != std::string::npos)
     options.output_dir.replace(at, 5, job.job.name);
+  if (job.plan.tune == "profile" && !resume_tuned) {
+    std::cerr << "actorpipe: tuning: running the "
+              << std::min<std::size_t>(job.plan.tune_candidates, plan->tried.size())
+              << " fastest shapes the simulator found for " << job.plan.tune_steps << " steps each\n";
+    TuneOptions tune;
+    tune.scratch_dir = options.output_dir + "/tune";
+    tune.data = loaded->data;
+    tune.plugins = &loaded->plugins;
+    tune.stop_requested = [] { return InterruptScope::requested().load(); };
+    tune.on_setting = [](std::size_t k, std::size_t n, const TunedSetting& s) {
+      std::cerr << "actorpipe: tuning: " << k << "/" << n << ": " << s.stages << " × " << s.pipelines << " × "
+                << s.micro_batches << ": "
+                << (s.error.empty() ? text::format_fixed(s.measured_samples_per_s, 0) + " samples/s" : s.error) << "\n";
+    };
+    auto result = [&] {
+      const InterruptScope interrupts;
+      return tune_plan(job, *plan, tune);
+    }();
+    if (!result) return report(result.error());
+    *plan = std::move(result->first);
+    tuned = std::move(result->second);
+    std::cerr << tune_report_to_text(*tuned);
+  }
   std::optional<actors::InjectedFailure> inject_failure;
   if (!a.inject_failure.empty()) {
     auto failure = parse_failure(a.inject_failure, *plan);
@@ -114,6 +159,9 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
   }();
   if (terminal && shown) std::cerr << "\n";
   if (!summary) return report(summary.error());
+  if (tuned)
+    if (auto s = write_file_atomically(summary->output_dir + "/tune.json", tune_report_to_json(*tuned)); !s)
+      return report(s.error());
   if (summary->stopped)
     std::cerr << "actorpipe: interrupted; stopped after step " << summary->steps << " with a checkpoint in "
               << summary->output_dir << ": the same command with --resume " << summary->output_dir << " continues it\n";
@@ -126,7 +174,8 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
               << text::format_fixed(100.0 * summary->test_accuracy, 2) << "%\n"
               << "median step " << text::format_fixed(summary->median_step_ms, 2) << " ms; predicted "
               << text::format_fixed(predicted, 2) << " ms\n"
-              << "wrote " << summary->output_dir << "/{plan.json, metrics.jsonl, trace.json, checkpoint.pt}\n";
+              << "wrote " << summary->output_dir << "/{plan.json, metrics.jsonl, trace.json, checkpoint.pt"
+              << (tuned ? ", tune.json" : "") << "}\n";
   }
   return summary->stopped ? 128 + InterruptScope::signal() : 0; // as the shell reports a signal
 }

@@ -102,6 +102,11 @@ struct PlanOptions {
   std::uint32_t stages = auto_count;
   std::uint32_t pipelines = auto_count;
   std::uint32_t micro_batches = auto_count;
+  /// How `run` chooses among the shapes "auto" leaves open: "simulate" (the simulator's
+  /// fastest) or "profile" (short measured runs of the simulator's fastest few).
+  std::string tune = "simulate";
+  std::uint32_t tune_candidates = 3;    ///< with tune = "profile": shapes measured (at most Plan::tried_shapes_kept)
+  std::uint32_t tune_steps = 8;         ///< with tune = "profile": steps each is run for (the first two not timed)
   bool sub_blocks = true;               ///< may stages start or end inside a block
   double action_overhead_ms = 0.1;      ///< fixed cost of every forward or backward (launches, messages)
   std::vector<std::string> plugin_path; ///< resolved against the job file's folder

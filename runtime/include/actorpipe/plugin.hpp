@@ -199,11 +199,24 @@ struct SyncRound {
     /// its stage asks the run's group scheduler (`scheduling`), whose groups average
     /// their parameters. Asked once per stage, as round 0, before the run starts.
     scheduled_averaging,
+    /// Asynchronous: a server per stage owns the weights and its optimizer; after
+    /// each backward a stage pushes its gradient there and pulls the weights back,
+    /// taking no step of its own. `staleness` bounds how far ahead a pipeline may run.
+    /// Asked once per stage, as round 0, before the run starts.
+    parameter_server,
   };
+  /// `staleness` for no bound: the server applies each push as it comes.
+  static constexpr std::uint64_t unbounded = ~std::uint64_t{0};
+
   Kind kind = Kind::allreduce_gradients;
   std::vector<std::vector<std::size_t>> groups; ///< disjoint sets of pipelines
   double alpha = 0;                             ///< elastic moving rate, when kind is elastic
   GroupScheduling scheduling{};                 ///< when kind is scheduled_averaging
+  /// When kind is parameter_server: 0, synchronous (the server sums one push of every
+  /// pipeline with work, steps once and answers them all); k > 0, each push applied
+  /// as it comes, a pipeline answered only while at most k pushes ahead of the
+  /// slowest pipeline with work (stale synchronous parallel).
+  std::uint64_t staleness = unbounded;
 };
 
 /// Pipelines 0 … n − 1: the one group of a round that syncs every pipeline.

@@ -16,6 +16,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace actorpipe {
 
@@ -120,5 +122,48 @@ struct MeasureOptions {
 /// units before it), output, parameter and stashed bytes; with `options.load` copies of
 /// the model busy on the other cores meanwhile.
 ACTORPIPE_EXPORT Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& options);
+
+/// One shape `tune_plan` measured: what the simulator predicted and what a short run
+/// measured.
+struct TunedSetting {
+  std::size_t stages = 0;
+  std::size_t pipelines = 0;
+  std::uint32_t micro_batches = 0;
+  double predicted_samples_per_s = 0;
+  double measured_samples_per_s = 0; ///< the batch over the median timed step (modelled time on emulated devices)
+  double median_step_ms = 0;
+  std::string error; ///< why it could not be measured; empty when it was
+};
+
+/// What the tuner tried, in the simulator's order, and which it chose and why.
+struct TuneReport {
+  std::vector<TunedSetting> tried;
+  std::size_t chosen = 0; ///< into `tried`
+  std::string why;
+};
+
+struct TuneOptions {
+  std::string scratch_dir; ///< the short runs write under it, and it is removed after
+  std::shared_ptr<const TrainingData> data;
+  const PluginRegistry* plugins = nullptr; ///< the registry `planned` was made with
+  /// Called after each measured setting with (settings done, settings in all, it).
+  std::function<void(std::size_t, std::size_t, const TunedSetting&)> on_setting;
+  std::function<bool()> stop_requested; ///< asked between settings and by each run
+};
+
+/// plan.tune = "profile": runs the planner's `plan.tune_candidates` fastest shapes that
+/// fit (`planned.tried`) for `plan.tune_steps` steps each (the first two untimed), and
+/// returns the plan of the shape that measured the most samples/s, with the report.
+/// Bad input when the job leaves no shape open ("auto") or `planned` tried only one.
+ACTORPIPE_EXPORT Result<std::pair<Plan, TuneReport>> tune_plan(const JobSpec& job, const Plan& planned,
+                                                               const TuneOptions& options);
+
+/// The report as a table (a row per setting, the chosen one marked) and the reason.
+ACTORPIPE_EXPORT std::string tune_report_to_text(const TuneReport& report);
+/// The report as JSON: {"tried": [...], "chosen": k, "why": "..."}.
+ACTORPIPE_EXPORT std::string tune_report_to_json(const TuneReport& report);
+/// A report read back from tune_report_to_json()'s text (a resumed run keeps the shape
+/// it chose); bad input naming the field that is missing or wrong.
+ACTORPIPE_EXPORT Result<TuneReport> tune_report_from_json(const std::string& text);
 
 } // namespace actorpipe

@@ -2,6 +2,7 @@
 /// the profile they name. A .lua job is run and its table read the same way (lua/).
 
 #include <actorpipe/job.hpp>
+#include <actorpipe/plan.hpp>
 #include <actorpipe/profile_io.hpp>
 
 #include "config/job_config.hpp"
@@ -163,6 +164,10 @@ Status read_plan(TableReader& top, PlanOptions& plan) {
     if (auto s = count_or_auto(r, "stages", plan.stages); !s) return s;
     if (auto s = count_or_auto(r, "pipelines", plan.pipelines); !s) return s;
     if (auto s = count_or_auto(r, "micro_batches", plan.micro_batches); !s) return s;
+    if (auto s = r.choice("tune", plan.tune, {"simulate", "profile"}); !s) return s;
+    if (auto s = r.integer("tune_candidates", plan.tune_candidates, 2u, std::uint32_t{Plan::tried_shapes_kept}); !s)
+      return s;
+    if (auto s = r.integer("tune_steps", plan.tune_steps, 3u, 1000u); !s) return s;
     if (auto s = r.boolean("sub_blocks", plan.sub_blocks); !s) return s;
     if (auto s = r.path("schedule_file", plan.schedule_file); !s) return s;
     if (auto s = r.number("action_overhead_ms", plan.action_overhead_ms, 0, 1e6); !s) return s;

@@ -354,9 +354,12 @@ Result<SyncRound> read_sync_round(lua_State* L, int index) {
         round.kind = SyncRound::Kind::elastic;
       else if (kind == "scheduled_averaging")
         round.kind = SyncRound::Kind::scheduled_averaging;
+      else if (kind == "parameter_server")
+        round.kind = SyncRound::Kind::parameter_server;
       else
         return Error::bad_input("kind: '" + kind +
-                                "' is not allreduce_gradients, average_parameters, elastic or scheduled_averaging");
+                                "' is not allreduce_gradients, average_parameters, elastic, scheduled_averaging "
+                                "or parameter_server");
     } else if (key == "alpha") {
       if (!item.is_number()) return Error::bad_input("alpha: expected a number, found " + item.dump());
       round.alpha = item.get<double>();
@@ -376,8 +379,12 @@ Result<SyncRound> read_sync_round(lua_State* L, int index) {
       auto scheduling = read_group_scheduling(item);
       ACTORPIPE_TRY(scheduling);
       round.scheduling = *scheduling;
+    } else if (key == "staleness") {
+      auto staleness = whole_number(item, "staleness");
+      ACTORPIPE_TRY(staleness);
+      round.staleness = *staleness;
     } else {
-      return Error::bad_input("unknown field '" + key + "' (kind, groups, alpha, scheduling)");
+      return Error::bad_input("unknown field '" + key + "' (kind, groups, alpha, scheduling, staleness)");
     }
   }
   return round;

@@ -1,4 +1,4 @@
-/// StageWorker: forward, backward and optimizer step of one stage; gradient averaging.
+/// StageWorker: forward, backward and optimizer step of one stage.
 
 #include "train/cores.hpp"
 #include "train/stage_worker_impl.hpp"
@@ -95,100 +95,6 @@ void StageWorker::step() {
   // place would make them accumulate into together.
   for (torch::Tensor& p : impl_->parameters)
     p.mutable_grad() = torch::Tensor();
-}
-
-void agree_buffers(const std::vector<StageWorker*>& replicas, const std::string& how) {
-  if (replicas.size() < 2) return;
-  torch::NoGradGuard no_grad;
-  const auto& first = replicas.front()->impl().buffers;
-  for (std::size_t i = 0; i < first.size(); ++i) {
-    if (how == "average" && first[i].is_floating_point()) {
-      torch::Tensor sum = first[i].clone();
-      for (std::size_t r = 1; r < replicas.size(); ++r)
-        sum.add_(replicas[r]->impl().buffers[i]);
-      sum.div_(static_cast<double>(replicas.size()));
-      for (StageWorker* r : replicas)
-        r->impl().buffers[i].copy_(sum);
-    } else {
-      for (std::size_t r = 1; r < replicas.size(); ++r)
-        replicas[r]->impl().buffers[i].copy_(first[i]);
-    }
-  }
-}
-
-void sum_gradients(const std::vector<StageWorker*>& replicas, double scale) {
-  if (replicas.empty()) return;
-  torch::NoGradGuard no_grad;
-  const auto& first = replicas.front()->impl().parameters;
-  for (std::size_t i = 0; i < first.size(); ++i) {
-    torch::Tensor sum = first[i].mutable_grad();
-    if (!sum.defined()) continue;
-    for (std::size_t r = 1; r < replicas.size(); ++r)
-      sum.add_(replicas[r]->impl().parameters[i].grad());
-    if (scale != 1) sum.mul_(scale);
-    // Every replica's optimizer reads this one tensor (optimizers only read
-    // gradients), so nothing is copied back.
-    for (std::size_t r = 1; r < replicas.size(); ++r)
-      replicas[r]->impl().parameters[i].mutable_grad() = sum;
-  }
-}
-
-void scale_gradients(StageWorker& replica, double factor) {
-  torch::NoGradGuard no_grad;
-  for (torch::Tensor& p : replica.impl().parameters)
-    if (p.mutable_grad().defined()) p.mutable_grad().mul_(factor);
-}
-
-void average_parameters(const std::vector<StageWorker*>& replicas) {
-  if (replicas.size() < 2) return;
-  torch::NoGradGuard no_grad;
-  const auto& first = replicas.front()->impl().parameters;
-  for (std::size_t i = 0; i < first.size(); ++i) {
-    torch::Tensor mean = first[i].clone();
-    for (std::size_t r = 1; r < replicas.size(); ++r)
-      mean.add_(replicas[r]->impl().parameters[i]);
-    mean.div_(static_cast<double>(replicas.size()));
-    for (StageWorker* r : replicas)
-      r->impl().parameters[i].copy_(mean);
-  }
-}
-
-struct ElasticCentre::Impl {
-  std::vector<torch::Tensor> centre;
-};
-
-ElasticCentre::ElasticCentre(StageWorker& initial) : impl_(std::make_unique<Impl>()) {
-  torch::NoGradGuard no_grad;
-  for (const torch::Tensor& p : initial.impl().parameters)
-    impl_->centre.push_back(p.detach().clone());
-}
-
-ElasticCentre::~ElasticCentre() = default;
-ElasticCentre::ElasticCentre(ElasticCentre&&) noexcept = default;
-
-void ElasticCentre::move(const std::vector<StageWorker*>& group, double alpha) {
-  torch::NoGradGuard no_grad;
-  for (std::size_t i = 0; i < impl_->centre.size(); ++i) {
-    torch::Tensor& c = impl_->centre[i];
-    torch::Tensor pull = torch::zeros_like(c);
-    for (StageWorker* r : group) {
-      torch::Tensor& x = r->impl().parameters[i];
-      const torch::Tensor d = x - c; // against the centre before it moves
-      pull.add_(d);
-      x.sub_(d, alpha);
-    }
-    c.add_(pull, alpha);
-  }
-}
-
-void ElasticCentre::swap(StageWorker& replica) {
-  torch::NoGradGuard no_grad;
-  for (std::size_t i = 0; i < impl_->centre.size(); ++i) {
-    torch::Tensor& x = replica.impl().parameters[i];
-    const torch::Tensor kept = x.clone();
-    x.copy_(impl_->centre[i]);
-    impl_->centre[i].copy_(kept);
-  }
 }
 
 } // namespace actorpipe::train

@@ -12,7 +12,8 @@ SyncExecutor::SyncExecutor(std::shared_ptr<SyncPolicy> policy, std::string label
                            std::size_t pipelines, std::size_t stages, double batch_share, std::string buffers,
                            std::function<std::vector<StageWorker*>(std::size_t)> replicas)
     : policy_(std::move(policy)), label_(std::move(label)), options_(std::move(options)), pipelines_(pipelines),
-      batch_share_(batch_share), buffers_(std::move(buffers)), replicas_(std::move(replicas)), centres_(stages) {}
+      batch_share_(batch_share), buffers_(std::move(buffers)), replicas_(std::move(replicas)), centres_(stages),
+      servers_(stages) {}
 
 SyncExecutor::~SyncExecutor() = default;
 
@@ -21,9 +22,9 @@ bool SyncExecutor::run(std::size_t stage, std::uint64_t step) {
   // nothing yet, and are zeros until pipelines step on their own (SDPipe).
   auto round = policy_->round({stage, pipelines_, step, std::vector<double>(pipelines_, 0.0), options_});
   if (!round) throw std::runtime_error(label_ + ": " + round.error().message);
-  if (round->kind == SyncRound::Kind::scheduled_averaging)
+  if (round->kind == SyncRound::Kind::scheduled_averaging || round->kind == SyncRound::Kind::parameter_server)
     throw std::runtime_error(label_ + ": round " + std::to_string(step) + " of stage " + std::to_string(stage) +
-                             " asks for scheduled averaging, which its round 0 did not");
+                             " asks for asynchronous sync, which its round 0 did not");
   const std::vector<StageWorker*> all = replicas_(stage);
   // The groups, checked: disjoint sets of pipelines that exist.
   std::vector<bool> grouped(pipelines_, false);
@@ -74,23 +75,27 @@ bool SyncExecutor::run(std::size_t stage, std::uint64_t step) {
   return true;
 }
 
-std::optional<GroupScheduling> SyncExecutor::asynchronous() {
-  std::optional<GroupScheduling> scheduling;
+std::optional<SyncRound> SyncExecutor::asynchronous() {
+  const auto is_asynchronous = [](SyncRound::Kind kind) {
+    return kind == SyncRound::Kind::scheduled_averaging || kind == SyncRound::Kind::parameter_server;
+  };
+  std::optional<SyncRound> first;
   for (std::size_t s = 0; s < centres_.size(); ++s) {
     auto round = policy_->round({s, pipelines_, 0, std::vector<double>(pipelines_, 0.0), options_});
     if (!round) throw std::runtime_error(label_ + ": " + round.error().message);
-    const bool scheduled = round->kind == SyncRound::Kind::scheduled_averaging;
-    if (s > 0 && scheduled != scheduling.has_value())
+    const bool asynchronous = is_asynchronous(round->kind);
+    if (s == 0 && asynchronous) first = *round;
+    if (s > 0 && (asynchronous != first.has_value() || (first && round->kind != first->kind)))
       throw std::runtime_error(label_ + ": stage " + std::to_string(s) +
-                               " is synced otherwise than stage 0 (scheduled averaging for some stages only)");
-    if (scheduled && s == 0) scheduling = round->scheduling;
+                               " is synced otherwise than stage 0 (asynchronous for some stages only, or of "
+                               "another kind)");
   }
   // The planner refuses these too; a host may run a plan it did not make.
-  if (scheduling)
-    if (auto problem = sync::scheduling_problem(*scheduling))
+  if (first && first->kind == SyncRound::Kind::scheduled_averaging)
+    if (auto problem = sync::scheduling_problem(first->scheduling))
       throw std::runtime_error(label_ + ": returned group scheduling that cannot run: " + *problem);
-  asynchronous_ = scheduling.has_value();
-  return scheduling;
+  averaging_ = first && first->kind == SyncRound::Kind::scheduled_averaging;
+  return first;
 }
 
 void SyncExecutor::average(std::size_t stage, const std::vector<std::size_t>& pipelines) {
@@ -102,16 +107,29 @@ void SyncExecutor::average(std::size_t stage, const std::vector<std::size_t>& pi
   agree_buffers(group, buffers_);
 }
 
+void SyncExecutor::serve(std::size_t stage, const std::vector<std::size_t>& pushers) {
+  const std::vector<StageWorker*> all = replicas_(stage);
+  std::vector<StageWorker*> group;
+  for (const std::size_t p : pushers)
+    group.push_back(all.at(p));
+  // Every replica starts where the first push finds this one (after a resume, at the
+  // checkpoint's parameters): none has stepped on its own.
+  if (!servers_[stage]) servers_[stage] = std::make_unique<ServerWeights>(*all.front(), all.front()->setup().train);
+  servers_[stage]->serve(group, batch_share_);
+}
+
 void SyncExecutor::with_model(const std::function<void()>& use) {
-  if (asynchronous_) {
+  if (averaging_) {
     for (std::size_t s = 0; s < centres_.size(); ++s)
       average(s, all_pipelines(pipelines_));
     use();
     return;
   }
   const auto swap = [&] {
-    for (std::size_t s = 0; s < centres_.size(); ++s)
+    for (std::size_t s = 0; s < centres_.size(); ++s) {
       if (centres_[s]) centres_[s]->swap(*replicas_(s).front());
+      if (servers_[s]) servers_[s]->swap(*replicas_(s).front());
+    }
   };
   swap();
   try {

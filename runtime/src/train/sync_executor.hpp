@@ -10,9 +10,12 @@
 ///   - elastic: every replica steps on its own gradient, then each group moves towards
 ///     the stage's centre variable and the centre towards it;
 ///   - scheduled_averaging (asynchronous): no rounds; each pipeline steps on its own and
-///     the group scheduler has groups averaged (average()), run by a group's member.
+///     the group scheduler has groups averaged (average()), run by a group's member;
+///   - parameter_server (asynchronous): no rounds; a stage's server actor has the
+///     stage's server weights step on pushed gradients (serve()).
 /// No LibTorch types show here.
 
+#include "train/replica_sync.hpp"
 #include "train/stage_worker.hpp"
 
 #include <actorpipe/plugin.hpp>
@@ -40,19 +43,25 @@ public:
   /// a round the policy refuses or gets wrong (groups that overlap or name no pipeline).
   bool run(std::size_t stage, std::uint64_t step);
 
-  /// The group scheduling of an asynchronous policy (the policy's round 0 of each
-  /// stage says scheduled_averaging); none for a lockstep one. Throws
-  /// std::runtime_error for a policy that refuses or mixes the two.
-  std::optional<GroupScheduling> asynchronous();
+  /// An asynchronous policy's round 0, the same kind for every stage
+  /// (scheduled_averaging with its scheduling, or parameter_server with its
+  /// staleness); none for a lockstep policy. Throws std::runtime_error for a policy
+  /// that refuses, mixes kinds across stages, or schedules groups that cannot run.
+  std::optional<SyncRound> asynchronous();
 
   /// Averages stage `stage`'s replicas of `pipelines` (and agrees their buffers).
   void average(std::size_t stage, const std::vector<std::size_t>& pipelines);
 
+  /// The parameter server of stage `stage` steps on `pushers`' gradients, each its share
+  /// of a batch's, and they take its parameters. Called by that stage's server actor
+  /// only.
+  void serve(std::size_t stage, const std::vector<std::size_t>& pushers);
+
   /// Runs `use` (evaluation, a checkpoint) with the model the policy trains in pipeline
-  /// 0's replicas: for `elastic`, the centre variables, put there for the while and
-  /// swapped back after; for an asynchronous policy, the replicas' mean, which every
-  /// replica keeps (the run is between steps: one more averaging); for the others, the
-  /// replicas as they are.
+  /// 0's replicas: for `elastic` and `parameter-server`, the centre variables or the
+  /// servers' weights, put there for the while and swapped back after; for scheduled
+  /// averaging, the replicas' mean, which every replica keeps (the run is between
+  /// steps: one more averaging); for the others, the replicas as they are.
   void with_model(const std::function<void()>& use);
 
 private:
@@ -64,7 +73,8 @@ private:
   std::string buffers_;
   std::function<std::vector<StageWorker*>(std::size_t)> replicas_;
   std::vector<std::unique_ptr<ElasticCentre>> centres_; ///< per stage, made at its first elastic round
-  bool asynchronous_ = false;
+  std::vector<std::unique_ptr<ServerWeights>> servers_; ///< per stage, made at its first push
+  bool averaging_ = false;                              ///< the policy is scheduled averaging
 };
 
 } // namespace actorpipe::train

@@ -1,0 +1,80 @@
+#pragma once
+
+/// What sync policies do to the replicas of one stage index: sum or scale gradients,
+/// average parameters or buffers, move them towards an elastic centre, or serve them
+/// from a parameter server. The callers (train::SyncExecutor) make sure no replica is
+/// computing meanwhile. No LibTorch types show here.
+
+#include "train/stage_worker.hpp"
+
+#include <actorpipe/job.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace actorpipe::train {
+
+/// Replaces the gradients of every replica by their sum, computed in place in the first
+/// replica's gradient, which every replica then holds until its step. Each replica's
+/// loss is scaled by its share of the batch, so the sum is the gradient of the whole
+/// batch's mean loss: the replicas' average, weighted by their shares.
+/// `scale` multiplies the sum: a group of some of the pipelines scales its sum up to the
+/// whole batch's.
+void sum_gradients(const std::vector<StageWorker*>& replicas, double scale = 1);
+
+/// Multiplies the replica's gradients by `factor`: a pipeline that steps on its own
+/// gradient scales its share of the batch's up to its own batch's mean.
+void scale_gradients(StageWorker& replica, double factor);
+
+/// Replaces every replica's parameters by their mean.
+void average_parameters(const std::vector<StageWorker*>& replicas);
+
+/// A stage's centre variable for elastic averaging: a copy of its parameters that the
+/// replicas are pulled towards and that is pulled towards them.
+class ElasticCentre {
+public:
+  /// Starts at `initial`'s parameters (every replica starts from the same).
+  explicit ElasticCentre(StageWorker& initial);
+  ~ElasticCentre();
+  ElasticCentre(ElasticCentre&&) noexcept;
+  /// With d_p = x_p − c for each replica p of `group`: x_p ← x_p − alpha · d_p and
+  /// c ← c + alpha · Σ_p d_p.
+  void move(const std::vector<StageWorker*>& group, double alpha);
+  /// Exchanges the centre's parameters with `replica`'s (twice: as they were).
+  void swap(StageWorker& replica);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Makes every replica's buffers (BatchNorm's running statistics) the first replica's
+/// (`how` "broadcast") or, for floating-point buffers, their mean ("average"), as
+/// TrainOptions::buffers says. Each replica updated its own from its own micro-batches.
+void agree_buffers(const std::vector<StageWorker*>& replicas, const std::string& how);
+
+/// A parameter server's copy of one stage: its parameters and an optimizer of its own
+/// (the job's kind), which steps on the gradients pipelines push; pipelines then pull
+/// the parameters. Buffers stay each replica's.
+class ServerWeights {
+public:
+  /// Starts at `initial`'s parameters (every replica starts from the same).
+  ServerWeights(StageWorker& initial, const TrainOptions& train);
+  ~ServerWeights();
+  ServerWeights(ServerWeights&&) noexcept;
+
+  /// One optimizer step on the sum of the replicas' gradients (each its own share's
+  /// mean) × `weight`, the fraction of a batch each share is: pushes of every pipeline
+  /// add up to the batch's gradient, whether stepped on together or one by one. The
+  /// replicas drop their gradients and take the new parameters.
+  void serve(const std::vector<StageWorker*>& pushers, double weight);
+  /// Exchanges the server's parameters with `replica`'s (twice: as they were).
+  void swap(StageWorker& replica);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace actorpipe::train
