@@ -7,8 +7,11 @@
 #include <actorpipe/export.hpp>
 
 extern "C" ACTORPIPE_EXPORT const actorpipe::train::TrainingEntryPoints* actorpipe_training_entry_points() {
-  static const actorpipe::train::TrainingEntryPoints entry_points{
-      actorpipe::train::training_entry_version, actorpipe::load_training_data, actorpipe::run_training,
-      actorpipe::measure_profile, actorpipe::predicted_step_ms};
+  static const actorpipe::train::TrainingEntryPoints entry_points{actorpipe::train::training_entry_version,
+                                                                  actorpipe::load_training_data,
+                                                                  actorpipe::run_training,
+                                                                  actorpipe::measure_profile,
+                                                                  actorpipe::predicted_step_ms,
+                                                                  actorpipe::tune_plan};
   return &entry_points;
 }

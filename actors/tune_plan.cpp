@@ -6,9 +6,6 @@
 #include <actorpipe/planner.hpp>
 
 #include "base/text.hpp"
-#include "base/text_table.hpp"
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -21,18 +18,13 @@ namespace {
 /// threads' working sets, the second still overlaps with it.
 constexpr std::uint64_t untimed_steps = 2;
 
-/// `job` with the shape fixed, as the planner tried it.
-JobSpec with_shape(const JobSpec& job, const TriedShape& shape) {
-  JobSpec fixed = job;
-  fixed.plan.stages = static_cast<std::uint32_t>(shape.stages);
-  fixed.plan.pipelines = static_cast<std::uint32_t>(shape.pipelines);
-  fixed.plan.micro_batches = shape.micro_batches;
-  fixed.plan.tune = "simulate";
-  return fixed;
-}
-
-std::string shape_text(const TunedSetting& s) {
-  return std::to_string(s.stages) + " × " + std::to_string(s.pipelines) + " × " + std::to_string(s.micro_batches);
+TunedSetting setting_of(const TriedShape& shape) {
+  TunedSetting s;
+  s.stages = shape.stages;
+  s.pipelines = shape.pipelines;
+  s.micro_batches = shape.micro_batches;
+  s.predicted_samples_per_s = shape.samples_per_s;
+  return s;
 }
 
 } // namespace
@@ -63,12 +55,8 @@ Result<std::pair<Plan, TuneReport>> tune_plan(const JobSpec& job, const Plan& pl
   } remove_after{scratch};
   for (std::size_t k = 0; k < shapes.size(); ++k) {
     if (options.stop_requested && options.stop_requested()) return Error::run_failed("tuning was interrupted");
-    TunedSetting& setting = report.tried.emplace_back();
-    setting.stages = shapes[k].stages;
-    setting.pipelines = shapes[k].pipelines;
-    setting.micro_batches = shapes[k].micro_batches;
-    setting.predicted_samples_per_s = shapes[k].samples_per_s;
-    const JobSpec fixed = with_shape(job, shapes[k]);
+    TunedSetting& setting = report.tried.emplace_back(setting_of(shapes[k]));
+    const JobSpec fixed = job_with_shape(job, setting);
     auto plan = make_plan(fixed, *options.plugins);
     if (!plan) {
       setting.error = plan.error().message;
@@ -107,9 +95,7 @@ Result<std::pair<Plan, TuneReport>> tune_plan(const JobSpec& job, const Plan& pl
     if (report.tried[k].error.empty() &&
         (!best || report.tried[k].measured_samples_per_s > report.tried[*best].measured_samples_per_s))
       best = k;
-  if (!best)
-    return Error::run_failed("tuning: no shape could be run; the first: " + shape_text(report.tried.front()) + ": " +
-                             report.tried.front().error);
+  if (!best) return Error::run_failed("tuning: no shape could be run; the first: " + report.tried.front().error);
   report.chosen = *best;
   const TunedSetting& chosen = report.tried[*best];
   std::size_t measured = 0;
@@ -122,70 +108,6 @@ Result<std::pair<Plan, TuneReport>> tune_plan(const JobSpec& job, const Plan& pl
                                  text::format_fixed(chosen.predicted_samples_per_s, 0) + " against the first's " +
                                  text::format_fixed(report.tried.front().predicted_samples_per_s, 0) + ")");
   return std::make_pair(std::move(plans[*best]), std::move(report));
-}
-
-std::string tune_report_to_text(const TuneReport& report) {
-  using text::Table;
-  Table table({{"", Table::Align::left},
-               {"stages × pipelines × micro-batches", Table::Align::left},
-               {"predicted samples/s", Table::Align::right},
-               {"measured samples/s", Table::Align::right},
-               {"median step ms", Table::Align::right}});
-  for (std::size_t k = 0; k < report.tried.size(); ++k) {
-    const TunedSetting& s = report.tried[k];
-    table.add_row({k == report.chosen ? "→" : "", shape_text(s), text::format_fixed(s.predicted_samples_per_s, 0),
-                   s.error.empty() ? text::format_fixed(s.measured_samples_per_s, 0) : "failed: " + s.error,
-                   s.error.empty() ? text::format_fixed(s.median_step_ms, 2) : ""});
-  }
-  return table.str() + "chose " + shape_text(report.tried.at(report.chosen)) + ": " + report.why + "\n";
-}
-
-std::string tune_report_to_json(const TuneReport& report) {
-  nlohmann::json tried = nlohmann::json::array();
-  for (const TunedSetting& s : report.tried) {
-    nlohmann::json row{{"stages", s.stages},
-                       {"pipelines", s.pipelines},
-                       {"micro_batches", s.micro_batches},
-                       {"predicted_samples_per_s", s.predicted_samples_per_s}};
-    if (s.error.empty()) {
-      row["measured_samples_per_s"] = s.measured_samples_per_s;
-      row["median_step_ms"] = s.median_step_ms;
-    } else {
-      row["error"] = s.error;
-    }
-    tried.push_back(std::move(row));
-  }
-  return nlohmann::json{{"tried", std::move(tried)}, {"chosen", report.chosen}, {"why", report.why}}.dump(2) + "\n";
-}
-
-Result<TuneReport> tune_report_from_json(const std::string& text) {
-  TuneReport report;
-  try {
-    const nlohmann::json j = nlohmann::json::parse(text);
-    const nlohmann::json& tried = j.at("tried");
-    for (std::size_t k = 0; k < tried.size(); ++k) {
-      const nlohmann::json& row = tried.at(k);
-      TunedSetting& s = report.tried.emplace_back();
-      s.stages = row.at("stages").get<std::size_t>();
-      s.pipelines = row.at("pipelines").get<std::size_t>();
-      s.micro_batches = row.at("micro_batches").get<std::uint32_t>();
-      s.predicted_samples_per_s = row.at("predicted_samples_per_s").get<double>();
-      if (row.contains("error")) {
-        s.error = row["error"].get<std::string>();
-      } else {
-        s.measured_samples_per_s = row.at("measured_samples_per_s").get<double>();
-        s.median_step_ms = row.at("median_step_ms").get<double>();
-      }
-    }
-    report.chosen = j.at("chosen").get<std::size_t>();
-    report.why = j.at("why").get<std::string>();
-  } catch (const nlohmann::json::exception& e) {
-    return Error::bad_input(std::string("not a tuning report: ") + e.what());
-  }
-  if (report.chosen >= report.tried.size())
-    return Error::bad_input("chosen: " + std::to_string(report.chosen) + " names none of the " +
-                            std::to_string(report.tried.size()) + " shapes tried");
-  return report;
 }
 
 } // namespace actorpipe

@@ -1,37 +1,64 @@
 -- Sync policies on one job, without and with stragglers: samples/s (in modelled time),
 -- the modelled time each takes to bring its training loss (a running mean over 20
--- steps) under a target, and its final test accuracy.
+-- steps) under a target, and its final test accuracy; then the heterogeneity-aware
+-- plan (the job's partitioner and mapper) against uniform + sequential.
 --
 --   actorpipe script scripts/sync_experiments.lua [JOB] [STEPS] [POLICIES] [STRAGGLERS] [TARGET_LOSS]
 --   actorpipe script scripts/sync_experiments.lua configs/experiments/fashion-mnist-hetero.toml 300 \
---       allreduce,sdpipe,elastic,ad-psgd "delay:p=0.1,ms=5" 0.6
+--       allreduce,sdpipe,elastic,elastic+afp+tuned,parameter-server,ad-psgd "delay:p=0.1,ms=5" 0.6
+--   actorpipe script scripts/sync_experiments.lua configs/experiments/gpt-hetero.toml 120 \
+--       allreduce,sdpipe,elastic,parameter-server,ad-psgd "delay:p=0.1,ms=5" 2.8
 --
--- Writes sync.csv (a row per policy and straggler setting), sync_samples.svg,
+-- A policy is a sync plugin's name, optionally with `+SCHEDULER` (the job's scheduler
+-- otherwise) and `+tuned` (pipelines and micro-batches "auto", chosen by short measured
+-- runs: plan.tune = "profile"): `elastic+afp+tuned` is AvgPipe's combination.
+--
+-- Writes sync.csv (a row per policy and straggler setting), plans.csv, sync_samples.svg,
 -- sync_time_to_target.svg, sync_losses.svg and a run folder per row into the output
 -- folder (runs/sync_experiments unless --output says otherwise).
 
 local job_file = actorpipe.args[1] or "configs/experiments/fashion-mnist-hetero.toml"
 local steps = tonumber(actorpipe.args[2] or "300")
 local policies = {}
-for name in string.gmatch(actorpipe.args[3] or "allreduce,sdpipe,elastic,ad-psgd", "[^,]+") do
+for name in string.gmatch(actorpipe.args[3] or "allreduce,sdpipe,elastic,elastic+afp+tuned,parameter-server,ad-psgd",
+  "[^,]+") do
   policies[#policies + 1] = name
 end
 local stragglers = actorpipe.args[4] or "delay:p=0.1,ms=5"
 local target = tonumber(actorpipe.args[5] or "0.6")
 local settings = { { label = "no stragglers", spec = "" }, { label = "stragglers", spec = stragglers } }
 
+-- "sync+scheduler+tuned" → the job keys it sets.
+local function policy_keys(policy)
+  local keys = {}
+  for part in string.gmatch(policy, "[^+]+") do
+    if not keys["plan.sync"] then
+      keys["plan.sync"] = part
+    elseif part == "tuned" then
+      keys["plan.pipelines"] = "auto"
+      keys["plan.micro_batches"] = "auto"
+      keys["plan.tune"] = "profile"
+    else
+      keys["plan.scheduler"] = part
+    end
+  end
+  return keys
+end
+
 local job = actorpipe.load_job(job_file)
 local rows, curves = {}, {}
-print(string.format("%-12s %-14s %12s %16s %10s %10s", "sync", "stragglers", "samples/s", "ms to loss " .. target,
-  "final loss", "accuracy"))
+print(string.format("%-24s %-14s %12s %16s %10s %10s %s", "sync", "stragglers", "samples/s",
+  "ms to loss " .. target, "final loss", "accuracy", "tuned shape"))
 for _, setting in ipairs(settings) do
   for _, policy in ipairs(policies) do
-    local this = actorpipe.with(job, { ["plan.sync"] = policy, ["emulation.stragglers"] = setting.spec })
+    local keys = policy_keys(policy)
+    keys["emulation.stragglers"] = setting.spec
+    local this = actorpipe.with(job, keys)
     local elapsed, reached, window, sum = 0, nil, {}, 0
     local curve = { label = policy .. (setting.spec == "" and "" or " + stragglers"), x = {}, y = {} }
     local run = actorpipe.run(this, {
       steps = steps,
-      output = policy .. (setting.spec == "" and "" or "-stragglers"),
+      output = policy:gsub("+", "-") .. (setting.spec == "" and "" or "-stragglers"),
       on_step = function(m)
         elapsed = elapsed + m.step_ms
         window[#window + 1] = m.loss
@@ -52,14 +79,38 @@ for _, setting in ipairs(settings) do
       ms_to_target = reached or -1,
       final_loss = run.final_loss,
       test_accuracy = run.test_accuracy,
+      shape = run.tune and string.format("%d x %d x %d", run.tune.tried[run.tune.chosen + 1].stages,
+        run.tune.tried[run.tune.chosen + 1].pipelines, run.tune.tried[run.tune.chosen + 1].micro_batches) or "",
     }
-    print(string.format("%-12s %-14s %12.0f %16s %10.4f %9.2f%%", policy, setting.label, run.samples_per_s,
-      reached and string.format("%.0f", reached) or "not reached", run.final_loss, 100 * run.test_accuracy))
+    print(string.format("%-24s %-14s %12.0f %16s %10.4f %9.2f%% %s", policy, setting.label, run.samples_per_s,
+      reached and string.format("%.0f", reached) or "not reached", run.final_loss, 100 * run.test_accuracy,
+      rows[#rows].shape))
   end
 end
 
 local csv = actorpipe.write_csv("sync.csv", rows,
-  { "sync", "stragglers", "samples_per_s", "median_step_ms", "ms_to_target", "final_loss", "test_accuracy" })
+  { "sync", "stragglers", "samples_per_s", "median_step_ms", "ms_to_target", "final_loss", "test_accuracy", "shape" })
+
+-- Each policy against the first (allreduce, the synchronous reference), per setting.
+for s, setting in ipairs(settings) do
+  local base = rows[(s - 1) * #policies + 1]
+  for p = 2, #policies do
+    local row = rows[(s - 1) * #policies + p]
+    print(string.format("%s against %s, %s: %.2fx samples/s, accuracy %+.2f points", row.sync, base.sync,
+      setting.label, row.samples_per_s / base.samples_per_s, 100 * (row.test_accuracy - base.test_accuracy)))
+  end
+end
+
+-- The job's plan against uniform partitioning and sequential mapping, first policy, no
+-- stragglers.
+local planned = actorpipe.plan(job)
+local plan_rows = { { plan = planned.partitioner .. " + " .. planned.mapper, samples_per_s = rows[1].samples_per_s } }
+local naive = actorpipe.run(actorpipe.with(job, { ["plan.sync"] = policy_keys(policies[1])["plan.sync"],
+  ["plan.partitioner"] = "uniform", ["plan.mapper"] = "sequential" }), { steps = steps, output = "uniform-sequential" })
+plan_rows[2] = { plan = "uniform + sequential", samples_per_s = naive.samples_per_s }
+print(string.format("%s against uniform + sequential: %.0f against %.0f samples/s, %.2fx", plan_rows[1].plan,
+  plan_rows[1].samples_per_s, naive.samples_per_s, plan_rows[1].samples_per_s / naive.samples_per_s))
+local plans_csv = actorpipe.write_csv("plans.csv", plan_rows, { "plan", "samples_per_s" })
 local groups = {}
 for s, setting in ipairs(settings) do
   local samples, times = {}, {}
@@ -89,4 +140,4 @@ local charts = {
     series = curves,
   }),
 }
-print("wrote " .. csv .. ", " .. table.concat(charts, ", "))
+print("wrote " .. csv .. ", " .. plans_csv .. ", " .. table.concat(charts, ", "))

@@ -550,15 +550,20 @@ BOOST_AUTO_TEST_CASE(the_scripts_of_scripts_run_on_small_settings) {
   BOOST_TEST(std::count(losses.begin(), losses.end(), '\n') == 1 + 2 * 5);
   BOOST_TEST(contains(svg_text(read(out + "/losses.svg")), "train.lr = 0.1"));
 
-  // Sync policies without and with stragglers: a row each, every target reached.
-  out = script("sync_experiments", two_by_two_job + " 22 allreduce,sdpipe delay:p=0.5,ms=1 100");
+  // Sync policies without and with stragglers: a row each, every target reached; the
+  // tuned combination names the shape it chose; the plan against uniform + sequential.
+  out = script("sync_experiments", two_by_two_job + " 22 allreduce,sdpipe,elastic+afp+tuned delay:p=0.5,ms=1 100");
   const std::string sync = read(out + "/sync.csv");
-  BOOST_TEST(sync.rfind("sync,stragglers,samples_per_s,median_step_ms,ms_to_target,final_loss,test_accuracy\n", 0) ==
-                 0u,
-             sync);
-  BOOST_TEST(std::count(sync.begin(), sync.end(), '\n') == 5);
+  BOOST_TEST(
+      sync.rfind("sync,stragglers,samples_per_s,median_step_ms,ms_to_target,final_loss,test_accuracy,shape\n", 0) == 0u,
+      sync);
+  BOOST_TEST(std::count(sync.begin(), sync.end(), '\n') == 7);
   BOOST_TEST(contains(sync, "\nsdpipe,\"delay:p=0.5,ms=1\","), sync); // quoted: it holds a comma
   BOOST_TEST(!contains(sync, ",-1,"), sync); // a loss under 100 is reached after the first 20 steps
+  BOOST_TEST(std::regex_search(sync, std::regex("\nelastic\\+afp\\+tuned,,[^\n]*,2 x [12] x [0-9]+\n")), sync);
+  const std::string plans = read(out + "/plans.csv");
+  BOOST_TEST(contains(plans, "\nuniform + sequential,"), plans);
+  BOOST_TEST(std::count(plans.begin(), plans.end(), '\n') == 3, plans);
   for (const char* chart : {"/sync_samples.svg", "/sync_time_to_target.svg", "/sync_losses.svg"})
     BOOST_TEST(contains(svg_text(read(out + chart)), "sdpipe"), chart);
 

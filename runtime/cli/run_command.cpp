@@ -11,14 +11,12 @@
 #include <actorpipe/training.hpp>
 
 #include "base/atomic_file.hpp"
-#include "base/input_file.hpp"
 #include "base/text.hpp"
 #include "run_training.hpp"
 #include "train/cores.hpp"
 
 #include <atomic>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <unistd.h>
 
@@ -64,26 +62,13 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
   if (job.model.zoo.empty())
     return report(Error::bad_input(job.where("model.zoo") + "the job names no model to train (model.zoo)"));
   // A tuned run resumed keeps the shape it chose.
-  const std::string tuned_file = a.resume + "/tune.json";
-  const bool resume_tuned = job.plan.tune == "profile" && !a.resume.empty() && std::filesystem::exists(tuned_file);
+  auto resumed = plan_resumed_tuning(job, loaded->plugins, a.resume);
+  if (!resumed) return report(resumed.error());
+  const bool resume_tuned = resumed->has_value();
   std::optional<TuneReport> tuned;
-  Result<Plan> plan = Error::bad_input("unplanned");
-  if (resume_tuned) {
-    auto text = read_file(tuned_file);
-    if (!text) return report(text.error());
-    auto read = tune_report_from_json(*text);
-    if (!read) return report(Error::bad_input(tuned_file + ": " + read.error().message));
-    tuned = std::move(*read);
-    const TunedSetting& chosen = tuned->tried[tuned->chosen];
-    JobSpec fixed = job;
-    fixed.plan.stages = static_cast<std::uint32_t>(chosen.stages);
-    fixed.plan.pipelines = static_cast<std::uint32_t>(chosen.pipelines);
-    fixed.plan.micro_batches = chosen.micro_batches;
-    plan = make_plan(fixed, loaded->plugins, planning_progress());
-  } else {
-    plan = make_plan(job, loaded->plugins, planning_progress());
-  }
+  auto plan = resume_tuned ? Result<Plan>((*resumed)->first) : make_plan(job, loaded->plugins, planning_progress());
   if (!plan) return report(plan.error());
+  if (resume_tuned) tuned = (*resumed)->second;
 
   RunOptions options;
   options.steps = a.steps.value_or(0);

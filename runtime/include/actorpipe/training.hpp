@@ -10,6 +10,7 @@
 #include <actorpipe/error.hpp>
 #include <actorpipe/job.hpp>
 #include <actorpipe/plan.hpp>
+#include <actorpipe/tuning.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -123,25 +124,6 @@ struct MeasureOptions {
 /// the model busy on the other cores meanwhile.
 ACTORPIPE_EXPORT Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& options);
 
-/// One shape `tune_plan` measured: what the simulator predicted and what a short run
-/// measured.
-struct TunedSetting {
-  std::size_t stages = 0;
-  std::size_t pipelines = 0;
-  std::uint32_t micro_batches = 0;
-  double predicted_samples_per_s = 0;
-  double measured_samples_per_s = 0; ///< the batch over the median timed step (modelled time on emulated devices)
-  double median_step_ms = 0;
-  std::string error; ///< why it could not be measured; empty when it was
-};
-
-/// What the tuner tried, in the simulator's order, and which it chose and why.
-struct TuneReport {
-  std::vector<TunedSetting> tried;
-  std::size_t chosen = 0; ///< into `tried`
-  std::string why;
-};
-
 struct TuneOptions {
   std::string scratch_dir; ///< the short runs write under it, and it is removed after
   std::shared_ptr<const TrainingData> data;
@@ -157,13 +139,5 @@ struct TuneOptions {
 /// Bad input when the job leaves no shape open ("auto") or `planned` tried only one.
 ACTORPIPE_EXPORT Result<std::pair<Plan, TuneReport>> tune_plan(const JobSpec& job, const Plan& planned,
                                                                const TuneOptions& options);
-
-/// The report as a table (a row per setting, the chosen one marked) and the reason.
-ACTORPIPE_EXPORT std::string tune_report_to_text(const TuneReport& report);
-/// The report as JSON: {"tried": [...], "chosen": k, "why": "..."}.
-ACTORPIPE_EXPORT std::string tune_report_to_json(const TuneReport& report);
-/// A report read back from tune_report_to_json()'s text (a resumed run keeps the shape
-/// it chose); bad input naming the field that is missing or wrong.
-ACTORPIPE_EXPORT Result<TuneReport> tune_report_from_json(const std::string& text);
 
 } // namespace actorpipe

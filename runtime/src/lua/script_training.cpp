@@ -8,16 +8,19 @@
 #include <actorpipe/planner.hpp>
 #include <actorpipe/profile_io.hpp>
 #include <actorpipe/report.hpp>
+#include <actorpipe/tuning.hpp>
 
 #include "lua/lua_state.hpp"
 #include "lua/lua_values.hpp"
 #include "lua/plugin_values.hpp"
+#include "base/atomic_file.hpp"
 #include "train/training_entry.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
 #include <optional>
 
 namespace actorpipe::lua {
@@ -200,15 +203,33 @@ Result<int> run_fn(lua_State* L) {
   ACTORPIPE_TRY(measure_if_needed(L, *job));
   auto plugins = plugins_for(L, &*job);
   ACTORPIPE_TRY(plugins);
-  auto plan = make_plan(*job, *plugins);
-  ACTORPIPE_TRY(plan);
   auto training = train::training_entry_points();
   ACTORPIPE_TRY(training);
+  const LuaState& state = owner(L);
+  // Tuned as `actorpipe run` tunes (plan.tune = "profile"), or resumed with the shape
+  // the resumed run chose.
+  auto resumed = plan_resumed_tuning(*job, *plugins, options.resume);
+  ACTORPIPE_TRY(resumed);
+  std::optional<TuneReport> tuned;
+  auto plan = *resumed ? Result<Plan>((*resumed)->first) : make_plan(*job, *plugins);
+  ACTORPIPE_TRY(plan);
+  if (*resumed) {
+    tuned = (*resumed)->second;
+  } else if (job->plan.tune == "profile") {
+    TuneOptions tune;
+    tune.scratch_dir = options.output_dir + "/tune";
+    tune.plugins = &*plugins;
+    tune.stop_requested = [&] { return state.stop_due(); };
+    auto result = (*training)->tune_plan(*job, *plan, tune);
+    ACTORPIPE_TRY(result);
+    *plan = std::move(result->first);
+    tuned = std::move(result->second);
+    std::cerr << "actorpipe: tuned '" << job->job.name << "':\n" << tune_report_to_text(*tuned);
+  }
   auto predicted = (*training)->predicted_step_ms(*job, *plan);
   ACTORPIPE_TRY(predicted);
 
   options.plugins = &*plugins; // the script's own sync policies among them
-  const LuaState& state = owner(L);
   options.stop_requested = [&] { return callbacks.stop || state.stop_due(); };
   if (callbacks.on_step)
     options.on_step = [&](const StepMetrics& m) {
@@ -226,7 +247,15 @@ Result<int> run_fn(lua_State* L) {
   if (state.stop_due())
     return Error::bad_input("the script was stopped during a run (stopped after step " +
                             std::to_string(summary->steps) + ", its checkpoint in " + summary->output_dir + ")");
-  push_json_text(L, run_summary_to_json(*summary, *predicted, plan->iteration_time_ms));
+  if (!tuned) {
+    push_json_text(L, run_summary_to_json(*summary, *predicted, plan->iteration_time_ms));
+    return 1;
+  }
+  const std::string report = tune_report_to_json(*tuned);
+  ACTORPIPE_TRY(write_file_atomically(summary->output_dir + "/tune.json", report));
+  auto result = nlohmann::json::parse(run_summary_to_json(*summary, *predicted, plan->iteration_time_ms));
+  result["tune"] = nlohmann::json::parse(report);
+  push_json_text(L, result.dump());
   return 1;
 }
 

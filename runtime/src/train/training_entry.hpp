@@ -19,10 +19,11 @@ struct TrainingEntryPoints {
   Result<RunSummary> (*run_training)(const JobSpec&, const Plan&, const RunOptions&);
   Result<ModelProfile> (*measure_profile)(const JobSpec&, const MeasureOptions&);
   Result<double> (*predicted_step_ms)(const JobSpec&, const Plan&);
+  Result<std::pair<Plan, TuneReport>> (*tune_plan)(const JobSpec&, const Plan&, const TuneOptions&);
 };
 
 /// Raised whenever the struct above changes.
-inline constexpr std::uint32_t training_entry_version = 1;
+inline constexpr std::uint32_t training_entry_version = 2;
 /// `extern "C" const TrainingEntryPoints* actorpipe_training_entry_points()`.
 inline constexpr const char* training_entry_symbol = "actorpipe_training_entry_points";
 

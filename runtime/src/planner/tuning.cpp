@@ -1,0 +1,112 @@
+/// Tuning reports as text and JSON, and the plan of a tuned run resumed.
+
+#include <actorpipe/tuning.hpp>
+
+#include <actorpipe/planner.hpp>
+
+#include "base/input_file.hpp"
+#include "base/text.hpp"
+#include "base/text_table.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+
+namespace actorpipe {
+
+namespace {
+
+std::string shape_text(const TunedSetting& s) {
+  return std::to_string(s.stages) + " × " + std::to_string(s.pipelines) + " × " + std::to_string(s.micro_batches);
+}
+
+} // namespace
+
+std::string tune_report_to_text(const TuneReport& report) {
+  using text::Table;
+  Table table({{"", Table::Align::left},
+               {"stages × pipelines × micro-batches", Table::Align::left},
+               {"predicted samples/s", Table::Align::right},
+               {"measured samples/s", Table::Align::right},
+               {"median step ms", Table::Align::right}});
+  for (std::size_t k = 0; k < report.tried.size(); ++k) {
+    const TunedSetting& s = report.tried[k];
+    table.add_row({k == report.chosen ? "→" : "", shape_text(s), text::format_fixed(s.predicted_samples_per_s, 0),
+                   s.error.empty() ? text::format_fixed(s.measured_samples_per_s, 0) : "failed: " + s.error,
+                   s.error.empty() ? text::format_fixed(s.median_step_ms, 2) : ""});
+  }
+  return table.str() + "chose " + shape_text(report.tried.at(report.chosen)) + ": " + report.why + "\n";
+}
+
+std::string tune_report_to_json(const TuneReport& report) {
+  nlohmann::json tried = nlohmann::json::array();
+  for (const TunedSetting& s : report.tried) {
+    nlohmann::json row{{"stages", s.stages},
+                       {"pipelines", s.pipelines},
+                       {"micro_batches", s.micro_batches},
+                       {"predicted_samples_per_s", s.predicted_samples_per_s}};
+    if (s.error.empty()) {
+      row["measured_samples_per_s"] = s.measured_samples_per_s;
+      row["median_step_ms"] = s.median_step_ms;
+    } else {
+      row["error"] = s.error;
+    }
+    tried.push_back(std::move(row));
+  }
+  return nlohmann::json{{"tried", std::move(tried)}, {"chosen", report.chosen}, {"why", report.why}}.dump(2) + "\n";
+}
+
+Result<TuneReport> tune_report_from_json(const std::string& text) {
+  TuneReport report;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    const nlohmann::json& tried = j.at("tried");
+    for (std::size_t k = 0; k < tried.size(); ++k) {
+      const nlohmann::json& row = tried.at(k);
+      TunedSetting& s = report.tried.emplace_back();
+      s.stages = row.at("stages").get<std::size_t>();
+      s.pipelines = row.at("pipelines").get<std::size_t>();
+      s.micro_batches = row.at("micro_batches").get<std::uint32_t>();
+      s.predicted_samples_per_s = row.at("predicted_samples_per_s").get<double>();
+      if (row.contains("error")) {
+        s.error = row["error"].get<std::string>();
+      } else {
+        s.measured_samples_per_s = row.at("measured_samples_per_s").get<double>();
+        s.median_step_ms = row.at("median_step_ms").get<double>();
+      }
+    }
+    report.chosen = j.at("chosen").get<std::size_t>();
+    report.why = j.at("why").get<std::string>();
+  } catch (const nlohmann::json::exception& e) {
+    return Error::bad_input(std::string("not a tuning report: ") + e.what());
+  }
+  if (report.chosen >= report.tried.size())
+    return Error::bad_input("chosen: " + std::to_string(report.chosen) + " names none of the " +
+                            std::to_string(report.tried.size()) + " shapes tried");
+  return report;
+}
+
+JobSpec job_with_shape(const JobSpec& job, const TunedSetting& shape) {
+  JobSpec fixed = job;
+  fixed.plan.stages = static_cast<std::uint32_t>(shape.stages);
+  fixed.plan.pipelines = static_cast<std::uint32_t>(shape.pipelines);
+  fixed.plan.micro_batches = shape.micro_batches;
+  fixed.plan.tune = "simulate";
+  return fixed;
+}
+
+Result<std::optional<std::pair<Plan, TuneReport>>>
+plan_resumed_tuning(const JobSpec& job, const PluginRegistry& plugins, const std::string& run_dir) {
+  const std::string file = run_dir + "/tune.json";
+  if (job.plan.tune != "profile" || run_dir.empty() || !std::filesystem::exists(file))
+    return std::optional<std::pair<Plan, TuneReport>>{};
+  auto text = read_file(file);
+  ACTORPIPE_TRY(text);
+  auto report = tune_report_from_json(*text);
+  if (!report) return Error::bad_input(file + ": " + report.error().message);
+  auto plan = make_plan(job_with_shape(job, report->tried[report->chosen]), plugins);
+  ACTORPIPE_TRY(plan);
+  return std::make_optional(std::make_pair(std::move(*plan), std::move(*report)));
+}
+
+} // namespace actorpipe
