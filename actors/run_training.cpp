@@ -212,9 +212,12 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
         const Device& device = job.cluster.devices[plan.devices[p][s]];
         if (device.kind != "emulated") continue;
         const StageFigures& f = figures[s];
-        job_config.emulated[p][s] = actors::StageConfig::Emulated{f.forward_fixed_ms / device.speed,
+        // Each action also takes the plan's fixed cost per action, as the simulator has
+        // every device take it (launches, messages).
+        const double overhead = job.plan.action_overhead_ms;
+        job_config.emulated[p][s] = actors::StageConfig::Emulated{f.forward_fixed_ms / device.speed + overhead,
                                                                   f.forward_ms / device.speed,
-                                                                  f.backward_fixed_ms / device.speed,
+                                                                  f.backward_fixed_ms / device.speed + overhead,
                                                                   f.backward_ms / device.speed,
                                                                   job.emulation.dilation,
                                                                   plan.devices[p][s],

@@ -45,6 +45,8 @@ struct StageConfig {
   /// device's speed), each padded to that times `dilation` of wall time. None: actions
   /// take what they take.
   struct Emulated {
+    /// The stage's figures over the device's speed; the fixed times include the plan's
+    /// cost per action (plan.action_overhead_ms), as the simulator counts it.
     double forward_fixed_ms = 0, forward_ms_per_sample = 0;
     double backward_fixed_ms = 0, backward_ms_per_sample = 0;
     double dilation = 1;

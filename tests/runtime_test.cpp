@@ -387,9 +387,10 @@ BOOST_AUTO_TEST_CASE(no_straggler_pattern_deadlocks_a_run) {
 
 BOOST_AUTO_TEST_CASE(emulated_devices_take_the_time_their_model_says) {
   // Two emulated devices, the second half as fast; each action padded to its modelled
-  // time × 200 of wall time (enough that a busy machine delays no action by a tenth),
-  // the trace written in modelled time. Then with stragglers: the second device 3 ×
-  // slower all along, every action of the first delayed by 0.02 ms.
+  // time (with the plan's cost per action) × 200 of wall time (enough that a busy
+  // machine delays no action by a tenth), the trace written in modelled time, and the
+  // step the simulator predicts. Then with stragglers: the second device 3 × slower all
+  // along, every action of the first delayed by 0.02 ms.
   test::ScratchDir dir;
   const std::string job =
       emulated_devices({1.0, 0.5}) +
@@ -420,7 +421,8 @@ BOOST_AUTO_TEST_CASE(emulated_devices_take_the_time_their_model_says) {
         const bool forward = e["cat"] == "forward";
         double model = ((forward ? figures[s].forward_fixed_ms : figures[s].backward_fixed_ms) +
                         (forward ? figures[s].forward_ms : figures[s].backward_ms) * 16) /
-                       speeds[s];
+                           speeds[s] +
+                       p.job.plan.action_overhead_ms;
         if (straggling) model = s == 1 ? model * 3 : model + 0.02;
         const double took = e["dur"].get<double>() / 1000.0;
         // Never shorter than its model; longer only where the thread waited for a core.
@@ -430,6 +432,12 @@ BOOST_AUTO_TEST_CASE(emulated_devices_take_the_time_their_model_says) {
       BOOST_REQUIRE_EQUAL(ratios.size(), 4u * 2 * 2 * 2); // steps × stages × micro-batches × forward and backward
       std::sort(ratios.begin(), ratios.end());
       BOOST_TEST(ratios[ratios.size() / 2] <= 1.10, "median taken / modelled " << ratios[ratios.size() / 2]);
+      // What the run predicts (the simulator on the modelled cluster, with the emulated
+      // stragglers) is what it measures, in modelled time.
+      auto predicted = predicted_step_ms(p.job, p.plan);
+      REQUIRE_OK(predicted);
+      BOOST_TEST(std::abs(summary->median_step_ms / *predicted - 1) <= 0.10,
+                 "median step " << summary->median_step_ms << " ms, predicted " << *predicted << " ms");
     }
 }
 

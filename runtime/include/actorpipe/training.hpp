@@ -88,7 +88,9 @@ struct RunSummary {
 
 /// The step time the simulator predicts for `plan` run on this machine: the plan's own,
 /// unless its stage actors outnumber the cores. Then pipeline neighbours take turns on
-/// the core a run binds them to (docs/running.md, Cores), and it simulates that.
+/// the core a run binds them to (docs/running.md, Cores), and it simulates that. On
+/// emulated devices only, the modelled cluster's, with the emulated stragglers: what
+/// the run measures in modelled time.
 ACTORPIPE_EXPORT Result<double> predicted_step_ms(const JobSpec& job, const Plan& plan);
 
 /// Trains `job` (which must name a zoo model) as `plan` says. Writes to
