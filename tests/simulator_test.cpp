@@ -180,7 +180,7 @@ BOOST_AUTO_TEST_CASE(transfers_sharing_a_nic_contend) {
   BOOST_TEST(two.links.front().busy > 0.5);
 }
 
-BOOST_AUTO_TEST_CASE(emulated_links_queue_transfers_on_the_lanes_they_share) {
+BOOST_AUTO_TEST_CASE(emulated_links_queue_transfers_on_the_lanes_they_share_as_the_simulator_books_them) {
   // Servers of four devices on one switch (16 GB/s), joined by 1 GB/s NICs.
   ClusterSpec c = cluster(2, 4);
   c.network.latency = 0.001; // 1 ms
@@ -197,6 +197,15 @@ BOOST_AUTO_TEST_CASE(emulated_links_queue_transfers_on_the_lanes_they_share) {
   // Later transfers on a free NIC start when sent.
   BOOST_TEST(links.arrival_ms(4, 0, 1'000'000, 30) == 32.0, boost::test_tools::tolerance(1e-9));
   BOOST_TEST(links.arrival_ms(2, 2, 1'000'000, 5) == 5.0); // to itself: nothing moves
+
+  // A network slower than the NICs is non-blocking, as the simulator has it: each
+  // transfer takes its bytes at the network's 0.1 GB/s, but holds the NICs only for
+  // their own 1 GB/s, so a second transfer waits 10 ms, not 100.
+  ClusterSpec slow = cluster(2, 4);
+  slow.network = {0.1e9, 0};
+  sim::EmulatedLinks network(slow);
+  BOOST_TEST(network.arrival_ms(0, 4, 10'000'000, 0) == 100.0, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(network.arrival_ms(1, 5, 10'000'000, 0) == 110.0, boost::test_tools::tolerance(1e-9));
 }
 
 BOOST_AUTO_TEST_CASE(replicas_all_reduce_and_memory_follows_the_schedule) {

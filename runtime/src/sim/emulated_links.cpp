@@ -2,24 +2,25 @@
 
 #include "sim/emulated_links.hpp"
 
+#include "sim/lane_booking.hpp"
+
 #include <algorithm>
 
 namespace actorpipe::sim {
 
 EmulatedLinks::EmulatedLinks(ClusterSpec cluster)
-    : cluster_(std::move(cluster)), topology_(cluster_), free_at_ms_(topology_.lane_count(), 0.0) {}
+    : cluster_(std::move(cluster)), topology_(cluster_), free_at_ms_(topology_.lane_count(), 0.0) {
+  for (LaneId lane = 0; lane < topology_.lane_count(); ++lane)
+    bytes_per_ms_.push_back(topology_.bytes_per_ms(lane));
+}
 
 double EmulatedLinks::arrival_ms(DeviceId from, DeviceId to, std::uint64_t bytes, double now_ms) {
   if (from == to) return now_ms;
   const Route route = topology_.route(from, to);
   std::lock_guard<std::mutex> lock(mutex_);
-  double start = now_ms;
-  for (std::uint8_t i = 0; i < route.count; ++i)
-    start = std::max(start, free_at_ms_[route.lanes[i]]);
-  const double end = start + static_cast<double>(bytes) / route.bytes_per_ms;
-  for (std::uint8_t i = 0; i < route.count; ++i)
-    free_at_ms_[route.lanes[i]] = end;
-  return end + route.latency_ms;
+  return book_transfer(route, static_cast<double>(bytes), now_ms, free_at_ms_, bytes_per_ms_,
+                       [](LaneId, double, double, double) {})
+      .arrival_ms;
 }
 
 } // namespace actorpipe::sim

@@ -1,12 +1,12 @@
 #pragma once
 
 /// The links between emulated devices in a run: when a transfer of some bytes from one
-/// device to another, started now, arrives. A transfer holds every lane of its route
-/// (the simulator's topology: device links, PCIe switch uplinks, host bridges, NICs)
-/// for bytes / the route's bottleneck bandwidth, after the transfers that hold any of
-/// them already, then takes the route's latency: transfers that share a lane queue for
-/// it, so contention is real. Times are modelled milliseconds. Thread-safe: every
-/// stage of a run asks the one instance.
+/// device to another, started now, arrives. Transfers are booked on the lanes of their
+/// routes (the simulator's topology: device links, PCIe switch uplinks, host bridges,
+/// NICs) by the simulator's own rule (lane_booking.hpp): transfers that share a lane
+/// queue for it, so contention is real, and a run's transfers take what the simulator
+/// says they take. Times are modelled milliseconds. Thread-safe: every stage of a run
+/// asks the one instance.
 
 #include "sim/topology.hpp"
 
@@ -30,7 +30,8 @@ private:
   ClusterSpec cluster_; ///< what topology_ refers to
   Topology topology_;
   std::mutex mutex_;
-  std::vector<double> free_at_ms_; ///< by lane: when it is free of the transfers that hold it
+  std::vector<double> free_at_ms_;   ///< by lane: when it is free of the transfers that hold it
+  std::vector<double> bytes_per_ms_; ///< by lane
 };
 
 } // namespace actorpipe::sim

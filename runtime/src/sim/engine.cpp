@@ -1,5 +1,6 @@
 #include "sim/engine.hpp"
 
+#include "sim/lane_booking.hpp"
 #include "sim/straggled_time.hpp"
 
 #include <algorithm>
@@ -232,30 +233,28 @@ private:
     queue_.push({st.action_start + st.action_ms, i, action_done});
   }
 
-  /// Starts a transfer when every lane on its route is free (from `ready` on) and
-  /// returns its arrival: latency plus bytes at the bottleneck's bandwidth. Each lane
-  /// is occupied for as long as it takes to carry the bytes (times the route's share
-  /// of it) at its own bandwidth, so a slow NIC does not block a fast switch for its
-  /// whole transfer.
+  /// Books a transfer on its route's lanes (book_transfer) and returns its arrival.
   double transfer(const Route& route, double bytes, double ready, std::uint32_t from, const std::string* label) {
-    double start = ready;
-    for (std::uint8_t l = 0; l < route.count; ++l)
-      start = std::max(start, lane_free_[route.lanes[l]]);
-    const double ms = route.latency_ms + (std::isinf(route.bytes_per_ms) ? 0.0 : bytes / route.bytes_per_ms);
-    for (std::uint8_t l = 0; l < route.count; ++l)
-      occupy(route.lanes[l], start, bytes * route.share[l]);
+    const Booking b =
+        book_transfer(route, bytes, ready, lane_free_, model_.lane_bytes_per_ms,
+                      [this](LaneId lane, double, double ms, double lane_bytes) { account(lane, ms, lane_bytes); });
+    const double ms = b.arrival_ms - b.start_ms;
     if (label && ms > 0) {
       const Instance& instance = model_.instances[from];
-      out_.spans.push_back({"send " + *label, instance.pipeline, instance.stage, Span::Kind::send, start, ms});
+      out_.spans.push_back({"send " + *label, instance.pipeline, instance.stage, Span::Kind::send, b.start_ms, ms});
     }
-    return start + ms;
+    return b.arrival_ms;
+  }
+
+  void account(LaneId lane, double ms, double bytes) {
+    out_.lane_busy_ms[lane] += ms;
+    out_.lane_bytes[lane] += bytes;
   }
 
   void occupy(LaneId lane, double start, double bytes) {
     const double ms = bytes / model_.lane_bytes_per_ms[lane];
     lane_free_[lane] = start + ms;
-    out_.lane_busy_ms[lane] += ms;
-    out_.lane_bytes[lane] += bytes;
+    account(lane, ms, bytes);
   }
 
   void finish_action(std::uint32_t i, double now) {
