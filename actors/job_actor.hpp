@@ -3,13 +3,13 @@
 /// The job actor: builds the run's actors from a plan (a stage actor per pipeline ×
 /// stage, a pipeline actor per pipeline, and with several pipelines a SyncRound per
 /// stage index or, for an asynchronous policy, the group-scheduler actor or a
-/// parameter-server actor per stage index), splits each
-/// batch into a share per pipeline and answers a step once all its shares are done.
-/// Lockstep policies give pipeline p the p-th share of every step; asynchronous ones
-/// give each share to the pipeline with the fewest shares in hand, so a slow pipeline
-/// takes fewer. It watches every actor it built: the first failure (an
-/// actor's report, or an actor that ended abnormally) fails the step in progress with a
-/// message naming the stage and micro-batch, so a run ends, it never hangs. Shutting the
+/// parameter-server actor per stage index), splits each batch into a share per
+/// pipeline and answers a step once all its shares are done. Lockstep policies give
+/// pipeline p the p-th share of every step; asynchronous ones give each share to the
+/// pipeline with the fewest shares in hand, so a slow pipeline takes fewer. It watches
+/// every actor it built: the first failure (an actor's report, or an actor that ended
+/// abnormally) fails the step in progress with a message naming the stage and
+/// micro-batch, so a run ends, it never hangs. Shutting the
 /// job down shuts down all of them.
 
 #include "injected_failure.hpp"

@@ -11,8 +11,8 @@
 ///     policy's round (SyncRound) ─synced(n, stepped)→ the other replicas of stage s
 ///   stage ─done(n, stage, loss)→ pipeline, once it has stepped
 ///   stage ─failed(what)→ job
-/// With an asynchronous policy (SDPipe's scheduled averaging) each pipeline numbers
-/// its own steps, and a stage, having stepped, asks the group scheduler instead:
+/// With an asynchronous policy each pipeline numbers its own steps. Under scheduled
+/// averaging (SDPipe) a stage, having stepped, asks the group scheduler instead:
 ///   stage s of pipeline p ─ask(s, p, n)→ group scheduler
 ///   job ─idle(p, has no work)→ group scheduler
 ///   group scheduler ─average(pipelines, their steps)→ a group's first member, which
