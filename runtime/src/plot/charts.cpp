@@ -222,7 +222,8 @@ Status write_svg(const BarChart& chart, const std::string& path) {
   return draw_svg(path, 960, 600, [&] {
     plvpor(0.1, plot_right(chart.groups), 0.16, 0.92); // the legend right of it
     plwind(0, categories, bottom, top);
-    frame("bc", "bcnstv", chart.title, "", chart.y_label, false);
+    // Fixed-point values: PLplot's "(x10⁴)" for large ones would sit on the title.
+    frame("bc", "bcnstvf", chart.title, "", chart.y_label, false);
     const double width = 0.8 / groups;
     plschr(0, 0.7);
     for (std::size_t c = 0; c < chart.categories.size(); ++c) {
@@ -238,9 +239,16 @@ Status write_svg(const BarChart& chart, const std::string& path) {
     }
     plschr(0, 0.9);
     plcol0(axes);
+    // Names too long for their category's width alternate between two lines.
+    std::size_t longest = 0;
+    for (const std::string& name : chart.categories)
+      longest = std::max(longest, name.size());
+    const double category_px = 960 * (plot_right(chart.groups) - 0.1) / categories;
+    const bool stagger = static_cast<double>(longest) * 8.5 > category_px;
     for (std::size_t c = 0; c < chart.categories.size(); ++c)
-      plmtex("b", 1.5, (static_cast<double>(c) + 0.5) / categories, 0.5, chart.categories[c].c_str());
-    plmtex("b", 3.2, 0.5, 0.5, chart.x_label.c_str());
+      plmtex("b", stagger && c % 2 ? 2.7 : 1.5, (static_cast<double>(c) + 0.5) / categories, 0.5,
+             chart.categories[c].c_str());
+    plmtex("b", stagger ? 4.2 : 3.2, 0.5, 0.5, chart.x_label.c_str());
     if (chart.groups.size() > 1 || !chart.groups.front().empty()) legend(chart.groups, true, true);
   });
 }
