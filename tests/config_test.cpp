@@ -135,6 +135,23 @@ BOOST_AUTO_TEST_CASE(bad_choice_lists_the_allowed_values) {
   BOOST_TEST(contains(not_bool.message, "train.retain_memory"), not_bool.message);
 }
 
+BOOST_AUTO_TEST_CASE(tuning_keys_are_checked) {
+  Job job("[plan]\ntune = \"profiles\"\n");
+  const Error error = expect_error(load_job(job.path));
+  BOOST_TEST(contains(error.message, "plan.tune: 'profiles' is not one of simulate, profile, did you mean 'profile'?"),
+             error.message);
+  auto tuned = load_job(job.path, {"plan.tune=profile", "plan.tune_candidates=4", "plan.tune_steps=5"});
+  REQUIRE_OK(tuned);
+  BOOST_TEST(tuned->plan.tune == "profile");
+  BOOST_TEST(tuned->plan.tune_candidates == 4u);
+  BOOST_TEST(tuned->plan.tune_steps == 5u);
+  // No more candidates than the planner keeps shapes; at least one step to time.
+  const Error many = expect_error(load_job(job.path, {"plan.tune=profile", "plan.tune_candidates=6"}));
+  BOOST_TEST(contains(many.message, "plan.tune_candidates: 6 is out of range [2, 5]"), many.message);
+  const Error few = expect_error(load_job(job.path, {"plan.tune=profile", "plan.tune_steps=2"}));
+  BOOST_TEST(contains(few.message, "plan.tune_steps: 2 is out of range [3, 1000]"), few.message);
+}
+
 BOOST_AUTO_TEST_CASE(plan_sync_names_a_plugin_which_the_planner_checks) {
   Job job("[plan]\nstages = 2\n");
   // Any name reads: sync policies are plugins, checked against those found when planning
