@@ -33,13 +33,15 @@ double now_ms(SchedulerActor self) {
 }
 
 /// Whether pipeline `p` cannot ask stage `s` for now: it has no work, or another of its
-/// stages waits in a round at a step no later than the one it last asked `s` after
-/// (so `s` needs that stage's next step before it can ask again). A forced round that
-/// waited for it would wait on a round that may wait on this one.
+/// stages, waiting for an answer to step k, gives nothing of the step after the one `s`
+/// last asked after, which `s` needs before it asks again. Such a stage gives nothing
+/// past step k + 1 with overlap (it computes on to that step's end), past k without. A
+/// forced round that waited for `p` would wait on a round that may wait on this one.
 bool away(const SchedulerState& st, std::size_t s, std::size_t p) {
   if (st.idle[p]) return true;
+  const std::uint64_t computed_on = st.config.scheduling.overlap ? 1 : 0;
   for (std::size_t t = 0; t < st.stages.size(); ++t)
-    if (t != s && st.stages[t].waiting(p) && st.steps[t][p] <= st.steps[s][p]) return true;
+    if (t != s && st.stages[t].waiting(p) && st.steps[t][p] + computed_on < st.steps[s][p] + 1) return true;
   return false;
 }
 
@@ -55,9 +57,8 @@ void settle(SchedulerActor self, double now) {
         if (!st.stages[s].waiting(p)) st.stages[s].set_away(p, away(st, s, p));
       for (const sync::Group& group : st.stages[s].close(now)) {
         released = true;
-        const stage_actor& first = st.config.stages[group.front()][s];
         if (group.size() == 1) {
-          self->send(first, synced_atom::value, st.steps[s][group.front()], true);
+          self->send(st.config.stages[group.front()][s], synced_atom::value, st.steps[s][group.front()], true);
           continue;
         }
         std::vector<std::uint64_t> members, steps;
@@ -65,7 +66,7 @@ void settle(SchedulerActor self, double now) {
           members.push_back(p);
           steps.push_back(st.steps[s][p]);
         }
-        self->send(first, average_atom::value, std::move(members), std::move(steps));
+        self->send(st.config.averagers.at(s), average_atom::value, std::move(members), std::move(steps));
       }
     }
   }

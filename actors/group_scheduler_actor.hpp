@@ -2,10 +2,9 @@
 
 /// The group-scheduler actor (SDPipe's central scheduling): one per run with an
 /// asynchronous policy, serving every stage index. It never touches tensors: it drives
-/// a sync::GroupScheduler per stage with its clock, tells the first member of each
-/// group it forms to average the group (`average`), and lets a member alone go on
-/// (`synced`). It tells each stage's scheduler which pipelines are away: those with no
-/// work (the job says) and those held in another stage's round, for whom a forced
+/// a sync::GroupScheduler per stage with its clock, has the stage's averager average
+/// each group it forms (`average`), and lets a member alone go on (`synced`). It tells each stage's scheduler which
+/// pipelines are away: those with no work (the job says) and those held in another stage's round, for whom a forced
 /// round must not wait. Windows are in modelled time: on emulated devices, wall time ×
 /// the run's time scale. Its timer is CAF's clock, which the deterministic tests drive.
 
@@ -22,6 +21,7 @@ namespace actorpipe::actors {
 struct GroupSchedulerConfig {
   GroupScheduling scheduling;
   std::vector<std::vector<stage_actor>> stages; ///< [pipeline][stage]
+  std::vector<averager_actor> averagers;        ///< by stage index
   double time_scale = 1;                        ///< modelled ms per wall ms
   job_actor job;                                ///< told of a protocol error
 };

@@ -2,6 +2,7 @@
 
 #include "job_actor.hpp"
 
+#include "averager_actor.hpp"
 #include "group_scheduler_actor.hpp"
 #include "parameter_server_actor.hpp"
 #include "pipeline_actor.hpp"
@@ -28,6 +29,7 @@ struct Pending {
 
 struct JobState {
   std::vector<pipeline_actor> pipelines;
+  std::vector<stage_actor> stages; ///< every pipeline's, scheduled averaging only (they settle)
   std::vector<std::uint32_t> shares;
   group_scheduler_actor scheduler;             ///< scheduled averaging only
   std::vector<parameter_server_actor> servers; ///< by stage index: a parameter server only
@@ -87,8 +89,11 @@ void build(JobActor self, const JobConfig& config) {
       if (config.pin_threads && config.detached) stage.core = train::stage_core(cores, p * S + s, P * S);
       stage.detached = config.detached;
       if (p < config.emulated.size()) stage.emulated = config.emulated[p][s];
-      if (config.scheduling && config.average)
-        stage.average = [average = config.average, s](const std::vector<std::size_t>& group) { average(s, group); };
+      if (config.scheduling && config.average) {
+        stage.snapshot = [snapshot = config.snapshot, s, p] { snapshot(s, p); };
+        stage.correct = [correct = config.correct, s, p] { correct(s, p); };
+        stage.overlap = config.scheduling->overlap;
+      }
       stages[p].push_back(spawn_stage(self->system(), std::move(stage)));
       watch(stages[p].back(), "stage " + std::to_string(s) + " of pipeline " + std::to_string(p));
     }
@@ -106,8 +111,22 @@ void build(JobActor self, const JobConfig& config) {
   st.in_hand.assign(P, 0);
   const job_actor job = caf::actor_cast<job_actor>(self);
   if (config.scheduling && P > 1) {
-    st.scheduler = spawn_group_scheduler(self->system(), {*config.scheduling, stages, config.time_scale, job});
+    std::vector<averager_actor> averagers;
+    for (std::size_t s = 0; s < S; ++s) {
+      std::vector<stage_actor> replicas;
+      for (std::size_t p = 0; p < P; ++p)
+        replicas.push_back(stages[p][s]);
+      averagers.push_back(spawn_averager(
+          self->system(), {s, std::move(replicas),
+                           [average = config.average, s](const std::vector<std::size_t>& group) { average(s, group); },
+                           job, config.detached}));
+      watch(averagers.back(), "the averager of stage " + std::to_string(s));
+    }
+    st.scheduler = spawn_group_scheduler(self->system(),
+                                         {*config.scheduling, stages, std::move(averagers), config.time_scale, job});
     watch(st.scheduler, "the group scheduler");
+    for (const auto& pipeline : stages)
+      st.stages.insert(st.stages.end(), pipeline.begin(), pipeline.end());
   }
   if (config.staleness)
     for (std::size_t s = 0; s < S; ++s) {
@@ -218,6 +237,20 @@ job_actor::behavior_type job_behavior(JobActor self, JobConfig config) {
                   });
         }
         return pending.reply;
+      },
+      [=](settle_atom) -> caf::result<bool> {
+        auto& st = self->state;
+        if (st.stages.empty()) return true;
+        auto settled = self->make_response_promise<bool>();
+        auto left = std::make_shared<std::size_t>(st.stages.size());
+        for (const stage_actor& stage : st.stages)
+          self->request(stage, caf::infinite, settle_atom::value)
+              .then(
+                  [=](bool) mutable {
+                    if (--*left == 0) settled.deliver(true);
+                  },
+                  [=](caf::error& error) mutable { settled.deliver(std::move(error)); });
+        return settled;
       },
       [=](failed_atom, const std::string& what) { fail(self, what); },
   };

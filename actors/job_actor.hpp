@@ -2,9 +2,10 @@
 
 /// The job actor: builds the run's actors from a plan (a stage actor per pipeline ×
 /// stage, a pipeline actor per pipeline, and with several pipelines a SyncRound per
-/// stage index or, for an asynchronous policy, the group-scheduler actor or a
-/// parameter-server actor per stage index), splits each batch into a share per
-/// pipeline and answers a step once all its shares are done. Lockstep policies give
+/// stage index or, for an asynchronous policy, the group-scheduler actor with an
+/// averager actor per stage index, or a parameter-server actor per stage index),
+/// splits each batch into a share per pipeline and answers a step once all its shares
+/// are done, and a settle once no stage has an averaging to take. Lockstep policies give
 /// pipeline p the p-th share of every step; asynchronous ones give each share to the
 /// pipeline with the fewest shares in hand, so a slow pipeline takes fewer. It watches
 /// every actor it built: the first failure (an actor's report, or an actor that ended
@@ -53,8 +54,12 @@ struct JobConfig {
   /// it is handed, the least busy pipeline taking the next, and the group-scheduler
   /// actor groups the replicas that have stepped; none: lockstep rounds (`sync`).
   std::optional<GroupScheduling> scheduling;
-  /// Averages stage s's replicas of the given pipelines (with `scheduling`).
+  /// With `scheduling`: stage s's replica of pipeline p keeps a snapshot as it asks,
+  /// a group's snapshots become the changes that average them, and a replica adds its
+  /// change (train::SyncExecutor's snapshot(), average(), correct() in a run).
+  std::function<void(std::size_t stage, std::size_t pipeline)> snapshot;
   std::function<void(std::size_t stage, const std::vector<std::size_t>& pipelines)> average;
+  std::function<void(std::size_t stage, std::size_t pipeline)> correct;
   /// A parameter server's staleness bound (SyncRound::staleness): asynchronous too, with
   /// a parameter-server actor per stage index that steps on pushed gradients (`serve`).
   std::optional<std::uint64_t> staleness;

@@ -12,12 +12,17 @@
 ///   stage ─done(n, stage, loss)→ pipeline, once it has stepped
 ///   stage ─failed(what)→ job
 /// With an asynchronous policy each pipeline numbers its own steps. Under scheduled
-/// averaging (SDPipe) a stage, having stepped, asks the group scheduler instead:
+/// averaging (SDPipe) a stage, having stepped, asks the group scheduler instead and
+/// computes step n + 1 meanwhile:
 ///   stage s of pipeline p ─ask(s, p, n)→ group scheduler
 ///   job ─idle(p, has no work)→ group scheduler
-///   group scheduler ─average(pipelines, their steps)→ a group's first member, which
-///     averages the group's replicas ─synced(n, true)→ the others; a member alone
-///     gets ─synced(n, true)→ from the scheduler
+///   group scheduler ─average(pipelines, their steps)→ stage s's averager, which
+///     turns the group's snapshots into changes ─synced(n, true)→ each member; a member
+///     alone gets ─synced(n, true)→ from the scheduler
+///   stage ─done(n, stage, loss)→ pipeline, having asked; it adds the group's change
+///     when step n + 1's actions end (at once if it is between steps)
+///   run ─settle→ job ─settle→ every stage, answered once it has no change to take:
+///     before the run evaluates or saves the parameters
 /// With a parameter server, a stage pushes after its backward, taking no step:
 ///   stage s of pipeline p ─ask(s, p, n)→ stage s's parameter server
 ///   job ─idle(p, has no work)→ every parameter server
@@ -54,13 +59,18 @@ using ask_atom = caf::atom_constant<caf::atom("ask")>;
 using idle_atom = caf::atom_constant<caf::atom("idle")>;
 using average_atom = caf::atom_constant<caf::atom("average")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
+using settle_atom = caf::atom_constant<caf::atom("settle")>;
 
 /// Trains one step of the whole batch (job) or of a pipeline's share (pipeline):
 /// (step, inputs, labels) → the mean loss over those samples.
 using step_signature = caf::replies_to<step_atom, std::uint64_t, train::Payload, train::Payload>::with<double>;
 
-/// The job: steps of the whole batch; the first failure any actor reports.
-using job_actor = caf::typed_actor<step_signature, caf::reacts_to<failed_atom, std::string>>;
+/// Answers once no stage has an averaging to take (scheduled averaging; at once
+/// otherwise): the run settles before it evaluates or saves the parameters.
+using settle_signature = caf::replies_to<settle_atom>::with<bool>;
+
+/// The job: steps of the whole batch; settling; the first failure any actor reports.
+using job_actor = caf::typed_actor<step_signature, settle_signature, caf::reacts_to<failed_atom, std::string>>;
 
 /// A pipeline: steps of its share; (step, stage, Σ loss × samples) from each stage once
 /// it has stepped.
@@ -74,6 +84,11 @@ using group_scheduler_actor = caf::typed_actor<caf::reacts_to<ask_atom, std::uin
                                                caf::reacts_to<idle_atom, std::uint64_t, bool>,
                                                caf::reacts_to<tick_atom, std::uint64_t, std::uint64_t>>;
 
+/// A stage index's averager (scheduled averaging): a group to average (its pipelines,
+/// and each one's step).
+using averager_actor =
+    caf::typed_actor<caf::reacts_to<average_atom, std::vector<std::uint64_t>, std::vector<std::uint64_t>>>;
+
 /// A stage index's parameter server: pushes (stage, pipeline, that pipeline's step) and
 /// a pipeline's work running out or resuming (pipeline, idle).
 using parameter_server_actor = caf::typed_actor<caf::reacts_to<ask_atom, std::uint64_t, std::uint64_t, std::uint64_t>,
@@ -83,15 +98,13 @@ struct StageLinks;
 
 /// A stage: its links first, then inputs (step, micro-batch, payload), the last
 /// stage's labels (with the loss scale), output gradients, and the release of a step's
-/// sync by the replica that ran it (true: the round stepped this replica already), and
-/// the group scheduler's call to average a group (its pipelines, and each one's step).
-using stage_actor =
-    caf::typed_actor<caf::reacts_to<connect_atom, StageLinks>,
-                     caf::reacts_to<forward_atom, std::uint64_t, std::uint64_t, train::Payload>,
-                     caf::reacts_to<labels_atom, std::uint64_t, std::uint64_t, train::Payload, double>,
-                     caf::reacts_to<backward_atom, std::uint64_t, std::uint64_t, train::Payload>,
-                     caf::reacts_to<synced_atom, std::uint64_t, bool>,
-                     caf::reacts_to<average_atom, std::vector<std::uint64_t>, std::vector<std::uint64_t>>>;
+/// sync by the replica that ran it, the parameter server or the averager (true: this
+/// replica stepped or needs no step), and settling.
+using stage_actor = caf::typed_actor<caf::reacts_to<connect_atom, StageLinks>,
+                                     caf::reacts_to<forward_atom, std::uint64_t, std::uint64_t, train::Payload>,
+                                     caf::reacts_to<labels_atom, std::uint64_t, std::uint64_t, train::Payload, double>,
+                                     caf::reacts_to<backward_atom, std::uint64_t, std::uint64_t, train::Payload>,
+                                     caf::reacts_to<synced_atom, std::uint64_t, bool>, settle_signature>;
 
 /// Whom a stage talks to, sent once before any input. The first stage has no
 /// `previous`, the last no `next`, a stage of a lone pipeline no `sync`, no `scheduler`

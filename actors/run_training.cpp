@@ -187,7 +187,9 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
       job_config.scheduling = asynchronous->scheduling;
     if (asynchronous && asynchronous->kind == actorpipe::SyncRound::Kind::parameter_server)
       job_config.staleness = asynchronous->staleness;
+    job_config.snapshot = [&sync](std::size_t s, std::size_t p) { sync->snapshot(s, p); };
     job_config.average = [&sync](std::size_t s, const std::vector<std::size_t>& group) { sync->average(s, group); };
+    job_config.correct = [&sync](std::size_t s, std::size_t p) { sync->correct(s, p); };
     job_config.serve = [&sync](std::size_t s, const std::vector<std::size_t>& pushers) { sync->serve(s, pushers); };
   }
   // Stages on emulated devices take their modelled times, dilated; the run's times are
@@ -261,6 +263,19 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
   double step_seconds = 0;
   std::uint64_t steps_here = 0;
   std::vector<double> step_ms; // of this process's steps
+  // Once no step is in flight: every stage has taken its averaging (scheduled
+  // averaging adds a group's change after the step it asked at is reported).
+  auto settle = [&]() -> Status {
+    Status settled = Ok{};
+    (*self)
+        ->request(job_actor, caf::infinite, actors::settle_atom::value)
+        .receive([](bool) {},
+                 [&](caf::error&) {
+                   std::lock_guard<std::mutex> lock(failure->mutex);
+                   settled = Error::run_failed(failure->what.empty() ? "the run failed" : failure->what);
+                 });
+    return settled;
+  };
   // After the last step of `epoch` (1-based).
   auto evaluate = [&](std::uint64_t epoch) -> Status {
     train::Evaluation e;
@@ -368,14 +383,12 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
     // A stop waits for a step with none queued behind it: then the parameters, and
     // the checkpoint, are exactly this step's.
     const bool stop = in_flight.empty() && progress.step < total && options.stop_requested && options.stop_requested();
-    if (epoch_done || progress.step == total) {
-      if (auto s = evaluate(epoch); !s)
-        error = std::move(s).error();
-      else if (auto c = checkpoint(); !c)
-        error = std::move(c).error();
-    } else if (stop) {
-      if (auto s = checkpoint(); !s) error = std::move(s).error();
-    }
+    const bool evaluating = epoch_done || progress.step == total;
+    Status kept = Ok{};
+    if (evaluating || stop) kept = settle();
+    if (kept && evaluating) kept = evaluate(epoch);
+    if (kept && (evaluating || stop)) kept = checkpoint();
+    if (!kept) error = std::move(kept).error();
     if (stop) {
       summary.stopped = true;
       break;

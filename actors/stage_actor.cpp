@@ -44,6 +44,12 @@ struct StageState {
   double loss_sum = 0; ///< Σ loss × samples over this step's micro-batches (last stage)
   bool syncing = false;
   bool failed = false;
+  /// Scheduled averaging: the step whose ask awaits its answer while the stage computes
+  /// the next, whether the answer is here, and who waits for the stage to settle (take
+  /// the change).
+  std::optional<std::uint64_t> asked;
+  bool answered = false;
+  std::vector<caf::typed_response_promise<bool>> settling;
   std::optional<Clock::time_point> waiting_since, sync_since;
   std::mt19937_64 random; ///< draws the stragglers' random delays
   static inline const char* name = "stage";
@@ -218,30 +224,89 @@ std::optional<bool> arrive(StageActor self) {
   return stepped;
 }
 
-/// Asynchronous policies: for scheduled averaging, the optimizer step on this
-/// pipeline's own gradient, then the ask to the group scheduler; for a parameter
-/// server, the push of the gradient, which the server steps on. The stage waits for
-/// the answer.
-void ask(StageActor self) {
+void advance(StageActor self);
+
+/// A parameter server: the push of this step's gradient, which the server steps on;
+/// the stage waits for its weights.
+void push(StageActor self) {
   auto& st = self->state;
-  const std::uint64_t stage = st.config.stage, pipeline = st.config.pipeline;
-  if (st.links.server) {
-    st.syncing = true;
-    st.sync_since = Clock::now();
-    self->send(st.links.server, ask_atom::value, stage, pipeline, st.step);
-    return;
+  st.syncing = true;
+  st.sync_since = Clock::now();
+  self->send(st.links.server, ask_atom::value, static_cast<std::uint64_t>(st.config.stage),
+             static_cast<std::uint64_t>(st.config.pipeline), st.step);
+}
+
+/// Scheduled averaging: adds the answered ask's change (none for a pipeline let go
+/// alone); whoever waits for the stage to settle hears. False when it failed (reported).
+bool take_average(StageActor self) {
+  auto& st = self->state;
+  try {
+    if (st.config.correct) st.config.correct();
+  } catch (const std::exception& e) {
+    fail(self, "sync", first_line(e));
+    return false;
+  }
+  st.asked.reset();
+  st.answered = false;
+  for (auto& promise : st.settling)
+    promise.deliver(true);
+  st.settling.clear();
+  return true;
+}
+
+/// Scheduled averaging, at the end of a step's actions: the previous ask's change,
+/// once its answer is here (the stage waits for it here), then the optimizer step on
+/// this pipeline's own gradient, the snapshot, the ask and the report. With overlap
+/// the stage goes on with the next step while its group forms; without, it waits for
+/// the answer first. False when it waits or failed.
+bool ask(StageActor self) {
+  auto& st = self->state;
+  if (st.asked) {
+    if (!st.answered) {
+      st.syncing = true;
+      st.sync_since = Clock::now();
+      return false;
+    }
+    if (!take_average(self)) return false;
   }
   const auto started = Clock::now();
   try {
     st.config.computation->step();
+    if (st.config.snapshot) st.config.snapshot();
   } catch (const std::exception& e) {
     fail(self, "optimizer step", first_line(e));
-    return;
+    return false;
   }
   record(st, SpanKind::step, 0, started);
+  self->send(st.links.scheduler, ask_atom::value, static_cast<std::uint64_t>(st.config.stage),
+             static_cast<std::uint64_t>(st.config.pipeline), st.step);
+  st.asked = st.step;
+  self->send(st.links.pipeline, done_atom::value, st.step, static_cast<std::uint64_t>(st.config.stage), st.loss_sum);
+  st.cursor = 0;
+  st.loss_sum = 0;
+  ++st.step;
+  if (st.config.overlap) return true;
   st.syncing = true;
   st.sync_since = Clock::now();
-  self->send(st.links.scheduler, ask_atom::value, stage, pipeline, st.step);
+  return false;
+}
+
+/// Scheduled averaging: the answer to the pending ask is here. The stage takes its
+/// change now if it is between steps (nothing computes on the parameters), else when
+/// its step's actions end; if it waits for the answer, it goes on.
+void answered(StageActor self, std::uint64_t step) {
+  auto& st = self->state;
+  if (!st.asked || *st.asked != step || st.answered) {
+    fail(self, "sync", "the group scheduler answered step " + std::to_string(step) + ", which asked nothing");
+    return;
+  }
+  st.answered = true;
+  if (st.cursor == 0 && !take_average(self)) return;
+  if (!st.syncing) return;
+  if (st.sync_since) record(st, SpanKind::sync, 0, *st.sync_since);
+  st.sync_since.reset();
+  st.syncing = false;
+  advance(self);
 }
 
 /// Runs every action whose inputs are here, in schedule order; at the end of the
@@ -273,8 +338,12 @@ void advance(StageActor self) {
       if (!st.waiting_since) st.waiting_since = Clock::now();
       return;
     }
-    if (st.links.scheduler || st.links.server) {
-      ask(self);
+    if (st.links.scheduler) {
+      if (!ask(self)) return;
+      continue;
+    }
+    if (st.links.server) {
+      push(self);
       return;
     }
     bool stepped = false;
@@ -315,29 +384,21 @@ stage_actor::behavior_type stage_behavior(StageActor self, StageConfig config) {
       [=](synced_atom, std::uint64_t step, bool stepped) {
         auto& st = self->state;
         if (st.failed) return;
+        if (st.links.scheduler) {
+          answered(self, step);
+          return;
+        }
         if (!st.syncing || step != st.step) {
           fail(self, "sync", "a replica released step " + std::to_string(step) + ", which is not waiting");
           return;
         }
         if (released(self, stepped)) advance(self);
       },
-      [=](average_atom, const std::vector<std::uint64_t>& pipelines, const std::vector<std::uint64_t>& steps) {
+      [=](settle_atom) -> caf::result<bool> {
         auto& st = self->state;
-        if (st.failed) return;
-        if (!st.syncing || pipelines.empty() || pipelines.size() != steps.size() ||
-            pipelines.front() != st.config.pipeline || steps.front() != st.step) {
-          fail(self, "sync", "the group scheduler asked for an averaging this stage does not wait for");
-          return;
-        }
-        try {
-          st.config.average(std::vector<std::size_t>(pipelines.begin(), pipelines.end()));
-        } catch (const std::exception& e) {
-          fail(self, "sync", first_line(e));
-          return;
-        }
-        for (std::size_t i = 1; i < pipelines.size(); ++i)
-          self->send(st.links.replicas.at(pipelines[i]), synced_atom::value, steps[i], true);
-        if (released(self, true)) advance(self);
+        if (!st.asked || st.failed) return true;
+        st.settling.push_back(self->make_response_promise<bool>());
+        return st.settling.back();
       },
   };
 }

@@ -60,9 +60,13 @@ struct StageConfig {
     std::shared_ptr<sim::EmulatedLinks> links;
   };
   std::optional<Emulated> emulated;
-  /// Averages this stage index's replicas of the given pipelines, when the group
-  /// scheduler asks this stage to (asynchronous policies; train::SyncExecutor in a run).
-  std::function<void(const std::vector<std::size_t>& pipelines)> average;
+  /// Scheduled averaging (train::SyncExecutor in a run): keeps this replica's snapshot
+  /// as it asks, and adds the change its group's averager made of it. Unset: nothing
+  /// to keep or add.
+  std::function<void()> snapshot;
+  std::function<void()> correct;
+  /// GroupScheduling::overlap: compute the next step while the group averages.
+  bool overlap = true;
   /// A thread of its own (it computes), bound to `core` on its first message; false
   /// leaves it to the scheduler, as the deterministic protocol tests need.
   bool detached = true;
@@ -71,8 +75,10 @@ struct StageConfig {
 /// Expects a `connect` message with its links before any input. With replicas in its
 /// links, each step ends in their sync round (SyncRound): the sync policy's reduction
 /// before its optimizer steps, or a round that steps every replica itself; or, with a
-/// group scheduler instead, in its optimizer step and then an ask, answered by a group
-/// to average or by leave to go on alone.
+/// group scheduler instead, in its optimizer step, a snapshot, an ask and the step's
+/// report; the answer (the group's averager's, or leave to go on alone) comes while
+/// the stage computes its next step, whose actions' end waits for it. The change is
+/// added then, or at once when the answer finds the stage between steps.
 stage_actor spawn_stage(caf::actor_system& system, StageConfig config);
 
 } // namespace actorpipe::actors

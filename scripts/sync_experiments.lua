@@ -5,9 +5,13 @@
 --
 --   actorpipe script scripts/sync_experiments.lua [JOB] [STEPS] [POLICIES] [STRAGGLERS] [TARGET_LOSS]
 --   actorpipe script scripts/sync_experiments.lua configs/experiments/fashion-mnist-hetero.toml 300 \
---       allreduce,sdpipe,elastic,elastic+afp+tuned,parameter-server,ad-psgd "delay:p=0.1,ms=5" 0.6
+--       allreduce,sdpipe,elastic,elastic+afp+tuned,parameter-server,ad-psgd auto 0.6
 --   actorpipe script scripts/sync_experiments.lua configs/experiments/gpt-hetero.toml 120 \
---       allreduce,sdpipe,elastic,parameter-server,ad-psgd "delay:p=0.1,ms=5" 2.8
+--       allreduce,sdpipe,elastic,parameter-server,ad-psgd auto 2.8
+--
+-- STRAGGLERS is a straggler specification (docs/running.md), or `auto` (the default):
+-- each action delayed with probability 0.1 by twice a micro-batch's compute, its
+-- forward and backward through every stage as `simulate` predicts them for the job.
 --
 -- A policy is a sync plugin's name, optionally with `+SCHEDULER` (the job's scheduler
 -- otherwise) and `+tuned` (pipelines and micro-batches "auto", chosen by short measured
@@ -24,8 +28,18 @@ for name in string.gmatch(actorpipe.args[3] or "allreduce,sdpipe,elastic,elastic
   "[^,]+") do
   policies[#policies + 1] = name
 end
-local stragglers = actorpipe.args[4] or "delay:p=0.1,ms=5"
+local stragglers = actorpipe.args[4] or "auto"
 local target = tonumber(actorpipe.args[5] or "0.6")
+local job = actorpipe.load_job(job_file)
+if stragglers == "auto" then
+  local micro_batch_ms = 0
+  for _, stage in ipairs(actorpipe.simulate(job).stages) do
+    micro_batch_ms = micro_batch_ms + stage.forward_ms + stage.backward_ms
+  end
+  micro_batch_ms = tonumber(string.format("%.4f", micro_batch_ms))
+  stragglers = string.format("delay:p=0.1,ms=%.4f", 2 * micro_batch_ms)
+  print(string.format("a micro-batch's compute: %.4f ms (simulated); stragglers: %s", micro_batch_ms, stragglers))
+end
 local settings = { { label = "no stragglers", spec = "" }, { label = "stragglers", spec = stragglers } }
 
 -- "sync+scheduler+tuned" → the job keys it sets.
@@ -45,7 +59,6 @@ local function policy_keys(policy)
   return keys
 end
 
-local job = actorpipe.load_job(job_file)
 local rows, curves = {}, {}
 print(string.format("%-24s %-14s %12s %16s %10s %10s %s", "sync", "stragglers", "samples/s",
   "ms to loss " .. target, "final loss", "accuracy", "tuned shape"))

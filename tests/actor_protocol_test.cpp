@@ -5,6 +5,7 @@
 
 #define CAF_SUITE actor_protocol
 
+#include "averager_actor.hpp"
 #include "group_scheduler_actor.hpp"
 #include "job_actor.hpp"
 #include "stage_actor.hpp"
@@ -67,12 +68,13 @@ struct FakeStage final : train::StageComputation {
 
 train::Payload value(double x) { return train::wrap(torch::full({1, 1}, x, torch::kFloat64)); }
 
-/// Answers no step; keeps the failures reported to it.
+/// Answers no step and no settling; keeps the failures reported to it.
 job_actor::behavior_type job_double(job_actor::pointer, std::vector<std::string>* failures) {
   return {
       [](step_atom, std::uint64_t, train::Payload&, train::Payload&) -> caf::result<double> {
         return caf::make_error(caf::sec::unexpected_message);
       },
+      [](settle_atom) -> caf::result<bool> { return caf::make_error(caf::sec::unexpected_message); },
       [=](failed_atom, const std::string& what) { failures->push_back(what); },
   };
 }
@@ -87,8 +89,8 @@ pipeline_actor::behavior_type pipeline_double(pipeline_actor::pointer) {
   };
 }
 
-/// A stage that only waits for the group scheduler: each group it is told to average,
-/// or its leave to go on alone (a group of one), is appended to `released`.
+/// A stage that only waits for the group scheduler: its leave to go on alone is
+/// appended to `released` as a group of one.
 stage_actor::behavior_type scheduled_stage_double(stage_actor::pointer, std::uint64_t pipeline,
                                                   std::vector<std::vector<std::size_t>>* released) {
   return {
@@ -97,6 +99,15 @@ stage_actor::behavior_type scheduled_stage_double(stage_actor::pointer, std::uin
       [](labels_atom, std::uint64_t, std::uint64_t, train::Payload&, double) {},
       [](backward_atom, std::uint64_t, std::uint64_t, train::Payload&) {},
       [=](synced_atom, std::uint64_t, bool) { released->push_back({pipeline}); },
+      [](settle_atom) { return true; },
+  };
+}
+
+/// An averager that only records: each group it is told to average is appended to
+/// `released`.
+averager_actor::behavior_type averager_double(averager_actor::pointer,
+                                              std::vector<std::vector<std::size_t>>* released) {
+  return {
       [=](average_atom, const std::vector<std::uint64_t>& pipelines, const std::vector<std::uint64_t>&) {
         released->emplace_back(pipelines.begin(), pipelines.end());
       },
@@ -403,7 +414,7 @@ CAF_TEST(shutdown_while_messages_are_in_flight_ends_every_actor_and_answers_the_
   CAF_MESSAGE("computed " << computed << " actions before the shutdown, " << log.size() << " in all");
 }
 
-CAF_TEST(stages_ask_the_group_scheduler_after_their_step_and_a_group_averages_on_its_timer) {
+CAF_TEST(stages_ask_the_group_scheduler_after_their_step_and_compute_on_while_a_group_averages_on_its_timer) {
   const Schedule one = gpipe_schedule(1, {1});
   std::vector<stage_actor> replicas;
   std::vector<std::vector<std::size_t>> averaged;
@@ -413,12 +424,21 @@ CAF_TEST(stages_ask_the_group_scheduler_after_their_step_and_a_group_averages_on
     stage_config.actions = one.stages[0];
     stage_config.pipeline = p;
     stage_config.detached = false;
-    stage_config.average = [&](const std::vector<std::size_t>& group) { averaged.push_back(group); };
+    stage_config.snapshot = [&log = log, p] { log.push_back("p" + std::to_string(p) + "s0 snapshot"); };
+    stage_config.correct = [&log = log, p] { log.push_back("p" + std::to_string(p) + "s0 change"); };
     replicas.push_back(spawn_stage(sys, std::move(stage_config)));
     spawned.push_back(caf::actor_cast<caf::actor>(replicas[p]));
   }
+  AveragerConfig averager_config;
+  averager_config.stages = replicas;
+  averager_config.average = [&](const std::vector<std::size_t>& group) { averaged.push_back(group); };
+  averager_config.job = job;
+  averager_config.detached = false;
+  auto averager = spawn_averager(sys, averager_config);
+  spawned.push_back(caf::actor_cast<caf::actor>(averager));
   GroupSchedulerConfig config; // a window of 1 ms, doubled for a lone asker
   config.stages = {{replicas[0]}, {replicas[1]}, {replicas[2]}};
+  config.averagers = {averager};
   config.job = job;
   auto scheduler = spawn_group_scheduler(sys, config);
   spawned.push_back(caf::actor_cast<caf::actor>(scheduler));
@@ -432,28 +452,55 @@ CAF_TEST(stages_ask_the_group_scheduler_after_their_step_and_a_group_averages_on
   expect((labels_atom, std::uint64_t, std::uint64_t, train::Payload, double), from(self).to(replicas[0]));
   expect((forward_atom, std::uint64_t, std::uint64_t, train::Payload), from(self).to(replicas[0]));
   expect((ask_atom, std::uint64_t, std::uint64_t, std::uint64_t), from(replicas[0]).to(scheduler).with(_, 0u, 0u, 1u));
-  CAF_CHECK_EQUAL(log, (std::vector<std::string>{"p0s0 F0", "p0s0 B0", "p0s0 step"}));
+  // Having asked, it reports the step done: the next may start while its group forms.
+  expect((done_atom, std::uint64_t, std::uint64_t, double), from(replicas[0]).to(pipeline).with(_, 1u, 0u, _));
+  CAF_CHECK_EQUAL(log, (std::vector<std::string>{"p0s0 F0", "p0s0 B0", "p0s0 step", "p0s0 snapshot"}));
   // Alone when its window closes: the window doubles and nobody is let go.
   sched.clock().advance_time(std::chrono::milliseconds(1));
   sched.run();
   CAF_CHECK(averaged.empty());
-  // Pipeline 1 asks within the longer window; at its end the two average, on pipeline
-  // 0's stage, which releases pipeline 1's; both report to their pipeline.
+  // Pipeline 1 asks within the longer window. Pipeline 0 meanwhile computes its step 2,
+  // and stops at its end: no step, no ask, while step 1's answer is out.
   self->send(replicas[1], labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(0), 1.0);
   self->send(replicas[1], forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(2));
+  self->send(replicas[0], labels_atom::value, std::uint64_t{2}, std::uint64_t{0}, value(0), 1.0);
+  self->send(replicas[0], forward_atom::value, std::uint64_t{2}, std::uint64_t{0}, value(3));
   sched.run();
   CAF_CHECK(averaged.empty());
+  CAF_CHECK_EQUAL(std::count(log.begin(), log.end(), "p0s0 B0"), 2);
+  CAF_CHECK_EQUAL(std::count(log.begin(), log.end(), "p0s0 step"), 1);
+  // Pipeline 1 is between steps with its ask out: it settles when it has its change.
+  auto settled = self->request(replicas[1], caf::infinite, settle_atom::value);
+  sched.run();
+  CAF_CHECK(self->mailbox().empty());
+  // At the window's end the stage's averager makes the two members' changes and
+  // releases both. Pipeline 0 takes its change, steps and asks step 2; pipeline 1,
+  // between steps, takes its change at once and settles.
   sched.clock().advance_time(std::chrono::milliseconds(1));
   expect((tick_atom, std::uint64_t, std::uint64_t), from(scheduler).to(scheduler).with(_, 0u, _));
   expect((average_atom, std::vector<std::uint64_t>, std::vector<std::uint64_t>),
-         from(scheduler).to(replicas[0]).with(_, std::vector<std::uint64_t>{0, 1}, std::vector<std::uint64_t>{1, 1}));
+         from(scheduler).to(averager).with(_, std::vector<std::uint64_t>{0, 1}, std::vector<std::uint64_t>{1, 1}));
   CAF_CHECK_EQUAL(averaged, (std::vector<std::vector<std::size_t>>{{0, 1}}));
-  expect((synced_atom, std::uint64_t, bool), from(replicas[0]).to(replicas[1]).with(_, 1u, true));
-  expect((done_atom, std::uint64_t, std::uint64_t, double), from(replicas[0]).to(pipeline).with(_, 1u, 0u, _));
-  expect((done_atom, std::uint64_t, std::uint64_t, double), from(replicas[1]).to(pipeline).with(_, 1u, 0u, _));
-  // Each stepped once, before asking; the averaging steps no one again.
-  CAF_CHECK_EQUAL(std::count(log.begin(), log.end(), "p0s0 step"), 1);
+  expect((synced_atom, std::uint64_t, bool), from(averager).to(replicas[0]).with(_, 1u, true));
+  expect((ask_atom, std::uint64_t, std::uint64_t, std::uint64_t), from(replicas[0]).to(scheduler).with(_, 0u, 0u, 2u));
+  expect((done_atom, std::uint64_t, std::uint64_t, double), from(replicas[0]).to(pipeline).with(_, 2u, 0u, _));
+  expect((synced_atom, std::uint64_t, bool), from(averager).to(replicas[1]).with(_, 1u, true));
+  bool answer = false;
+  settled.receive([&](bool b) { answer = b; }, [](caf::error&) {});
+  CAF_CHECK(answer);
+  const auto at = [&](const std::string& entry, std::size_t nth = 0) {
+    auto it = log.begin();
+    for (std::size_t i = 0; i <= nth; ++i)
+      it = std::find(i ? std::next(it) : log.begin(), log.end(), entry);
+    return std::distance(log.begin(), it);
+  };
+  // Pipeline 0's change lands between the end of its step 2 and that step's optimizer
+  // step; each pipeline stepped once per step, the averaging steps no one.
+  CAF_CHECK_LESS(at("p0s0 B0", 1), at("p0s0 change"));
+  CAF_CHECK_LESS(at("p0s0 change"), at("p0s0 step", 1));
+  CAF_CHECK_EQUAL(std::count(log.begin(), log.end(), "p0s0 step"), 2);
   CAF_CHECK_EQUAL(std::count(log.begin(), log.end(), "p1s0 step"), 1);
+  CAF_CHECK_EQUAL(std::count(log.begin(), log.end(), "p1s0 change"), 1);
   // A second ask from a pipeline already waiting breaks the protocol: the job hears.
   self->send(scheduler, ask_atom::value, std::uint64_t{0}, std::uint64_t{2}, std::uint64_t{1});
   self->send(scheduler, ask_atom::value, std::uint64_t{0}, std::uint64_t{2}, std::uint64_t{1});
@@ -475,6 +522,8 @@ CAF_TEST(the_group_scheduler_never_hands_out_overlapping_groups_and_connects_eve
         config.stages.push_back({sys.spawn(scheduled_stage_double, std::uint64_t{p}, &released)});
         spawned.push_back(caf::actor_cast<caf::actor>(config.stages.back().front()));
       }
+      config.averagers = {sys.spawn(averager_double, &released)};
+      spawned.push_back(caf::actor_cast<caf::actor>(config.averagers.front()));
       auto scheduler = spawn_group_scheduler(sys, config);
       spawned.push_back(caf::actor_cast<caf::actor>(scheduler));
       // Each pipeline computes for 1–5 ms between asks, a tenth of the time 20 ms more.

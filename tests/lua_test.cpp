@@ -343,6 +343,9 @@ BOOST_AUTO_TEST_CASE(a_failing_or_malformed_lua_plugin_is_named_with_its_line) {
                            "end)\n"
                            "actorpipe.register_sync('shrinking', function(r)\n"
                            "  return { kind = 'scheduled_averaging', scheduling = { grow = 0.5 } }\n"
+                           "end)\n"
+                           "actorpipe.register_sync('overlapping', function(r)\n"
+                           "  return { kind = 'scheduled_averaging', scheduling = { overlap = 1 } }\n"
                            "end)\n");
   const PluginRegistry registry = registry_with(file);
   auto job = load_job(configs() + "/vgg16-4dev.toml", {"plan.stages=1", "plan.micro_batches=2"});
@@ -376,6 +379,11 @@ BOOST_AUTO_TEST_CASE(a_failing_or_malformed_lua_plugin_is_named_with_its_line) {
   BOOST_TEST(contains(message, "sync 'shrinking' (" + file +
                                    ":15): returned group scheduling that cannot run: "
                                    "grow must be above 1"),
+             message);
+  job->plan.sync = "overlapping";
+  message = error_of("uniform");
+  BOOST_TEST(contains(message, "sync 'overlapping' (" + file +
+                                   ":18): returned scheduling.overlap: expected true or false, found 1"),
              message);
   job->plan.sync = "allreduce";
 
@@ -520,9 +528,11 @@ actorpipe.plot_bars("bars.svg", { title = "Throughput", y_label = "samples/s", c
 BOOST_AUTO_TEST_CASE(the_scripts_of_scripts_run_on_small_settings) {
   ScratchDir dir;
   const std::string scripts = (test::source_root() / "scripts").string();
+  std::string printed; // the last script's output
   const auto script = [&](const std::string& name, const std::string& args) {
     const std::string out = (dir.path() / name).string();
     auto result = test::run_cli("script " + scripts + "/" + name + ".lua --output " + out + " " + args);
+    printed = result.out;
     BOOST_TEST_MESSAGE(name << ":\n" << result.out << result.err);
     BOOST_REQUIRE_MESSAGE(result.status == 0, name << ": " << result.err);
     return out;
@@ -552,13 +562,21 @@ BOOST_AUTO_TEST_CASE(the_scripts_of_scripts_run_on_small_settings) {
 
   // Sync policies without and with stragglers: a row each, every target reached; the
   // tuned combination names the shape it chose; the plan against uniform + sequential.
-  out = script("sync_experiments", two_by_two_job + " 22 allreduce,sdpipe,elastic+afp+tuned delay:p=0.5,ms=1 100");
+  // Stragglers delay by twice a micro-batch's simulated compute.
+  out = script("sync_experiments", two_by_two_job + " 22 allreduce,sdpipe,elastic+afp+tuned auto 100");
+  std::smatch compute;
+  BOOST_REQUIRE_MESSAGE(std::regex_search(printed, compute,
+                                          std::regex("a micro-batch's compute: ([0-9.]+) ms \\(simulated\\); "
+                                                     "stragglers: (delay:p=0.1,ms=([0-9.]+))")),
+                        printed);
+  BOOST_TEST(std::stod(compute[1]) > 0);
+  BOOST_TEST(std::stod(compute[3]) == 2 * std::stod(compute[1]), boost::test_tools::tolerance(1e-6));
   const std::string sync = read(out + "/sync.csv");
   BOOST_TEST(
       sync.rfind("sync,stragglers,samples_per_s,median_step_ms,ms_to_target,final_loss,test_accuracy,shape\n", 0) == 0u,
       sync);
   BOOST_TEST(std::count(sync.begin(), sync.end(), '\n') == 7);
-  BOOST_TEST(contains(sync, "\nsdpipe,\"delay:p=0.5,ms=1\","), sync); // quoted: it holds a comma
+  BOOST_TEST(contains(sync, "\nsdpipe,\"" + compute[2].str() + "\","), sync); // quoted: it holds a comma
   BOOST_TEST(!contains(sync, ",-1,"), sync); // a loss under 100 is reached after the first 20 steps
   BOOST_TEST(std::regex_search(sync, std::regex("\nelastic\\+afp\\+tuned,,[^\n]*,2 x [12] x [0-9]+\n")), sync);
   const std::string plans = read(out + "/plans.csv");

@@ -213,9 +213,11 @@ BOOST_AUTO_TEST_CASE(sync_policies_that_average_parameters_every_step_train_like
   BOOST_TEST(difference("average", "") < 1e-5);
   BOOST_TEST(difference("ad-psgd", "") < 1e-5);
   BOOST_TEST(difference("average", "[plan.options.average]\nperiod = 2\n") > 1e-4);
-  // SDPipe with every ask a forced round: every local step is averaged over all
-  // pipelines, which the scheduler holds together, as `average` does.
-  BOOST_TEST(difference("sdpipe", "[plan.options.sdpipe]\nforce_every = 1\n") < 1e-5);
+  // SDPipe with every ask a forced round, each pipeline waiting for its answer: every
+  // local step is averaged over all pipelines, as `average` does. Computing the next
+  // step meanwhile (overlap, the default) takes the average a step late: not the same.
+  BOOST_TEST(difference("sdpipe", "[plan.options.sdpipe]\nforce_every = 1\noverlap = false\n") < 1e-5);
+  BOOST_TEST(difference("sdpipe", "[plan.options.sdpipe]\nforce_every = 1\n") > 1e-4);
   // A synchronous parameter server steps once on every pipeline's push, which is the
   // batch's gradient, for any optimizer; applying each push as it comes is not.
   BOOST_TEST(difference("parameter-server", "[plan.options.parameter-server]\nstaleness = 0\n") < 1e-5);
@@ -358,7 +360,8 @@ BOOST_AUTO_TEST_CASE(no_straggler_pattern_deadlocks_a_run) {
                                     {"max_window_ms", "2"},
                                     {"min_window_ms", "0.01"},
                                     {"pairs_above", pick("1", "2", "8")},
-                                    {"force_every", pick("0", "1", "2", "3", "10")}};
+                                    {"force_every", pick("0", "1", "2", "3", "10")},
+                                    {"overlap", pick("true", "true", "false")}};
     std::string spec;
     for (int d = 0; d < 3; ++d)
       if (number(0, 1) < 0.7)

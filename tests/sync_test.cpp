@@ -40,7 +40,29 @@ BOOST_AUTO_TEST_CASE(the_window_grows_for_a_lone_asker_and_shrinks_for_a_group) 
   BOOST_TEST(alone[0] == (Group{1}), boost::test_tools::per_element());
 }
 
-BOOST_AUTO_TEST_CASE(above_eight_askers_pair_up_and_a_forced_round_waits_for_everyone_not_away) {
+BOOST_AUTO_TEST_CASE(a_window_closes_at_once_when_no_one_else_can_come) {
+  GroupScheduler scheduler(3);
+  scheduler.arrive(1, 0.0);
+  scheduler.arrive(0, 0.2);
+  BOOST_TEST(scheduler.deadline().value() == 1.0); // 2 may still come
+  scheduler.arrive(2, 0.4);
+  BOOST_TEST(scheduler.deadline().value() == 0.0); // everyone is here
+  const auto all = scheduler.close(0.4);
+  BOOST_REQUIRE_EQUAL(all.size(), 1u);
+  BOOST_TEST(all[0] == (Group{1, 0, 2}), boost::test_tools::per_element());
+  BOOST_TEST(scheduler.window_ms() == 0.9);
+  // Alone with everyone else away: let go alone at once, the window as it was.
+  scheduler.set_away(0, true);
+  scheduler.set_away(2, true);
+  scheduler.arrive(1, 5.0);
+  BOOST_TEST(scheduler.deadline().value() == 5.0);
+  const auto alone = scheduler.close(5.0);
+  BOOST_REQUIRE_EQUAL(alone.size(), 1u);
+  BOOST_TEST(alone[0] == (Group{1}), boost::test_tools::per_element());
+  BOOST_TEST(scheduler.window_ms() == 0.9);
+}
+
+BOOST_AUTO_TEST_CASE(above_eight_askers_pair_up_and_a_forced_round_waits_for_an_asker_of_every_part) {
   GroupScheduler many(9);
   for (std::size_t p = 0; p < 9; ++p)
     many.arrive(8 - p, 0.1 * static_cast<double>(p));
@@ -58,7 +80,7 @@ BOOST_AUTO_TEST_CASE(above_eight_askers_pair_up_and_a_forced_round_waits_for_eve
   BOOST_TEST(forced.forcing());
   forced.arrive(2, 2);
   forced.arrive(1, 2);
-  BOOST_TEST(!forced.deadline()); // a forced round waits for every pipeline
+  BOOST_TEST(!forced.deadline()); // a forced round waits for an asker of {3} too
   BOOST_TEST(forced.close(100).empty());
   forced.set_away(3, true); // 3 cannot ask for now: not waited for
   forced.set_away(0, true);
@@ -67,19 +89,19 @@ BOOST_AUTO_TEST_CASE(above_eight_askers_pair_up_and_a_forced_round_waits_for_eve
   BOOST_REQUIRE_EQUAL(joined.size(), 1u);
   BOOST_TEST(joined[0] == (Group{1, 2}), boost::test_tools::per_element());
   BOOST_TEST(forced.forcing()); // 3 was away: still apart, the next round is forced too
+  forced.set_away(0, false);
   forced.arrive(3, 101);
-  forced.arrive(0, 101);
-  BOOST_TEST(!forced.deadline()); // 1 and 2 went on, and may ask again
-  forced.set_away(1, true);
-  forced.set_away(2, true);
-  const auto all = forced.close(101);
+  BOOST_TEST(!forced.deadline()); // none of {0, 1, 2} asks yet
+  forced.arrive(0, 102);
+  BOOST_TEST(forced.deadline().value() == 101.0); // 1 and 2 need not ask: 0 is of their part
+  const auto all = forced.close(102);
   BOOST_REQUIRE_EQUAL(all.size(), 1u); // 0 stands for {0, 1, 2}, 3 for itself
   BOOST_TEST(all[0] == (Group{0, 3}), boost::test_tools::per_element());
   BOOST_TEST(!forced.forcing()); // connected: the count starts afresh
 
-  BOOST_CHECK_THROW(forced.arrive(9, 102), std::logic_error);
-  forced.arrive(1, 102);
-  BOOST_CHECK_THROW(forced.arrive(1, 102), std::logic_error);
+  BOOST_CHECK_THROW(forced.arrive(9, 103), std::logic_error);
+  forced.arrive(1, 103);
+  BOOST_CHECK_THROW(forced.arrive(1, 103), std::logic_error);
   GroupScheduling inverted;
   inverted.min_window_ms = 2;
   BOOST_CHECK_THROW(GroupScheduler(2, inverted), std::invalid_argument);

@@ -4,7 +4,8 @@
 /// parameters among themselves. The options are GroupScheduling's, by the same names:
 /// the scheduler's adaptive window (`window_ms`, `min_window_ms`, `max_window_ms`,
 /// `grow`, `shrink`), pairs above `pairs_above` askers, and a round connecting every
-/// pipeline at least every `force_every` rounds (0: never).
+/// pipeline at least every `force_every` rounds (0: never); `overlap` ("true" or
+/// "false"): whether a pipeline computes its next step while its group averages.
 
 #include <actorpipe/plugin.hpp>
 
@@ -16,7 +17,7 @@ class SdpipePolicy : public SyncPolicy {
 public:
   Result<SyncRound> round(const SyncRequest& request) override {
     ACTORPIPE_TRY(check_options(request.options, {"window_ms", "min_window_ms", "max_window_ms", "grow", "shrink",
-                                                  "pairs_above", "force_every"}));
+                                                  "pairs_above", "force_every", "overlap"}));
     GroupScheduling s;
     auto max_window = number_option(request.options, "max_window_ms", s.max_window_ms, 0, 1e6);
     ACTORPIPE_TRY(max_window);
@@ -32,6 +33,8 @@ public:
     ACTORPIPE_TRY(pairs_above);
     auto force_every = count_option(request.options, "force_every", s.force_every, 0, 1000000000);
     ACTORPIPE_TRY(force_every);
+    auto overlap = choice_option(request.options, "overlap", s.overlap ? "true" : "false", {"true", "false"});
+    ACTORPIPE_TRY(overlap);
     SyncRound round;
     round.kind = SyncRound::Kind::scheduled_averaging;
     round.scheduling = {*window,
@@ -40,7 +43,8 @@ public:
                         *grow,
                         *shrink,
                         static_cast<std::size_t>(*pairs_above),
-                        static_cast<std::size_t>(*force_every)};
+                        static_cast<std::size_t>(*force_every),
+                        *overlap == "true"};
     return round;
   }
 };

@@ -187,6 +187,10 @@ struct GroupScheduling {
   /// and, with the groups since all were last connected, connects every pipeline; 0:
   /// no such rounds.
   std::size_t force_every = 10;
+  /// Whether a pipeline computes its next step while its group forms and averages
+  /// (the change added at that step's end); false: it waits for the answer first, so
+  /// every step starts from the averaged parameters.
+  bool overlap = true;
 };
 
 /// How one round of synchronisation goes.

@@ -321,6 +321,11 @@ Result<GroupScheduling> read_group_scheduling(const json& item) {
       (key == "pairs_above" ? s.pairs_above : s.force_every) = *n;
       continue;
     }
+    if (key == "overlap") {
+      if (!value.is_boolean()) return Error::bad_input(where + ": expected true or false, found " + value.dump());
+      s.overlap = value.get<bool>();
+      continue;
+    }
     double* field = key == "window_ms"       ? &s.window_ms
                     : key == "min_window_ms" ? &s.min_window_ms
                     : key == "max_window_ms" ? &s.max_window_ms
@@ -328,8 +333,9 @@ Result<GroupScheduling> read_group_scheduling(const json& item) {
                     : key == "shrink"        ? &s.shrink
                                              : nullptr;
     if (!field)
-      return Error::bad_input("scheduling: unknown field '" + key +
-                              "' (window_ms, min_window_ms, max_window_ms, grow, shrink, pairs_above, force_every)");
+      return Error::bad_input(
+          "scheduling: unknown field '" + key +
+          "' (window_ms, min_window_ms, max_window_ms, grow, shrink, pairs_above, force_every, overlap)");
     if (!value.is_number()) return Error::bad_input(where + ": expected a number, found " + value.dump());
     *field = value.get<double>();
   }

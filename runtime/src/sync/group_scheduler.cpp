@@ -27,9 +27,9 @@ GroupScheduler::GroupScheduler(std::size_t pipelines, GroupScheduling options)
   std::iota(part_.begin(), part_.end(), std::size_t{0});
 }
 
-std::size_t GroupScheduler::find(std::size_t p) {
+std::size_t GroupScheduler::find(std::size_t p) const {
   while (part_[p] != p)
-    p = part_[p] = part_[part_[p]];
+    p = part_[p];
   return p;
 }
 
@@ -58,9 +58,19 @@ bool GroupScheduler::everyone_here() const {
   return true;
 }
 
+bool GroupScheduler::every_part_here() const {
+  std::vector<bool> present(pipelines_, false), here(pipelines_, false);
+  for (std::size_t p = 0; p < pipelines_; ++p) {
+    if (!away_[p]) present[find(p)] = true;
+    if (is_waiting_[p]) here[find(p)] = true;
+  }
+  return present == here;
+}
+
 std::optional<double> GroupScheduler::deadline() const {
   if (waiting_.empty()) return std::nullopt;
-  if (forcing()) return everyone_here() ? opened_ : std::nullopt;
+  if (forcing()) return every_part_here() ? opened_ : std::nullopt;
+  if (everyone_here()) return opened_; // no one else can come
   return *opened_ + window_;
 }
 
@@ -103,8 +113,8 @@ std::vector<Group> GroupScheduler::close(double now_ms) {
   if (forcing()) {
     groups = forced_groups();
   } else if (waiting_.size() == 1) {
-    // Alone: wait longer for company, up to the largest window.
-    if (window_ < options_.max_window_ms) {
+    // Alone: wait longer for company, up to the largest window, while some may come.
+    if (window_ < options_.max_window_ms && !everyone_here()) {
       window_ = std::min(options_.max_window_ms, window_ * options_.grow);
       return {};
     }

@@ -7,17 +7,19 @@
 /// all. The group-scheduler actor (actors/group_scheduler_actor) drives it with the
 /// clock; tests drive it with times of their own.
 ///
-/// The window opens at the first asker and closes `window_ms` later:
+/// The window opens at the first asker and closes `window_ms` later, or at once when
+/// every pipeline that is not away asks (no one else can come):
 ///   - one asker alone: the window grows (up to `max_window_ms`) and stays open; at
-///     the largest window a lone asker is let go alone (its local step stands);
+///     the largest window, or with everyone else away, a lone asker is let go alone
+///     (its local step stands);
 ///   - two or more: one group, or pairs when there are more than `pairs_above` (in
 ///     arrival order; an odd one out joins the last pair); the window shrinks (down to
 ///     `min_window_ms`).
 /// Rounds (closes that let someone go) are counted since the groups last connected
 /// every pipeline (averaged, directly or through others, with every other); once
-/// `force_every` − 1 have not, the next round is forced: it waits for every pipeline
-/// that is not away and groups one member of each part still apart, the others going
-/// alone. A pipeline is away while it cannot ask: it has no work (the run drains
+/// `force_every` − 1 have not, the next round is forced: it waits until each part still
+/// apart that has a pipeline not away has an asker, and groups one asker of each part,
+/// the others going alone. A pipeline is away while it cannot ask: it has no work (the run drains
 /// before evaluating), or it is held in another stage's round (the actor knows). A
 /// forced round that an away pipeline missed leaves the next one forced too.
 
@@ -56,7 +58,7 @@ public:
   /// pipelines yet to ask).
   std::optional<double> deadline() const;
 
-  /// Closes the round if its deadline has passed (or a forced round has everyone it
+  /// Closes the round if its deadline has passed (or a forced round has every part it
   /// waits for): each asker let go as a member of a group (a group of one: alone).
   /// Empty when nothing closes yet.
   std::vector<Group> close(double now_ms);
@@ -69,9 +71,11 @@ public:
 
 private:
   bool everyone_here() const;
+  /// Whether every part with a pipeline not away has an asker.
+  bool every_part_here() const;
   std::vector<Group> forced_groups();
   void remember(const std::vector<Group>& groups);
-  std::size_t find(std::size_t p);
+  std::size_t find(std::size_t p) const;
 
   std::size_t pipelines_;
   GroupScheduling options_;

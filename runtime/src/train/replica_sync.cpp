@@ -78,6 +78,75 @@ void average_parameters(const std::vector<StageWorker*>& replicas) {
   }
 }
 
+struct AveragingSnapshot::Impl {
+  std::vector<torch::Tensor> parameters, buffers; ///< as taken, then the change
+  bool changed = false;
+};
+
+AveragingSnapshot::AveragingSnapshot() : impl_(std::make_unique<Impl>()) {}
+AveragingSnapshot::~AveragingSnapshot() = default;
+AveragingSnapshot::AveragingSnapshot(AveragingSnapshot&&) noexcept = default;
+
+namespace {
+
+/// `copy` ← `from`, allocated at the first copy.
+void keep(std::vector<torch::Tensor>& copy, const std::vector<torch::Tensor>& from) {
+  if (copy.size() != from.size()) {
+    copy.clear();
+    for (const torch::Tensor& t : from)
+      copy.push_back(t.detach().clone());
+    return;
+  }
+  for (std::size_t i = 0; i < from.size(); ++i)
+    copy[i].copy_(from[i]);
+}
+
+} // namespace
+
+void AveragingSnapshot::take(StageWorker& replica) {
+  torch::NoGradGuard no_grad;
+  keep(impl_->parameters, replica.impl().parameters);
+  keep(impl_->buffers, replica.impl().buffers);
+  impl_->changed = false;
+}
+
+void AveragingSnapshot::average(const std::vector<AveragingSnapshot*>& group, const std::string& buffers) {
+  if (group.size() < 2) return;
+  torch::NoGradGuard no_grad;
+  const double n = static_cast<double>(group.size());
+  const Impl& first = *group.front()->impl_;
+  for (std::size_t i = 0; i < first.parameters.size(); ++i) {
+    torch::Tensor mean = first.parameters[i].clone();
+    for (std::size_t r = 1; r < group.size(); ++r)
+      mean.add_(group[r]->impl_->parameters[i]);
+    mean.div_(n);
+    for (AveragingSnapshot* member : group)
+      member->impl_->parameters[i].neg_().add_(mean);
+  }
+  for (std::size_t i = 0; i < first.buffers.size(); ++i) {
+    torch::Tensor agreed = first.buffers[i].clone();
+    if (buffers == "average" && agreed.is_floating_point()) {
+      for (std::size_t r = 1; r < group.size(); ++r)
+        agreed.add_(group[r]->impl_->buffers[i]);
+      agreed.div_(n);
+    }
+    for (AveragingSnapshot* member : group)
+      member->impl_->buffers[i].neg_().add_(agreed);
+  }
+  for (AveragingSnapshot* member : group)
+    member->impl_->changed = true;
+}
+
+void AveragingSnapshot::apply(StageWorker& replica) {
+  if (!impl_->changed) return;
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < impl_->parameters.size(); ++i)
+    replica.impl().parameters[i].add_(impl_->parameters[i]);
+  for (std::size_t i = 0; i < impl_->buffers.size(); ++i)
+    replica.impl().buffers[i].add_(impl_->buffers[i]);
+  impl_->changed = false;
+}
+
 struct ElasticCentre::Impl {
   std::vector<torch::Tensor> centre;
 };

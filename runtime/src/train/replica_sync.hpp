@@ -30,6 +30,31 @@ void scale_gradients(StageWorker& replica, double factor);
 /// Replaces every replica's parameters by their mean.
 void average_parameters(const std::vector<StageWorker*>& replicas);
 
+/// Scheduled averaging that lets a pipeline compute on while its group forms: a
+/// replica's parameters and buffers as they were when it asked, which its group's
+/// averaging turns into the change averaging makes to them (the group's mean, or its
+/// agreed buffer, minus them). The replica adds the change at its next step's end, so
+/// what it learnt meanwhile stays on top of the mean.
+class AveragingSnapshot {
+public:
+  AveragingSnapshot();
+  ~AveragingSnapshot();
+  AveragingSnapshot(AveragingSnapshot&&) noexcept;
+
+  /// Copies `replica`'s parameters and buffers; no change is pending.
+  void take(StageWorker& replica);
+  /// Turns each member's snapshot into its change: parameters to the group's mean,
+  /// buffers as agree_buffers() would agree them (`buffers`). A group of one changes
+  /// nothing.
+  static void average(const std::vector<AveragingSnapshot*>& group, const std::string& buffers);
+  /// Adds the pending change, if any, to `replica`'s parameters and buffers.
+  void apply(StageWorker& replica);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 /// A stage's centre variable for elastic averaging: a copy of its parameters that the
 /// replicas are pulled towards and that is pulled towards them.
 class ElasticCentre {

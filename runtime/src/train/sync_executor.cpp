@@ -13,7 +13,10 @@ SyncExecutor::SyncExecutor(std::shared_ptr<SyncPolicy> policy, std::string label
                            std::function<std::vector<StageWorker*>(std::size_t)> replicas)
     : policy_(std::move(policy)), label_(std::move(label)), options_(std::move(options)), pipelines_(pipelines),
       batch_share_(batch_share), buffers_(std::move(buffers)), replicas_(std::move(replicas)), centres_(stages),
-      servers_(stages) {}
+      servers_(stages), snapshots_(stages) {
+  for (auto& stage : snapshots_)
+    stage.resize(pipelines);
+}
 
 SyncExecutor::~SyncExecutor() = default;
 
@@ -98,13 +101,19 @@ std::optional<SyncRound> SyncExecutor::asynchronous() {
   return first;
 }
 
+void SyncExecutor::snapshot(std::size_t stage, std::size_t pipeline) {
+  snapshots_.at(stage).at(pipeline).take(*replicas_(stage).at(pipeline));
+}
+
 void SyncExecutor::average(std::size_t stage, const std::vector<std::size_t>& pipelines) {
-  const std::vector<StageWorker*> all = replicas_(stage);
-  std::vector<StageWorker*> group;
+  std::vector<AveragingSnapshot*> group;
   for (const std::size_t p : pipelines)
-    group.push_back(all.at(p));
-  average_parameters(group);
-  agree_buffers(group, buffers_);
+    group.push_back(&snapshots_.at(stage).at(p));
+  AveragingSnapshot::average(group, buffers_);
+}
+
+void SyncExecutor::correct(std::size_t stage, std::size_t pipeline) {
+  snapshots_.at(stage).at(pipeline).apply(*replicas_(stage).at(pipeline));
 }
 
 void SyncExecutor::serve(std::size_t stage, const std::vector<std::size_t>& pushers) {
@@ -120,8 +129,11 @@ void SyncExecutor::serve(std::size_t stage, const std::vector<std::size_t>& push
 
 void SyncExecutor::with_model(const std::function<void()>& use) {
   if (averaging_) {
-    for (std::size_t s = 0; s < centres_.size(); ++s)
-      average(s, all_pipelines(pipelines_));
+    for (std::size_t s = 0; s < centres_.size(); ++s) {
+      const std::vector<StageWorker*> all = replicas_(s);
+      average_parameters(all);
+      agree_buffers(all, buffers_);
+    }
     use();
     return;
   }

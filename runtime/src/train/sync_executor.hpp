@@ -9,8 +9,10 @@
 ///     averages its parameters;
 ///   - elastic: every replica steps on its own gradient, then each group moves towards
 ///     the stage's centre variable and the centre towards it;
-///   - scheduled_averaging (asynchronous): no rounds; each pipeline steps on its own and
-///     the group scheduler has groups averaged (average()), run by a group's member;
+///   - scheduled_averaging (asynchronous): no rounds; each pipeline steps on its own,
+///     keeps a snapshot as it asks the group scheduler (snapshot()) and computes on;
+///     a group's member turns the group's snapshots into changes (average()), which
+///     each member adds at its next step's end (correct());
 ///   - parameter_server (asynchronous): no rounds; a stage's server actor has the
 ///     stage's server weights step on pushed gradients (serve()).
 /// No LibTorch types show here.
@@ -49,8 +51,13 @@ public:
   /// that refuses, mixes kinds across stages, or schedules groups that cannot run.
   std::optional<SyncRound> asynchronous();
 
-  /// Averages stage `stage`'s replicas of `pipelines` (and agrees their buffers).
+  /// Scheduled averaging (AveragingSnapshot), each called by the stage actor it names,
+  /// or by the stage index's averager actor for average(): the snapshot of stage `stage`'s
+  /// replica of `pipeline` as it asks; the changes that average the snapshots of
+  /// `pipelines` (and agree their buffers); the change added to the replica.
+  void snapshot(std::size_t stage, std::size_t pipeline);
   void average(std::size_t stage, const std::vector<std::size_t>& pipelines);
+  void correct(std::size_t stage, std::size_t pipeline);
 
   /// The parameter server of stage `stage` steps on `pushers`' gradients, each its share
   /// of a batch's, and they take its parameters. Called by that stage's server actor
@@ -72,9 +79,10 @@ private:
   double batch_share_;
   std::string buffers_;
   std::function<std::vector<StageWorker*>(std::size_t)> replicas_;
-  std::vector<std::unique_ptr<ElasticCentre>> centres_; ///< per stage, made at its first elastic round
-  std::vector<std::unique_ptr<ServerWeights>> servers_; ///< per stage, made at its first push
-  bool averaging_ = false;                              ///< the policy is scheduled averaging
+  std::vector<std::unique_ptr<ElasticCentre>> centres_;   ///< per stage, made at its first elastic round
+  std::vector<std::unique_ptr<ServerWeights>> servers_;   ///< per stage, made at its first push
+  std::vector<std::vector<AveragingSnapshot>> snapshots_; ///< [stage][pipeline]
+  bool averaging_ = false;                                ///< the policy is scheduled averaging
 };
 
 } // namespace actorpipe::train
