@@ -89,10 +89,11 @@ void build(JobActor self, const JobConfig& config) {
       if (config.pin_threads && config.detached) stage.core = train::stage_core(cores, p * S + s, P * S);
       stage.detached = config.detached;
       if (p < config.emulated.size()) stage.emulated = config.emulated[p][s];
-      if (config.scheduling && config.average) {
+      if ((config.scheduling || config.elastic_period) && config.average) {
         stage.snapshot = [snapshot = config.snapshot, s, p] { snapshot(s, p); };
         stage.correct = [correct = config.correct, s, p] { correct(s, p); };
-        stage.overlap = config.scheduling->overlap;
+        if (config.scheduling) stage.overlap = config.scheduling->overlap;
+        if (config.elastic_period) stage.period = *config.elastic_period;
       }
       stages[p].push_back(spawn_stage(self->system(), std::move(stage)));
       watch(stages[p].back(), "stage " + std::to_string(s) + " of pipeline " + std::to_string(p));
@@ -100,7 +101,7 @@ void build(JobActor self, const JobConfig& config) {
   std::uint32_t share = 0;
   for (auto n : plan.schedule.micro_batch_sizes)
     share += n;
-  st.asynchronous = config.scheduling || config.staleness;
+  st.asynchronous = config.scheduling || config.staleness || config.elastic_period;
   for (std::size_t p = 0; p < P; ++p) {
     // A pipeline stepping on its own steps on its share's mean gradient.
     st.pipelines.push_back(spawn_pipeline(self->system(), stages[p], plan.schedule.micro_batch_sizes,
@@ -110,8 +111,8 @@ void build(JobActor self, const JobConfig& config) {
   }
   st.in_hand.assign(P, 0);
   const job_actor job = caf::actor_cast<job_actor>(self);
-  if (config.scheduling && P > 1) {
-    std::vector<averager_actor> averagers;
+  std::vector<averager_actor> averagers; // by stage index
+  if ((config.scheduling || config.elastic_period) && P > 1) {
     for (std::size_t s = 0; s < S; ++s) {
       std::vector<stage_actor> replicas;
       for (std::size_t p = 0; p < P; ++p)
@@ -122,11 +123,13 @@ void build(JobActor self, const JobConfig& config) {
                            job, config.detached}));
       watch(averagers.back(), "the averager of stage " + std::to_string(s));
     }
-    st.scheduler = spawn_group_scheduler(self->system(),
-                                         {*config.scheduling, stages, std::move(averagers), config.time_scale, job});
-    watch(st.scheduler, "the group scheduler");
     for (const auto& pipeline : stages)
       st.stages.insert(st.stages.end(), pipeline.begin(), pipeline.end());
+  }
+  if (config.scheduling && P > 1) {
+    st.scheduler =
+        spawn_group_scheduler(self->system(), {*config.scheduling, stages, averagers, config.time_scale, job});
+    watch(st.scheduler, "the group scheduler");
   }
   if (config.staleness)
     for (std::size_t s = 0; s < S; ++s) {
@@ -153,7 +156,8 @@ void build(JobActor self, const JobConfig& config) {
       self->send(stages[p][s], connect_atom::value,
                  StageLinks{s > 0 ? stages[p][s - 1] : stage_actor{}, s + 1 < S ? stages[p][s + 1] : stage_actor{},
                             st.pipelines[p], round, replicas, st.scheduler, job,
-                            st.servers.empty() ? parameter_server_actor{} : st.servers[s]});
+                            st.servers.empty() ? parameter_server_actor{} : st.servers[s],
+                            config.elastic_period && !averagers.empty() ? averagers[s] : averager_actor{}});
   }
 }
 

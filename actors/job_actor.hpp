@@ -60,6 +60,11 @@ struct JobConfig {
   std::function<void(std::size_t stage, std::size_t pipeline)> snapshot;
   std::function<void(std::size_t stage, const std::vector<std::size_t>& pipelines)> average;
   std::function<void(std::size_t stage, std::size_t pipeline)> correct;
+  /// Asynchronous elastic averaging (SyncRound::period): each pipeline steps on the
+  /// shares it is handed, and every this many of its steps each of its stages has its
+  /// stage's averager move it and the centre towards each other (`average` of that
+  /// pipeline alone), with `snapshot` and `correct` as under `scheduling`.
+  std::optional<std::uint64_t> elastic_period;
   /// A parameter server's staleness bound (SyncRound::staleness): asynchronous too, with
   /// a parameter-server actor per stage index that steps on pushed gradients (`serve`).
   std::optional<std::uint64_t> staleness;

@@ -21,6 +21,10 @@
 ///     alone gets ─synced(n, true)→ from the scheduler
 ///   stage ─done(n, stage, loss)→ pipeline, having asked; it adds the group's change
 ///     when step n + 1's actions end (at once if it is between steps)
+/// Under asynchronous elastic averaging a stage asks its averager directly, every
+/// `period` of its steps, and computes on meanwhile:
+///   stage s of pipeline p ─average({p}, {n})→ stage s's averager, which moves the
+///     snapshot and the centre towards each other ─synced(n, true)→ the stage
 ///   run ─settle→ job ─settle→ every stage, answered once it has no change to take:
 ///     before the run evaluates or saves the parameters
 /// With a parameter server, a stage pushes after its backward, taking no step:
@@ -109,7 +113,8 @@ using stage_actor = caf::typed_actor<caf::reacts_to<connect_atom, StageLinks>,
 /// Whom a stage talks to, sent once before any input. The first stage has no
 /// `previous`, the last no `next`, a stage of a lone pipeline no `sync`, no `scheduler`
 /// and no `replicas`; a lockstep policy gives a `sync` round, scheduled averaging a
-/// `scheduler`, a parameter server a `server`.
+/// `scheduler`, a parameter server a `server`, asynchronous elastic averaging an
+/// `averager`.
 struct StageLinks {
   stage_actor previous;
   stage_actor next;
@@ -119,6 +124,7 @@ struct StageLinks {
   group_scheduler_actor scheduler;
   job_actor job;
   parameter_server_actor server;
+  averager_actor averager; ///< asynchronous elastic averaging: the stage's averager
 };
 
 } // namespace actorpipe::actors

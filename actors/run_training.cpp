@@ -187,6 +187,8 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
       job_config.scheduling = asynchronous->scheduling;
     if (asynchronous && asynchronous->kind == actorpipe::SyncRound::Kind::parameter_server)
       job_config.staleness = asynchronous->staleness;
+    if (asynchronous && asynchronous->kind == actorpipe::SyncRound::Kind::elastic_asynchronous)
+      job_config.elastic_period = asynchronous->period;
     job_config.snapshot = [&sync](std::size_t s, std::size_t p) { sync->snapshot(s, p); };
     job_config.average = [&sync](std::size_t s, const std::vector<std::size_t>& group) { sync->average(s, group); };
     job_config.correct = [&sync](std::size_t s, std::size_t p) { sync->correct(s, p); };
@@ -239,7 +241,7 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
   job_config.inject_failure = inject_failure;
   job_config.pin_threads = options.pin_threads;
   job_config.failure = failure;
-  const bool asynchronous = job_config.scheduling || job_config.staleness;
+  const bool asynchronous = job_config.scheduling || job_config.staleness || job_config.elastic_period;
   actors::job_actor job_actor = actors::spawn_job(system, std::move(job_config));
   // The driver's own actor, which must be gone before the system can wait for the rest.
   auto self = std::make_unique<caf::scoped_actor>(system);

@@ -269,23 +269,29 @@ bool ask(StageActor self) {
     }
     if (!take_average(self)) return false;
   }
+  // The group scheduler hears every step; an averager, every `period`.
+  const bool asking = st.links.scheduler || st.step % st.config.period == 0;
   const auto started = Clock::now();
   try {
     st.config.computation->step();
-    if (st.config.snapshot) st.config.snapshot();
+    if (asking && st.config.snapshot) st.config.snapshot();
   } catch (const std::exception& e) {
     fail(self, "optimizer step", first_line(e));
     return false;
   }
   record(st, SpanKind::step, 0, started);
-  self->send(st.links.scheduler, ask_atom::value, static_cast<std::uint64_t>(st.config.stage),
-             static_cast<std::uint64_t>(st.config.pipeline), st.step);
-  st.asked = st.step;
-  self->send(st.links.pipeline, done_atom::value, st.step, static_cast<std::uint64_t>(st.config.stage), st.loss_sum);
+  const std::uint64_t stage = st.config.stage, pipeline = st.config.pipeline;
+  if (st.links.scheduler)
+    self->send(st.links.scheduler, ask_atom::value, stage, pipeline, st.step);
+  else if (asking)
+    self->send(st.links.averager, average_atom::value, std::vector<std::uint64_t>{pipeline},
+               std::vector<std::uint64_t>{st.step});
+  if (asking) st.asked = st.step;
+  self->send(st.links.pipeline, done_atom::value, st.step, stage, st.loss_sum);
   st.cursor = 0;
   st.loss_sum = 0;
   ++st.step;
-  if (st.config.overlap) return true;
+  if (!asking || st.config.overlap) return true;
   st.syncing = true;
   st.sync_since = Clock::now();
   return false;
@@ -338,7 +344,7 @@ void advance(StageActor self) {
       if (!st.waiting_since) st.waiting_since = Clock::now();
       return;
     }
-    if (st.links.scheduler) {
+    if (st.links.scheduler || st.links.averager) {
       if (!ask(self)) return;
       continue;
     }
@@ -384,7 +390,7 @@ stage_actor::behavior_type stage_behavior(StageActor self, StageConfig config) {
       [=](synced_atom, std::uint64_t step, bool stepped) {
         auto& st = self->state;
         if (st.failed) return;
-        if (st.links.scheduler) {
+        if (st.links.scheduler || st.links.averager) {
           answered(self, step);
           return;
         }

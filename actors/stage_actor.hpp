@@ -67,6 +67,9 @@ struct StageConfig {
   std::function<void()> correct;
   /// GroupScheduling::overlap: compute the next step while the group averages.
   bool overlap = true;
+  /// Asynchronous elastic averaging (with an averager in the links): the stage asks
+  /// its averager every this many of its steps.
+  std::uint64_t period = 1;
   /// A thread of its own (it computes), bound to `core` on its first message; false
   /// leaves it to the scheduler, as the deterministic protocol tests need.
   bool detached = true;

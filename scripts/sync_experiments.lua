@@ -5,7 +5,7 @@
 --
 --   actorpipe script scripts/sync_experiments.lua [JOB] [STEPS] [POLICIES] [STRAGGLERS] [TARGET_LOSS]
 --   actorpipe script scripts/sync_experiments.lua configs/experiments/fashion-mnist-hetero.toml 300 \
---       allreduce,sdpipe,elastic,elastic+afp+tuned,parameter-server,ad-psgd auto 0.6
+--       allreduce,sdpipe,elastic,elastic:asynchronous=true+afp+tuned,parameter-server,ad-psgd auto 0.6
 --   actorpipe script scripts/sync_experiments.lua configs/experiments/gpt-hetero.toml 120 \
 --       allreduce,sdpipe,elastic,parameter-server,ad-psgd auto 2.8
 --
@@ -13,9 +13,11 @@
 -- each action delayed with probability 0.1 by twice a micro-batch's compute, its
 -- forward and backward through every stage as `simulate` predicts them for the job.
 --
--- A policy is a sync plugin's name, optionally with `+SCHEDULER` (the job's scheduler
--- otherwise) and `+tuned` (pipelines and micro-batches "auto", chosen by short measured
--- runs: plan.tune = "profile"): `elastic+afp+tuned` is AvgPipe's combination.
+-- A policy is a sync plugin's name, optionally with options (`:KEY=VALUE`, as its
+-- `[plan.options.NAME]` would set them), `+SCHEDULER` (the job's scheduler otherwise)
+-- and `+tuned` (pipelines and micro-batches "auto", chosen by short measured runs:
+-- plan.tune = "profile"): `elastic:asynchronous=true+afp+tuned` is AvgPipe's
+-- combination.
 --
 -- Writes sync.csv (a row per policy and straggler setting), plans.csv, sync_samples.svg,
 -- sync_time_to_target.svg, sync_losses.svg and a run folder per row into the output
@@ -24,7 +26,8 @@
 local job_file = actorpipe.args[1] or "configs/experiments/fashion-mnist-hetero.toml"
 local steps = tonumber(actorpipe.args[2] or "300")
 local policies = {}
-for name in string.gmatch(actorpipe.args[3] or "allreduce,sdpipe,elastic,elastic+afp+tuned,parameter-server,ad-psgd",
+for name in string.gmatch(actorpipe.args[3] or
+  "allreduce,sdpipe,elastic,elastic:asynchronous=true+afp+tuned,parameter-server,ad-psgd",
   "[^,]+") do
   policies[#policies + 1] = name
 end
@@ -42,12 +45,16 @@ if stragglers == "auto" then
 end
 local settings = { { label = "no stragglers", spec = "" }, { label = "stragglers", spec = stragglers } }
 
--- "sync+scheduler+tuned" → the job keys it sets.
+-- "sync:key=value+scheduler+tuned" → the job keys it sets.
 local function policy_keys(policy)
   local keys = {}
   for part in string.gmatch(policy, "[^+]+") do
     if not keys["plan.sync"] then
-      keys["plan.sync"] = part
+      local sync = string.match(part, "^[^:]+")
+      keys["plan.sync"] = sync
+      for key, value in string.gmatch(part, ":([^:=]+)=([^:]+)") do
+        keys["plan.options." .. sync .. "." .. key] = value
+      end
     elseif part == "tuned" then
       keys["plan.pipelines"] = "auto"
       keys["plan.micro_batches"] = "auto"
@@ -71,7 +78,7 @@ for _, setting in ipairs(settings) do
     local curve = { label = policy .. (setting.spec == "" and "" or " + stragglers"), x = {}, y = {} }
     local run = actorpipe.run(this, {
       steps = steps,
-      output = policy:gsub("+", "-") .. (setting.spec == "" and "" or "-stragglers"),
+      output = policy:gsub("[+:=]", "-") .. (setting.spec == "" and "" or "-stragglers"),
       on_step = function(m)
         elapsed = elapsed + m.step_ms
         window[#window + 1] = m.loss

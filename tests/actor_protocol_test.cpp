@@ -509,6 +509,58 @@ CAF_TEST(stages_ask_the_group_scheduler_after_their_step_and_compute_on_while_a_
   CAF_CHECK_NOT_EQUAL(failures[0].find("pipeline 2 asked twice"), std::string::npos);
 }
 
+CAF_TEST(under_asynchronous_elastic_averaging_a_stage_asks_its_averager_every_period_steps_alone) {
+  const Schedule one = gpipe_schedule(1, {1});
+  std::vector<stage_actor> replicas;
+  std::vector<std::vector<std::size_t>> moved;
+  for (std::size_t p = 0; p < 2; ++p) {
+    StageConfig stage_config;
+    stage_config.computation = &fake(p, 0);
+    stage_config.actions = one.stages[0];
+    stage_config.pipeline = p;
+    stage_config.detached = false;
+    stage_config.period = 2;
+    stage_config.snapshot = [&log = log, p] { log.push_back("p" + std::to_string(p) + "s0 snapshot"); };
+    stage_config.correct = [&log = log, p] { log.push_back("p" + std::to_string(p) + "s0 change"); };
+    replicas.push_back(spawn_stage(sys, std::move(stage_config)));
+    spawned.push_back(caf::actor_cast<caf::actor>(replicas[p]));
+  }
+  AveragerConfig averager_config;
+  averager_config.stages = replicas;
+  averager_config.average = [&](const std::vector<std::size_t>& group) { moved.push_back(group); };
+  averager_config.job = job;
+  averager_config.detached = false;
+  auto averager = spawn_averager(sys, averager_config);
+  spawned.push_back(caf::actor_cast<caf::actor>(averager));
+  for (std::size_t p = 0; p < 2; ++p) {
+    StageLinks links{stage_actor{}, stage_actor{}, pipeline, nullptr, replicas, group_scheduler_actor{}, job};
+    links.averager = averager;
+    self->send(replicas[p], connect_atom::value, std::move(links));
+  }
+  sched.run();
+  const auto feed = [&](std::size_t p, std::uint64_t step) {
+    self->send(replicas[p], labels_atom::value, step, std::uint64_t{0}, value(0), 1.0);
+    self->send(replicas[p], forward_atom::value, step, std::uint64_t{0}, value(1));
+  };
+  // Step 1 is a local step only: no snapshot, no ask.
+  feed(0, 1);
+  sched.run();
+  CAF_CHECK(moved.empty());
+  CAF_CHECK_EQUAL(log, (std::vector<std::string>{"p0s0 F0", "p0s0 B0", "p0s0 step"}));
+  // Step 2 moves pipeline 0 alone, without waiting for pipeline 1, which has not begun.
+  log.clear();
+  feed(0, 2);
+  expect((labels_atom, std::uint64_t, std::uint64_t, train::Payload, double), from(self).to(replicas[0]));
+  expect((forward_atom, std::uint64_t, std::uint64_t, train::Payload), from(self).to(replicas[0]));
+  expect((average_atom, std::vector<std::uint64_t>, std::vector<std::uint64_t>),
+         from(replicas[0]).to(averager).with(_, std::vector<std::uint64_t>{0}, std::vector<std::uint64_t>{2}));
+  expect((synced_atom, std::uint64_t, bool), from(averager).to(replicas[0]).with(_, 2u, true));
+  sched.run();
+  CAF_CHECK_EQUAL(moved, (std::vector<std::vector<std::size_t>>{{0}}));
+  CAF_CHECK_EQUAL(log, (std::vector<std::string>{"p0s0 F0", "p0s0 B0", "p0s0 step", "p0s0 snapshot", "p0s0 change"}));
+  CAF_CHECK(failures.empty());
+}
+
 CAF_TEST(the_group_scheduler_never_hands_out_overlapping_groups_and_connects_everyone_within_p_rounds) {
   std::mt19937 random(7);
   for (const std::size_t pipelines : {2, 3, 5, 8, 9, 16})

@@ -346,6 +346,9 @@ BOOST_AUTO_TEST_CASE(a_failing_or_malformed_lua_plugin_is_named_with_its_line) {
                            "end)\n"
                            "actorpipe.register_sync('overlapping', function(r)\n"
                            "  return { kind = 'scheduled_averaging', scheduling = { overlap = 1 } }\n"
+                           "end)\n"
+                           "actorpipe.register_sync('overshooting', function(r)\n"
+                           "  return { kind = 'elastic_asynchronous', alpha = 2 }\n"
                            "end)\n");
   const PluginRegistry registry = registry_with(file);
   auto job = load_job(configs() + "/vgg16-4dev.toml", {"plan.stages=1", "plan.micro_batches=2"});
@@ -384,6 +387,12 @@ BOOST_AUTO_TEST_CASE(a_failing_or_malformed_lua_plugin_is_named_with_its_line) {
   message = error_of("uniform");
   BOOST_TEST(contains(message, "sync 'overlapping' (" + file +
                                    ":18): returned scheduling.overlap: expected true or false, found 1"),
+             message);
+  job->plan.sync = "overshooting";
+  message = error_of("uniform");
+  BOOST_TEST(contains(message, "sync 'overshooting' (" + file +
+                                   ":21): returned elastic averaging that cannot run: elastic rate 2.000000 "
+                                   "(it must be in (0, 1])"),
              message);
   job->plan.sync = "allreduce";
 
@@ -563,7 +572,8 @@ BOOST_AUTO_TEST_CASE(the_scripts_of_scripts_run_on_small_settings) {
   // Sync policies without and with stragglers: a row each, every target reached; the
   // tuned combination names the shape it chose; the plan against uniform + sequential.
   // Stragglers delay by twice a micro-batch's simulated compute.
-  out = script("sync_experiments", two_by_two_job + " 22 allreduce,sdpipe,elastic+afp+tuned auto 100");
+  out = script("sync_experiments",
+               two_by_two_job + " 22 allreduce,sdpipe,elastic:asynchronous=true:tau=2+afp+tuned auto 100");
   std::smatch compute;
   BOOST_REQUIRE_MESSAGE(std::regex_search(printed, compute,
                                           std::regex("a micro-batch's compute: ([0-9.]+) ms \\(simulated\\); "
@@ -578,7 +588,9 @@ BOOST_AUTO_TEST_CASE(the_scripts_of_scripts_run_on_small_settings) {
   BOOST_TEST(std::count(sync.begin(), sync.end(), '\n') == 7);
   BOOST_TEST(contains(sync, "\nsdpipe,\"" + compute[2].str() + "\","), sync); // quoted: it holds a comma
   BOOST_TEST(!contains(sync, ",-1,"), sync); // a loss under 100 is reached after the first 20 steps
-  BOOST_TEST(std::regex_search(sync, std::regex("\nelastic\\+afp\\+tuned,,[^\n]*,2 x [12] x [0-9]+\n")), sync);
+  BOOST_TEST(std::regex_search(
+                 sync, std::regex("\nelastic:asynchronous=true:tau=2\\+afp\\+tuned,,[^\n]*,2 x [12] x [0-9]+\n")),
+             sync);
   const std::string plans = read(out + "/plans.csv");
   BOOST_TEST(contains(plans, "\nuniform + sequential,"), plans);
   BOOST_TEST(std::count(plans.begin(), plans.end(), '\n') == 3, plans);

@@ -209,6 +209,7 @@ BOOST_AUTO_TEST_CASE(a_sync_policy_is_a_plugin_checked_when_planning) {
            {"sdpipe", "plan.options.sdpipe.window_ms=20", "option 'window_ms': 20 is outside"},
            {"sdpipe", "plan.options.sdpipe.force_every=2.5", "option 'force_every': 2.5 is not a whole number"},
            {"sdpipe", "plan.options.sdpipe.overlap=\"yes\"", "option 'overlap': 'yes' is not one of true, false"},
+           {"elastic", "plan.options.elastic.asynchronous=1", "option 'asynchronous': '1' is not one of true, false"},
            {"parameter-server", "plan.options.parameter-server.staleness=-1", "option 'staleness': -1 is outside"}}) {
     auto bad = make_plan(job("vgg16-4dev.toml", {"plan.sync=\"" + policy + "\"", option}), test::plugins());
     BOOST_REQUIRE(!bad.ok());

@@ -240,17 +240,20 @@ BOOST_AUTO_TEST_CASE(every_sync_policy_trains_fashion_mnist_within_a_point_of_al
   auto data = load_training_data(p.job);
   REQUIRE_OK(data);
   std::map<std::string, double> accuracy;
-  for (const char* sync : {"allreduce", "average", "elastic", "ad-psgd", "sdpipe", "parameter-server"}) {
+  for (const std::string label :
+       {"allreduce", "average", "elastic", "elastic asynchronous", "ad-psgd", "sdpipe", "parameter-server"}) {
+    const std::string sync = label.substr(0, label.find(' '));
     Prepared q = p;
     q.plan.sync = sync;
+    if (label == "elastic asynchronous") q.job.plan.options["elastic"] = {{"asynchronous", "true"}};
     RunOptions options;
     options.steps = 1500;
     options.data = *data;
-    options.output_dir = (dir.path() / sync).string();
+    options.output_dir = (dir.path() / label).string();
     auto summary = run_training(q.job, q.plan, options);
     REQUIRE_OK(summary);
-    accuracy[sync] = summary->test_accuracy;
-    BOOST_TEST_MESSAGE(sync << ": test accuracy " << 100 * summary->test_accuracy << "%");
+    accuracy[label] = summary->test_accuracy;
+    BOOST_TEST_MESSAGE(label << ": test accuracy " << 100 * summary->test_accuracy << "%");
   }
   BOOST_TEST(accuracy["allreduce"] > 0.8);
   for (const auto& [sync, a] : accuracy)

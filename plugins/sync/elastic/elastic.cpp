@@ -3,7 +3,9 @@
 /// default 1) each replica moves towards the centre and the centre towards the
 /// replicas, with moving rate `alpha` (option, default 0.9 / pipelines):
 ///   d_p = x_p − c;   x_p ← x_p − alpha · d_p;   c ← c + alpha · Σ_p d_p.
-/// With alpha = 1 / pipelines the centre becomes the replicas' mean.
+/// With alpha = 1 / pipelines the centre becomes the replicas' mean. With
+/// `asynchronous` = true (option) the pipelines do not wait for each other: each moves
+/// alone with the centre every `tau` of its own steps, computing on meanwhile.
 
 #include <actorpipe/plugin.hpp>
 
@@ -14,16 +16,20 @@ using namespace actorpipe;
 class ElasticPolicy : public SyncPolicy {
 public:
   Result<SyncRound> round(const SyncRequest& request) override {
-    ACTORPIPE_TRY(check_options(request.options, {"alpha", "tau"}));
+    ACTORPIPE_TRY(check_options(request.options, {"alpha", "tau", "asynchronous"}));
     const double pipelines = static_cast<double>(request.pipelines);
     // Above 1 / pipelines the centre would overshoot the replicas' mean.
     auto alpha = number_option(request.options, "alpha", 0.9 / pipelines, 1e-9, 1.0 / pipelines);
     ACTORPIPE_TRY(alpha);
     auto tau = count_option(request.options, "tau", 1, 1, 1000000000);
     ACTORPIPE_TRY(tau);
+    auto asynchronous = choice_option(request.options, "asynchronous", "false", {"true", "false"});
+    ACTORPIPE_TRY(asynchronous);
     SyncRound round;
-    round.kind = SyncRound::Kind::elastic;
+    round.kind = *asynchronous == "true" ? SyncRound::Kind::elastic_asynchronous : SyncRound::Kind::elastic;
     round.alpha = *alpha;
+    round.period = *tau;
+    if (round.kind == SyncRound::Kind::elastic_asynchronous) return round;
     if (request.round % *tau != 0) return round; // a local step only
     round.groups.push_back(all_pipelines(request.pipelines));
     return round;

@@ -208,6 +208,11 @@ struct SyncRound {
     /// taking no step of its own. `staleness` bounds how far ahead a pipeline may run.
     /// Asked once per stage, as round 0, before the run starts.
     parameter_server,
+    /// Asynchronous elastic averaging (AvgPipe's): every pipeline steps on its own
+    /// batches; every `period` of its own steps each of its stages moves towards the
+    /// stage's centre variable and the centre towards it, at rate `alpha`, while the
+    /// pipeline computes its next step. Asked once per stage, as round 0.
+    elastic_asynchronous,
   };
   /// `staleness` for no bound: the server applies each push as it comes.
   static constexpr std::uint64_t unbounded = ~std::uint64_t{0};
@@ -221,6 +226,7 @@ struct SyncRound {
   /// as it comes, a pipeline answered only while at most k pushes ahead of the
   /// slowest pipeline with work (stale synchronous parallel).
   std::uint64_t staleness = unbounded;
+  std::uint64_t period = 1; ///< when kind is elastic_asynchronous
 };
 
 /// Pipelines 0 … n − 1: the one group of a round that syncs every pipeline.

@@ -362,10 +362,12 @@ Result<SyncRound> read_sync_round(lua_State* L, int index) {
         round.kind = SyncRound::Kind::scheduled_averaging;
       else if (kind == "parameter_server")
         round.kind = SyncRound::Kind::parameter_server;
+      else if (kind == "elastic_asynchronous")
+        round.kind = SyncRound::Kind::elastic_asynchronous;
       else
         return Error::bad_input("kind: '" + kind +
-                                "' is not allreduce_gradients, average_parameters, elastic, scheduled_averaging "
-                                "or parameter_server");
+                                "' is not allreduce_gradients, average_parameters, elastic, scheduled_averaging, "
+                                "parameter_server or elastic_asynchronous");
     } else if (key == "alpha") {
       if (!item.is_number()) return Error::bad_input("alpha: expected a number, found " + item.dump());
       round.alpha = item.get<double>();
@@ -389,8 +391,13 @@ Result<SyncRound> read_sync_round(lua_State* L, int index) {
       auto staleness = whole_number(item, "staleness");
       ACTORPIPE_TRY(staleness);
       round.staleness = *staleness;
+    } else if (key == "period") {
+      auto period = whole_number(item, "period");
+      ACTORPIPE_TRY(period);
+      if (*period == 0) return Error::bad_input("period: 0 (a pipeline moves every this many steps, at least 1)");
+      round.period = *period;
     } else {
-      return Error::bad_input("unknown field '" + key + "' (kind, groups, alpha, scheduling, staleness)");
+      return Error::bad_input("unknown field '" + key + "' (kind, groups, alpha, scheduling, staleness, period)");
     }
   }
   return round;

@@ -5,6 +5,7 @@
 
 #include "sim/topology.hpp"
 #include "sim/stage_figures.hpp"
+#include "sync/elastic_problem.hpp"
 #include "sync/group_scheduler.hpp"
 #include "base/text.hpp"
 
@@ -239,6 +240,10 @@ Result<Planning> prepare(const JobSpec& job, const PluginRegistry& plugins) {
     // A policy that checks none of its own settings (a Lua one) is caught here.
     if (auto problem = sync::scheduling_problem(round->scheduling))
       return plugin_failed(Error::run_failed("returned group scheduling that cannot run: " + *problem),
+                           plugin_label(plugins, PluginKind::sync, job.plan.sync));
+  } else if (round->kind == SyncRound::Kind::elastic_asynchronous) {
+    if (auto problem = sync::elastic_problem(*round))
+      return plugin_failed(Error::run_failed("returned elastic averaging that cannot run: " + *problem),
                            plugin_label(plugins, PluginKind::sync, job.plan.sync));
   }
   planning.optimizer_factor = optimizer_state_factor(job.train);

@@ -78,6 +78,10 @@ void average_parameters(const std::vector<StageWorker*>& replicas) {
   }
 }
 
+struct ElasticCentre::Impl {
+  std::vector<torch::Tensor> centre;
+};
+
 struct AveragingSnapshot::Impl {
   std::vector<torch::Tensor> parameters, buffers; ///< as taken, then the change
   bool changed = false;
@@ -137,6 +141,20 @@ void AveragingSnapshot::average(const std::vector<AveragingSnapshot*>& group, co
     member->impl_->changed = true;
 }
 
+void AveragingSnapshot::move_with(ElasticCentre& centre, double alpha) {
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < impl_->parameters.size(); ++i) {
+    torch::Tensor& c = centre.impl_->centre[i];
+    torch::Tensor& change = impl_->parameters[i];
+    change.sub_(c).mul_(alpha); // alpha · d
+    c.add_(change);
+    change.neg_();
+  }
+  for (torch::Tensor& b : impl_->buffers)
+    b.zero_();
+  impl_->changed = true;
+}
+
 void AveragingSnapshot::apply(StageWorker& replica) {
   if (!impl_->changed) return;
   torch::NoGradGuard no_grad;
@@ -146,10 +164,6 @@ void AveragingSnapshot::apply(StageWorker& replica) {
     replica.impl().buffers[i].add_(impl_->buffers[i]);
   impl_->changed = false;
 }
-
-struct ElasticCentre::Impl {
-  std::vector<torch::Tensor> centre;
-};
 
 ElasticCentre::ElasticCentre(StageWorker& initial) : impl_(std::make_unique<Impl>()) {
   torch::NoGradGuard no_grad;

@@ -30,6 +30,8 @@ void scale_gradients(StageWorker& replica, double factor);
 /// Replaces every replica's parameters by their mean.
 void average_parameters(const std::vector<StageWorker*>& replicas);
 
+class ElasticCentre;
+
 /// Scheduled averaging that lets a pipeline compute on while its group forms: a
 /// replica's parameters and buffers as they were when it asked, which its group's
 /// averaging turns into the change averaging makes to them (the group's mean, or its
@@ -47,6 +49,9 @@ public:
   /// buffers as agree_buffers() would agree them (`buffers`). A group of one changes
   /// nothing.
   static void average(const std::vector<AveragingSnapshot*>& group, const std::string& buffers);
+  /// Asynchronous elastic averaging: with d = snapshot − c, the snapshot's change
+  /// becomes −alpha · d and the centre moves by alpha · d. Buffers stay the replica's.
+  void move_with(ElasticCentre& centre, double alpha);
   /// Adds the pending change, if any, to `replica`'s parameters and buffers.
   void apply(StageWorker& replica);
 
@@ -70,6 +75,7 @@ public:
   void swap(StageWorker& replica);
 
 private:
+  friend class AveragingSnapshot;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

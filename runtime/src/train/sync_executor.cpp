@@ -2,6 +2,7 @@
 
 #include "train/sync_executor.hpp"
 
+#include "sync/elastic_problem.hpp"
 #include "sync/group_scheduler.hpp"
 
 #include <stdexcept>
@@ -25,7 +26,8 @@ bool SyncExecutor::run(std::size_t stage, std::uint64_t step) {
   // nothing yet, and are zeros until pipelines step on their own (SDPipe).
   auto round = policy_->round({stage, pipelines_, step, std::vector<double>(pipelines_, 0.0), options_});
   if (!round) throw std::runtime_error(label_ + ": " + round.error().message);
-  if (round->kind == SyncRound::Kind::scheduled_averaging || round->kind == SyncRound::Kind::parameter_server)
+  if (round->kind == SyncRound::Kind::scheduled_averaging || round->kind == SyncRound::Kind::parameter_server ||
+      round->kind == SyncRound::Kind::elastic_asynchronous)
     throw std::runtime_error(label_ + ": round " + std::to_string(step) + " of stage " + std::to_string(stage) +
                              " asks for asynchronous sync, which its round 0 did not");
   const std::vector<StageWorker*> all = replicas_(stage);
@@ -80,7 +82,8 @@ bool SyncExecutor::run(std::size_t stage, std::uint64_t step) {
 
 std::optional<SyncRound> SyncExecutor::asynchronous() {
   const auto is_asynchronous = [](SyncRound::Kind kind) {
-    return kind == SyncRound::Kind::scheduled_averaging || kind == SyncRound::Kind::parameter_server;
+    return kind == SyncRound::Kind::scheduled_averaging || kind == SyncRound::Kind::parameter_server ||
+           kind == SyncRound::Kind::elastic_asynchronous;
   };
   std::optional<SyncRound> first;
   for (std::size_t s = 0; s < centres_.size(); ++s) {
@@ -97,6 +100,13 @@ std::optional<SyncRound> SyncExecutor::asynchronous() {
   if (first && first->kind == SyncRound::Kind::scheduled_averaging)
     if (auto problem = sync::scheduling_problem(first->scheduling))
       throw std::runtime_error(label_ + ": returned group scheduling that cannot run: " + *problem);
+  if (first && first->kind == SyncRound::Kind::elastic_asynchronous) {
+    if (auto problem = sync::elastic_problem(*first)) throw std::runtime_error(label_ + ": " + *problem);
+    // The centres start where the replicas do (after a resume, at the checkpoint).
+    elastic_alpha_ = first->alpha;
+    for (std::size_t s = 0; s < centres_.size(); ++s)
+      centres_[s] = std::make_unique<ElasticCentre>(*replicas_(s).front());
+  }
   averaging_ = first && first->kind == SyncRound::Kind::scheduled_averaging;
   return first;
 }
@@ -106,6 +116,11 @@ void SyncExecutor::snapshot(std::size_t stage, std::size_t pipeline) {
 }
 
 void SyncExecutor::average(std::size_t stage, const std::vector<std::size_t>& pipelines) {
+  if (elastic_alpha_) {
+    if (pipelines.size() != 1) throw std::logic_error(label_ + ": asynchronous elastic averaging moves one pipeline");
+    snapshots_.at(stage).at(pipelines.front()).move_with(*centres_.at(stage), *elastic_alpha_);
+    return;
+  }
   std::vector<AveragingSnapshot*> group;
   for (const std::size_t p : pipelines)
     group.push_back(&snapshots_.at(stage).at(p));

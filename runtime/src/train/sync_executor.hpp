@@ -14,7 +14,10 @@
 ///     a group's member turns the group's snapshots into changes (average()), which
 ///     each member adds at its next step's end (correct());
 ///   - parameter_server (asynchronous): no rounds; a stage's server actor has the
-///     stage's server weights step on pushed gradients (serve()).
+///     stage's server weights step on pushed gradients (serve());
+///   - elastic_asynchronous: no rounds; every `period` of its steps a pipeline keeps a
+///     snapshot (snapshot()) and the stage's averager moves it and the centre towards
+///     each other (average() of that pipeline alone), the change added as above.
 /// No LibTorch types show here.
 
 #include "train/replica_sync.hpp"
@@ -46,8 +49,9 @@ public:
   bool run(std::size_t stage, std::uint64_t step);
 
   /// An asynchronous policy's round 0, the same kind for every stage
-  /// (scheduled_averaging with its scheduling, or parameter_server with its
-  /// staleness); none for a lockstep policy. Throws std::runtime_error for a policy
+  /// (scheduled_averaging with its scheduling, parameter_server with its staleness,
+  /// elastic_asynchronous with its rate and period, whose centres it makes); none for
+  /// a lockstep policy. Throws std::runtime_error for a policy
   /// that refuses, mixes kinds across stages, or schedules groups that cannot run.
   std::optional<SyncRound> asynchronous();
 
@@ -83,6 +87,7 @@ private:
   std::vector<std::unique_ptr<ServerWeights>> servers_;   ///< per stage, made at its first push
   std::vector<std::vector<AveragingSnapshot>> snapshots_; ///< [stage][pipeline]
   bool averaging_ = false;                                ///< the policy is scheduled averaging
+  std::optional<double> elastic_alpha_; ///< the policy is asynchronous elastic averaging, at this rate
 };
 
 } // namespace actorpipe::train
