@@ -178,6 +178,39 @@ struct fixture : test_coordinator_fixture<> {
     run();
   }
 
+  /// Stage 0 of each of `pipelines` one-stage pipelines (one micro-batch), averaging
+  /// asynchronously: their snapshots and changes logged, asking every `period` steps
+  /// (an averager's; the group scheduler hears every step).
+  std::vector<stage_actor> averaging_replicas(std::size_t pipelines, std::uint64_t period = 1) {
+    const Schedule one = gpipe_schedule(1, {1});
+    std::vector<stage_actor> replicas;
+    for (std::size_t p = 0; p < pipelines; ++p) {
+      StageConfig config;
+      config.computation = &fake(p, 0);
+      config.actions = one.stages[0];
+      config.pipeline = p;
+      config.detached = false;
+      config.period = period;
+      config.snapshot = [this, p] { log.push_back("p" + std::to_string(p) + "s0 snapshot"); };
+      config.correct = [this, p] { log.push_back("p" + std::to_string(p) + "s0 change"); };
+      replicas.push_back(spawn_stage(sys, std::move(config)));
+      spawned.push_back(caf::actor_cast<caf::actor>(replicas.back()));
+    }
+    return replicas;
+  }
+
+  /// The averager of `replicas`, on the scheduler, appending each group to `groups`.
+  averager_actor averager_of(const std::vector<stage_actor>& replicas, std::vector<std::vector<std::size_t>>& groups) {
+    AveragerConfig config;
+    config.stages = replicas;
+    config.average = [&groups](const std::vector<std::size_t>& group) { groups.push_back(group); };
+    config.job = job;
+    config.detached = false;
+    auto averager = spawn_averager(sys, config);
+    spawned.push_back(caf::actor_cast<caf::actor>(averager));
+    return averager;
+  }
+
   /// A job of `pipelines` one-stage pipelines (one micro-batch each) on the scheduler,
   /// counting its reductions.
   job_actor real_job(std::size_t pipelines, int* reductions) {
@@ -415,27 +448,9 @@ CAF_TEST(shutdown_while_messages_are_in_flight_ends_every_actor_and_answers_the_
 }
 
 CAF_TEST(stages_ask_the_group_scheduler_after_their_step_and_compute_on_while_a_group_averages_on_its_timer) {
-  const Schedule one = gpipe_schedule(1, {1});
-  std::vector<stage_actor> replicas;
+  const std::vector<stage_actor> replicas = averaging_replicas(3);
   std::vector<std::vector<std::size_t>> averaged;
-  for (std::size_t p = 0; p < 3; ++p) {
-    StageConfig stage_config;
-    stage_config.computation = &fake(p, 0);
-    stage_config.actions = one.stages[0];
-    stage_config.pipeline = p;
-    stage_config.detached = false;
-    stage_config.snapshot = [&log = log, p] { log.push_back("p" + std::to_string(p) + "s0 snapshot"); };
-    stage_config.correct = [&log = log, p] { log.push_back("p" + std::to_string(p) + "s0 change"); };
-    replicas.push_back(spawn_stage(sys, std::move(stage_config)));
-    spawned.push_back(caf::actor_cast<caf::actor>(replicas[p]));
-  }
-  AveragerConfig averager_config;
-  averager_config.stages = replicas;
-  averager_config.average = [&](const std::vector<std::size_t>& group) { averaged.push_back(group); };
-  averager_config.job = job;
-  averager_config.detached = false;
-  auto averager = spawn_averager(sys, averager_config);
-  spawned.push_back(caf::actor_cast<caf::actor>(averager));
+  const averager_actor averager = averager_of(replicas, averaged);
   GroupSchedulerConfig config; // a window of 1 ms, doubled for a lone asker
   config.stages = {{replicas[0]}, {replicas[1]}, {replicas[2]}};
   config.averagers = {averager};
@@ -510,28 +525,9 @@ CAF_TEST(stages_ask_the_group_scheduler_after_their_step_and_compute_on_while_a_
 }
 
 CAF_TEST(under_asynchronous_elastic_averaging_a_stage_asks_its_averager_every_period_steps_alone) {
-  const Schedule one = gpipe_schedule(1, {1});
-  std::vector<stage_actor> replicas;
+  const std::vector<stage_actor> replicas = averaging_replicas(2, 2);
   std::vector<std::vector<std::size_t>> moved;
-  for (std::size_t p = 0; p < 2; ++p) {
-    StageConfig stage_config;
-    stage_config.computation = &fake(p, 0);
-    stage_config.actions = one.stages[0];
-    stage_config.pipeline = p;
-    stage_config.detached = false;
-    stage_config.period = 2;
-    stage_config.snapshot = [&log = log, p] { log.push_back("p" + std::to_string(p) + "s0 snapshot"); };
-    stage_config.correct = [&log = log, p] { log.push_back("p" + std::to_string(p) + "s0 change"); };
-    replicas.push_back(spawn_stage(sys, std::move(stage_config)));
-    spawned.push_back(caf::actor_cast<caf::actor>(replicas[p]));
-  }
-  AveragerConfig averager_config;
-  averager_config.stages = replicas;
-  averager_config.average = [&](const std::vector<std::size_t>& group) { moved.push_back(group); };
-  averager_config.job = job;
-  averager_config.detached = false;
-  auto averager = spawn_averager(sys, averager_config);
-  spawned.push_back(caf::actor_cast<caf::actor>(averager));
+  const averager_actor averager = averager_of(replicas, moved);
   for (std::size_t p = 0; p < 2; ++p) {
     StageLinks links{stage_actor{}, stage_actor{}, pipeline, nullptr, replicas, group_scheduler_actor{}, job};
     links.averager = averager;
