@@ -406,6 +406,9 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
   if (error) return *std::move(error);
   summary.steps = progress.step;
   summary.epochs = progress.epoch;
+  summary.peak_stashed.assign(plan.stages.size(), 0);
+  for (const actors::StageTrace& t : traces)
+    summary.peak_stashed[t.stage] = std::max(summary.peak_stashed[t.stage], t.peak_stashed);
   summary.seconds = step_seconds;
   summary.samples_per_s =
       step_seconds > 0 ? static_cast<double>(steps_here * plan.batch_size) / (step_seconds * time_scale) : 0;

@@ -147,6 +147,13 @@ void transfer(StageActor self, const stage_actor& neighbour, const std::optional
   self->send(neighbour, atom, st.step, micro, std::move(payload));
 }
 
+/// After a forward: the most activations the stage has held at once, for the run's
+/// summary.
+void note_stash(StageState& st) {
+  if (st.config.trace)
+    st.config.trace->peak_stashed = std::max(st.config.trace->peak_stashed, st.config.computation->stashed());
+}
+
 void run_action(StageActor self, const Action& a) {
   auto& st = self->state;
   train::StageComputation& computation = *st.config.computation;
@@ -164,10 +171,12 @@ void run_action(StageActor self, const Action& a) {
       const auto [labels, scale] = st.labels[key];
       st.labels.erase(key);
       st.loss_sum += computation.forward_loss(a.micro_batch, input, labels, scale) * a.size;
+      note_stash(st);
       pad(st, a, started);
       record(st, SpanKind::forward, a.micro_batch, started, cpu_started);
     } else {
       train::Payload output = computation.forward(a.micro_batch, input);
+      note_stash(st);
       pad(st, a, started);
       record(st, SpanKind::forward, a.micro_batch, started, cpu_started);
       const auto sending = Clock::now();

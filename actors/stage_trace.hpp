@@ -37,6 +37,7 @@ struct StageTrace {
   std::size_t stage = 0;
   std::uint64_t keep_steps = 0; ///< the spans of this many latest steps are kept; 0: every step's
   std::deque<TraceSpan> spans;
+  std::size_t peak_stashed = 0; ///< the most micro-batches whose activations it held at once
 
   /// Adds a span of the current step, forgetting the steps that leave the window.
   void add(const TraceSpan& span) {

@@ -42,11 +42,13 @@ struct FakeStage final : train::StageComputation {
   bool end_in_forward = false;
   bool fail_step = false;
   std::map<std::size_t, train::Payload> seen; ///< the input of each micro-batch's latest forward
+  std::set<std::size_t> held;                 ///< micro-batches forwarded and not yet backward
 
   train::Payload forward(std::size_t micro, const train::Payload& input) override {
     log->push_back(name + " F" + std::to_string(micro));
     if (fail_forward == micro) throw std::runtime_error("scripted failure");
     seen[micro] = input;
+    held.insert(micro);
     return input;
   }
   double forward_loss(std::size_t micro, const train::Payload& input, const train::Payload&, double) override {
@@ -54,12 +56,15 @@ struct FakeStage final : train::StageComputation {
     if (fail_forward == micro) throw std::runtime_error("scripted failure");
     if (end_in_forward) throw 1;
     seen[micro] = input;
+    held.insert(micro);
     return input->tensor.item<double>();
   }
   train::Payload backward(std::size_t micro, const train::Payload&) override {
     log->push_back(name + " B" + std::to_string(micro));
+    held.erase(micro);
     return train::wrap(torch::zeros({1}));
   }
+  std::size_t stashed() const override { return held.size(); }
   void step() override {
     log->push_back(name + " step");
     if (fail_step) throw std::runtime_error("scripted optimizer failure");

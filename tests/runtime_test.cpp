@@ -180,6 +180,22 @@ BOOST_AUTO_TEST_CASE(pipelines_train_exactly_like_one_process) {
           }
 }
 
+BOOST_AUTO_TEST_CASE(a_run_reports_the_activations_its_schedule_stashes) {
+  // 2 stages, 4 micro-batches: GPipe holds all four on both stages; 1F1B as many as
+  // stages follow (2, 1); afp one ahead of that (3, 2), as docs/schedules.md's rule says.
+  test::ScratchDir dir;
+  const std::string data = "[data]\ndataset = \"synthetic\"\nsamples = 128\nshape = [12]\nclasses = 5\n";
+  for (const auto& [scheduler, options, peaks] :
+       std::vector<std::tuple<std::string, std::string, std::vector<std::size_t>>>{
+           {"gpipe", "", {4, 4}}, {"1f1b", "", {2, 1}}, {"afp", "[plan.options.afp]\nahead = 1\n", {3, 2}}})
+    BOOST_TEST_CONTEXT(scheduler) {
+      const Prepared p = test::quick_plan(dir, job_toml("mlp", data, 2, 1, scheduler) + options);
+      auto summary = run(p, (dir.path() / scheduler).string(), 3);
+      REQUIRE_OK(summary);
+      BOOST_TEST(summary->peak_stashed == peaks, boost::test_tools::per_element());
+    }
+}
+
 BOOST_AUTO_TEST_CASE(convolutional_models_train_exactly_like_one_process) {
   test::ScratchDir dir;
   const std::string images = "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [1, 8, 8]\nclasses = 4\n";

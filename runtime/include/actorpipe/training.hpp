@@ -83,6 +83,9 @@ struct RunSummary {
   double median_step_ms = 0; ///< of this process's steps: what the plan's iteration_time_ms predicts
   bool stopped = false;      ///< ended early by RunOptions::stop_requested
   double seconds = 0;        ///< wall time of the steps (without evaluation)
+  /// By stage index: the most micro-batches whose activations one of its replicas held
+  /// at once (what the schedule stashes).
+  std::vector<std::size_t> peak_stashed;
   std::string output_dir;
 };
 

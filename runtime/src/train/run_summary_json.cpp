@@ -19,6 +19,7 @@ std::string run_summary_to_json(const RunSummary& summary, double predicted_step
                                    {"plan_step_ms", plan_step_ms},
                                    {"seconds", summary.seconds},
                                    {"stopped", summary.stopped},
+                                   {"peak_stashed", summary.peak_stashed},
                                    {"output_dir", summary.output_dir}};
   return out.dump(2) + "\n";
 }

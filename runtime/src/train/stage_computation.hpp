@@ -23,6 +23,8 @@ public:
   /// Backward of micro-batch `micro` from the gradient of its output (none on the last
   /// stage); returns the gradient of its input (none on the first stage).
   virtual Payload backward(std::size_t micro, const Payload& output_gradient) = 0;
+  /// Micro-batches whose activations it keeps for their backward.
+  virtual std::size_t stashed() const = 0;
   /// The optimizer step on the accumulated gradients, which it then clears.
   virtual void step() = 0;
 };

@@ -49,8 +49,7 @@ public:
   /// pipelines add up to the batch mean).
   double forward_loss(std::size_t micro, const Payload& input, const Payload& labels, double loss_scale) override;
   Payload backward(std::size_t micro, const Payload& output_gradient) override;
-  /// Micro-batches whose activations are kept.
-  std::size_t stashed() const;
+  std::size_t stashed() const override;
 
   void step() override;
 
