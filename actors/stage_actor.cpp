@@ -245,8 +245,9 @@ void push(StageActor self) {
              static_cast<std::uint64_t>(st.config.pipeline), st.step);
 }
 
-/// Scheduled averaging: adds the answered ask's change (none for a pipeline let go
-/// alone); whoever waits for the stage to settle hears. False when it failed (reported).
+/// Scheduled or asynchronous elastic averaging: adds the answered ask's change (none
+/// for a pipeline let go alone); whoever waits for the stage to settle hears. False
+/// when it failed (reported).
 bool take_average(StageActor self) {
   auto& st = self->state;
   try {
@@ -263,9 +264,11 @@ bool take_average(StageActor self) {
   return true;
 }
 
-/// Scheduled averaging, at the end of a step's actions: the previous ask's change,
+/// Scheduled or asynchronous elastic averaging, at the end of a step's actions: the
+/// previous ask's change,
 /// once its answer is here (the stage waits for it here), then the optimizer step on
-/// this pipeline's own gradient, the snapshot, the ask and the report. With overlap
+/// this pipeline's own gradient, the snapshot, the ask (to the group scheduler, or
+/// every `period` steps to the averager) and the report. With overlap
 /// the stage goes on with the next step while its group forms; without, it waits for
 /// the answer first. False when it waits or failed.
 bool ask(StageActor self) {
@@ -306,13 +309,14 @@ bool ask(StageActor self) {
   return false;
 }
 
-/// Scheduled averaging: the answer to the pending ask is here. The stage takes its
+/// The answer to the pending ask is here (from the averager, or the group scheduler's
+/// leave to go on alone). The stage takes its
 /// change now if it is between steps (nothing computes on the parameters), else when
 /// its step's actions end; if it waits for the answer, it goes on.
 void answered(StageActor self, std::uint64_t step) {
   auto& st = self->state;
   if (!st.asked || *st.asked != step || st.answered) {
-    fail(self, "sync", "the group scheduler answered step " + std::to_string(step) + ", which asked nothing");
+    fail(self, "sync", "an answer came for step " + std::to_string(step) + ", which asked nothing");
     return;
   }
   st.answered = true;

@@ -349,6 +349,9 @@ BOOST_AUTO_TEST_CASE(a_failing_or_malformed_lua_plugin_is_named_with_its_line) {
                            "end)\n"
                            "actorpipe.register_sync('overshooting', function(r)\n"
                            "  return { kind = 'elastic_asynchronous', alpha = 2 }\n"
+                           "end)\n"
+                           "actorpipe.register_sync('never', function(r)\n"
+                           "  return { kind = 'elastic_asynchronous', alpha = 0.1, period = 0 }\n"
                            "end)\n");
   const PluginRegistry registry = registry_with(file);
   auto job = load_job(configs() + "/vgg16-4dev.toml", {"plan.stages=1", "plan.micro_batches=2"});
@@ -393,6 +396,11 @@ BOOST_AUTO_TEST_CASE(a_failing_or_malformed_lua_plugin_is_named_with_its_line) {
   BOOST_TEST(contains(message, "sync 'overshooting' (" + file +
                                    ":21): returned elastic averaging that cannot run: elastic rate 2.000000 "
                                    "(it must be in (0, 1])"),
+             message);
+  job->plan.sync = "never";
+  message = error_of("uniform");
+  BOOST_TEST(contains(message, "sync 'never' (" + file +
+                                   ":24): returned period: 0 (a pipeline moves every this many steps, at least 1)"),
              message);
   job->plan.sync = "allreduce";
 

@@ -4,7 +4,8 @@
 /// `staleness` (option) bounds how far ahead of the slowest pipeline one may run:
 /// 0 is synchronous (the server sums every pipeline's push and steps once, as
 /// allreduce does); k > 0 applies each push as it comes (stale synchronous parallel);
-/// omitted, there is no bound.
+/// "none", no bound. The default, 2, keeps a slow pipeline's pushes from going stale
+/// without bound, which costs accuracy when pipelines' speeds drift apart.
 
 #include <actorpipe/plugin.hpp>
 
@@ -18,11 +19,11 @@ public:
     ACTORPIPE_TRY(check_options(request.options, {"staleness"}));
     SyncRound round;
     round.kind = SyncRound::Kind::parameter_server;
-    if (request.options.count("staleness")) {
-      auto staleness = count_option(request.options, "staleness", 0, 0, 1000000000);
-      ACTORPIPE_TRY(staleness);
-      round.staleness = *staleness;
-    }
+    const auto it = request.options.find("staleness");
+    if (it != request.options.end() && it->second == "none") return round; // unbounded
+    auto staleness = count_option(request.options, "staleness", 2, 0, 1000000000);
+    ACTORPIPE_TRY(staleness);
+    round.staleness = *staleness;
     return round;
   }
 };

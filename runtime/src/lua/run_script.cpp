@@ -73,7 +73,7 @@ void open_module(lua_State* L, lua::ScriptContext& c) {
 
 Status run_script(const std::string& path, const ScriptOptions& options) {
   ACTORPIPE_TRY(check_input_file(path));
-  lua::ScriptContext c{options, options.output_dir, {}, {}};
+  lua::ScriptContext c{options, options.output_dir, {}, {}, {}};
   if (c.output_dir.empty()) c.output_dir = (fs::path("runs") / fs::path(path).stem()).string();
   lua::StateOptions state_options;
   state_options.allow_io = options.allow_io;
