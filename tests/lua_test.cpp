@@ -377,31 +377,20 @@ BOOST_AUTO_TEST_CASE(a_failing_or_malformed_lua_plugin_is_named_with_its_line) {
   message = error_of("uniform", "deadlock");
   BOOST_TEST(contains(message, "scheduler 'deadlock' (" + file + ":11): "), message);
   BOOST_TEST(contains(message, "B0): backward before the micro-batch's forward"), message);
-  // Group scheduling the scheduler could not run is refused when planning, not at the
-  // run's first step.
+  // A sync policy's round 0 that could not run (group scheduling, or elastic averaging's
+  // rate and period) or does not read is refused when planning, not at the run's first
+  // step, naming the function's line.
   job->plan.scheduler = "1f1b";
-  job->plan.sync = "shrinking";
-  message = error_of("uniform");
-  BOOST_TEST(contains(message, "sync 'shrinking' (" + file +
-                                   ":15): returned group scheduling that cannot run: "
-                                   "grow must be above 1"),
-             message);
-  job->plan.sync = "overlapping";
-  message = error_of("uniform");
-  BOOST_TEST(contains(message, "sync 'overlapping' (" + file +
-                                   ":18): returned scheduling.overlap: expected true or false, found 1"),
-             message);
-  job->plan.sync = "overshooting";
-  message = error_of("uniform");
-  BOOST_TEST(contains(message, "sync 'overshooting' (" + file +
-                                   ":21): returned elastic averaging that cannot run: elastic rate 2.000000 "
-                                   "(it must be in (0, 1])"),
-             message);
-  job->plan.sync = "never";
-  message = error_of("uniform");
-  BOOST_TEST(contains(message, "sync 'never' (" + file +
-                                   ":24): returned period: 0 (a pipeline moves every this many steps, at least 1)"),
-             message);
+  for (const auto& [sync, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"shrinking", ":15): returned group scheduling that cannot run: grow must be above 1"},
+           {"overlapping", ":18): returned scheduling.overlap: expected true or false, found 1"},
+           {"overshooting", ":21): returned elastic averaging that cannot run: elastic rate 2.000000 "
+                            "(it must be in (0, 1])"},
+           {"never", ":24): returned period: 0 (a pipeline moves every this many steps, at least 1)"}}) {
+    job->plan.sync = sync;
+    message = error_of("uniform");
+    BOOST_TEST(contains(message, "sync '" + sync + "' (" + file + expected), message);
+  }
   job->plan.sync = "allreduce";
 
   // A file that registers nothing, or fails, is refused at discovery, named.
