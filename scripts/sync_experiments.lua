@@ -1,5 +1,5 @@
--- Sync policies on one job, without and with stragglers: samples/s (in modelled time),
--- the modelled time each takes to bring its training loss (a running mean over 20
+-- Sync policies on one job, without and with stragglers: samples/s (in modelled time,
+-- and as `simulate` predicts the same run from the same profile), the modelled time each takes to bring its training loss (a running mean over 20
 -- steps) under a target, and its final test accuracy; then the heterogeneity-aware
 -- plan (the job's partitioner and mapper) against uniform + sequential.
 --
@@ -67,7 +67,7 @@ local function policy_keys(policy)
 end
 
 local rows, curves = {}, {}
-print(string.format("%-24s %-14s %12s %16s %10s %10s %s", "sync", "stragglers", "samples/s",
+print(string.format("%-24s %-14s %12s %10s %16s %10s %10s %s", "sync", "stragglers", "samples/s", "predicted",
   "ms to loss " .. target, "final loss", "accuracy", "tuned shape"))
 for _, setting in ipairs(settings) do
   for _, policy in ipairs(policies) do
@@ -91,10 +91,22 @@ for _, setting in ipairs(settings) do
       end,
     })
     curves[#curves + 1] = curve
+    -- What the simulator predicts of the same run: the profile, shape, stragglers and
+    -- steps it ran with.
+    local predict = { ["simulate.iterations"] = steps, ["simulate.stragglers"] = setting.spec }
+    if run.tune then
+      local chosen = run.tune.tried[run.tune.chosen + 1]
+      predict["plan.stages"] = chosen.stages
+      predict["plan.pipelines"] = chosen.pipelines
+      predict["plan.micro_batches"] = chosen.micro_batches
+      predict["plan.tune"] = "simulate"
+    end
+    local predicted = actorpipe.simulate(actorpipe.with(this, predict)).samples_per_s
     rows[#rows + 1] = {
       sync = policy,
       stragglers = setting.spec,
       samples_per_s = run.samples_per_s,
+      predicted_samples_per_s = predicted,
       median_step_ms = run.median_step_ms,
       ms_to_target = reached or -1,
       final_loss = run.final_loss,
@@ -102,14 +114,14 @@ for _, setting in ipairs(settings) do
       shape = run.tune and string.format("%d x %d x %d", run.tune.tried[run.tune.chosen + 1].stages,
         run.tune.tried[run.tune.chosen + 1].pipelines, run.tune.tried[run.tune.chosen + 1].micro_batches) or "",
     }
-    print(string.format("%-24s %-14s %12.0f %16s %10.4f %9.2f%% %s", policy, setting.label, run.samples_per_s,
-      reached and string.format("%.0f", reached) or "not reached", run.final_loss, 100 * run.test_accuracy,
+    print(string.format("%-24s %-14s %12.0f %10.0f %16s %10.4f %9.2f%% %s", policy, setting.label,
+      run.samples_per_s, predicted, reached and string.format("%.0f", reached) or "not reached", run.final_loss, 100 * run.test_accuracy,
       rows[#rows].shape))
   end
 end
 
 local csv = actorpipe.write_csv("sync.csv", rows,
-  { "sync", "stragglers", "samples_per_s", "median_step_ms", "ms_to_target", "final_loss", "test_accuracy", "shape" })
+  { "sync", "stragglers", "samples_per_s", "predicted_samples_per_s", "median_step_ms", "ms_to_target", "final_loss", "test_accuracy", "shape" })
 
 -- Each policy against the first (allreduce, the synchronous reference), per setting.
 for s, setting in ipairs(settings) do
@@ -124,13 +136,18 @@ end
 -- The job's plan against uniform partitioning and sequential mapping, first policy, no
 -- stragglers.
 local planned = actorpipe.plan(job)
-local plan_rows = { { plan = planned.partitioner .. " + " .. planned.mapper, samples_per_s = rows[1].samples_per_s } }
-local naive = actorpipe.run(actorpipe.with(job, { ["plan.sync"] = policy_keys(policies[1])["plan.sync"],
-  ["plan.partitioner"] = "uniform", ["plan.mapper"] = "sequential" }), { steps = steps, output = "uniform-sequential" })
-plan_rows[2] = { plan = "uniform + sequential", samples_per_s = naive.samples_per_s }
-print(string.format("%s against uniform + sequential: %.0f against %.0f samples/s, %.2fx", plan_rows[1].plan,
-  plan_rows[1].samples_per_s, naive.samples_per_s, plan_rows[1].samples_per_s / naive.samples_per_s))
-local plans_csv = actorpipe.write_csv("plans.csv", plan_rows, { "plan", "samples_per_s" })
+local plan_rows = { { plan = planned.partitioner .. " + " .. planned.mapper, samples_per_s = rows[1].samples_per_s,
+  predicted_samples_per_s = rows[1].predicted_samples_per_s } }
+local naive_job = actorpipe.with(job, { ["plan.sync"] = policy_keys(policies[1])["plan.sync"],
+  ["plan.partitioner"] = "uniform", ["plan.mapper"] = "sequential" })
+local naive = actorpipe.run(naive_job, { steps = steps, output = "uniform-sequential" })
+plan_rows[2] = { plan = "uniform + sequential", samples_per_s = naive.samples_per_s,
+  predicted_samples_per_s = actorpipe.simulate(actorpipe.with(naive_job, { ["simulate.iterations"] = steps }))
+      .samples_per_s }
+print(string.format("%s against uniform + sequential: %.0f against %.0f samples/s, %.2fx (predicted %.0f against %.0f)",
+  plan_rows[1].plan, plan_rows[1].samples_per_s, naive.samples_per_s, plan_rows[1].samples_per_s / naive.samples_per_s,
+  plan_rows[1].predicted_samples_per_s, plan_rows[2].predicted_samples_per_s))
+local plans_csv = actorpipe.write_csv("plans.csv", plan_rows, { "plan", "samples_per_s", "predicted_samples_per_s" })
 local groups = {}
 for s, setting in ipairs(settings) do
   local samples, times = {}, {}

@@ -579,9 +579,14 @@ BOOST_AUTO_TEST_CASE(the_scripts_of_scripts_run_on_small_settings) {
   BOOST_TEST(std::stod(compute[1]) > 0);
   BOOST_TEST(std::stod(compute[3]) == 2 * std::stod(compute[1]), boost::test_tools::tolerance(1e-6));
   const std::string sync = read(out + "/sync.csv");
-  BOOST_TEST(
-      sync.rfind("sync,stragglers,samples_per_s,median_step_ms,ms_to_target,final_loss,test_accuracy,shape\n", 0) == 0u,
-      sync);
+  BOOST_TEST(sync.rfind("sync,stragglers,samples_per_s,predicted_samples_per_s,median_step_ms,ms_to_target,final_"
+                        "loss,test_accuracy,shape\n",
+                        0) == 0u,
+             sync);
+  // Each row carries what the simulator predicts of it.
+  std::smatch predicted;
+  BOOST_REQUIRE_MESSAGE(std::regex_search(sync, predicted, std::regex("\nsdpipe,,[0-9.e+]+,([0-9.e+]+),")), sync);
+  BOOST_TEST(std::stod(predicted[1]) > 0);
   BOOST_TEST(std::count(sync.begin(), sync.end(), '\n') == 7);
   BOOST_TEST(contains(sync, "\nsdpipe,\"" + compute[2].str() + "\","), sync); // quoted: it holds a comma
   BOOST_TEST(!contains(sync, ",-1,"), sync); // a loss under 100 is reached after the first 20 steps
@@ -589,6 +594,7 @@ BOOST_AUTO_TEST_CASE(the_scripts_of_scripts_run_on_small_settings) {
                  sync, std::regex("\nelastic:asynchronous=true:tau=2\\+afp\\+tuned,,[^\n]*,2 x [12] x [0-9]+\n")),
              sync);
   const std::string plans = read(out + "/plans.csv");
+  BOOST_TEST(plans.rfind("plan,samples_per_s,predicted_samples_per_s\n", 0) == 0u, plans);
   BOOST_TEST(contains(plans, "\nuniform + sequential,"), plans);
   BOOST_TEST(std::count(plans.begin(), plans.end(), '\n') == 3, plans);
   for (const char* chart : {"/sync_samples.svg", "/sync_time_to_target.svg", "/sync_losses.svg"})

@@ -222,6 +222,28 @@ BOOST_AUTO_TEST_CASE(a_sync_policy_is_a_plugin_checked_when_planning) {
   BOOST_TEST(planned->sync == "average");
 }
 
+BOOST_AUTO_TEST_CASE(the_plan_says_how_its_sync_policy_lets_pipelines_step) {
+  // What the simulator needs of the policy, from its round 0: whether pipelines wait for
+  // each other every step, and a parameter server's bound.
+  for (const auto& [keys, asynchronous, staleness] :
+       std::vector<std::tuple<std::vector<std::string>, bool, std::uint64_t>>{
+           {{"plan.sync=\"allreduce\""}, false, SyncStepping::unbounded},
+           {{"plan.sync=\"elastic\""}, false, SyncStepping::unbounded},
+           {{"plan.sync=\"ad-psgd\""}, false, SyncStepping::unbounded},
+           {{"plan.sync=\"sdpipe\""}, true, SyncStepping::unbounded},
+           {{"plan.sync=\"elastic\"", "plan.options.elastic.asynchronous=true"}, true, SyncStepping::unbounded},
+           {{"plan.sync=\"parameter-server\""}, true, 2},
+           {{"plan.sync=\"parameter-server\"", "plan.options.parameter-server.staleness=0"}, true, 0},
+           {{"plan.sync=\"parameter-server\"", "plan.options.parameter-server.staleness=\"none\""},
+            true,
+            SyncStepping::unbounded}}) {
+    auto planned = make_plan(job("vgg16-4dev.toml", keys), test::plugins());
+    REQUIRE_OK(planned);
+    BOOST_TEST(planned->stepping.asynchronous == asynchronous, keys.back());
+    BOOST_TEST(planned->stepping.staleness == staleness, keys.back());
+  }
+}
+
 namespace {
 
 /// A random chain of `blocks` blocks, each with two sub-blocks.

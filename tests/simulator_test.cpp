@@ -1,5 +1,6 @@
 // The simulator: closed forms of GPipe and 1F1B, agreement with the contention-free
-// pipeline pass, contention on a shared NIC, stragglers, traces; and the planner's
+// pipeline pass, contention on a shared NIC, stragglers, pipelines stepping alone
+// (asynchronous sync policies), traces; and the planner's
 // estimate (IterationModel) against it.
 #define BOOST_TEST_MODULE simulator
 #include <boost/test/unit_test.hpp>
@@ -252,6 +253,85 @@ BOOST_AUTO_TEST_CASE(stragglers_slow_the_run_and_are_parsed_with_clear_errors) {
   BOOST_REQUIRE(!nan_p.ok());
   BOOST_TEST(nan_p.error().message == "stragglers: 'delay:p=nan,ms=1': p 'nan' is not a number");
   BOOST_TEST(!parse_stragglers("slow:device=s0/gpu1,factor=inf", c).ok());
+}
+
+BOOST_AUTO_TEST_CASE(pipelines_stepping_alone_take_parts_of_the_data_as_they_are_free) {
+  // Two pipelines of two stages, the second three times as fast. In lockstep every step
+  // waits for the slow one: two parts per slow step. Alone, the fast one takes three
+  // parts for each of the slow one's: four parts per slow step, twice the samples/s.
+  const ModelProfile profile = chain(2, 1.0, 1.0);
+  ClusterSpec c = cluster(1, 4);
+  c.devices[2].speed = c.devices[3].speed = 3.0;
+  Plan plan = plan_for(2, one_f_one_b_schedule(2, {1, 1}));
+  SimulationOptions options;
+  options.iterations = 60;
+  const SimulationReport lockstep = run(plan, profile, c, options);
+  plan.stepping.asynchronous = true;
+  const SimulationReport alone = run(plan, profile, c, options);
+  BOOST_TEST(alone.samples_per_s / lockstep.samples_per_s == 2.0, tt::tolerance(0.05));
+  // Every `pipelines` parts done end an iteration, in the order they finish.
+  BOOST_REQUIRE(alone.iteration_ms.size() == options.iterations);
+  BOOST_TEST(std::all_of(alone.iteration_ms.begin(), alone.iteration_ms.end(), [](double ms) { return ms > 0; }));
+
+  // A parameter server's bound holds the fast pipeline back: with staleness 0 every
+  // push waits for the slow one's, which is lockstep again; a bound of 2 lets it run
+  // ahead only so far, so in the long run it goes at the slow one's pace too.
+  plan.stepping.staleness = 0;
+  BOOST_TEST(run(plan, profile, c, options).total_ms == lockstep.total_ms, tt::tolerance(1e-9));
+  plan.stepping.staleness = 2;
+  const double bounded = run(plan, profile, c, options).samples_per_s;
+  BOOST_TEST(bounded > lockstep.samples_per_s);
+  BOOST_TEST(bounded < 1.1 * lockstep.samples_per_s);
+  // At the end the fast one may have taken k + 1 parts more than the slow one, when
+  // it took its last while the slow one was in its (here slower) optimizer step: once
+  // the slow one has none left, it holds no one back, and every part is done.
+  const ModelProfile stepping = chain(2, 1.0, 1.0, 0, 100'000'000);
+  c.devices[0].memory_bandwidth /= 4;
+  for (std::size_t iterations = 50; iterations < 60; ++iterations)
+    for (const std::uint64_t staleness : {0, 1, 2}) {
+      plan.stepping.staleness = staleness;
+      SimulationOptions ending;
+      ending.iterations = iterations;
+      const SimulationReport r = run(plan, stepping, c, ending);
+      BOOST_TEST(std::all_of(r.iteration_ms.begin(), r.iteration_ms.end(), [](double ms) { return ms > 0; }),
+                 iterations << " iterations, staleness " << staleness);
+    }
+
+  // One pipeline alone steps as it does in lockstep.
+  Plan one = plan_for(1, one_f_one_b_schedule(2, {1, 1, 1}));
+  const double one_lockstep = run(one, profile, c, options).total_ms;
+  one.stepping.asynchronous = true;
+  BOOST_TEST(run(one, profile, c, options).total_ms == one_lockstep, tt::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_CASE(pipelines_stepping_alone_are_not_held_back_by_each_others_stragglers) {
+  // Four equal pipelines; each action is delayed now and then. In lockstep every step
+  // waits for the unluckiest pipeline; alone each pays only its own delays.
+  const ModelProfile profile = chain(2, 1.0, 1.0);
+  const ClusterSpec c = cluster(2, 4);
+  Plan plan = plan_for(4, one_f_one_b_schedule(2, {1, 1}));
+  SimulationOptions options;
+  options.iterations = 100;
+  auto delays = parse_stragglers("delay:p=0.1,ms=8", c);
+  REQUIRE_OK(delays);
+  options.stragglers = *delays;
+  const double lockstep = run(plan, profile, c, options).samples_per_s;
+  plan.stepping.asynchronous = true;
+  const double alone = run(plan, profile, c, options).samples_per_s;
+  BOOST_TEST(alone > 1.3 * lockstep, alone << " against " << lockstep);
+  // A bound of 0 lets no pipeline push ahead of another with work; a pipeline whose
+  // parts are all done holds no one back, so every part is still done.
+  plan.stepping.staleness = 0;
+  const SimulationReport bounded = run(plan, profile, c, options);
+  BOOST_TEST(std::all_of(bounded.iteration_ms.begin(), bounded.iteration_ms.end(), [](double ms) { return ms > 0; }));
+  BOOST_TEST(bounded.samples_per_s < alone);
+  plan.stepping.staleness = SyncStepping::unbounded;
+  // Without stragglers, equal pipelines lose nothing by stepping together.
+  options.stragglers = {};
+  plan.stepping.asynchronous = false;
+  const double calm = run(plan, profile, c, options).samples_per_s;
+  plan.stepping.asynchronous = true;
+  BOOST_TEST(run(plan, profile, c, options).samples_per_s == calm, tt::tolerance(1e-9));
 }
 
 BOOST_AUTO_TEST_CASE(traces_hold_every_action) {

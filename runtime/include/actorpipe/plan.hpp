@@ -48,6 +48,19 @@ struct TriedShape {
   bool fits = true; ///< every device holds its stage
 };
 
+/// How the plan's sync policy lets its pipelines step, as the policy's round 0 says:
+/// what the simulator needs to know of the policy.
+struct SyncStepping {
+  /// Every pipeline steps on its own batches, taking the next part of the data when it
+  /// is free, and never waits for the others (SDPipe, asynchronous elastic averaging, a
+  /// parameter server). False: every step ends with each stage's replicas synced together.
+  bool asynchronous = false;
+  /// A parameter server's bound: a pipeline is not answered while it has pushed more
+  /// than this many steps ahead of the slowest pipeline with work.
+  std::uint64_t staleness = unbounded;
+  static constexpr std::uint64_t unbounded = ~std::uint64_t{0};
+};
+
 struct ACTORPIPE_EXPORT Plan {
   std::string model;
   std::string cluster;
@@ -55,6 +68,7 @@ struct ACTORPIPE_EXPORT Plan {
   std::string mapper;
   std::string scheduler;
   std::string sync;
+  SyncStepping stepping; ///< as plan.sync's round 0 says
 
   std::size_t pipelines = 1;
   std::vector<StagePlan> stages;
@@ -90,5 +104,8 @@ ACTORPIPE_EXPORT std::size_t last_block(const StagePlan& stage);
 
 /// "3", "3-7", "3.1-7" (block.sub where a stage starts or ends inside a block).
 ACTORPIPE_EXPORT std::string describe_blocks(const StagePlan& stage);
+
+/// "in lockstep", "pipelines step alone", "pipelines step alone, at most 2 steps ahead".
+ACTORPIPE_EXPORT std::string describe_stepping(const SyncStepping& stepping);
 
 } // namespace actorpipe

@@ -7,6 +7,7 @@
 #include "sim/stage_figures.hpp"
 #include "sync/elastic_problem.hpp"
 #include "sync/group_scheduler.hpp"
+#include "sync/stepping.hpp"
 #include "base/text.hpp"
 
 #include <algorithm>
@@ -138,6 +139,7 @@ Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContex
   plan.mapper = job.plan.mapper;
   plan.scheduler = planning.schedule_file ? planning.schedule_file->name : job.plan.scheduler;
   plan.sync = job.plan.sync;
+  plan.stepping = planning.stepping;
   plan.pipelines = shape.pipelines;
   plan.batch_size = job.train.batch_size;
   // The micro-batches the scheduler is asked for; its schedule may slice them.
@@ -236,15 +238,18 @@ Result<Planning> prepare(const JobSpec& job, const PluginRegistry& plugins) {
       !round) {
     return plugin_refused(std::move(round).error(), plugin_label(plugins, PluginKind::sync, job.plan.sync), job,
                           job.plan.sync);
-  } else if (round->kind == SyncRound::Kind::scheduled_averaging) {
-    // A policy that checks none of its own settings (a Lua one) is caught here.
-    if (auto problem = sync::scheduling_problem(round->scheduling))
-      return plugin_failed(Error::run_failed("returned group scheduling that cannot run: " + *problem),
-                           plugin_label(plugins, PluginKind::sync, job.plan.sync));
-  } else if (round->kind == SyncRound::Kind::elastic_asynchronous) {
-    if (auto problem = sync::elastic_problem(*round))
-      return plugin_failed(Error::run_failed("returned elastic averaging that cannot run: " + *problem),
-                           plugin_label(plugins, PluginKind::sync, job.plan.sync));
+  } else {
+    if (round->kind == SyncRound::Kind::scheduled_averaging) {
+      // A policy that checks none of its own settings (a Lua one) is caught here.
+      if (auto problem = sync::scheduling_problem(round->scheduling))
+        return plugin_failed(Error::run_failed("returned group scheduling that cannot run: " + *problem),
+                             plugin_label(plugins, PluginKind::sync, job.plan.sync));
+    } else if (round->kind == SyncRound::Kind::elastic_asynchronous) {
+      if (auto problem = sync::elastic_problem(*round))
+        return plugin_failed(Error::run_failed("returned elastic averaging that cannot run: " + *problem),
+                             plugin_label(plugins, PluginKind::sync, job.plan.sync));
+    }
+    planning.stepping = sync::stepping_of(*round);
   }
   planning.optimizer_factor = optimizer_state_factor(job.train);
   return planning;

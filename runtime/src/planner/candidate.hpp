@@ -30,6 +30,7 @@ struct Planning {
   std::optional<Schedule> schedule_file{};
   std::string partitioner_label{}, mapper_label{}, scheduler_label{}; ///< "partitioner 'x' (FILE): "
   double optimizer_factor = 1;
+  SyncStepping stepping{}; ///< from the sync policy's round 0
 };
 
 /// Loads the plugins the job names (and its schedule file, if any).

@@ -21,6 +21,13 @@ std::string describe_blocks(const StagePlan& stage) {
   return first == last ? first : first + "-" + last;
 }
 
+std::string describe_stepping(const SyncStepping& stepping) {
+  if (!stepping.asynchronous) return "in lockstep";
+  if (stepping.staleness == SyncStepping::unbounded) return "pipelines step alone";
+  return "pipelines step alone, at most " + std::to_string(stepping.staleness) + " step" +
+         (stepping.staleness == 1 ? "" : "s") + " ahead";
+}
+
 Status Plan::validate(const ModelProfile& profile, const ClusterSpec& cluster) const {
   if (stages.empty()) return Error::bad_input("plan: has no stages");
   if (pipelines == 0) return Error::bad_input("plan: has no pipelines");

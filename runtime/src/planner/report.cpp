@@ -2,6 +2,7 @@
 
 #include "base/text.hpp"
 #include "base/text_table.hpp"
+#include "planner/stepping_json.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -38,7 +39,7 @@ std::string format_plan(const Plan& plan, const ModelProfile& profile, const Clu
          " devices)\n";
   out += "plan         " + std::to_string(plan.pipelines) + " pipeline(s) × " + std::to_string(plan.stages.size()) +
          " stages; partitioner " + plan.partitioner + ", mapper " + plan.mapper + ", scheduler " + plan.scheduler +
-         ", sync " + plan.sync + "\n";
+         ", sync " + plan.sync + " (" + describe_stepping(plan.stepping) + ")\n";
   const auto [smallest, largest] =
       std::minmax_element(plan.schedule.micro_batch_sizes.begin(), plan.schedule.micro_batch_sizes.end());
   out +=
@@ -154,6 +155,7 @@ json plan_document(const Plan& plan, const ModelProfile& profile, const ClusterS
       {"mapper", plan.mapper},
       {"schedule", plan.scheduler},
       {"sync", plan.sync},
+      {"stepping", stepping_json(plan.stepping)},
       {"pipelines", plan.pipelines},
       {"stages_per_pipeline", plan.stages.size()},
       {"batch_size", plan.batch_size},

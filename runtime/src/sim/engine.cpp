@@ -167,6 +167,8 @@ struct InstanceState {
   double action_ms = 0;
   double last_backward = 0;
   std::size_t iteration = 0;
+  std::uint64_t pushed = 0;    ///< asynchronous: steps whose actions are done
+  std::uint64_t completed = 0; ///< asynchronous: steps taken
 };
 
 template <class Queue> class Simulation {
@@ -177,7 +179,8 @@ public:
         forward_in_(model.instances.size() * m_, unknown), backward_in_(model.instances.size() * m_, unknown),
         lane_free_(model.lane_bytes_per_ms.size(), 0.0), processor_free_(model.processors, 0.0),
         group_ready_(model.groups.size(), 0), group_ready_at_(model.groups.size(), 0.0),
-        random_(model.stragglers.seed) {
+        pipelines_(model.stages ? model.instances.size() / model.stages : 0), claimed_(pipelines_, 0),
+        parts_of_(pipelines_, 0), unanswered_(model.stages), random_(model.stragglers.seed) {
     out_.iteration_end_ms.assign(iterations, 0.0);
     out_.busy_ms.assign(model.instances.size(), 0.0);
     out_.sync_ms.assign(model.instances.size(), 0.0);
@@ -187,8 +190,9 @@ public:
 
   Outcome run() {
     if (iterations_ == 0 || m_ == 0) return std::move(out_);
+    if (asynchronous()) pool_ = iterations_ * pipelines_;
     for (std::uint32_t i = 0; i < model_.instances.size(); ++i)
-      try_start(i);
+      if (!asynchronous() || model_.instances[i].stage > 0 || claim(model_.instances[i].pipeline, 0.0)) try_start(i);
     while (!queue_.empty()) {
       const Event event = queue_.pop();
       ++out_.events;
@@ -293,7 +297,68 @@ private:
       return;
     }
     st.waiting_step = true;
-    gradients_ready(instance.stage, now);
+    if (asynchronous())
+      pushed(i, now);
+    else
+      gradients_ready(instance.stage, now);
+  }
+
+  bool asynchronous() const { return model_.stepping.asynchronous; }
+
+  /// Pipeline p's first stage takes the next part of the data, if any is left.
+  bool claim(std::size_t p, double now) {
+    if (pool_ == 0) return false;
+    ++claimed_[p];
+    if (--pool_ == 0 && model_.stepping.staleness != SyncStepping::unbounded)
+      for (std::size_t s = 0; s < model_.stages; ++s)
+        answer_unanswered(s, now); // pipelines out of work no longer hold the others back
+    return true;
+  }
+
+  /// Asynchronous: instance i's actions of a step are done; it steps unless it is too
+  /// far ahead of its stage's slowest replica with work.
+  void pushed(std::uint32_t i, double now) {
+    ++state_[i].pushed;
+    if (model_.stepping.staleness == SyncStepping::unbounded) {
+      queue_.push({take_step(i, now), i, iteration_start});
+      return;
+    }
+    const std::size_t stage = model_.instances[i].stage;
+    unanswered_[stage].push_back(i);
+    answer_unanswered(stage, now);
+  }
+
+  /// The stage's replicas whose pushes the bound lets through now, in instance order.
+  void answer_unanswered(std::size_t stage, double now) {
+    std::uint64_t slowest = std::numeric_limits<std::uint64_t>::max();
+    for (std::size_t p = 0; p < pipelines_; ++p) {
+      const InstanceState& replica = state_[p * model_.stages + stage];
+      if (pool_ > 0 || claimed_[p] > replica.pushed) slowest = std::min(slowest, replica.pushed);
+    }
+    auto& waiting = unanswered_[stage];
+    std::sort(waiting.begin(), waiting.end());
+    std::erase_if(waiting, [&](std::uint32_t i) {
+      if (slowest != std::numeric_limits<std::uint64_t>::max() &&
+          state_[i].pushed - slowest > model_.stepping.staleness)
+        return false;
+      queue_.push({take_step(i, now), i, iteration_start});
+      return true;
+    });
+  }
+
+  /// Instance i's optimizer step, once its gradients are ready at `ready`: on its
+  /// processor, after whatever that has reserved. Returns when the step ends.
+  double take_step(std::uint32_t i, double ready) {
+    const Instance& instance = model_.instances[i];
+    double& processor_free = processor_free_[instance.processor];
+    const double step_start = std::max(ready, processor_free);
+    const double step_end = step_start + instance.optimizer_ms;
+    processor_free = step_end;
+    if (model_.trace && instance.optimizer_ms > 0)
+      out_.spans.push_back(
+          {"step", instance.pipeline, instance.stage, Span::Kind::sync, step_start, instance.optimizer_ms});
+    out_.sync_ms[i] += step_end - state_[i].last_backward;
+    return step_end;
   }
 
   /// The last replica of a stage to finish its backwards starts the all-reduce.
@@ -318,23 +383,36 @@ private:
     }
     group_ready_at_[stage] = 0;
     for (std::uint32_t i : group.instances) {
-      const Instance& instance = model_.instances[i];
-      double& processor_free = processor_free_[instance.processor];
-      const double step_start = std::max(end, processor_free);
-      const double step_end = step_start + instance.optimizer_ms;
-      processor_free = step_end;
-      if (model_.trace && instance.optimizer_ms > 0)
-        out_.spans.push_back({"step", instance.pipeline, stage, Span::Kind::sync, step_start, instance.optimizer_ms});
-      out_.sync_ms[i] += step_end - state_[i].last_backward;
+      const double step_end = take_step(i, end);
       double& iteration_end = out_.iteration_end_ms[state_[i].iteration];
       iteration_end = std::max(iteration_end, step_end);
       queue_.push({step_end, i, iteration_start});
     }
   }
 
+  /// Asynchronous: instance i has stepped; its pipeline's part is done once every
+  /// stage has, and every `pipelines` parts done end an iteration.
+  void step_taken(std::uint32_t i, double now) {
+    ++state_[i].completed;
+    const std::size_t p = model_.instances[i].pipeline;
+    std::uint64_t done = state_[i].completed;
+    for (std::size_t s = 0; s < model_.stages; ++s)
+      done = std::min(done, state_[p * model_.stages + s].completed);
+    if (done <= parts_of_[p]) return;
+    parts_of_[p] = done;
+    if (++parts_done_ % pipelines_ == 0 && parts_done_ / pipelines_ <= iterations_)
+      out_.iteration_end_ms[parts_done_ / pipelines_ - 1] = now;
+  }
+
   void start_iteration(std::uint32_t i, double now) {
     InstanceState& st = state_[i];
-    if (++st.iteration >= iterations_) return;
+    if (asynchronous()) {
+      step_taken(i, now);
+      ++st.iteration;
+      if (model_.instances[i].stage == 0 && !claim(model_.instances[i].pipeline, now)) return;
+    } else if (++st.iteration >= iterations_) {
+      return;
+    }
     st.next = 0;
     st.waiting_step = false;
     st.iteration_start = now;
@@ -352,6 +430,13 @@ private:
   std::vector<double> processor_free_; ///< when each processor's last reserved work ends
   std::vector<std::size_t> group_ready_;
   std::vector<double> group_ready_at_;
+  // Asynchronous stepping:
+  std::size_t pipelines_;
+  std::size_t pool_ = 0;                               ///< parts no pipeline has taken yet
+  std::vector<std::uint64_t> claimed_;                 ///< per pipeline, parts taken
+  std::vector<std::uint64_t> parts_of_;                ///< per pipeline, parts every stage has stepped on
+  std::size_t parts_done_ = 0;                         ///< over all pipelines
+  std::vector<std::vector<std::uint32_t>> unanswered_; ///< per stage, replicas held by the staleness bound
   Queue queue_;
   std::mt19937_64 random_;
   Outcome out_;

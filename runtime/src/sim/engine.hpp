@@ -53,12 +53,19 @@ struct Model {
   double action_overhead_ms = 0;
   Stragglers stragglers;
   bool trace = false;
+  /// How the pipelines step (Plan::stepping). Lockstep: each stage's step waits for the
+  /// all-reduce over all its replicas. Asynchronous: the data is iterations × pipelines
+  /// parts; a pipeline's first stage takes the next part whenever it is free, and each
+  /// stage steps once its own actions are done, subject only to `stepping.staleness`.
+  SyncStepping stepping;
 };
 
 struct Outcome {
-  std::vector<double> iteration_end_ms; ///< when every instance finished each step
-  std::vector<double> busy_ms;          ///< per instance, computing
-  std::vector<double> sync_ms;          ///< per instance, last backward to step end
+  /// Lockstep: when every instance finished each step. Asynchronous: when the
+  /// (k + 1) · pipelines-th part was done, in the order parts finish.
+  std::vector<double> iteration_end_ms;
+  std::vector<double> busy_ms; ///< per instance, computing
+  std::vector<double> sync_ms; ///< per instance, last backward to step end
   std::vector<double> lane_busy_ms, lane_bytes;
   std::vector<Span> spans;
   std::size_t events = 0;

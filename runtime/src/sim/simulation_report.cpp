@@ -4,6 +4,7 @@
 
 #include "base/text.hpp"
 #include "base/text_table.hpp"
+#include "planner/stepping_json.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -38,6 +39,7 @@ std::string format_simulation(const SimulationReport& report, const Plan& plan, 
   out += "plan         " + std::to_string(plan.pipelines) + " pipeline(s) × " + std::to_string(plan.stages.size()) +
          " stages of " + plan.model + " on " + plan.cluster + "; " + plan.partitioner + " + " + plan.mapper + ", " +
          plan.schedule.name + " with " + std::to_string(plan.schedule.micro_batch_sizes.size()) + " micro-batches\n";
+  out += "sync         " + plan.sync + ", " + describe_stepping(plan.stepping) + "\n";
   out += "simulated    " + std::to_string(report.iterations) + " iteration(s) in " + format_fixed(report.total_ms, 3) +
          " ms (" + std::to_string(report.events) + " events)\n";
   out += "iteration    " + format_fixed(report.iteration_time_ms, 3) + " ms mean, " +
@@ -124,6 +126,8 @@ std::string simulation_to_json(const SimulationReport& report, const Plan& plan,
                          {"partitioner", plan.partitioner},
                          {"mapper", plan.mapper},
                          {"schedule", plan.schedule.name},
+                         {"sync", plan.sync},
+                         {"stepping", stepping_json(plan.stepping)},
                          {"pipelines", plan.pipelines},
                          {"micro_batches", plan.schedule.micro_batch_sizes.size()},
                          {"iterations", report.iterations},

@@ -51,6 +51,7 @@ Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
   model.action_overhead_ms = options.action_overhead_ms;
   model.stragglers = options.stragglers;
   model.trace = options.trace;
+  model.stepping = plan.stepping;
   model.lane_bytes_per_ms.resize(topology.lane_count());
   for (sim::LaneId l = 0; l < topology.lane_count(); ++l)
     model.lane_bytes_per_ms[l] = topology.bytes_per_ms(l);

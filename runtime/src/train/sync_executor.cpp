@@ -4,20 +4,11 @@
 
 #include "sync/elastic_problem.hpp"
 #include "sync/group_scheduler.hpp"
+#include "sync/stepping.hpp"
 
 #include <stdexcept>
 
 namespace actorpipe::train {
-
-namespace {
-
-/// Kinds asked once, as round 0, whose pipelines then step on their own.
-bool is_asynchronous(SyncRound::Kind kind) {
-  return kind == SyncRound::Kind::scheduled_averaging || kind == SyncRound::Kind::parameter_server ||
-         kind == SyncRound::Kind::elastic_asynchronous;
-}
-
-} // namespace
 
 SyncExecutor::SyncExecutor(std::shared_ptr<SyncPolicy> policy, std::string label, PluginOptions options,
                            std::size_t pipelines, std::size_t stages, double batch_share, std::string buffers,
@@ -36,7 +27,7 @@ bool SyncExecutor::run(std::size_t stage, std::uint64_t step) {
   // nothing yet, and are zeros until pipelines step on their own (SDPipe).
   auto round = policy_->round({stage, pipelines_, step, std::vector<double>(pipelines_, 0.0), options_});
   if (!round) throw std::runtime_error(label_ + ": " + round.error().message);
-  if (is_asynchronous(round->kind))
+  if (sync::is_asynchronous(round->kind))
     throw std::runtime_error(label_ + ": round " + std::to_string(step) + " of stage " + std::to_string(stage) +
                              " asks for asynchronous sync, which its round 0 did not");
   const std::vector<StageWorker*> all = replicas_(stage);
@@ -94,7 +85,7 @@ std::optional<SyncRound> SyncExecutor::asynchronous() {
   for (std::size_t s = 0; s < centres_.size(); ++s) {
     auto round = policy_->round({s, pipelines_, 0, std::vector<double>(pipelines_, 0.0), options_});
     if (!round) throw std::runtime_error(label_ + ": " + round.error().message);
-    const bool asynchronous = is_asynchronous(round->kind);
+    const bool asynchronous = sync::is_asynchronous(round->kind);
     if (s == 0 && asynchronous) first = *round;
     if (s > 0 && (asynchronous != first.has_value() || (first && round->kind != first->kind)))
       throw std::runtime_error(label_ + ": stage " + std::to_string(s) +
