@@ -13,6 +13,7 @@
 
 #include <caf/all.hpp>
 
+#include <deque>
 #include <map>
 
 namespace actorpipe::actors {
@@ -27,6 +28,20 @@ struct Pending {
   double loss_sum = 0;
 };
 
+/// A step's share for one pipeline, waiting for a pipeline to take it (asynchronous
+/// policies only).
+struct Share {
+  std::uint64_t step = 0;
+  std::size_t part = 0;
+  train::Payload inputs, labels;
+};
+
+/// Under an asynchronous policy a pipeline is handed a share only while it holds fewer
+/// than this many: one it computes and one its first stage starts on as soon as that
+/// one's step is done. Shares handed further ahead would be split evenly, and a faster
+/// pipeline would wait at the end for the slower ones to work through theirs.
+constexpr std::size_t shares_ahead = 2;
+
 struct JobState {
   std::vector<pipeline_actor> pipelines;
   std::vector<stage_actor> stages; ///< every pipeline's, scheduled averaging only (they settle)
@@ -36,6 +51,7 @@ struct JobState {
   bool asynchronous = false;                   ///< pipelines step on their own
   std::vector<std::size_t> in_hand;            ///< by pipeline: shares handed and not yet done
   std::size_t next_pipeline = 0;               ///< where the search for the least busy starts
+  std::deque<Share> waiting;                   ///< asynchronous: shares no pipeline has taken yet
   std::vector<caf::actor_addr> built;          ///< every actor this job spawned, shut down with it
   std::map<caf::actor_addr, std::string> names;
   std::shared_ptr<Failure> failure;
@@ -54,6 +70,7 @@ void fail(JobActor self, const std::string& what) {
   for (auto& [step, pending] : st.steps)
     pending.reply.deliver(caf::make_error(caf::sec::runtime_error, what));
   st.steps.clear();
+  st.waiting.clear();
 }
 
 /// Spawns the plan's actors, watched under the names that failure messages give them,
@@ -172,9 +189,8 @@ void tell_idle(JobActor self, std::size_t p, bool idle) {
 
 /// The pipeline the next share goes to: with lockstep rounds, each in turn; with an
 /// asynchronous policy, the one with the fewest shares in hand (the first such from
-/// where the last search ended, so ties rotate). The group scheduler or parameter
-/// servers hear of a pipeline given work after it had none.
-std::size_t take_share(JobActor self) {
+/// where the last search ended, so ties rotate).
+std::size_t next_pipeline(JobActor self) {
   auto& st = self->state;
   const std::size_t P = st.pipelines.size();
   std::size_t chosen = st.next_pipeline % P;
@@ -183,9 +199,53 @@ std::size_t take_share(JobActor self) {
       const std::size_t p = (st.next_pipeline + i) % P;
       if (st.in_hand[p] < st.in_hand[chosen]) chosen = p;
     }
-  st.next_pipeline = chosen + 1;
-  if (st.in_hand[chosen]++ == 0) tell_idle(self, chosen, false);
   return chosen;
+}
+
+void hand_out(JobActor self);
+
+/// Hands pipeline p its share of a step. The group scheduler or parameter servers hear
+/// of a pipeline given work after it had none, and of one left with none.
+void hand(JobActor self, std::size_t p, Share share) {
+  auto& st = self->state;
+  st.next_pipeline = p + 1;
+  if (st.in_hand[p]++ == 0) tell_idle(self, p, false);
+  const double weight = st.shares[share.part];
+  const std::uint64_t step = share.step;
+  self->request(st.pipelines[p], caf::infinite, step_atom::value, step, std::move(share.inputs),
+                std::move(share.labels))
+      .then(
+          [=](double loss) {
+            auto& st = self->state;
+            --st.in_hand[p];
+            hand_out(self); // before telling anyone it is idle: it may have work at once
+            if (st.in_hand[p] == 0) tell_idle(self, p, true);
+            const auto it = st.steps.find(step);
+            if (it == st.steps.end()) return; // failed already
+            it->second.loss_sum += loss * weight;
+            if (++it->second.answered < st.pipelines.size()) return;
+            std::uint32_t total = 0;
+            for (auto n : st.shares)
+              total += n;
+            it->second.reply.deliver(it->second.loss_sum / total);
+            st.steps.erase(it);
+          },
+          [=](caf::error& error) {
+            fail(self, "pipeline " + std::to_string(p) + ": " + self->system().render(error));
+          });
+}
+
+/// Asynchronous: hands waiting shares, oldest first, to the least busy pipelines while
+/// one of them holds fewer than `shares_ahead`.
+void hand_out(JobActor self) {
+  auto& st = self->state;
+  while (!st.waiting.empty()) {
+    const std::size_t p = next_pipeline(self);
+    if (st.in_hand[p] >= shares_ahead) return;
+    Share share = std::move(st.waiting.front());
+    st.waiting.pop_front();
+    hand(self, p, std::move(share));
+  }
 }
 
 job_actor::behavior_type job_behavior(JobActor self, JobConfig config) {
@@ -216,30 +276,16 @@ job_actor::behavior_type job_behavior(JobActor self, JobConfig config) {
         }
         Pending& pending = st.steps[step];
         pending.reply = self->make_response_promise<double>();
-        const auto input_parts = train::split_rows(inputs, st.shares);
-        const auto label_parts = train::split_rows(labels, st.shares);
+        auto input_parts = train::split_rows(inputs, st.shares);
+        auto label_parts = train::split_rows(labels, st.shares);
         for (std::size_t part = 0; part < st.pipelines.size(); ++part) {
-          const std::size_t p = take_share(self);
-          const double share = st.shares[part];
-          self->request(st.pipelines[p], caf::infinite, step_atom::value, step, input_parts[part], label_parts[part])
-              .then(
-                  [=](double loss) {
-                    auto& st = self->state;
-                    if (--st.in_hand[p] == 0) tell_idle(self, p, true);
-                    const auto it = st.steps.find(step);
-                    if (it == st.steps.end()) return; // failed already
-                    it->second.loss_sum += loss * share;
-                    if (++it->second.answered < st.pipelines.size()) return;
-                    std::uint32_t total = 0;
-                    for (auto n : st.shares)
-                      total += n;
-                    it->second.reply.deliver(it->second.loss_sum / total);
-                    st.steps.erase(it);
-                  },
-                  [=](caf::error& error) {
-                    fail(self, "pipeline " + std::to_string(p) + ": " + self->system().render(error));
-                  });
+          Share share{step, part, std::move(input_parts[part]), std::move(label_parts[part])};
+          if (st.asynchronous)
+            st.waiting.push_back(std::move(share));
+          else
+            hand(self, next_pipeline(self), std::move(share));
         }
+        if (st.asynchronous) hand_out(self);
         return pending.reply;
       },
       [=](settle_atom) -> caf::result<bool> {

@@ -280,7 +280,9 @@ BOOST_AUTO_TEST_CASE(every_sync_policy_trains_fashion_mnist_within_a_point_of_al
 BOOST_AUTO_TEST_CASE(under_sdpipe_a_pipeline_on_a_slower_device_takes_fewer_shares) {
   // Two one-stage pipelines, the second on a device a quarter as fast. In lockstep
   // (allreduce) both take every step's share; under sdpipe the fast one takes more,
-  // averaging with the slow one when the scheduler groups them.
+  // averaging with the slow one when the scheduler groups them. Shares are handed to a
+  // pipeline only as it works through them, so the split follows the speeds (4:1, less
+  // the last shares): handed out as the steps come, they would split evenly at first.
   test::ScratchDir dir;
   const std::string job =
       emulated_devices({1.0, 0.25}) +
@@ -297,7 +299,7 @@ BOOST_AUTO_TEST_CASE(under_sdpipe_a_pipeline_on_a_slower_device_takes_fewer_shar
         test::quick_plan(dir, job + "sync = \"" + sync + "\"\n" +
                                   "[plan.options.sdpipe]\nwindow_ms = 0.05\nmax_window_ms = 0.1\nforce_every = 0\n");
     const std::string out = (dir.path() / sync).string();
-    auto summary = run(p, out, 24);
+    auto summary = run(p, out, 40);
     REQUIRE_OK(summary);
     BOOST_TEST(std::isfinite(summary->final_loss));
     auto trace = read_file(out + "/trace.json");
@@ -306,13 +308,13 @@ BOOST_AUTO_TEST_CASE(under_sdpipe_a_pipeline_on_a_slower_device_takes_fewer_shar
     const auto events = nlohmann::json::parse(*trace)["traceEvents"];
     for (const auto& e : events)
       if (e["ph"] == "X" && e["cat"] == "forward") ++count.at(e["pid"].get<std::size_t>());
-    BOOST_TEST(count[0] + count[1] == 48u); // every share of every step, once
+    BOOST_TEST(count[0] + count[1] == 80u); // every share of every step, once
     return count;
   };
   const auto lockstep = forwards("allreduce");
   BOOST_TEST(lockstep[0] == lockstep[1]);
   const auto scheduled = forwards("sdpipe");
-  BOOST_TEST(scheduled[0] >= 2 * scheduled[1], "fast " << scheduled[0] << ", slow " << scheduled[1]);
+  BOOST_TEST(scheduled[0] >= 3 * scheduled[1], "fast " << scheduled[0] << ", slow " << scheduled[1]);
 }
 
 BOOST_AUTO_TEST_CASE(elastic_saves_and_evaluates_its_centre) {

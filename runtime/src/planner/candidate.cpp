@@ -18,6 +18,11 @@ namespace actorpipe::planning {
 
 namespace {
 
+/// Pipelines stepping alone drift apart, a faster one taking one part more every few of
+/// a slower one's: one iteration would show only the slowest pace, this many show the
+/// steady one within a few percent.
+constexpr std::size_t asynchronous_iterations = 16;
+
 std::string plugin_label(const PluginRegistry& plugins, PluginKind kind, const std::string& name) {
   const PluginRecord* record = plugins.find(kind, name);
   return std::string(to_string(kind)) + " '" + name + "'" + (record ? " (" + record->file + ")" : "") + ": ";
@@ -159,7 +164,7 @@ Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContex
   plan.schedule = std::move(*schedule);
 
   SimulationOptions options;
-  options.iterations = 1;
+  options.iterations = plan.stepping.asynchronous ? asynchronous_iterations : 1;
   options.action_overhead_ms = job.plan.action_overhead_ms;
   options.optimizer_factor = planning.optimizer_factor;
   auto report = simulate(plan, job.profile, job.cluster, options);
