@@ -80,11 +80,8 @@ Result<std::pair<Plan, TuneReport>> tune_plan(const JobSpec& job, const Plan& pl
         setting.error = summary.error().message;
       } else if (summary->stopped) {
         return Error::run_failed("tuning was interrupted");
-      } else if (!timed.empty()) {
-        const auto middle = timed.begin() + static_cast<std::ptrdiff_t>(timed.size() / 2);
-        std::nth_element(timed.begin(), middle, timed.end());
-        setting.median_step_ms = *middle;
-        setting.measured_samples_per_s = 1000.0 * plan->batch_size / *middle;
+      } else {
+        record_measurement(setting, plan->batch_size, std::move(timed));
       }
     }
     if (options.on_setting) options.on_setting(k + 1, shapes.size(), setting);

@@ -1,11 +1,13 @@
 -- Sync policies on one job, without and with stragglers: samples/s (in modelled time,
--- and as `simulate` predicts the same run from the same profile), the modelled time each takes to bring its training loss (a running mean over 20
--- steps) under a target, and its final test accuracy; then the heterogeneity-aware
--- plan (the job's partitioner and mapper) against uniform + sequential.
+-- and as `simulate` predicts the same run from the same profile), the modelled time
+-- each takes to bring its training loss (a running mean over 20 steps) under a target,
+-- and its final test accuracy; then the heterogeneity-aware plan (the job's
+-- partitioner and mapper) against uniform + sequential.
 --
 --   actorpipe script scripts/sync_experiments.lua [JOB] [STEPS] [POLICIES] [STRAGGLERS] [TARGET_LOSS]
 --   actorpipe script scripts/sync_experiments.lua configs/experiments/fashion-mnist-hetero.toml 300 \
---       allreduce,sdpipe,elastic,elastic:asynchronous=true+afp+tuned,parameter-server,ad-psgd auto 0.6
+--       allreduce,sdpipe,elastic,elastic:asynchronous=true:alpha=0.125+afp+tuned,parameter-server,ad-psgd \
+--       auto 0.6
 --   actorpipe script scripts/sync_experiments.lua configs/experiments/gpt-hetero.toml 120 \
 --       allreduce,sdpipe,elastic,parameter-server,ad-psgd auto 2.8
 --
@@ -15,9 +17,9 @@
 --
 -- A policy is a sync plugin's name, optionally with options (`:KEY=VALUE`, as its
 -- `[plan.options.NAME]` would set them), `+SCHEDULER` (the job's scheduler otherwise)
--- and `+tuned` (pipelines and micro-batches "auto", chosen by short measured runs:
--- plan.tune = "profile"): `elastic:asynchronous=true+afp+tuned` is AvgPipe's
--- combination.
+-- and `+tuned` (the number of pipelines, and so of stages in each, and of micro-batches
+-- "auto", chosen by measured runs of 24 steps: plan.tune = "profile"):
+-- `elastic:asynchronous=true+afp+tuned` is AvgPipe's combination.
 --
 -- Writes sync.csv (a row per policy and straggler setting), plans.csv, sync_samples.svg,
 -- sync_time_to_target.svg, sync_losses.svg and a run folder per row into the output
@@ -56,9 +58,11 @@ local function policy_keys(policy)
         keys["plan.options." .. sync .. "." .. key] = value
       end
     elseif part == "tuned" then
+      keys["plan.stages"] = "auto"
       keys["plan.pipelines"] = "auto"
       keys["plan.micro_batches"] = "auto"
       keys["plan.tune"] = "profile"
+      keys["plan.tune_steps"] = 24 -- pipelines stepping alone take a while to find their pace
     else
       keys["plan.scheduler"] = part
     end

@@ -26,10 +26,16 @@ struct TunedSetting {
   std::size_t pipelines = 0;
   std::uint32_t micro_batches = 0;
   double predicted_samples_per_s = 0;
-  double measured_samples_per_s = 0; ///< the batch over the median timed step (modelled time on emulated devices)
+  double measured_samples_per_s = 0; ///< samples of the timed steps over their time (modelled on emulated devices)
   double median_step_ms = 0;
   std::string error; ///< why it could not be measured; empty when it was
 };
+
+/// Fills in what a short run of `setting` measured from its timed steps' times:
+/// samples/s as the steps' samples over their time, not over a typical step's. Where
+/// pipelines step alone steps end in bursts (two at once, then a pause), and a median
+/// would price the pause alone.
+ACTORPIPE_EXPORT void record_measurement(TunedSetting& setting, std::uint32_t batch_size, std::vector<double> step_ms);
 
 /// What the tuner tried, in the simulator's order, and which it chose and why.
 struct TuneReport {

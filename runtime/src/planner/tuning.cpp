@@ -10,7 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
+#include <numeric>
 
 namespace actorpipe {
 
@@ -21,6 +23,16 @@ std::string shape_text(const TunedSetting& s) {
 }
 
 } // namespace
+
+void record_measurement(TunedSetting& setting, std::uint32_t batch_size, std::vector<double> step_ms) {
+  if (step_ms.empty()) return;
+  const double ms = std::accumulate(step_ms.begin(), step_ms.end(), 0.0);
+  setting.measured_samples_per_s =
+      ms > 0 ? 1000.0 * static_cast<double>(batch_size) * static_cast<double>(step_ms.size()) / ms : 0.0;
+  const auto middle = step_ms.begin() + static_cast<std::ptrdiff_t>(step_ms.size() / 2);
+  std::nth_element(step_ms.begin(), middle, step_ms.end());
+  setting.median_step_ms = *middle;
+}
 
 std::string tune_report_to_text(const TuneReport& report) {
   using text::Table;
