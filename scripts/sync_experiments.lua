@@ -6,10 +6,10 @@
 --
 --   actorpipe script scripts/sync_experiments.lua [JOB] [STEPS] [POLICIES] [STRAGGLERS] [TARGET_LOSS]
 --   actorpipe script scripts/sync_experiments.lua configs/experiments/fashion-mnist-hetero.toml 300 \
---       allreduce,sdpipe,elastic,elastic:asynchronous=true:alpha=0.125+afp+tuned,parameter-server,ad-psgd \
+--       allreduce,sdpipe,elastic,elastic:asynchronous=true:alpha=0.25+afp+tuned,parameter-server,ad-psgd \
 --       auto 0.6
 --   actorpipe script scripts/sync_experiments.lua configs/experiments/gpt-hetero.toml 120 \
---       allreduce,sdpipe,elastic,parameter-server,ad-psgd auto 2.8
+--       allreduce,sdpipe,elastic:asynchronous=true:alpha=0.25+afp+tuned,parameter-server,ad-psgd auto 2.8
 --
 -- STRAGGLERS is a straggler specification (docs/running.md), or `auto` (the default):
 -- each action delayed with probability 0.1 by twice a micro-batch's compute, its

@@ -204,6 +204,17 @@ BOOST_AUTO_TEST_CASE(a_sync_policy_is_a_plugin_checked_when_planning) {
   BOOST_REQUIRE(!refused.ok());
   BOOST_TEST(contains(refused.error().message, "plan.options.elastic.alpha: sync 'elastic'"), refused.error().message);
   BOOST_TEST(contains(refused.error().message, "option 'alpha': 2 is outside"), refused.error().message);
+  // Above 1 / pipelines a round of all pipelines would overshoot; a pipeline moving alone
+  // with the centre may go up to 1.
+  const std::vector<std::string> pair{"plan.sync=\"elastic\"", "plan.pipelines=2", "plan.stages=2",
+                                      "plan.options.elastic.alpha=0.9"};
+  auto overshooting = make_plan(job("vgg16-4dev.toml", pair), test::plugins());
+  BOOST_REQUIRE(!overshooting.ok());
+  BOOST_TEST(contains(overshooting.error().message, "option 'alpha': 0.9"), overshooting.error().message);
+  BOOST_TEST(contains(overshooting.error().message, "is outside [0.000000, 0.500000]"), overshooting.error().message);
+  std::vector<std::string> alone = pair;
+  alone.push_back("plan.options.elastic.asynchronous=true");
+  REQUIRE_OK(make_plan(job("vgg16-4dev.toml", alone), test::plugins()));
   // sdpipe's windows must nest, and its counts (and a parameter server's staleness)
   // be whole numbers.
   for (const auto& [policy, option, message] : std::vector<std::tuple<std::string, std::string, std::string>>{

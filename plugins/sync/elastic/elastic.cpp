@@ -5,7 +5,8 @@
 ///   d_p = x_p − c;   x_p ← x_p − alpha · d_p;   c ← c + alpha · Σ_p d_p.
 /// With alpha = 1 / pipelines the centre becomes the replicas' mean. With
 /// `asynchronous` = true (option) the pipelines do not wait for each other: each moves
-/// alone with the centre every `tau` of its own steps, computing on meanwhile.
+/// alone with the centre every `tau` of its own steps, computing on meanwhile, and
+/// alpha may be up to 1 (0.5: the two meet halfway).
 
 #include <actorpipe/plugin.hpp>
 
@@ -18,13 +19,16 @@ public:
   Result<SyncRound> round(const SyncRequest& request) override {
     ACTORPIPE_TRY(check_options(request.options, {"alpha", "tau", "asynchronous"}));
     const double pipelines = static_cast<double>(request.pipelines);
-    // Above 1 / pipelines the centre would overshoot the replicas' mean.
-    auto alpha = number_option(request.options, "alpha", 0.9 / pipelines, 1e-9, 1.0 / pipelines);
+    auto asynchronous = choice_option(request.options, "asynchronous", "false", {"true", "false"});
+    ACTORPIPE_TRY(asynchronous);
+    // In a round of all pipelines, above 1 / pipelines the centre would overshoot the
+    // replicas' mean; a pipeline moving alone with the centre keeps it between the two
+    // for any rate up to 1.
+    auto alpha =
+        number_option(request.options, "alpha", 0.9 / pipelines, 1e-9, *asynchronous == "true" ? 1.0 : 1.0 / pipelines);
     ACTORPIPE_TRY(alpha);
     auto tau = count_option(request.options, "tau", 1, 1, 1000000000);
     ACTORPIPE_TRY(tau);
-    auto asynchronous = choice_option(request.options, "asynchronous", "false", {"true", "false"});
-    ACTORPIPE_TRY(asynchronous);
     SyncRound round;
     round.kind = *asynchronous == "true" ? SyncRound::Kind::elastic_asynchronous : SyncRound::Kind::elastic;
     round.alpha = *alpha;
