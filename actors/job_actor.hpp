@@ -6,8 +6,9 @@
 /// averager actor per stage index, or a parameter-server actor per stage index),
 /// splits each batch into a share per pipeline and answers a step once all its shares
 /// are done, and a settle once no stage has an averaging to take. Lockstep policies give
-/// pipeline p the p-th share of every step; asynchronous ones give each share to the
-/// pipeline with the fewest shares in hand, so a slow pipeline takes fewer. It watches
+/// pipeline p the p-th share of every step; asynchronous ones keep each share until a
+/// pipeline holds fewer than two and give it to the one with the fewest in hand, so each
+/// pipeline takes shares at its own pace. It watches
 /// every actor it built: the first failure (an actor's report, or an actor that ended
 /// abnormally) fails the step in progress with a message naming the stage and
 /// micro-batch, so a run ends, it never hangs. Shutting the
