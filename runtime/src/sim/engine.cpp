@@ -2,6 +2,7 @@
 
 #include "sim/lane_booking.hpp"
 #include "sim/straggled_time.hpp"
+#include "sync/server_gate.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -180,7 +181,10 @@ public:
         lane_free_(model.lane_bytes_per_ms.size(), 0.0), processor_free_(model.processors, 0.0),
         group_ready_(model.groups.size(), 0), group_ready_at_(model.groups.size(), 0.0),
         pipelines_(model.stages ? model.instances.size() / model.stages : 0), claimed_(pipelines_, 0),
-        parts_of_(pipelines_, 0), unanswered_(model.stages), random_(model.stragglers.seed) {
+        parts_of_(pipelines_, 0), away_(model.instances.size(), false), random_(model.stragglers.seed) {
+    if (model.stepping.asynchronous && model.stepping.staleness != SyncStepping::unbounded && pipelines_ > 0)
+      for (std::size_t s = 0; s < model.stages; ++s)
+        gates_.emplace_back(pipelines_, model.stepping.staleness);
     out_.iteration_end_ms.assign(iterations, 0.0);
     out_.busy_ms.assign(model.instances.size(), 0.0);
     out_.sync_ms.assign(model.instances.size(), 0.0);
@@ -309,41 +313,42 @@ private:
   bool claim(std::size_t p, double now) {
     if (pool_ == 0) return false;
     ++claimed_[p];
-    if (--pool_ == 0 && model_.stepping.staleness != SyncStepping::unbounded)
-      for (std::size_t s = 0; s < model_.stages; ++s)
-        answer_unanswered(s, now); // pipelines out of work no longer hold the others back
+    if (--pool_ == 0 && !gates_.empty())
+      for (std::uint32_t i = 0; i < state_.size(); ++i)
+        leave_if_done(i, now); // pipelines out of work no longer hold the others back
     return true;
   }
 
-  /// Asynchronous: instance i's actions of a step are done; it steps unless it is too
-  /// far ahead of its stage's slowest replica with work.
+  /// Asynchronous: instance i's actions of a step are done; it steps once its stage's
+  /// server gate (the parameter-server actor's rule) answers it.
   void pushed(std::uint32_t i, double now) {
     ++state_[i].pushed;
-    if (model_.stepping.staleness == SyncStepping::unbounded) {
+    if (gates_.empty()) {
       queue_.push({take_step(i, now), i, iteration_start});
       return;
     }
-    const std::size_t stage = model_.instances[i].stage;
-    unanswered_[stage].push_back(i);
-    answer_unanswered(stage, now);
+    const Instance& instance = model_.instances[i];
+    answer(instance.stage, gates_[instance.stage].push(instance.pipeline), now);
   }
 
-  /// The stage's replicas whose pushes the bound lets through now, in instance order.
-  void answer_unanswered(std::size_t stage, double now) {
-    std::uint64_t slowest = std::numeric_limits<std::uint64_t>::max();
-    for (std::size_t p = 0; p < pipelines_; ++p) {
-      const InstanceState& replica = state_[p * model_.stages + stage];
-      if (pool_ > 0 || claimed_[p] > replica.pushed) slowest = std::min(slowest, replica.pushed);
-    }
-    auto& waiting = unanswered_[stage];
-    std::sort(waiting.begin(), waiting.end());
-    std::erase_if(waiting, [&](std::uint32_t i) {
-      if (slowest != std::numeric_limits<std::uint64_t>::max() &&
-          state_[i].pushed - slowest > model_.stepping.staleness)
-        return false;
+  /// The replicas of `stage` a gate's decision answers step now.
+  void answer(std::size_t stage, const sync::ServerDecision& decision, double now) {
+    for (const std::size_t p : decision.answer) {
+      const auto i = static_cast<std::uint32_t>(p * model_.stages + stage);
       queue_.push({take_step(i, now), i, iteration_start});
-      return true;
-    });
+      leave_if_done(i, now);
+    }
+  }
+
+  /// A replica answered for every part its pipeline took, with none left to take, has
+  /// no work: as the job tells a parameter server, it is away.
+  void leave_if_done(std::uint32_t i, double now) {
+    const Instance& instance = model_.instances[i];
+    sync::ServerGate& gate = gates_[instance.stage];
+    if (away_[i] || pool_ > 0 || claimed_[instance.pipeline] != state_[i].pushed || gate.waiting(instance.pipeline))
+      return;
+    away_[i] = true;
+    answer(instance.stage, gate.set_away(instance.pipeline, true), now);
   }
 
   /// Instance i's optimizer step, once its gradients are ready at `ready`: on its
@@ -432,11 +437,12 @@ private:
   std::vector<double> group_ready_at_;
   // Asynchronous stepping:
   std::size_t pipelines_;
-  std::size_t pool_ = 0;                               ///< parts no pipeline has taken yet
-  std::vector<std::uint64_t> claimed_;                 ///< per pipeline, parts taken
-  std::vector<std::uint64_t> parts_of_;                ///< per pipeline, parts every stage has stepped on
-  std::size_t parts_done_ = 0;                         ///< over all pipelines
-  std::vector<std::vector<std::uint32_t>> unanswered_; ///< per stage, replicas held by the staleness bound
+  std::size_t pool_ = 0;                ///< parts no pipeline has taken yet
+  std::vector<std::uint64_t> claimed_;  ///< per pipeline, parts taken
+  std::vector<std::uint64_t> parts_of_; ///< per pipeline, parts every stage has stepped on
+  std::size_t parts_done_ = 0;          ///< over all pipelines
+  std::vector<sync::ServerGate> gates_; ///< per stage, under a staleness bound
+  std::vector<bool> away_;              ///< per instance: told its gate it has no work
   Queue queue_;
   std::mt19937_64 random_;
   Outcome out_;
