@@ -106,6 +106,10 @@ void build(JobActor self, const JobConfig& config) {
       if (config.pin_threads && config.detached) stage.core = train::stage_core(cores, p * S + s, P * S);
       stage.detached = config.detached;
       if (p < config.emulated.size()) stage.emulated = config.emulated[p][s];
+      if (config.step_ahead && P > 1)
+        stage.step_ahead = [step_ahead = config.step_ahead, s, p](std::uint64_t step) {
+          return step_ahead(s, p, step);
+        };
       if ((config.scheduling || config.elastic_period) && config.average) {
         stage.snapshot = [snapshot = config.snapshot, s, p] { snapshot(s, p); };
         stage.correct = [correct = config.correct, s, p] { correct(s, p); };

@@ -51,6 +51,10 @@ struct JobConfig {
   /// Runs stage s's sync round of a step on its replicas (train::SyncExecutor in a
   /// run); true when it stepped them too.
   std::function<bool(std::size_t stage, std::uint64_t step)> sync;
+  /// Lockstep rounds: called by stage s of pipeline p before it arrives at its round of
+  /// a step; true when it stepped that replica already (train::SyncExecutor's
+  /// step_ahead() in a run). Unset: the round steps the replicas, or they step after it.
+  std::function<bool(std::size_t stage, std::size_t pipeline, std::uint64_t step)> step_ahead;
   /// An asynchronous policy's scheduling (SDPipe's): each pipeline steps on the shares
   /// it is handed, the least busy pipeline taking the next, and the group-scheduler
   /// actor groups the replicas that have stepped; none: lockstep rounds (`sync`).

@@ -176,6 +176,10 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
                  [&session](std::size_t s) { return session.replicas(s); });
   }
   job_config.sync = [&sync](std::size_t s, std::uint64_t step) { return sync->run(s, step); };
+  if (sync)
+    job_config.step_ahead = [&sync](std::size_t s, std::size_t p, std::uint64_t step) {
+      return sync->step_ahead(s, p, step);
+    };
   if (sync) {
     std::optional<actorpipe::SyncRound> asynchronous;
     try {
@@ -314,29 +318,37 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
     return saved;
   };
 
-  // A step handed to the job actor and not yet answered.
-  auto send_step = [&](std::uint64_t step, std::uint64_t epoch, std::uint64_t index) {
-    const train::Batch batch = session.batch(epoch, index);
-    auto handle =
-        (*self)->request(job_actor, caf::infinite, actors::step_atom::value, step, batch.inputs, batch.labels);
+  // The step `later` steps after the last answered one, handed to the job actor and
+  // not yet answered.
+  auto send_step = [&](std::uint64_t later) {
+    const std::uint64_t at = progress.index + later - 1; // into the current epoch
+    const train::Batch batch = session.batch(progress.epoch + at / per_epoch, at % per_epoch);
+    auto handle = (*self)->request(job_actor, caf::infinite, actors::step_atom::value, progress.step + later,
+                                   batch.inputs, batch.labels);
     return std::make_pair(std::move(handle), Clock::now());
   };
-  using InFlight = decltype(send_step(0, 0, 0));
+  using InFlight = decltype(send_step(1));
+  // Evaluation and the checkpoint come after every `evaluate_every`-th epoch (1-based,
+  // counted from the first) and after the run's last step.
+  const std::uint64_t evaluate_every = job.train.evaluate_every;
+  auto steps_to_evaluation = [&] {
+    const std::uint64_t epoch = (progress.epoch / evaluate_every + 1) * evaluate_every;
+    return std::min(epoch * per_epoch - (progress.epoch * per_epoch + progress.index), total - progress.step);
+  };
   // The steps handed to the job, oldest first. The next step's batch waits at the
   // stages, which start on it as soon as they have stepped: batching and the messages
   // that carry it stay off the step's critical path. Pipelines that step on their own
   // get more steps ahead, so that a fast one finds work while a slow one finishes its
-  // share of an older step. Never past an epoch's end or the run's, where evaluation
-  // and the checkpoint read the parameters between steps.
+  // share of an older step. Never past an evaluation, which with the checkpoint reads
+  // the parameters between steps.
   std::deque<InFlight> in_flight;
   const std::size_t ahead = asynchronous ? 2 * plan.pipelines : 1;
   auto previous_done = Clock::now();
   while (progress.step < total && !error) {
     const bool stopping = options.stop_requested && options.stop_requested();
-    while (in_flight.empty() || (in_flight.size() <= ahead && progress.index + in_flight.size() < per_epoch &&
-                                 progress.step + in_flight.size() < total && !stopping))
-      in_flight.push_back(
-          send_step(progress.step + in_flight.size() + 1, progress.epoch, progress.index + in_flight.size()));
+    const std::uint64_t until_evaluation = steps_to_evaluation();
+    while (in_flight.empty() || (in_flight.size() <= ahead && in_flight.size() < until_evaluation && !stopping))
+      in_flight.push_back(send_step(in_flight.size() + 1));
     InFlight current = std::move(in_flight.front());
     in_flight.pop_front();
     double loss = 0;
@@ -385,7 +397,7 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
     // A stop waits for a step with none queued behind it: then the parameters, and
     // the checkpoint, are exactly this step's.
     const bool stop = in_flight.empty() && progress.step < total && options.stop_requested && options.stop_requested();
-    const bool evaluating = epoch_done || progress.step == total;
+    const bool evaluating = (epoch_done && epoch % evaluate_every == 0) || progress.step == total;
     Status kept = Ok{};
     if (evaluating || stop) kept = settle();
     if (kept && evaluating) kept = evaluate(epoch);

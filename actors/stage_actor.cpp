@@ -212,11 +212,21 @@ bool released(StageActor self, bool stepped) {
   return finish_step(self, stepped);
 }
 
-/// Hands this step's gradients to the stage index's round. When this replica was the
-/// last, it ran the round, released the others and says whether the round stepped the
-/// replicas; otherwise (or on a failure, reported) nothing.
+/// Hands this step's gradients to the stage index's round, after stepping this replica
+/// first where the round says so (step_ahead: each replica on its own thread). When this
+/// replica was the last, it ran the round, released the others and says whether the
+/// replicas have stepped; otherwise (or on a failure, reported) nothing.
 std::optional<bool> arrive(StageActor self) {
   auto& st = self->state;
+  if (st.config.step_ahead) {
+    const auto started = Clock::now();
+    try {
+      if (st.config.step_ahead(st.step)) record(st, SpanKind::step, 0, started);
+    } catch (const std::exception& e) {
+      fail(self, "sync", first_line(e));
+      return std::nullopt;
+    }
+  }
   st.syncing = true;
   st.sync_since = Clock::now();
   SyncRound::Arrival arrival = SyncRound::Arrival::waiting;

@@ -60,6 +60,9 @@ struct StageConfig {
     std::shared_ptr<sim::EmulatedLinks> links;
   };
   std::optional<Emulated> emulated;
+  /// Lockstep rounds (JobConfig::step_ahead): called with the step before this replica
+  /// arrives at its round; true when it stepped the replica. Unset: never.
+  std::function<bool(std::uint64_t step)> step_ahead;
   /// Scheduled averaging (train::SyncExecutor in a run): keeps this replica's snapshot
   /// as it asks, and adds the change its group's averager made of it. Unset: nothing
   /// to keep or add.
@@ -77,7 +80,8 @@ struct StageConfig {
 
 /// Expects a `connect` message with its links before any input. With replicas in its
 /// links, each step ends in their sync round (SyncRound): the sync policy's reduction
-/// before its optimizer steps, or a round that steps every replica itself; or, with a
+/// before its optimizer steps, or its own optimizer step (step_ahead) before a round
+/// that averages the replicas; or, with a
 /// group scheduler instead, in its optimizer step, a snapshot, an ask and the step's
 /// report; the answer (the group's averager's, or leave to go on alone) comes while
 /// the stage computes its next step, whose actions' end waits for it. The change is

@@ -19,14 +19,14 @@ namespace actorpipe::actors {
 class SyncRound {
 public:
   /// `sync(step)` runs the round on the replicas once per step, after every replica's
-  /// gradients are ready (train::SyncExecutor in a run), and says whether it stepped
-  /// them too (then they must not step again).
+  /// gradients are ready (train::SyncExecutor in a run), and says whether the replicas
+  /// have stepped (then they must not step again).
   SyncRound(std::size_t stage, std::size_t members, std::function<bool(std::uint64_t step)> sync);
 
   enum class Arrival {
     waiting, ///< others are yet to arrive: wait to be released
     reduced, ///< this arrival completed the round; every replica steps itself
-    stepped, ///< this arrival completed the round, which stepped every replica
+    stepped, ///< this arrival completed the round, after which no replica steps
   };
 
   /// Pipeline `pipeline`'s replica has its gradients of `step` ready and touches them

@@ -384,7 +384,7 @@ BOOST_AUTO_TEST_CASE(a_failing_or_malformed_lua_plugin_is_named_with_its_line) {
   for (const auto& [sync, expected] : std::vector<std::pair<std::string, std::string>>{
            {"shrinking", ":15): returned group scheduling that cannot run: grow must be above 1"},
            {"overlapping", ":18): returned scheduling.overlap: expected true or false, found 1"},
-           {"overshooting", ":21): returned elastic averaging that cannot run: elastic rate 2.000000 "
+           {"overshooting", ":21): returned elastic averaging that cannot run: elastic rate 2 "
                             "(it must be in (0, 1])"},
            {"never", ":24): returned period: 0 (a pipeline moves every this many steps, at least 1)"}}) {
     job->plan.sync = sync;

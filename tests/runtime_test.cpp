@@ -228,6 +228,15 @@ BOOST_AUTO_TEST_CASE(sync_policies_that_average_parameters_every_step_train_like
   };
   BOOST_TEST(difference("average", "") < 1e-5);
   BOOST_TEST(difference("ad-psgd", "") < 1e-5);
+  // Each replica takes its own optimizer step on its stage's thread as it arrives (a
+  // `step` span in its track), not one after another on the last arriver's.
+  std::map<std::pair<int, int>, int> steps; // by (pipeline, stage)
+  const auto trace = nlohmann::json::parse(std::ifstream(dir.path() / "run-ad-psgd" / "trace.json"));
+  for (const auto& event : trace["traceEvents"])
+    if (event.value("cat", "") == "step") ++steps[{event["pid"].get<int>(), event["tid"].get<int>()}];
+  BOOST_TEST(steps.size() == 4u);
+  for (const auto& [track, count] : steps)
+    BOOST_TEST(count == 12);
   BOOST_TEST(difference("average", "[plan.options.average]\nperiod = 2\n") > 1e-4);
   // SDPipe with every ask a forced round, each pipeline waiting for its answer: every
   // local step is averaged over all pipelines, as `average` does. Computing the next
@@ -613,6 +622,33 @@ BOOST_AUTO_TEST_CASE(a_resumed_run_equals_an_uninterrupted_one) {
   const std::string epoch = (dir.path() / "epoch").string();
   BOOST_REQUIRE(run(p, epoch, 16).ok());
   BOOST_TEST(evaluation_at(whole, 16) == evaluation_at(epoch, 16));
+}
+
+BOOST_AUTO_TEST_CASE(evaluating_every_few_epochs_queues_steps_across_the_others_and_trains_the_same) {
+  test::ScratchDir dir;
+  Prepared p = test::quick_plan(
+      dir,
+      job_toml("mlp", "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [12]\nclasses = 5\n", 2, 2, "1f1b"));
+  // 16 steps an epoch; 40 steps end epochs 1 and 2 and half of epoch 3.
+  const std::string each = (dir.path() / "each").string(), second = (dir.path() / "second").string();
+  BOOST_REQUIRE(run(p, each, 40).ok());
+  p.job.train.evaluate_every = 2;
+  BOOST_REQUIRE(run(p, second, 40).ok());
+  std::vector<std::uint64_t> evaluated;
+  std::ifstream metrics(second + "/metrics.jsonl");
+  for (std::string line; std::getline(metrics, line);) {
+    const auto m = nlohmann::json::parse(line);
+    if (m["kind"] == "evaluation") evaluated.push_back(m["step"].get<std::uint64_t>());
+  }
+  BOOST_TEST(evaluated == (std::vector<std::uint64_t>{32, 40}), boost::test_tools::per_element());
+  // Steps queued across epoch 1's end change nothing: the same parameters, and the same
+  // model evaluated after epoch 2.
+  const auto a = checkpoint_parameters(each + "/checkpoint.pt", 2),
+             b = checkpoint_parameters(second + "/checkpoint.pt", 2);
+  BOOST_REQUIRE_EQUAL(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    BOOST_TEST(torch::equal(a[i], b[i]));
+  BOOST_TEST(evaluation_at(each, 32) == evaluation_at(second, 32));
 }
 
 BOOST_AUTO_TEST_CASE(tuning_by_profile_measures_the_simulators_best_shapes_and_keeps_the_fastest_measured) {

@@ -65,7 +65,11 @@ inline constexpr std::uint32_t max_epochs = std::uint32_t{1} << 20;
 struct TrainOptions {
   std::uint32_t batch_size = 64; ///< samples per iteration, all pipelines together
   std::uint32_t epochs = 1;
-  std::uint64_t steps = 0;       ///< 0: run whole epochs
+  std::uint64_t steps = 0; ///< 0: run whole epochs
+  /// The run evaluates and writes a checkpoint after every `evaluate_every`-th epoch and
+  /// at its end; in between, steps flow across epoch ends without draining the
+  /// pipelines (worth it when an epoch is a few steps).
+  std::uint32_t evaluate_every = 1;
   std::string optimizer = "sgd"; ///< "sgd" or "adam"
   double lr = 0.01;
   double momentum = 0.0;

@@ -20,6 +20,7 @@
 #include <actorpipe/schedule.hpp>
 #include <actorpipe/version.hpp>
 
+#include <charconv>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -49,6 +50,14 @@ inline constexpr const char* plugin_factory_symbol = "actorpipe_plugin_create";
 /// A plugin's own settings, from `[plan.options.NAME]` in the job file. Values are
 /// the TOML values as text; the plugin parses them and rejects keys it does not know.
 using PluginOptions = std::map<std::string, std::string>;
+
+/// `value` as the shortest text that reads back as it: 0.9, not 0.90000000000000002 or
+/// 0.900000. How option values and their bounds are written.
+inline std::string number_text(double value) {
+  char buffer[32];
+  const auto written = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, written.ptr);
+}
 
 /// An error naming the first option that is not in `known` (plugins call this first).
 inline Status check_options(const PluginOptions& options, std::initializer_list<std::string_view> known) {
@@ -81,8 +90,8 @@ inline Result<double> number_option(const PluginOptions& options, const std::str
     return Error::bad_input("option '" + key + "': '" + it->second + "' is not a number");
   }
   if (!(value >= min && value <= max))
-    return Error::bad_input("option '" + key + "': " + it->second + " is outside [" + std::to_string(min) + ", " +
-                            std::to_string(max) + "]");
+    return Error::bad_input("option '" + key + "': " + it->second + " is outside [" + number_text(min) + ", " +
+                            number_text(max) + "]");
   return value;
 }
 

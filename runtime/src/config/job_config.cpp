@@ -3,6 +3,7 @@
 
 #include <actorpipe/job.hpp>
 #include <actorpipe/plan.hpp>
+#include <actorpipe/plugin.hpp>
 #include <actorpipe/profile_io.hpp>
 
 #include "config/job_config.hpp"
@@ -122,6 +123,7 @@ Status read_train(TableReader& top, TrainOptions& train) {
     if (auto s = r.integer("batch_size", train.batch_size, 1u, 1u << 24); !s) return s;
     if (auto s = r.integer("epochs", train.epochs, 1u, max_epochs); !s) return s;
     if (auto s = r.integer("steps", train.steps, std::uint64_t{0}, max_steps); !s) return s;
+    if (auto s = r.integer("evaluate_every", train.evaluate_every, 1u, max_epochs); !s) return s;
     if (auto s = r.choice("optimizer", train.optimizer, {"sgd", "adam"}); !s) return s;
     if (auto s = r.number("lr", train.lr, 0, unlimited); !s) return s;
     if (auto s = r.number("momentum", train.momentum, 0, 0.999999); !s) return s;
@@ -135,6 +137,7 @@ Status read_train(TableReader& top, TrainOptions& train) {
 /// A TOML value as the text a plugin receives: strings bare, everything else as TOML.
 std::string option_text(const toml::node& node) {
   if (const auto* s = node.as_string()) return s->get();
+  if (const auto* f = node.as_floating_point()) return number_text(f->get());
   std::ostringstream out;
   node.visit([&](const auto& value) { out << toml::toml_formatter(value); });
   return out.str();

@@ -15,7 +15,7 @@ namespace actorpipe::sync {
 /// keeps the centre between the two.
 inline std::optional<std::string> elastic_problem(const SyncRound& round) {
   if (!(round.alpha > 0 && round.alpha <= 1))
-    return "elastic rate " + std::to_string(round.alpha) + " (it must be in (0, 1])";
+    return "elastic rate " + number_text(round.alpha) + " (it must be in (0, 1])";
   if (round.period == 0) return std::string("period 0 (a pipeline moves every this many steps, at least 1)");
   return std::nullopt;
 }

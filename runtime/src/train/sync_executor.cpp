@@ -15,26 +15,48 @@ SyncExecutor::SyncExecutor(std::shared_ptr<SyncPolicy> policy, std::string label
                            std::function<std::vector<StageWorker*>(std::size_t)> replicas)
     : policy_(std::move(policy)), label_(std::move(label)), options_(std::move(options)), pipelines_(pipelines),
       batch_share_(batch_share), buffers_(std::move(buffers)), replicas_(std::move(replicas)), centres_(stages),
-      servers_(stages), snapshots_(stages) {
+      servers_(stages), snapshots_(stages), rounds_(stages) {
   for (auto& stage : snapshots_)
     stage.resize(pipelines);
 }
 
 SyncExecutor::~SyncExecutor() = default;
 
-bool SyncExecutor::run(std::size_t stage, std::uint64_t step) {
-  // Every replica is here by now (the rounds are synchronous): arrival times carry
-  // nothing yet, and are zeros until pipelines step on their own (SDPipe).
+SyncRound SyncExecutor::round_of(std::size_t stage, std::uint64_t step) {
+  std::lock_guard<std::mutex> lock(rounds_mutex_);
+  auto& kept = rounds_.at(stage);
+  if (kept && kept->first == step) return kept->second;
+  // Lockstep rounds: arrival times carry nothing, and are zeros (they matter only to
+  // pipelines that step on their own, as under SDPipe).
   auto round = policy_->round({stage, pipelines_, step, std::vector<double>(pipelines_, 0.0), options_});
   if (!round) throw std::runtime_error(label_ + ": " + round.error().message);
   if (sync::is_asynchronous(round->kind))
     throw std::runtime_error(label_ + ": round " + std::to_string(step) + " of stage " + std::to_string(stage) +
                              " asks for asynchronous sync, which its round 0 did not");
+  // The centre starts where the replicas do, before any of them steps (after a resume,
+  // from the checkpoint's parameters).
+  if (round->kind == SyncRound::Kind::elastic && !centres_[stage])
+    centres_[stage] = std::make_unique<ElasticCentre>(*replicas_(stage).front());
+  kept.emplace(step, *round);
+  return *std::move(round);
+}
+
+bool SyncExecutor::step_ahead(std::size_t stage, std::size_t pipeline, std::uint64_t step) {
+  if (round_of(stage, step).kind == SyncRound::Kind::allreduce_gradients) return false;
+  // Each pipeline's gradient is its share of the batch's: scaled to its own batch's mean.
+  StageWorker& replica = *replicas_(stage).at(pipeline);
+  scale_gradients(replica, 1.0 / batch_share_);
+  replica.step();
+  return true;
+}
+
+bool SyncExecutor::run(std::size_t stage, std::uint64_t step) {
+  const SyncRound round = round_of(stage, step);
   const std::vector<StageWorker*> all = replicas_(stage);
   // The groups, checked: disjoint sets of pipelines that exist.
   std::vector<bool> grouped(pipelines_, false);
   std::vector<std::vector<StageWorker*>> groups;
-  for (const auto& members : round->groups) {
+  for (const auto& members : round.groups) {
     auto& group = groups.emplace_back();
     for (const std::size_t p : members) {
       if (p >= pipelines_ || grouped[p])
@@ -46,10 +68,10 @@ bool SyncExecutor::run(std::size_t stage, std::uint64_t step) {
       group.push_back(all[p]);
     }
   }
-  // Each pipeline's gradient is its share of the batch's: scaled to its own batch's mean
-  // for a step of its own, or a group's sum to the whole batch's.
+  // Each pipeline's gradient is its share of the batch's: a group's sum is scaled to the
+  // whole batch's, a pipeline's own to its own batch's mean.
   const double own = 1.0 / batch_share_;
-  if (round->kind == SyncRound::Kind::allreduce_gradients) {
+  if (round.kind == SyncRound::Kind::allreduce_gradients) {
     for (const auto& group : groups) {
       sum_gradients(group, own / static_cast<double>(group.size()));
       agree_buffers(group, buffers_);
@@ -58,22 +80,15 @@ bool SyncExecutor::run(std::size_t stage, std::uint64_t step) {
       if (!grouped[p]) scale_gradients(*all[p], own);
     return false;
   }
-  // The centre starts where the replicas do: made at the first round, before its step
-  // (after a resume, from the checkpoint's parameters).
-  if (round->kind == SyncRound::Kind::elastic && !centres_[stage])
-    centres_[stage] = std::make_unique<ElasticCentre>(*all.front());
-  for (StageWorker* replica : all) {
-    scale_gradients(*replica, own);
-    replica->step();
-  }
+  // Every replica has stepped on its own gradient as it arrived (step_ahead()).
   for (const auto& group : groups) {
-    if (round->kind == SyncRound::Kind::average_parameters) {
+    if (round.kind == SyncRound::Kind::average_parameters) {
       average_parameters(group);
     } else {
-      if (!(round->alpha > 0 && round->alpha * static_cast<double>(group.size()) <= 1))
-        throw std::runtime_error(label_ + ": elastic rate " + std::to_string(round->alpha) + " for a group of " +
+      if (!(round.alpha > 0 && round.alpha * static_cast<double>(group.size()) <= 1))
+        throw std::runtime_error(label_ + ": elastic rate " + std::to_string(round.alpha) + " for a group of " +
                                  std::to_string(group.size()) + " (it must be in (0, 1 / group size])");
-      centres_[stage]->move(group, round->alpha);
+      centres_[stage]->move(group, round.alpha);
     }
     agree_buffers(group, buffers_);
   }

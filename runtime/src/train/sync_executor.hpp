@@ -5,10 +5,10 @@
 /// (actors/sync_round.hpp):
 ///   - allreduce_gradients: each group sums its gradients, scaled up to the whole
 ///     batch's; a pipeline in no group scales its own; every replica then steps itself;
-///   - average_parameters: every replica steps on its own gradient, then each group
-///     averages its parameters;
-///   - elastic: every replica steps on its own gradient, then each group moves towards
-///     the stage's centre variable and the centre towards it;
+///   - average_parameters: every replica steps on its own gradient (each on its own
+///     thread, as it arrives: step_ahead()), then each group averages its parameters;
+///   - elastic: every replica steps on its own gradient (step_ahead()), then each group
+///     moves towards the stage's centre variable and the centre towards it;
 ///   - scheduled_averaging (asynchronous): no rounds; each pipeline steps on its own,
 ///     keeps a snapshot as it asks the group scheduler (snapshot()) and computes on;
 ///     a group's member turns the group's snapshots into changes (average()), which
@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,7 +44,16 @@ public:
                std::function<std::vector<StageWorker*>(std::size_t)> replicas);
   ~SyncExecutor();
 
-  /// Stage `stage`'s round of step `step` (1-based). True when it stepped the replicas,
+  /// Called by stage `stage`'s replica of `pipeline` once its gradients of step `step`
+  /// are ready, before it arrives at the round: when the round steps every replica on
+  /// its own gradient before averaging (average_parameters, elastic), steps this one
+  /// now, on the caller's thread, and returns true. So the replicas' optimizer steps run
+  /// side by side, not one after another on the last arriver's thread. Otherwise
+  /// nothing (false). Throws as run() does.
+  bool step_ahead(std::size_t stage, std::size_t pipeline, std::uint64_t step);
+
+  /// Stage `stage`'s round of step `step` (1-based), once every replica has arrived
+  /// (and stepped ahead where the round says so). True when the replicas have stepped,
   /// which then must not step again. Throws std::runtime_error, naming the policy, for
   /// a round the policy refuses or gets wrong (groups that overlap or name no pipeline).
   bool run(std::size_t stage, std::uint64_t step);
@@ -76,6 +86,11 @@ public:
   void with_model(const std::function<void()>& use);
 
 private:
+  /// The policy's round of `step` for `stage`, asked once and kept for the step's other
+  /// callers (step_ahead() from every replica, then run()); an elastic stage's centre is
+  /// made at its first round, before any replica steps.
+  SyncRound round_of(std::size_t stage, std::uint64_t step);
+
   std::shared_ptr<SyncPolicy> policy_;
   std::string label_; ///< "sync 'NAME'"
   PluginOptions options_;
@@ -86,7 +101,9 @@ private:
   std::vector<std::unique_ptr<ElasticCentre>> centres_;   ///< per stage, made at its first elastic round
   std::vector<std::unique_ptr<ServerWeights>> servers_;   ///< per stage, made at its first push
   std::vector<std::vector<AveragingSnapshot>> snapshots_; ///< [stage][pipeline]
-  bool averaging_ = false;                                ///< the policy is scheduled averaging
+  std::mutex rounds_mutex_;                               ///< for rounds_ and centres_' making
+  std::vector<std::optional<std::pair<std::uint64_t, SyncRound>>> rounds_; ///< per stage: the latest step's
+  bool averaging_ = false;                                                 ///< the policy is scheduled averaging
   std::optional<double> elastic_alpha_; ///< the policy is asynchronous elastic averaging, at this rate
 };
 
