@@ -237,6 +237,17 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
         job_config.emulated[p][s]->links = links;
         time_scale = 1 / job.emulation.dilation;
       }
+    // A lockstep stage whose replicas are all emulated all-reduces over their ring.
+    for (std::size_t s = 0; s < plan.stages.size() && plan.pipelines > 1; ++s) {
+      std::vector<DeviceId> ring;
+      for (std::size_t p = 0; p < plan.pipelines; ++p)
+        if (emulated(p, s)) ring.push_back(plan.devices[p][s]);
+      if (ring.size() < plan.pipelines) continue;
+      for (std::size_t p = 0; p < plan.pipelines; ++p) {
+        job_config.emulated[p][s]->replica_devices = ring;
+        job_config.emulated[p][s]->parameter_bytes = figures[s].parameter_bytes;
+      }
+    }
   }
   job_config.time_scale = time_scale;
   job_config.first_step = progress.step + 1;

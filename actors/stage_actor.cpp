@@ -237,6 +237,15 @@ std::optional<bool> arrive(StageActor self) {
     return std::nullopt;
   }
   if (arrival == SyncRound::Arrival::waiting) return std::nullopt;
+  // Between emulated devices the ring all-reduce, ready when the last replica arrived
+  // (now), takes its modelled time on the links (dilated) before anyone goes on.
+  if (const auto& e = st.config.emulated; e && e->links && !e->replica_devices.empty()) {
+    const double ready = microseconds_since(st.config.origin, *st.sync_since) / 1000.0 / e->dilation;
+    const double done = e->links->allreduce_done_ms(e->replica_devices, e->parameter_bytes, ready);
+    std::this_thread::sleep_until(
+        st.config.origin +
+        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(done * e->dilation)));
+  }
   const bool stepped = arrival == SyncRound::Arrival::stepped;
   for (const stage_actor& replica : st.links.replicas)
     if (replica.address() != self->address()) self->send(replica, synced_atom::value, st.step, stepped);

@@ -58,6 +58,11 @@ struct StageConfig {
     /// emulated too: activations and gradients to them arrive when `links` says.
     std::optional<DeviceId> previous_device, next_device;
     std::shared_ptr<sim::EmulatedLinks> links;
+    /// The devices of this stage's replicas, by pipeline, where there are several and all
+    /// are emulated: a lockstep round's all-reduce of `parameter_bytes` then takes what
+    /// `links` says the ring takes, as the simulator charges it. Empty: nothing.
+    std::vector<DeviceId> replica_devices;
+    std::uint64_t parameter_bytes = 0;
   };
   std::optional<Emulated> emulated;
   /// Lockstep rounds (JobConfig::step_ahead): called with the step before this replica

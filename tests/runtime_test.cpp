@@ -476,6 +476,44 @@ BOOST_AUTO_TEST_CASE(emulated_devices_take_the_time_their_model_says) {
     }
 }
 
+BOOST_AUTO_TEST_CASE(an_all_reduce_between_emulated_devices_takes_its_ring_time) {
+  // Two pipelines on two servers joined by a 100 MB/s network: every step's all-reduce
+  // of the whole model's gradients takes bytes / bandwidth (a ring of two) there, as
+  // the simulator charges it.
+  test::ScratchDir dir;
+  std::string cluster = "[cluster]\nname = \"two\"\nnetwork = { bandwidth = \"100 MB/s\", latency = \"1 us\" }\n";
+  for (const char* server : {"a", "b"})
+    cluster += std::string("[[cluster.servers]]\nname = \"") + server +
+               "\"\nnic = { count = 1, bandwidth = \"10 GB/s\" }\n"
+               "devices = [{ kind = \"emulated\", count = 1, speed = 1.0, memory = \"1 GiB\" }]\n";
+  const Prepared p = test::quick_plan(
+      dir, cluster + "[job]\nname = \"ring\"\n[model]\nzoo = \"mlp\"\nlayers = 3\nwidth = 256\n"
+                     "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [32]\nclasses = 4\n"
+                     "[train]\nbatch_size = 32\n"
+                     "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nstages = 1\npipelines = 2\n"
+                     "micro_batches = 1\n[emulation]\ndilation = 5\n");
+  const std::string out = (dir.path() / "run").string();
+  auto summary = run(p, out, 4);
+  REQUIRE_OK(summary);
+  const std::vector<StageFigures> figures =
+      stage_figures(p.job.profile, {p.plan.stages[0].begin, p.plan.stages[0].end});
+  const double ring_ms = static_cast<double>(figures[0].parameter_bytes) / 1e5; // 100 MB/s is 1e5 bytes a ms
+  BOOST_REQUIRE(ring_ms > 1.0);
+  std::size_t syncs = 0;
+  const auto trace = nlohmann::json::parse(std::ifstream(out + "/trace.json"));
+  for (const auto& e : trace["traceEvents"])
+    if (e.value("cat", "") == "sync") {
+      ++syncs;
+      BOOST_TEST(e["dur"].get<double>() / 1000.0 >= ring_ms * 0.999, "a sync of " << e["dur"] << " us");
+    }
+  BOOST_TEST(syncs == 4u * 2);
+  auto predicted = predicted_step_ms(p.job, p.plan);
+  REQUIRE_OK(predicted);
+  BOOST_TEST(*predicted > ring_ms);
+  BOOST_TEST(std::abs(summary->median_step_ms / *predicted - 1) <= 0.10,
+             "median step " << summary->median_step_ms << " ms, predicted " << *predicted << " ms");
+}
+
 BOOST_AUTO_TEST_CASE(a_bad_straggler_spec_is_refused_naming_its_key) {
   test::ScratchDir dir;
   const Prepared p = test::quick_plan(

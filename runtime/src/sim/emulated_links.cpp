@@ -1,8 +1,9 @@
-/// EmulatedLinks: transfers queued on the lanes of their routes.
+/// EmulatedLinks: transfers and all-reduces queued on the lanes they cross.
 
 #include "sim/emulated_links.hpp"
 
 #include "sim/lane_booking.hpp"
+#include "sim/model_builder.hpp"
 
 #include <algorithm>
 
@@ -21,6 +22,13 @@ double EmulatedLinks::arrival_ms(DeviceId from, DeviceId to, std::uint64_t bytes
   return book_transfer(route, static_cast<double>(bytes), now_ms, free_at_ms_, bytes_per_ms_,
                        [](LaneId, double, double, double) {})
       .arrival_ms;
+}
+
+double EmulatedLinks::allreduce_done_ms(const std::vector<DeviceId>& devices, std::uint64_t bytes, double now_ms) {
+  const Group ring = make_group(topology_, cluster_, {}, devices, static_cast<double>(bytes));
+  if (ring.ring < 2 || bytes == 0) return now_ms;
+  std::lock_guard<std::mutex> lock(mutex_);
+  return book_ring(ring, now_ms, free_at_ms_, bytes_per_ms_, [](LaneId, double, double, double) {}).arrival_ms;
 }
 
 } // namespace actorpipe::sim

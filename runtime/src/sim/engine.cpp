@@ -259,12 +259,6 @@ private:
     out_.lane_bytes[lane] += bytes;
   }
 
-  void occupy(LaneId lane, double start, double bytes) {
-    const double ms = bytes / model_.lane_bytes_per_ms[lane];
-    lane_free_[lane] = start + ms;
-    account(lane, ms, bytes);
-  }
-
   void finish_action(std::uint32_t i, double now) {
     InstanceState& st = state_[i];
     const Instance& instance = model_.instances[i];
@@ -374,17 +368,13 @@ private:
     group_ready_[stage] = 0;
     double end = group_ready_at_[stage];
     if (group.ring > 1 && group.bytes > 0) {
-      double start = end;
-      for (LaneId lane : group.lanes)
-        start = std::max(start, lane_free_[lane]);
-      const double ms = ring_allreduce_ms(group);
-      const double n = static_cast<double>(group.ring);
-      for (std::size_t l = 0; l < group.lanes.size(); ++l)
-        occupy(group.lanes[l], start, group.lane_uses[l] * 2.0 * (n - 1) / n * group.bytes);
-      end = start + ms;
+      const Booking b = book_ring(group, end, lane_free_, model_.lane_bytes_per_ms,
+                                  [this](LaneId lane, double, double ms, double bytes) { account(lane, ms, bytes); });
+      end = b.arrival_ms;
       if (model_.trace)
         for (std::uint32_t i : group.instances)
-          out_.spans.push_back({"allreduce", model_.instances[i].pipeline, stage, Span::Kind::sync, start, ms});
+          out_.spans.push_back(
+              {"allreduce", model_.instances[i].pipeline, stage, Span::Kind::sync, b.start_ms, end - b.start_ms});
     }
     group_ready_at_[stage] = 0;
     for (std::uint32_t i : group.instances) {

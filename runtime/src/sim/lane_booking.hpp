@@ -6,8 +6,11 @@
 /// bytes (times the route's share of that lane) at the lane's own bandwidth, so a slow
 /// NIC does not hold a fast switch for its whole transfer and the network between
 /// servers, non-blocking, holds nothing; it arrives after the route's latency plus its
-/// bytes at the route's bottleneck bandwidth.
+/// bytes at the route's bottleneck bandwidth. A stage's ring all-reduce is booked alike
+/// (book_ring): it starts once every lane of its ring is free and holds each for the
+/// ring steps that cross it.
 
+#include "sim/engine.hpp"
 #include "sim/topology.hpp"
 
 #include <algorithm>
@@ -35,6 +38,28 @@ Booking book_transfer(const Route& route, double bytes, double ready_ms, std::ve
   for (std::uint8_t l = 0; l < route.count; ++l) {
     const LaneId lane = route.lanes[l];
     const double lane_bytes = bytes * route.share[l];
+    const double ms = lane_bytes / lane_bytes_per_ms[lane];
+    free_at[lane] = b.start_ms + ms;
+    occupied(lane, b.start_ms, ms, lane_bytes);
+  }
+  return b;
+}
+
+/// Books `group`'s ring all-reduce of its bytes, ready at `ready_ms`, as book_transfer()
+/// books a transfer; `arrival_ms` is when it is done (ring_allreduce_ms() after its
+/// start).
+template <class Occupied>
+Booking book_ring(const Group& group, double ready_ms, std::vector<double>& free_at,
+                  const std::vector<double>& lane_bytes_per_ms, Occupied&& occupied) {
+  Booking b;
+  b.start_ms = ready_ms;
+  for (const LaneId lane : group.lanes)
+    b.start_ms = std::max(b.start_ms, free_at[lane]);
+  b.arrival_ms = b.start_ms + ring_allreduce_ms(group);
+  const double n = static_cast<double>(group.ring);
+  for (std::size_t l = 0; l < group.lanes.size(); ++l) {
+    const LaneId lane = group.lanes[l];
+    const double lane_bytes = group.lane_uses[l] * 2.0 * (n - 1) / n * group.bytes;
     const double ms = lane_bytes / lane_bytes_per_ms[lane];
     free_at[lane] = b.start_ms + ms;
     occupied(lane, b.start_ms, ms, lane_bytes);
