@@ -4,6 +4,8 @@
 #include "base/text.hpp"
 #include "base/units.hpp"
 
+#include <actorpipe/plugin.hpp>
+
 #include <cmath>
 #include <filesystem>
 
@@ -128,8 +130,8 @@ Status TableReader::number(std::string_view key, double& out, double min, double
     return wrong_type(*n, key, "a number");
   if (!std::isfinite(value) || value < min || value > max)
     return error_at(*n, key_path(key),
-                    text::format_fixed(value, 6) + " is out of range [" + text::format_fixed(min, 6) + ", " +
-                        (std::isinf(max) ? std::string("...") : text::format_fixed(max, 6)) + "]");
+                    number_text(value) + " is out of range [" + number_text(min) + ", " +
+                        (std::isinf(max) ? std::string("...") : number_text(max)) + "]");
   out = value;
   return Ok{};
 }
