@@ -49,7 +49,7 @@ struct JobConfig {
   /// What stage s of pipeline p computes (a train::StageWorker in a run).
   std::function<train::StageComputation&(std::size_t pipeline, std::size_t stage)> computation;
   /// Runs stage s's sync round of a step on its replicas (train::SyncExecutor in a
-  /// run); true when it stepped them too.
+  /// run); true when the replicas have stepped (the round, or step_ahead).
   std::function<bool(std::size_t stage, std::uint64_t step)> sync;
   /// Lockstep rounds: called by stage s of pipeline p before it arrives at its round of
   /// a step; true when it stepped that replica already (train::SyncExecutor's

@@ -176,11 +176,10 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
                  [&session](std::size_t s) { return session.replicas(s); });
   }
   job_config.sync = [&sync](std::size_t s, std::uint64_t step) { return sync->run(s, step); };
-  if (sync)
+  if (sync) {
     job_config.step_ahead = [&sync](std::size_t s, std::size_t p, std::uint64_t step) {
       return sync->step_ahead(s, p, step);
     };
-  if (sync) {
     std::optional<actorpipe::SyncRound> asynchronous;
     try {
       asynchronous = sync->asynchronous();

@@ -86,11 +86,11 @@ struct StageConfig {
 /// Expects a `connect` message with its links before any input. With replicas in its
 /// links, each step ends in their sync round (SyncRound): the sync policy's reduction
 /// before its optimizer steps, or its own optimizer step (step_ahead) before a round
-/// that averages the replicas; or, with a
-/// group scheduler instead, in its optimizer step, a snapshot, an ask and the step's
-/// report; the answer (the group's averager's, or leave to go on alone) comes while
-/// the stage computes its next step, whose actions' end waits for it. The change is
-/// added then, or at once when the answer finds the stage between steps.
+/// that averages the replicas; or, with a group scheduler instead, in its optimizer
+/// step, a snapshot, an ask and the step's report; the answer (the group's averager's,
+/// or leave to go on alone) comes while the stage computes its next step, whose
+/// actions' end waits for it. The change is added then, or at once when the answer
+/// finds the stage between steps.
 stage_actor spawn_stage(caf::actor_system& system, StageConfig config);
 
 } // namespace actorpipe::actors

@@ -1,11 +1,12 @@
 #pragma once
 
 /// The links between emulated devices in a run: when a transfer of some bytes from one
-/// device to another, started now, arrives, and when a stage's all-reduce is done. Transfers are booked on the lanes of
-/// their routes (the simulator's topology: device links, PCIe switch uplinks, host bridges, NICs) by the simulator's
-/// own rule (lane_booking.hpp): transfers that share a lane queue for it, so contention is real, and a run's transfers
-/// take what the simulator says they take. Times are modelled milliseconds. Thread-safe: every stage of a run asks the
-/// one instance.
+/// device to another, started now, arrives, and when a stage's all-reduce is done.
+/// Transfers are booked on the lanes of their routes (the simulator's topology: device
+/// links, PCIe switch uplinks, host bridges, NICs) by the simulator's own rule
+/// (lane_booking.hpp): transfers that share a lane queue for it, so contention is real,
+/// and a run's transfers take what the simulator says they take. Times are modelled
+/// milliseconds. Thread-safe: every stage of a run asks the one instance.
 
 #include "sim/topology.hpp"
 
