@@ -152,6 +152,15 @@ BOOST_AUTO_TEST_CASE(tuning_keys_are_checked) {
   BOOST_TEST(contains(few.message, "plan.tune_steps: 2 is out of range [3, 1000]"), few.message);
 }
 
+BOOST_AUTO_TEST_CASE(evaluations_come_every_at_least_one_epoch) {
+  Job job("[train]\nevaluate_every = 0\n");
+  const Error error = expect_error(load_job(job.path));
+  BOOST_TEST(contains(error.message, job.path + ":4:18: train.evaluate_every: 0 is out of range [1, "), error.message);
+  auto spaced = load_job(job.path, {"train.evaluate_every=5"});
+  REQUIRE_OK(spaced);
+  BOOST_TEST(spaced->train.evaluate_every == 5u);
+}
+
 BOOST_AUTO_TEST_CASE(plan_sync_names_a_plugin_which_the_planner_checks) {
   Job job("[plan]\nstages = 2\n");
   // Any name reads: sync policies are plugins, checked against those found when planning
