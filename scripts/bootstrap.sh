@@ -21,6 +21,8 @@ packages=(
   g++ meson ninja-build pkg-config cmake ccache
   libcaf-dev libtorch-dev libtomlplusplus-dev liblua5.4-dev libboost-test-dev libplplot-dev
   nlohmann-json3-dev libcli11-dev zlib1g-dev
+  # Headers of the Gloo that LibTorch's c10d carries tensors between processes with.
+  libgloo-dev
   # LibTorch's recommended BLAS; without it Debian falls back to the reference BLAS,
   # several times slower on every linear layer.
   libopenblas0-openmp

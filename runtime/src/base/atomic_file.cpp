@@ -41,7 +41,7 @@ void remove_stale_temporaries(const std::string& path) {
 
 } // namespace
 
-Status write_file_atomically(const std::string& path, std::string_view content) {
+Status write_file_atomically(const std::string& path, std::string_view content, unsigned mode) {
   std::string temp = path + std::string(temporary_mark) + "XXXXXX";
   const int fd = ::mkstemp(temp.data());
   if (fd < 0) return system_error(path, "cannot create a temporary file");
@@ -59,8 +59,8 @@ Status write_file_atomically(const std::string& path, std::string_view content) 
     data += n;
     left -= static_cast<std::size_t>(n);
   }
-  // mkstemp creates 0600; give the file the usual permissions.
-  ::fchmod(fd, 0644);
+  // mkstemp creates 0600; give the file the permissions asked for.
+  ::fchmod(fd, static_cast<mode_t>(mode));
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     Error error = system_error(path, "cannot flush");
     ::unlink(temp.c_str());

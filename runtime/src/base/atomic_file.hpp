@@ -12,6 +12,7 @@ namespace actorpipe {
 /// Writes `content` to a temporary file beside `path`, flushes it, and renames it over
 /// `path`. On failure nothing is left behind and the old file, if any, is untouched.
 /// Temporaries of `path` that a killed process left behind go once it is written.
-Status write_file_atomically(const std::string& path, std::string_view content);
+/// `mode` is the file's permissions (0600 for a secret: no moment when others may read it).
+Status write_file_atomically(const std::string& path, std::string_view content, unsigned mode = 0644);
 
 } // namespace actorpipe

@@ -1,0 +1,35 @@
+#pragma once
+
+/// A job's secret token: a worker presents it before the coordinator accepts it. Made
+/// afresh for each job, handed over in a file only its owner can read or in the
+/// environment (ACTORPIPE_TOKEN), never on a command line, where `ps` shows it.
+
+#include <actorpipe/error.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace actorpipe::launch {
+
+/// The variable a worker reads its token from when no token file is named.
+inline constexpr const char* token_variable = "ACTORPIPE_TOKEN";
+
+/// 256 random bits from the system's source (std::random_device), as 64 hex digits.
+std::string new_token();
+
+/// Writes `token` to `path`, readable and writable by its owner only, atomically.
+Status write_token_file(const std::string& path, const std::string& token);
+
+/// The token in `path` (its first line). Refused, naming the file: one that its group
+/// or others may read or write, an empty one, one that cannot be read.
+Result<std::string> read_token_file(const std::string& path);
+
+/// A worker's token: from `file` where one is named, else from `variable`'s value
+/// (getenv(token_variable)); an error says how to give one when there is neither.
+Result<std::string> worker_token(const std::optional<std::string>& file, const char* variable);
+
+/// Whether `given` is `expected`, in time that does not depend on where they differ.
+bool same_token(std::string_view given, std::string_view expected);
+
+} // namespace actorpipe::launch

@@ -1,0 +1,97 @@
+#include "launch/process_place.hpp"
+
+#include <array>
+#include <charconv>
+
+namespace actorpipe::launch {
+
+namespace {
+
+/// One launcher's names for a process's rank, the number of processes and its rank on
+/// its server.
+struct LauncherVariables {
+  const char* launcher;
+  const char* rank;
+  const char* world;
+  const char* local_rank;
+};
+
+constexpr std::array<LauncherVariables, 3> launchers{{
+    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
+    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+    {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+}};
+
+Result<std::uint64_t> count(std::string_view text, std::string_view what, std::uint64_t max) {
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || value > max)
+    return Error::bad_input(std::string(what) + ": '" + std::string(text) + "' is not a whole number from 0 to " +
+                            std::to_string(max));
+  return value;
+}
+
+} // namespace
+
+std::string Endpoint::text() const {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+Result<Endpoint> parse_endpoint(std::string_view text, std::string_view what) {
+  const auto bad = [&](const std::string& why) {
+    return Error::bad_input(std::string(what) + ": '" + std::string(text) + "' " + why + " (HOST:PORT)");
+  };
+  const std::size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos) return bad("has no port");
+  std::string_view host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  else if (host.find(':') != std::string_view::npos)
+    return bad("needs its IPv6 host in brackets");
+  if (host.empty()) return bad("has no host");
+  auto port = count(text.substr(colon + 1), what, 65535);
+  if (!port || *port == 0) return bad("has no port from 1 to 65535");
+  return Endpoint{std::string(host), static_cast<std::uint16_t>(*port)};
+}
+
+Result<std::optional<ProcessPlace>> place_from_environment(const std::function<const char*(const char*)>& get) {
+  for (const LauncherVariables& names : launchers) {
+    const char* rank = get(names.rank);
+    if (rank == nullptr) continue;
+    const char* world = get(names.world);
+    if (world == nullptr)
+      return Error::bad_input(std::string(names.rank) + " is set but " + names.world + " is not (" + names.launcher +
+                              "'s variables)");
+    ProcessPlace place;
+    place.launcher = names.launcher;
+    auto w = count(world, names.world, 1u << 20);
+    ACTORPIPE_TRY(w);
+    if (*w == 0) return Error::bad_input(std::string(names.world) + ": a run has at least one process");
+    auto r = count(rank, names.rank, *w - 1);
+    ACTORPIPE_TRY(r);
+    place.rank = *r;
+    place.world = *w;
+    if (const char* local = get(names.local_rank)) {
+      auto l = count(local, names.local_rank, *w - 1);
+      ACTORPIPE_TRY(l);
+      place.local_rank = *l;
+    }
+    const char* address = get("MASTER_ADDR");
+    const char* port = get("MASTER_PORT");
+    if ((address == nullptr) != (port == nullptr))
+      return Error::bad_input(std::string(address ? "MASTER_ADDR" : "MASTER_PORT") + " is set but " +
+                              (address ? "MASTER_PORT" : "MASTER_ADDR") + " is not");
+    if (address != nullptr) {
+      auto p = count(port, "MASTER_PORT", 65535);
+      ACTORPIPE_TRY(p);
+      if (*p == 0) return Error::bad_input("MASTER_PORT: 0 is not a port a worker can reach");
+      if (*address == '\0') return Error::bad_input("MASTER_ADDR is empty");
+      place.coordinator = Endpoint{address, static_cast<std::uint16_t>(*p)};
+    }
+    return std::optional<ProcessPlace>(std::move(place));
+  }
+  return std::optional<ProcessPlace>();
+}
+
+} // namespace actorpipe::launch

@@ -1,0 +1,186 @@
+#include "transport/tensor_transport.hpp"
+
+#include "train/tensor_box.hpp"
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <deque>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+
+namespace actorpipe::transport {
+
+struct TensorTransport::Group {
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
+  std::string name;
+};
+
+struct TensorTransport::State {
+  c10::intrusive_ptr<c10d::TCPStore> store;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> world;
+  std::shared_ptr<::gloo::transport::Device> device;
+  /// Posting is serialised (stage threads send and receive at once); waiting is not.
+  std::mutex post;
+  std::map<std::size_t, std::uint32_t> next_tag; ///< by destination
+  /// Sends in flight, oldest first; each keeps its tensor until its bytes are gone.
+  std::deque<c10::intrusive_ptr<c10d::Work>> in_flight;
+};
+
+namespace {
+
+c10::intrusive_ptr<c10d::ProcessGroupGloo::Options>
+gloo_options(const TransportOptions& options, const std::shared_ptr<::gloo::transport::Device>& device) {
+  auto gloo = c10d::ProcessGroupGloo::Options::create();
+  gloo->devices.push_back(device);
+  gloo->timeout = options.timeout;
+  gloo->threads = 1;
+  return gloo;
+}
+
+std::string store_text(const TransportOptions& options) { return "the tensor store at " + options.store.text(); }
+
+} // namespace
+
+TensorTransport::TensorTransport(TransportOptions options)
+    : options_(std::move(options)), state_(std::make_unique<State>()) {}
+
+TensorTransport::~TensorTransport() {
+  try {
+    flush();
+  } catch (const std::exception&) {
+    // A peer that went away takes its unsent bytes with it.
+  }
+}
+
+Result<std::unique_ptr<TensorTransport>> TensorTransport::open(const TransportOptions& options) {
+  if (options.world == 0 || options.rank >= options.world)
+    return Error::bad_input("rank " + std::to_string(options.rank) + " is not one of " + std::to_string(options.world) +
+                            " processes");
+  std::unique_ptr<TensorTransport> transport(new TensorTransport(options));
+  try {
+    c10d::TCPStoreOptions store;
+    store.port = options.store.port;
+    store.isServer = options.rank == 0;
+    store.numWorkers = options.world;
+    store.waitWorkers = false;
+    store.timeout = options.timeout;
+    transport->state_->store = c10::make_intrusive<c10d::TCPStore>(options.store.host, store);
+  } catch (const std::exception& e) {
+    return Error::run_failed(store_text(options) + ": " + (options.rank == 0 ? "cannot listen: " : "cannot connect: ") +
+                             e.what());
+  }
+  return transport;
+}
+
+Status TensorTransport::join() {
+  try {
+    state_->device = c10d::ProcessGroupGloo::createDeviceForHostname(options_.host);
+    state_->world = c10::make_intrusive<c10d::ProcessGroupGloo>(
+        c10::make_intrusive<c10d::PrefixStore>("world", state_->store), static_cast<int>(options_.rank),
+        static_cast<int>(options_.world), gloo_options(options_, state_->device));
+  } catch (const std::exception& e) {
+    return Error::run_failed(store_text(options_) + ": rank " + std::to_string(options_.rank) +
+                             " could not join the others: " + e.what());
+  }
+  return Ok{};
+}
+
+std::uint16_t TensorTransport::store_port() const { return state_->store->getPort(); }
+
+TensorTicket TensorTransport::send(const train::Payload& payload, std::size_t to) {
+  torch::Tensor tensor = payload->tensor.contiguous();
+  TensorTicket ticket;
+  ticket.from = static_cast<std::uint32_t>(options_.rank);
+  ticket.dtype = static_cast<std::int8_t>(tensor.scalar_type());
+  ticket.shape = tensor.sizes().vec();
+  std::vector<at::Tensor> tensors{tensor};
+  std::lock_guard<std::mutex> lock(state_->post);
+  // Tags stay below 2^31: c10d takes them as int.
+  std::uint32_t& next = state_->next_tag[to];
+  ticket.tag = next;
+  next = (next + 1) & 0x7FFFFFFFu;
+  try {
+    state_->in_flight.push_back(state_->world->send(tensors, static_cast<int>(to), static_cast<int>(ticket.tag)));
+  } catch (const std::exception& e) {
+    throw std::runtime_error("sending a tensor to rank " + std::to_string(to) + ": " + e.what());
+  }
+  while (!state_->in_flight.empty() && state_->in_flight.front()->isCompleted()) {
+    state_->in_flight.front()->wait(); // rethrows a failed send's error
+    state_->in_flight.pop_front();
+  }
+  return ticket;
+}
+
+train::Payload TensorTransport::receive(const TensorTicket& ticket) {
+  std::vector<at::Tensor> tensors{
+      torch::empty(ticket.shape, torch::TensorOptions().dtype(static_cast<c10::ScalarType>(ticket.dtype)))};
+  try {
+    c10::intrusive_ptr<c10d::Work> work;
+    {
+      std::lock_guard<std::mutex> lock(state_->post);
+      work = state_->world->recv(tensors, static_cast<int>(ticket.from), static_cast<int>(ticket.tag));
+    }
+    work->wait(options_.timeout);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("receiving a tensor from rank " + std::to_string(ticket.from) + ": " + e.what());
+  }
+  return train::wrap(tensors.front());
+}
+
+std::shared_ptr<TensorTransport::Group> TensorTransport::group(const std::string& name,
+                                                               const std::vector<std::size_t>& ranks) {
+  auto group = std::make_shared<Group>();
+  group->name = name;
+  int mine = -1;
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    if (ranks[i] == options_.rank) mine = static_cast<int>(i);
+  if (mine < 0)
+    throw std::logic_error("rank " + std::to_string(options_.rank) + " makes group '" + name +
+                           "' without being a member");
+  try {
+    group->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(
+        c10::make_intrusive<c10d::PrefixStore>("group/" + name, state_->store), mine, static_cast<int>(ranks.size()),
+        gloo_options(options_, state_->device));
+  } catch (const std::exception& e) {
+    throw std::runtime_error("group '" + name + "': " + e.what());
+  }
+  return group;
+}
+
+void TensorTransport::all_reduce_sum(Group& group, const std::vector<train::Payload>& tensors) {
+  if (tensors.empty()) return;
+  // One flat buffer: one collective however many tensors (a stage's parameters).
+  std::vector<at::Tensor> flat;
+  flat.reserve(tensors.size());
+  for (const auto& payload : tensors)
+    flat.push_back(payload->tensor.reshape({-1}));
+  std::vector<at::Tensor> buffer{torch::cat(flat)};
+  try {
+    group.gloo->allreduce(buffer)->wait(options_.timeout);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("all-reduce in group '" + group.name + "': " + e.what());
+  }
+  std::int64_t at = 0;
+  for (const auto& payload : tensors) {
+    const std::int64_t n = payload->tensor.numel();
+    torch::Tensor target = payload->tensor;
+    torch::NoGradGuard no_grad;
+    target.copy_(buffer.front().narrow(0, at, n).view_as(target));
+    at += n;
+  }
+}
+
+void TensorTransport::flush() {
+  std::deque<c10::intrusive_ptr<c10d::Work>> in_flight;
+  {
+    std::lock_guard<std::mutex> lock(state_->post);
+    in_flight.swap(state_->in_flight);
+  }
+  for (auto& work : in_flight)
+    work->wait(options_.timeout);
+}
+
+} // namespace actorpipe::transport

@@ -1,0 +1,94 @@
+#pragma once
+
+/// Tensors between the processes of a run, through LibTorch's c10d: a Gloo process
+/// group over TCP, set up through a TCPStore that rank 0 (the coordinator) hosts. Only
+/// tensors travel here; the messages that say what to do with them are CAF's. The
+/// header shows no LibTorch, so the actors include it without LibTorch's headers.
+///
+/// Point-to-point: send() posts the bytes and returns at once with a ticket (who sent
+/// what, under which tag), which the sender puts in the CAF message that tells the
+/// receiver; receive() takes the ticket and blocks until the bytes are in. A send never
+/// waits for its receiver, so two stages sending to each other cannot deadlock.
+///
+/// Collectives run over a group of ranks (a stage index's processes, say), each group
+/// its own c10d process group: collectives of one group run in the order its members
+/// call them, and groups do not wait on each other.
+
+#include "launch/process_place.hpp"
+#include "train/payload.hpp"
+
+#include <actorpipe/error.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace actorpipe::transport {
+
+/// What a receiver needs to take a tensor sent to it: the sender's rank, the tag the
+/// bytes travel under, and the tensor's element type (c10::ScalarType) and shape.
+struct TensorTicket {
+  std::uint32_t from = 0;
+  std::uint32_t tag = 0;
+  std::int8_t dtype = 0;
+  std::vector<std::int64_t> shape;
+};
+
+struct TransportOptions {
+  launch::Endpoint store; ///< the store's address: where rank 0 hosts it (port 0 there: any free one)
+  std::size_t rank = 0;
+  std::size_t world = 1;
+  std::string host = "127.0.0.1";           ///< the address this process's connections bind to
+  std::chrono::milliseconds timeout{60000}; ///< for the store and for each operation
+};
+
+class TensorTransport {
+public:
+  /// Rank 0 hosts the store on `options.store` (port 0: any free one, which
+  /// store_port() then says, for the workers to be told); the others connect to it. An
+  /// error names the store's address and what failed.
+  static Result<std::unique_ptr<TensorTransport>> open(const TransportOptions& options);
+
+  /// Joins the group of all `world` ranks: returns once every rank has joined, or with
+  /// an error naming the store when they do not within the timeout.
+  Status join();
+
+  ~TensorTransport();
+  TensorTransport(const TensorTransport&) = delete;
+  TensorTransport& operator=(const TensorTransport&) = delete;
+
+  std::size_t rank() const { return options_.rank; }
+  std::size_t world() const { return options_.world; }
+  std::uint16_t store_port() const;
+
+  /// Posts `payload`'s tensor (on the CPU, contiguous: a copy is made where it is not)
+  /// to rank `to` and returns its ticket at once; the transport keeps the tensor until
+  /// the bytes are gone. Throws std::runtime_error naming the peer when c10d refuses.
+  TensorTicket send(const train::Payload& payload, std::size_t to);
+
+  /// The tensor `ticket` describes, once its bytes are in. Throws std::runtime_error
+  /// naming the sender when the transfer fails or times out.
+  train::Payload receive(const TensorTicket& ticket);
+
+  /// A group of ranks for collectives: every member (and no other rank) makes it, each
+  /// group in the same order on every member, with the same `name`.
+  struct Group;
+  std::shared_ptr<Group> group(const std::string& name, const std::vector<std::size_t>& ranks);
+
+  /// Sums each of `tensors` over the members of `group` (this rank one of them), in
+  /// place. Same shapes, same order on every member.
+  void all_reduce_sum(Group& group, const std::vector<train::Payload>& tensors);
+
+  /// Blocks until every send posted so far is delivered (before the process ends).
+  void flush();
+
+private:
+  explicit TensorTransport(TransportOptions options);
+  struct State;
+  TransportOptions options_;
+  std::unique_ptr<State> state_;
+};
+
+} // namespace actorpipe::transport

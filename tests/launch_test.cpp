@@ -1,0 +1,156 @@
+// Multi-process runs without processes: where a process stands as flags and launchers
+// (torchrun, Slurm, Open MPI) say, and the job's token file.
+#define BOOST_TEST_MODULE launch
+#include <boost/test/unit_test.hpp>
+
+#include "launch/job_token.hpp"
+#include "launch/process_place.hpp"
+#include "test_support.hpp"
+
+#include <map>
+#include <sys/stat.h>
+
+using namespace actorpipe;
+using namespace actorpipe::launch;
+using actorpipe::test::contains;
+
+namespace {
+
+/// An environment of the test's own, for place_from_environment().
+struct Environment {
+  std::map<std::string, std::string> variables;
+  auto getter() const {
+    return [this](const char* name) -> const char* {
+      const auto it = variables.find(name);
+      return it == variables.end() ? nullptr : it->second.c_str();
+    };
+  }
+};
+
+std::string error_of(const Result<std::optional<ProcessPlace>>& place) {
+  BOOST_REQUIRE(!place.ok());
+  return place.error().message;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(endpoints_read_host_and_port_and_name_their_flag_when_wrong) {
+  auto plain = parse_endpoint("10.0.0.7:29500", "--coordinator");
+  REQUIRE_OK(plain);
+  BOOST_TEST(plain->host == "10.0.0.7");
+  BOOST_TEST(plain->port == 29500);
+  BOOST_TEST(plain->text() == "10.0.0.7:29500");
+  auto v6 = parse_endpoint("[::1]:7", "--coordinator");
+  REQUIRE_OK(v6);
+  BOOST_TEST(v6->host == "::1");
+  BOOST_TEST(v6->text() == "[::1]:7");
+  for (const char* bad : {"host", "host:", ":80", "host:0", "host:65536", "host:8x", "::1:80"}) {
+    auto e = parse_endpoint(bad, "--coordinator");
+    BOOST_REQUIRE_MESSAGE(!e.ok(), bad);
+    BOOST_TEST(contains(e.error().message, "--coordinator"));
+    BOOST_TEST(contains(e.error().message, bad));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(each_launchers_variables_give_rank_size_and_coordinator) {
+  Environment none;
+  auto nothing = place_from_environment(none.getter());
+  REQUIRE_OK(nothing);
+  BOOST_TEST(!nothing->has_value());
+
+  Environment torchrun{
+      {{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29500"}}};
+  auto t = place_from_environment(torchrun.getter());
+  REQUIRE_OK(t);
+  BOOST_REQUIRE(t->has_value());
+  BOOST_TEST((*t)->launcher == "torchrun");
+  BOOST_TEST((*t)->rank == 3u);
+  BOOST_TEST((*t)->world == 4u);
+  BOOST_TEST((*t)->local_rank == 1u);
+  BOOST_REQUIRE((*t)->coordinator.has_value());
+  BOOST_TEST((*t)->coordinator->text() == "node0:29500");
+
+  Environment slurm{{{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"}}};
+  auto s = place_from_environment(slurm.getter());
+  REQUIRE_OK(s);
+  BOOST_TEST((*s)->launcher == "slurm");
+  BOOST_TEST((*s)->rank == 5u);
+  BOOST_TEST((*s)->world == 8u);
+  BOOST_TEST((*s)->local_rank == 1u);
+  BOOST_TEST(!(*s)->coordinator.has_value()); // --coordinator says where
+
+  Environment mpi{{{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"SLURM_NTASKS", "9"}}};
+  auto m = place_from_environment(mpi.getter());
+  REQUIRE_OK(m);
+  BOOST_TEST((*m)->launcher == "openmpi");
+  BOOST_TEST((*m)->world == 2u);
+
+  // torchrun inside a Slurm allocation: torchrun's variables are the processes'.
+  Environment both{{{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}};
+  auto b = place_from_environment(both.getter());
+  REQUIRE_OK(b);
+  BOOST_TEST((*b)->launcher == "torchrun");
+  BOOST_TEST((*b)->rank == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_launchers_variables_that_do_not_fit_are_named) {
+  BOOST_TEST(contains(error_of(place_from_environment(Environment{{{"RANK", "0"}}}.getter())),
+                      "RANK is set but WORLD_SIZE is not"));
+  BOOST_TEST(contains(error_of(place_from_environment(Environment{{{"RANK", "4"}, {"WORLD_SIZE", "4"}}}.getter())),
+                      "RANK: '4' is not a whole number from 0 to 3"));
+  BOOST_TEST(
+      contains(error_of(place_from_environment(Environment{{{"SLURM_PROCID", "x"}, {"SLURM_NTASKS", "2"}}}.getter())),
+               "SLURM_PROCID: 'x'"));
+  BOOST_TEST(contains(error_of(place_from_environment(Environment{{{"RANK", "0"}, {"WORLD_SIZE", "0"}}}.getter())),
+                      "WORLD_SIZE"));
+  BOOST_TEST(contains(error_of(place_from_environment(
+                          Environment{{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "node0"}}}.getter())),
+                      "MASTER_ADDR is set but MASTER_PORT is not"));
+  BOOST_TEST(contains(
+      error_of(place_from_environment(
+          Environment{{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", "0"}}}.getter())),
+      "MASTER_PORT"));
+}
+
+BOOST_AUTO_TEST_CASE(tokens_are_fresh_and_their_file_is_its_owners_alone) {
+  const std::string a = new_token();
+  BOOST_TEST(a.size() == 64u);
+  BOOST_TEST(a.find_first_not_of("0123456789abcdef") == std::string::npos);
+  BOOST_TEST(new_token() != a);
+
+  test::ScratchDir dir;
+  const std::string path = (dir.path() / "token").string();
+  REQUIRE_OK(write_token_file(path, a));
+  struct stat info {};
+  BOOST_REQUIRE(::stat(path.c_str(), &info) == 0);
+  BOOST_TEST((info.st_mode & 0777) == 0600u);
+  auto read = read_token_file(path);
+  REQUIRE_OK(read);
+  BOOST_TEST(*read == a);
+
+  // Readable by others: refused, naming the file and the fix.
+  ::chmod(path.c_str(), 0644);
+  auto open = read_token_file(path);
+  BOOST_REQUIRE(!open.ok());
+  BOOST_TEST(contains(open.error().message, path));
+  BOOST_TEST(contains(open.error().message, "chmod 600"));
+
+  const std::string empty = dir.write("empty", "");
+  ::chmod(empty.c_str(), 0600);
+  BOOST_TEST(contains(read_token_file(empty).error().message, "empty"));
+  BOOST_TEST(contains(read_token_file((dir.path() / "none").string()).error().message, "cannot read"));
+
+  // The file first, else the variable; neither: how to give one.
+  ::chmod(path.c_str(), 0600);
+  BOOST_TEST(*worker_token(path, "from-the-environment") == a);
+  BOOST_TEST(*worker_token(std::nullopt, "from-the-environment") == "from-the-environment");
+  BOOST_TEST(contains(worker_token(std::nullopt, nullptr).error().message, token_variable));
+}
+
+BOOST_AUTO_TEST_CASE(tokens_compare_whole) {
+  BOOST_TEST(same_token("abc", "abc"));
+  BOOST_TEST(!same_token("abd", "abc"));
+  BOOST_TEST(!same_token("ab", "abc"));
+  BOOST_TEST(!same_token("abcd", "abc"));
+  BOOST_TEST(!same_token("", "abc"));
+}

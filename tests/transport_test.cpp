@@ -1,0 +1,128 @@
+// Tensors between ranks through c10d (transport/tensor_transport.hpp). The ranks here
+// are threads of one process, each with its own transport, talking over loopback TCP
+// as processes would.
+#define BOOST_TEST_MODULE transport
+#include <boost/test/unit_test.hpp>
+
+#include "test_support.hpp"
+#include "train/tensor_box.hpp"
+#include "transport/tensor_transport.hpp"
+
+#include <functional>
+#include <thread>
+
+using namespace actorpipe;
+using namespace actorpipe::transport;
+
+namespace {
+
+/// `world` ranks, joined: rank 0 hosts the store on a free port, the others connect.
+std::vector<std::unique_ptr<TensorTransport>> joined(std::size_t world) {
+  std::vector<std::unique_ptr<TensorTransport>> ranks(world);
+  TransportOptions options;
+  options.store = {"127.0.0.1", 0};
+  options.world = world;
+  options.timeout = std::chrono::seconds(30);
+  auto first = TensorTransport::open(options);
+  REQUIRE_OK(first);
+  ranks[0] = std::move(first.value());
+  options.store.port = ranks[0]->store_port();
+  BOOST_REQUIRE(options.store.port != 0);
+  for (std::size_t r = 1; r < world; ++r) {
+    options.rank = r;
+    auto next = TensorTransport::open(options);
+    REQUIRE_OK(next);
+    ranks[r] = std::move(next.value());
+  }
+  // join() returns once all have joined: each on a thread of its own.
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(world);
+  for (std::size_t r = 0; r < world; ++r)
+    threads.emplace_back([&, r] {
+      if (auto status = ranks[r]->join(); !status) errors[r] = status.error().message;
+    });
+  for (auto& thread : threads)
+    thread.join();
+  for (const auto& error : errors)
+    BOOST_REQUIRE_MESSAGE(error.empty(), error);
+  return ranks;
+}
+
+/// Runs `work(rank)` for every rank at once.
+void each_rank(std::size_t world, const std::function<void(std::size_t)>& work) {
+  std::vector<std::thread> threads;
+  for (std::size_t r = 0; r < world; ++r)
+    threads.emplace_back(work, r);
+  for (auto& thread : threads)
+    thread.join();
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_sent_tensor_arrives_whole_with_its_shape_and_type) {
+  auto ranks = joined(3);
+  const torch::Tensor matrix = torch::arange(12, torch::kFloat).reshape({3, 4});
+  const torch::Tensor indices = torch::tensor({7, -1, 3}, torch::kLong);
+  TensorTicket to_one = ranks[0]->send(train::wrap(matrix), 1);
+  TensorTicket to_two = ranks[0]->send(train::wrap(matrix.t()), 2); // not contiguous
+  TensorTicket back = ranks[1]->send(train::wrap(indices), 0);
+  BOOST_TEST(to_one.from == 0u);
+  BOOST_TEST(to_one.shape == (std::vector<std::int64_t>{3, 4}), boost::test_tools::per_element());
+  BOOST_TEST(to_two.shape == (std::vector<std::int64_t>{4, 3}), boost::test_tools::per_element());
+
+  train::Payload one, two, zero;
+  each_rank(3, [&](std::size_t r) {
+    if (r == 1) one = ranks[1]->receive(to_one);
+    if (r == 2) two = ranks[2]->receive(to_two);
+    if (r == 0) zero = ranks[0]->receive(back);
+  });
+  BOOST_TEST(torch::equal(one->tensor, matrix));
+  BOOST_TEST(torch::equal(two->tensor, matrix.t()));
+  BOOST_TEST(zero->tensor.scalar_type() == torch::kLong);
+  BOOST_TEST(torch::equal(zero->tensor, indices));
+}
+
+BOOST_AUTO_TEST_CASE(sends_never_wait_for_their_receiver_and_tickets_find_their_own_bytes) {
+  auto ranks = joined(2);
+  constexpr int count = 40;
+  // Both ranks send all before either receives (as two stages sending each other
+  // activations and gradients would); each then takes its tensors newest first.
+  std::vector<std::vector<TensorTicket>> tickets(2);
+  each_rank(2, [&](std::size_t r) {
+    for (int i = 0; i < count; ++i)
+      tickets[r].push_back(ranks[r]->send(train::wrap(torch::full({16384}, float(1000 * r + i))), 1 - r));
+  });
+  std::vector<std::vector<float>> firsts(2);
+  each_rank(2, [&](std::size_t r) {
+    for (int i = count - 1; i >= 0; --i)
+      firsts[r].push_back(ranks[r]->receive(tickets[1 - r][i])->tensor[5].item<float>());
+  });
+  for (std::size_t r = 0; r < 2; ++r)
+    for (int i = 0; i < count; ++i)
+      BOOST_TEST(firsts[r][i] == float(1000 * (1 - r) + (count - 1 - i)));
+}
+
+BOOST_AUTO_TEST_CASE(a_group_sums_over_its_members_only) {
+  auto ranks = joined(3);
+  // Ranks 0 and 2 hold a stage's replicas; rank 1 is not in their group.
+  std::vector<std::vector<train::Payload>> held(3);
+  each_rank(3, [&](std::size_t r) {
+    if (r == 1) return;
+    auto group = ranks[r]->group("stage-0", {0, 2});
+    held[r] = {train::wrap(torch::full({2, 3}, float(r + 1))), train::wrap(torch::full({5}, float(10 * (r + 1))))};
+    ranks[r]->all_reduce_sum(*group, held[r]);
+  });
+  for (std::size_t r : {0u, 2u}) {
+    BOOST_TEST(torch::equal(held[r][0]->tensor, torch::full({2, 3}, 4.0f)));
+    BOOST_TEST(torch::equal(held[r][1]->tensor, torch::full({5}, 40.0f)));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_rank_outside_the_world_is_refused) {
+  TransportOptions options;
+  options.rank = 2;
+  options.world = 2;
+  auto refused = TensorTransport::open(options);
+  BOOST_REQUIRE(!refused.ok());
+  BOOST_TEST(test::contains(refused.error().message, "rank 2 is not one of 2"));
+}
