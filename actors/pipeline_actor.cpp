@@ -54,8 +54,8 @@ pipeline_actor::behavior_type pipeline_behavior(pipeline_actor::stateful_pointer
           // The micro-batch's mean loss × its share of the whole batch: the gradients
           // of all micro-batches of all pipelines then sum to the batch mean's.
           const double scale = static_cast<double>(st.sizes[m]) / st.batch_size;
-          self->send(last, labels_atom::value, step, static_cast<std::uint64_t>(m), label_parts[m], scale);
-          self->send(first, forward_atom::value, step, static_cast<std::uint64_t>(m), input_parts[m]);
+          self->send(last, labels_atom::value, step, static_cast<std::uint64_t>(m), pack(label_parts[m]), scale);
+          self->send(first, forward_atom::value, step, static_cast<std::uint64_t>(m), pack(input_parts[m]));
         }
         return pending.reply;
       },

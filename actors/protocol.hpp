@@ -33,9 +33,12 @@
 ///   parameter server, having stepped and the pushers pulled ─synced(n, true)→ each
 ///
 /// `n` is the run's step number: the run queues step n + 1 while step n runs, so a
-/// stage may hold inputs of both. Tensors travel as Payload handles: a message between
-/// actors of one process carries a pointer, never a copy.
+/// stage may hold inputs of both. Tensors travel as Payload handles within the job
+/// actor and pipelines, and between stages (and from a pipeline to its stages) as
+/// Parcels (parcel.hpp): between actors of one process a pointer, never a copy; to
+/// another process, a ticket for bytes that c10d carries.
 
+#include "parcel.hpp"
 #include "train/payload.hpp"
 
 #include <caf/atom.hpp>
@@ -105,9 +108,9 @@ struct StageLinks;
 /// sync by the replica that ran it, the parameter server or the averager (true: this
 /// replica stepped or needs no step), and settling.
 using stage_actor = caf::typed_actor<caf::reacts_to<connect_atom, StageLinks>,
-                                     caf::reacts_to<forward_atom, std::uint64_t, std::uint64_t, train::Payload>,
-                                     caf::reacts_to<labels_atom, std::uint64_t, std::uint64_t, train::Payload, double>,
-                                     caf::reacts_to<backward_atom, std::uint64_t, std::uint64_t, train::Payload>,
+                                     caf::reacts_to<forward_atom, std::uint64_t, std::uint64_t, Parcel>,
+                                     caf::reacts_to<labels_atom, std::uint64_t, std::uint64_t, Parcel, double>,
+                                     caf::reacts_to<backward_atom, std::uint64_t, std::uint64_t, Parcel>,
                                      caf::reacts_to<synced_atom, std::uint64_t, bool>, settle_signature>;
 
 /// Whom a stage talks to, sent once before any input. The first stage has no
@@ -124,12 +127,13 @@ struct StageLinks {
   group_scheduler_actor scheduler;
   job_actor job;
   parameter_server_actor server;
-  averager_actor averager; ///< asynchronous elastic averaging: the stage's averager
+  averager_actor averager;    ///< asynchronous elastic averaging: the stage's averager
+  Route to_previous, to_next; ///< how tensors reach them: within this process unless a rank is named
 };
 
 } // namespace actorpipe::actors
 
-// Payloads and links stay inside one process; the c10d transport will carry tensors
-// between processes.
+// Payloads and links stay inside one process; between processes a tensor is a Parcel's
+// ticket, its bytes c10d's.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorpipe::train::Payload)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorpipe::actors::StageLinks)

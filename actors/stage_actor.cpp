@@ -85,6 +85,20 @@ void fail(StageActor self, const std::string& during, const std::string& what) {
                  during + " in step " + std::to_string(st.step) + ": " + what);
 }
 
+/// Keeps the tensor in `parcel` (taken in from its process where it comes from another)
+/// as `what` of micro-batch `micro` of `step`; false when it could not be taken in
+/// (reported).
+bool take(StageActor self, Parcel& parcel, const char* what, std::uint64_t step, std::uint64_t micro,
+          std::map<Key, train::Payload>& into) {
+  try {
+    into[{step, micro}] = open(parcel, self->state.config.transport);
+  } catch (const std::exception& e) {
+    fail(self, std::string("taking in ") + what + " of micro-batch " + std::to_string(micro), first_line(e));
+    return false;
+  }
+  return true;
+}
+
 /// The optimizer step once gradients are final, then the report to the pipeline.
 /// False when the optimizer failed (reported).
 bool finish_step(StageActor self, bool stepped) {
@@ -132,19 +146,20 @@ void pad(StageState& st, const Action& a, Clock::time_point started) {
 /// or, between emulated devices, when the emulated link delivers it (the sender goes on
 /// computing meanwhile, as a device's copy engine would let it).
 template <class Atom>
-void transfer(StageActor self, const stage_actor& neighbour, const std::optional<DeviceId>& device, Atom atom,
-              std::uint64_t micro, train::Payload payload) {
+void transfer(StageActor self, const stage_actor& neighbour, const Route& route, const std::optional<DeviceId>& device,
+              Atom atom, std::uint64_t micro, train::Payload payload) {
   auto& st = self->state;
   if (const auto& e = st.config.emulated; e && e->links && device) {
     const double now = microseconds_since(st.config.origin, Clock::now()) / 1000.0 / e->dilation;
     const double at = e->links->arrival_ms(e->device, *device, train::payload_bytes(payload), now);
     if (at > now) {
       const std::chrono::duration<double, std::milli> wall((at - now) * e->dilation);
-      self->delayed_send(neighbour, std::chrono::ceil<caf::timespan>(wall), atom, st.step, micro, std::move(payload));
+      self->delayed_send(neighbour, std::chrono::ceil<caf::timespan>(wall), atom, st.step, micro,
+                         pack(std::move(payload), route));
       return;
     }
   }
-  self->send(neighbour, atom, st.step, micro, std::move(payload));
+  self->send(neighbour, atom, st.step, micro, pack(std::move(payload), route));
 }
 
 /// After a forward: the most activations the stage has held at once, for the run's
@@ -180,8 +195,9 @@ void run_action(StageActor self, const Action& a) {
       pad(st, a, started);
       record(st, SpanKind::forward, a.micro_batch, started, cpu_started);
       const auto sending = Clock::now();
-      transfer(self, st.links.next, st.config.emulated ? st.config.emulated->next_device : std::nullopt,
-               forward_atom::value, micro, std::move(output));
+      transfer(self, st.links.next, st.links.to_next,
+               st.config.emulated ? st.config.emulated->next_device : std::nullopt, forward_atom::value, micro,
+               std::move(output));
       sent(st, a.micro_batch, sending);
     }
     return;
@@ -196,8 +212,9 @@ void run_action(StageActor self, const Action& a) {
   record(st, SpanKind::backward, a.micro_batch, started, cpu_started);
   if (!st.first()) {
     const auto sending = Clock::now();
-    transfer(self, st.links.previous, st.config.emulated ? st.config.emulated->previous_device : std::nullopt,
-             backward_atom::value, micro, std::move(input_gradient));
+    transfer(self, st.links.previous, st.links.to_previous,
+             st.config.emulated ? st.config.emulated->previous_device : std::nullopt, backward_atom::value, micro,
+             std::move(input_gradient));
     sent(st, a.micro_batch, sending);
   }
 }
@@ -407,17 +424,21 @@ stage_actor::behavior_type stage_behavior(StageActor self, StageConfig config) {
         if (st.config.core) train::bind_thread_to(*st.config.core);
         st.links = std::move(links);
       },
-      [=](forward_atom, std::uint64_t step, std::uint64_t micro, train::Payload& input) {
-        self->state.inputs[{step, micro}] = std::move(input);
+      [=](forward_atom, std::uint64_t step, std::uint64_t micro, Parcel& input) {
+        if (take(self, input, "an input", step, micro, self->state.inputs)) advance(self);
+      },
+      [=](labels_atom, std::uint64_t step, std::uint64_t micro, Parcel& labels, double scale) {
+        auto& st = self->state;
+        try {
+          st.labels[{step, micro}] = {open(labels, st.config.transport), scale};
+        } catch (const std::exception& e) {
+          fail(self, "taking in labels of micro-batch " + std::to_string(micro), first_line(e));
+          return;
+        }
         advance(self);
       },
-      [=](labels_atom, std::uint64_t step, std::uint64_t micro, train::Payload& labels, double scale) {
-        self->state.labels[{step, micro}] = {std::move(labels), scale};
-        advance(self);
-      },
-      [=](backward_atom, std::uint64_t step, std::uint64_t micro, train::Payload& gradient) {
-        self->state.gradients[{step, micro}] = std::move(gradient);
-        advance(self);
+      [=](backward_atom, std::uint64_t step, std::uint64_t micro, Parcel& gradient) {
+        if (take(self, gradient, "a gradient", step, micro, self->state.gradients)) advance(self);
       },
       [=](synced_atom, std::uint64_t step, bool stepped) {
         auto& st = self->state;

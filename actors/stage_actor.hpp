@@ -78,6 +78,9 @@ struct StageConfig {
   /// Asynchronous elastic averaging (with an averager in the links): the stage asks
   /// its averager every this many of its steps.
   std::uint64_t period = 1;
+  /// Takes in the tensors that come from stages in other processes (StageLinks' routes
+  /// name it); none in a run of one process.
+  transport::TensorTransport* transport = nullptr;
   /// A thread of its own (it computes), bound to `core` on its first message; false
   /// leaves it to the scheduler, as the deterministic protocol tests need.
   bool detached = true;

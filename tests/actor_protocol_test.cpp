@@ -72,6 +72,8 @@ struct FakeStage final : train::StageComputation {
 };
 
 train::Payload value(double x) { return train::wrap(torch::full({1, 1}, x, torch::kFloat64)); }
+/// The same, packed for a stage of this process.
+Parcel parcel(double x) { return pack(value(x)); }
 
 /// Answers no step and no settling; keeps the failures reported to it.
 job_actor::behavior_type job_double(job_actor::pointer, std::vector<std::string>* failures) {
@@ -100,9 +102,9 @@ stage_actor::behavior_type scheduled_stage_double(stage_actor::pointer, std::uin
                                                   std::vector<std::vector<std::size_t>>* released) {
   return {
       [](connect_atom, StageLinks&) {},
-      [](forward_atom, std::uint64_t, std::uint64_t, train::Payload&) {},
-      [](labels_atom, std::uint64_t, std::uint64_t, train::Payload&, double) {},
-      [](backward_atom, std::uint64_t, std::uint64_t, train::Payload&) {},
+      [](forward_atom, std::uint64_t, std::uint64_t, Parcel&) {},
+      [](labels_atom, std::uint64_t, std::uint64_t, Parcel&, double) {},
+      [](backward_atom, std::uint64_t, std::uint64_t, Parcel&) {},
       [=](synced_atom, std::uint64_t, bool) { released->push_back({pipeline}); },
       [](settle_atom) { return true; },
   };
@@ -247,23 +249,21 @@ CAF_TEST(a_stage_failing_mid_step_reports_once_and_computes_nothing_after) {
   connect({first, last});
   fake(0, 1).fail_forward = 1;
   for (std::uint64_t m = 0; m < 2; ++m) {
-    self->send(last, labels_atom::value, std::uint64_t{1}, m, value(0), 0.5);
-    self->send(first, forward_atom::value, std::uint64_t{1}, m, value(m + 1.0));
+    self->send(last, labels_atom::value, std::uint64_t{1}, m, parcel(0), 0.5);
+    self->send(first, forward_atom::value, std::uint64_t{1}, m, parcel(m + 1.0));
   }
-  expect((labels_atom, std::uint64_t, std::uint64_t, train::Payload, double),
-         from(self).to(last).with(_, 1u, 0u, _, 0.5));
-  expect((labels_atom, std::uint64_t, std::uint64_t, train::Payload, double),
-         from(self).to(last).with(_, 1u, 1u, _, 0.5));
-  expect((forward_atom, std::uint64_t, std::uint64_t, train::Payload), from(self).to(first).with(_, 1u, 0u, _));
-  expect((forward_atom, std::uint64_t, std::uint64_t, train::Payload), from(self).to(first).with(_, 1u, 1u, _));
-  expect((forward_atom, std::uint64_t, std::uint64_t, train::Payload), from(first).to(last).with(_, 1u, 0u, _));
-  expect((forward_atom, std::uint64_t, std::uint64_t, train::Payload), from(first).to(last).with(_, 1u, 1u, _));
+  expect((labels_atom, std::uint64_t, std::uint64_t, Parcel, double), from(self).to(last).with(_, 1u, 0u, _, 0.5));
+  expect((labels_atom, std::uint64_t, std::uint64_t, Parcel, double), from(self).to(last).with(_, 1u, 1u, _, 0.5));
+  expect((forward_atom, std::uint64_t, std::uint64_t, Parcel), from(self).to(first).with(_, 1u, 0u, _));
+  expect((forward_atom, std::uint64_t, std::uint64_t, Parcel), from(self).to(first).with(_, 1u, 1u, _));
+  expect((forward_atom, std::uint64_t, std::uint64_t, Parcel), from(first).to(last).with(_, 1u, 0u, _));
+  expect((forward_atom, std::uint64_t, std::uint64_t, Parcel), from(first).to(last).with(_, 1u, 1u, _));
   expect((failed_atom, std::string),
          from(last).to(job).with(_, "stage 1 of pipeline 0, forward of micro-batch 1 in step 1: scripted failure"));
   // Inputs that arrive after the failure are taken and left alone: no retry, no second
   // report, no gradient sent back.
-  self->send(last, labels_atom::value, std::uint64_t{2}, std::uint64_t{0}, value(0), 0.5);
-  self->send(last, forward_atom::value, std::uint64_t{2}, std::uint64_t{0}, value(3));
+  self->send(last, labels_atom::value, std::uint64_t{2}, std::uint64_t{0}, parcel(0), 0.5);
+  self->send(last, forward_atom::value, std::uint64_t{2}, std::uint64_t{0}, parcel(3));
   run();
   CAF_CHECK_EQUAL(failures.size(), 1u);
   CAF_CHECK_EQUAL(log, (std::vector<std::string>{"p0s0 F0", "p0s0 F1", "p0s1 F0", "p0s1 F1"}));
@@ -274,15 +274,15 @@ CAF_TEST(an_optimizer_failure_is_reported_as_the_optimizer_step) {
   auto only = stage(0, 0, one);
   connect({only});
   fake(0, 0).fail_step = true;
-  self->send(only, labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(0), 1.0);
-  self->send(only, forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(1));
+  self->send(only, labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, parcel(0), 1.0);
+  self->send(only, forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, parcel(1));
   run();
   CAF_CHECK_EQUAL(log, (std::vector<std::string>{"p0s0 F0", "p0s0 B0", "p0s0 step"}));
   CAF_REQUIRE_EQUAL(failures.size(), 1u);
   CAF_CHECK_EQUAL(failures[0], "stage 0 of pipeline 0, optimizer step in step 1: scripted optimizer failure");
   // The next step's inputs find the stage failed: the optimizer is not tried again.
-  self->send(only, labels_atom::value, std::uint64_t{2}, std::uint64_t{0}, value(0), 1.0);
-  self->send(only, forward_atom::value, std::uint64_t{2}, std::uint64_t{0}, value(1));
+  self->send(only, labels_atom::value, std::uint64_t{2}, std::uint64_t{0}, parcel(0), 1.0);
+  self->send(only, forward_atom::value, std::uint64_t{2}, std::uint64_t{0}, parcel(1));
   run();
   CAF_CHECK_EQUAL(log.size(), 3u);
   CAF_CHECK_EQUAL(failures.size(), 1u);
@@ -292,18 +292,18 @@ CAF_TEST(the_next_steps_inputs_arriving_early_wait_for_this_step) {
   const Schedule one = gpipe_schedule(1, {1});
   auto only = stage(0, 0, one);
   connect({only});
-  const train::Payload step1 = value(1), step2 = value(2);
+  const Parcel step1 = parcel(1), step2 = parcel(2);
   // Step 2's micro-batch comes first: the stage takes it and computes nothing.
-  inject((labels_atom, std::uint64_t, std::uint64_t, train::Payload, double),
-         from(self).to(only).with(labels_atom::value, std::uint64_t{2}, std::uint64_t{0}, value(0), 1.0));
-  inject((forward_atom, std::uint64_t, std::uint64_t, train::Payload),
+  inject((labels_atom, std::uint64_t, std::uint64_t, Parcel, double),
+         from(self).to(only).with(labels_atom::value, std::uint64_t{2}, std::uint64_t{0}, parcel(0), 1.0));
+  inject((forward_atom, std::uint64_t, std::uint64_t, Parcel),
          from(self).to(only).with(forward_atom::value, std::uint64_t{2}, std::uint64_t{0}, step2));
   CAF_CHECK(log.empty());
   // Step 1's arrives: step 1 runs and reports, then step 2 at once, in that order.
-  inject((labels_atom, std::uint64_t, std::uint64_t, train::Payload, double),
-         from(self).to(only).with(labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(0), 1.0));
+  inject((labels_atom, std::uint64_t, std::uint64_t, Parcel, double),
+         from(self).to(only).with(labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, parcel(0), 1.0));
   CAF_CHECK(log.empty());
-  inject((forward_atom, std::uint64_t, std::uint64_t, train::Payload),
+  inject((forward_atom, std::uint64_t, std::uint64_t, Parcel),
          from(self).to(only).with(forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, step1));
   expect((done_atom, std::uint64_t, std::uint64_t, double), from(only).to(pipeline).with(_, 1u, 0u, 1.0));
   expect((done_atom, std::uint64_t, std::uint64_t, double), from(only).to(pipeline).with(_, 2u, 0u, 2.0));
@@ -325,17 +325,16 @@ CAF_TEST(the_replica_last_to_its_gradients_reduces_them_and_releases_the_others)
   connect({replica0}, round, {replica0, replica1});
   connect({replica1}, round, {replica0, replica1});
   // Pipeline 0's replica has its gradients first: it waits, and nothing is reduced.
-  self->send(replica0, labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(0), 0.5);
-  self->send(replica0, forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(1));
+  self->send(replica0, labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, parcel(0), 0.5);
+  self->send(replica0, forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, parcel(1));
   run();
   CAF_CHECK_EQUAL(log, (std::vector<std::string>{"p0s0 F0", "p0s0 B0"}));
   CAF_CHECK_EQUAL(reductions, 0);
   // Pipeline 1's completes the round: it reduces, steps and releases pipeline 0's.
-  self->send(replica1, labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(0), 0.5);
-  self->send(replica1, forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(2));
-  expect((labels_atom, std::uint64_t, std::uint64_t, train::Payload, double),
-         from(self).to(replica1).with(_, 1u, 0u, _, 0.5));
-  expect((forward_atom, std::uint64_t, std::uint64_t, train::Payload), from(self).to(replica1).with(_, 1u, 0u, _));
+  self->send(replica1, labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, parcel(0), 0.5);
+  self->send(replica1, forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, parcel(2));
+  expect((labels_atom, std::uint64_t, std::uint64_t, Parcel, double), from(self).to(replica1).with(_, 1u, 0u, _, 0.5));
+  expect((forward_atom, std::uint64_t, std::uint64_t, Parcel), from(self).to(replica1).with(_, 1u, 0u, _));
   CAF_CHECK_EQUAL(log, (std::vector<std::string>{"p0s0 F0", "p0s0 B0", "p1s0 F0", "p1s0 B0", "reduce", "p1s0 step"}));
   expect((synced_atom, std::uint64_t, bool), from(replica1).to(replica0).with(_, 1u, false));
   CAF_CHECK_EQUAL(log.back(), "p0s0 step");
@@ -358,14 +357,13 @@ CAF_TEST(a_round_that_steps_every_replica_leaves_none_to_step_again) {
   });
   connect({replica0}, round, {replica0, replica1});
   connect({replica1}, round, {replica0, replica1});
-  self->send(replica0, labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(0), 0.5);
-  self->send(replica0, forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(1));
+  self->send(replica0, labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, parcel(0), 0.5);
+  self->send(replica0, forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, parcel(1));
   run();
-  self->send(replica1, labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(0), 0.5);
-  self->send(replica1, forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(2));
-  expect((labels_atom, std::uint64_t, std::uint64_t, train::Payload, double),
-         from(self).to(replica1).with(_, 1u, 0u, _, 0.5));
-  expect((forward_atom, std::uint64_t, std::uint64_t, train::Payload), from(self).to(replica1).with(_, 1u, 0u, _));
+  self->send(replica1, labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, parcel(0), 0.5);
+  self->send(replica1, forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, parcel(2));
+  expect((labels_atom, std::uint64_t, std::uint64_t, Parcel, double), from(self).to(replica1).with(_, 1u, 0u, _, 0.5));
+  expect((forward_atom, std::uint64_t, std::uint64_t, Parcel), from(self).to(replica1).with(_, 1u, 0u, _));
   expect((synced_atom, std::uint64_t, bool), from(replica1).to(replica0).with(_, 1u, true));
   run();
   // One step each, the round's; neither the last arrival nor the released one stepped again.
@@ -467,10 +465,10 @@ CAF_TEST(stages_ask_the_group_scheduler_after_their_step_and_compute_on_while_a_
                StageLinks{stage_actor{}, stage_actor{}, pipeline, nullptr, replicas, scheduler, job});
   sched.run();
   // Pipeline 0 computes, steps on its own gradient and asks.
-  self->send(replicas[0], labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(0), 1.0);
-  self->send(replicas[0], forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(1));
-  expect((labels_atom, std::uint64_t, std::uint64_t, train::Payload, double), from(self).to(replicas[0]));
-  expect((forward_atom, std::uint64_t, std::uint64_t, train::Payload), from(self).to(replicas[0]));
+  self->send(replicas[0], labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, parcel(0), 1.0);
+  self->send(replicas[0], forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, parcel(1));
+  expect((labels_atom, std::uint64_t, std::uint64_t, Parcel, double), from(self).to(replicas[0]));
+  expect((forward_atom, std::uint64_t, std::uint64_t, Parcel), from(self).to(replicas[0]));
   expect((ask_atom, std::uint64_t, std::uint64_t, std::uint64_t), from(replicas[0]).to(scheduler).with(_, 0u, 0u, 1u));
   // Having asked, it reports the step done: the next may start while its group forms.
   expect((done_atom, std::uint64_t, std::uint64_t, double), from(replicas[0]).to(pipeline).with(_, 1u, 0u, _));
@@ -481,10 +479,10 @@ CAF_TEST(stages_ask_the_group_scheduler_after_their_step_and_compute_on_while_a_
   CAF_CHECK(averaged.empty());
   // Pipeline 1 asks within the longer window. Pipeline 0 meanwhile computes its step 2,
   // and stops at its end: no step, no ask, while step 1's answer is out.
-  self->send(replicas[1], labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(0), 1.0);
-  self->send(replicas[1], forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, value(2));
-  self->send(replicas[0], labels_atom::value, std::uint64_t{2}, std::uint64_t{0}, value(0), 1.0);
-  self->send(replicas[0], forward_atom::value, std::uint64_t{2}, std::uint64_t{0}, value(3));
+  self->send(replicas[1], labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, parcel(0), 1.0);
+  self->send(replicas[1], forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, parcel(2));
+  self->send(replicas[0], labels_atom::value, std::uint64_t{2}, std::uint64_t{0}, parcel(0), 1.0);
+  self->send(replicas[0], forward_atom::value, std::uint64_t{2}, std::uint64_t{0}, parcel(3));
   sched.run();
   CAF_CHECK(averaged.empty());
   CAF_CHECK_EQUAL(std::count(log.begin(), log.end(), "p0s0 B0"), 2);
@@ -540,8 +538,8 @@ CAF_TEST(under_asynchronous_elastic_averaging_a_stage_asks_its_averager_every_pe
   }
   sched.run();
   const auto feed = [&](std::size_t p, std::uint64_t step) {
-    self->send(replicas[p], labels_atom::value, step, std::uint64_t{0}, value(0), 1.0);
-    self->send(replicas[p], forward_atom::value, step, std::uint64_t{0}, value(1));
+    self->send(replicas[p], labels_atom::value, step, std::uint64_t{0}, parcel(0), 1.0);
+    self->send(replicas[p], forward_atom::value, step, std::uint64_t{0}, parcel(1));
   };
   // Step 1 is a local step only: no snapshot, no ask.
   feed(0, 1);
@@ -551,8 +549,8 @@ CAF_TEST(under_asynchronous_elastic_averaging_a_stage_asks_its_averager_every_pe
   // Step 2 moves pipeline 0 alone, without waiting for pipeline 1, which has not begun.
   log.clear();
   feed(0, 2);
-  expect((labels_atom, std::uint64_t, std::uint64_t, train::Payload, double), from(self).to(replicas[0]));
-  expect((forward_atom, std::uint64_t, std::uint64_t, train::Payload), from(self).to(replicas[0]));
+  expect((labels_atom, std::uint64_t, std::uint64_t, Parcel, double), from(self).to(replicas[0]));
+  expect((forward_atom, std::uint64_t, std::uint64_t, Parcel), from(self).to(replicas[0]));
   expect((average_atom, std::vector<std::uint64_t>, std::vector<std::uint64_t>),
          from(replicas[0]).to(averager).with(_, std::vector<std::uint64_t>{0}, std::vector<std::uint64_t>{2}));
   expect((synced_atom, std::uint64_t, bool), from(averager).to(replicas[0]).with(_, 2u, true));
@@ -634,6 +632,45 @@ CAF_TEST(the_group_scheduler_never_hands_out_overlapping_groups_and_connects_eve
       CAF_CHECK_GREATER(groups_of_many, 0u);
       CAF_CHECK(failures.empty());
     }
+}
+
+CAF_TEST(only_a_parcels_ticket_crosses_processes) {
+  // A remote parcel is its ticket on the wire, and comes out remote, with no payload.
+  Parcel remote;
+  remote.ticket = {3, 41, 6, {2, 5}};
+  remote.remote = true;
+  std::vector<char> bytes;
+  caf::binary_serializer sink{nullptr, bytes};
+  CAF_REQUIRE(!sink(remote));
+  Parcel arrived;
+  arrived.payload = value(1);
+  caf::binary_deserializer source{nullptr, bytes};
+  CAF_REQUIRE(!source(arrived));
+  CAF_CHECK(arrived.remote);
+  CAF_CHECK(arrived.payload == nullptr);
+  CAF_CHECK_EQUAL(arrived.ticket.from, 3u);
+  CAF_CHECK_EQUAL(arrived.ticket.tag, 41u);
+  CAF_CHECK_EQUAL(arrived.ticket.dtype, 6);
+  CAF_CHECK_EQUAL(arrived.ticket.shape, (std::vector<std::int64_t>{2, 5}));
+  // A pointer never leaves its process.
+  std::vector<char> refused;
+  caf::binary_serializer local_sink{nullptr, refused};
+  CAF_CHECK(local_sink(parcel(1)) == caf::sec::invalid_argument);
+}
+
+CAF_TEST(a_tensor_from_another_process_without_a_transport_fails_the_stage_by_name) {
+  const Schedule one = gpipe_schedule(1, {1});
+  auto only = stage(0, 0, one);
+  connect({only});
+  Parcel remote;
+  remote.ticket = {2, 0, 6, {1, 1}};
+  remote.remote = true;
+  inject((forward_atom, std::uint64_t, std::uint64_t, Parcel),
+         from(self).to(only).with(forward_atom::value, std::uint64_t{1}, std::uint64_t{0}, remote));
+  expect((failed_atom, std::string), from(only).to(job));
+  CAF_REQUIRE_EQUAL(failures.size(), 1u);
+  CAF_CHECK(failures.front().find("taking in an input of micro-batch 0") != std::string::npos);
+  CAF_CHECK(failures.front().find("from rank 2") != std::string::npos);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -34,6 +34,8 @@ struct TensorTicket {
   std::uint32_t tag = 0;
   std::int8_t dtype = 0;
   std::vector<std::int64_t> shape;
+
+  bool operator==(const TensorTicket&) const = default;
 };
 
 struct TransportOptions {

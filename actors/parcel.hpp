@@ -1,0 +1,69 @@
+#pragma once
+
+/// A tensor on its way to an actor: the one seam between the actors and the transport.
+/// To an actor of the same process a parcel carries the Payload (a pointer: nothing is
+/// copied); to an actor in another process, the ticket of its bytes, posted ahead
+/// through c10d (transport/tensor_transport.hpp), which the receiver takes in as it
+/// opens the parcel. Only a ticket crosses processes: CAF serialises a parcel as its
+/// ticket, and refuses to serialise one that holds a pointer.
+
+#include "train/payload.hpp"
+#include "transport/tensor_transport.hpp"
+
+#include <caf/error.hpp>
+#include <caf/meta/load_callback.hpp>
+#include <caf/meta/save_callback.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/sec.hpp>
+
+namespace actorpipe::transport {
+
+template <class Inspector> typename Inspector::result_type inspect(Inspector& f, TensorTicket& x) {
+  return f(caf::meta::type_name("tensor_ticket"), x.from, x.tag, x.dtype, x.shape);
+}
+
+} // namespace actorpipe::transport
+
+namespace actorpipe::actors {
+
+/// Where a parcel goes: to an actor of this process (no transport), or to one in
+/// process `rank`, through `transport`.
+struct Route {
+  transport::TensorTransport* transport = nullptr;
+  std::size_t rank = 0;
+};
+
+struct Parcel {
+  train::Payload payload;         ///< to an actor of the same process
+  transport::TensorTicket ticket; ///< from another process: where its bytes wait
+  bool remote = false;            ///< the ticket, not the payload, holds the tensor
+
+  /// The same tensor: one pointer, or one ticket.
+  bool operator==(const Parcel&) const = default;
+};
+
+/// `payload` packed for `route`: as it is within the process; else its bytes are
+/// posted to the route's rank now (send() never waits for the receiver).
+Parcel pack(train::Payload payload, const Route& route = {});
+
+/// The tensor in `parcel`: its payload, or the bytes its ticket names, taken in through
+/// `transport` (blocking until they are in). Throws std::runtime_error for a remote
+/// parcel with no transport to take it in, or a transfer that fails.
+train::Payload open(Parcel& parcel, transport::TensorTransport* transport);
+
+template <class Inspector> typename Inspector::result_type inspect(Inspector& f, Parcel& x) {
+  // Saved: a pointer never leaves its process. Loaded: what came is a ticket.
+  auto only_tickets = [&x]() -> caf::error {
+    if (!x.remote) return caf::make_error(caf::sec::invalid_argument);
+    return caf::none;
+  };
+  auto arrived = [&x]() -> caf::error {
+    x.remote = true;
+    x.payload.reset();
+    return caf::none;
+  };
+  return f(caf::meta::type_name("parcel"), x.ticket, caf::meta::save_callback(only_tickets),
+           caf::meta::load_callback(arrived));
+}
+
+} // namespace actorpipe::actors
