@@ -73,6 +73,42 @@ void fail(JobActor self, const std::string& what) {
   st.waiting.clear();
 }
 
+} // namespace
+
+StageConfig stage_config(const JobConfig& config, std::size_t p, std::size_t s, const std::vector<int>& cores) {
+  const Plan& plan = config.plan;
+  const std::size_t P = plan.pipelines, S = plan.stages.size();
+  StageConfig stage;
+  stage.computation = &config.computation(p, s);
+  stage.actions = plan.schedule.stages[s];
+  stage.pipeline = p;
+  stage.stage = s;
+  stage.stages = S;
+  stage.first_step = config.first_step;
+  if (config.traces) {
+    stage.trace = &(*config.traces)[p * S + s];
+    stage.trace->pipeline = p;
+    stage.trace->stage = s;
+  }
+  stage.origin = config.origin;
+  stage.inject_failure = config.inject_failure;
+  if (config.pin_threads && config.detached) stage.core = train::stage_core(cores, p * S + s, P * S);
+  stage.detached = config.detached;
+  if (p < config.emulated.size()) stage.emulated = config.emulated[p][s];
+  if (config.step_ahead && P > 1)
+    stage.step_ahead = [step_ahead = config.step_ahead, s, p](std::uint64_t step) { return step_ahead(s, p, step); };
+  if ((config.scheduling || config.elastic_period) && config.average) {
+    stage.snapshot = [snapshot = config.snapshot, s, p] { snapshot(s, p); };
+    stage.correct = [correct = config.correct, s, p] { correct(s, p); };
+    if (config.scheduling) stage.overlap = config.scheduling->overlap;
+    if (config.elastic_period) stage.period = *config.elastic_period;
+  }
+  stage.transport = config.transport;
+  return stage;
+}
+
+namespace {
+
 /// Spawns the plan's actors, watched under the names that failure messages give them,
 /// and connects each stage to its neighbours, pipeline, replicas (with their sync round)
 /// and this job.
@@ -89,33 +125,7 @@ void build(JobActor self, const JobConfig& config) {
   std::vector<std::vector<stage_actor>> stages(P);
   for (std::size_t p = 0; p < P; ++p)
     for (std::size_t s = 0; s < S; ++s) {
-      StageConfig stage;
-      stage.computation = &config.computation(p, s);
-      stage.actions = plan.schedule.stages[s];
-      stage.pipeline = p;
-      stage.stage = s;
-      stage.stages = S;
-      stage.first_step = config.first_step;
-      if (config.traces) {
-        stage.trace = &(*config.traces)[p * S + s];
-        stage.trace->pipeline = p;
-        stage.trace->stage = s;
-      }
-      stage.origin = config.origin;
-      stage.inject_failure = config.inject_failure;
-      if (config.pin_threads && config.detached) stage.core = train::stage_core(cores, p * S + s, P * S);
-      stage.detached = config.detached;
-      if (p < config.emulated.size()) stage.emulated = config.emulated[p][s];
-      if (config.step_ahead && P > 1)
-        stage.step_ahead = [step_ahead = config.step_ahead, s, p](std::uint64_t step) {
-          return step_ahead(s, p, step);
-        };
-      if ((config.scheduling || config.elastic_period) && config.average) {
-        stage.snapshot = [snapshot = config.snapshot, s, p] { snapshot(s, p); };
-        stage.correct = [correct = config.correct, s, p] { correct(s, p); };
-        if (config.scheduling) stage.overlap = config.scheduling->overlap;
-        if (config.elastic_period) stage.period = *config.elastic_period;
-      }
+      StageConfig stage = stage_config(config, p, s, cores);
       stages[p].push_back(spawn_stage(self->system(), std::move(stage)));
       watch(stages[p].back(), "stage " + std::to_string(s) + " of pipeline " + std::to_string(p));
     }

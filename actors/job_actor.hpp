@@ -88,8 +88,16 @@ struct JobConfig {
   /// puts every actor on the scheduler, which the deterministic protocol tests step.
   bool detached = true;
   std::shared_ptr<Failure> failure;
+  /// Takes in tensors from stages in other processes (StageConfig::transport); none in
+  /// a run of one process.
+  transport::TensorTransport* transport = nullptr;
 };
 
 job_actor spawn_job(caf::actor_system& system, JobConfig config);
+
+/// What stage s of pipeline p is, in the run `config` describes (`cores`:
+/// train::usable_cores()): the job builds its stages from it, and so does a worker
+/// process the stages it hosts.
+StageConfig stage_config(const JobConfig& config, std::size_t p, std::size_t s, const std::vector<int>& cores);
 
 } // namespace actorpipe::actors

@@ -22,6 +22,9 @@ public:
   /// gradients are ready (train::SyncExecutor in a run), and says whether the replicas
   /// have stepped (then they must not step again).
   SyncRound(std::size_t stage, std::size_t members, std::function<bool(std::uint64_t step)> sync);
+  /// The round of some pipelines' replicas only: those of one process, in a run of
+  /// several, whose sync() reduces across the processes too.
+  SyncRound(std::size_t stage, const std::vector<std::size_t>& pipelines, std::function<bool(std::uint64_t step)> sync);
 
   enum class Arrival {
     waiting, ///< others are yet to arrive: wait to be released
@@ -44,7 +47,9 @@ private:
   std::function<bool(std::uint64_t)> sync_;
   std::mutex mutex_;
   std::uint64_t step_ = 0;    ///< the step whose gradients are arriving
+  std::vector<bool> member_;  ///< by pipeline: whose replica takes part
   std::vector<bool> arrived_; ///< by pipeline
+  std::size_t members_ = 0;
   std::size_t count_ = 0;
 };
 

@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "launch/job_token.hpp"
+#include "launch/placement.hpp"
 #include "launch/process_place.hpp"
 #include "test_support.hpp"
 
@@ -153,4 +154,27 @@ BOOST_AUTO_TEST_CASE(tokens_compare_whole) {
   BOOST_TEST(!same_token("ab", "abc"));
   BOOST_TEST(!same_token("abcd", "abc"));
   BOOST_TEST(!same_token("", "abc"));
+}
+
+BOOST_AUTO_TEST_CASE(stages_go_to_processes_by_device_in_even_runs) {
+  Plan plan;
+  plan.pipelines = 2;
+  plan.devices = {{0, 1}, {2, 3}}; // 2 pipelines × 2 stages on 4 devices
+  auto two = place_stages(plan, 2, 1);
+  REQUIRE_OK(two);
+  BOOST_TEST((*two)[0] == (std::vector<std::size_t>{1, 1}), boost::test_tools::per_element());
+  BOOST_TEST((*two)[1] == (std::vector<std::size_t>{2, 2}), boost::test_tools::per_element());
+  auto four = place_stages(plan, 4, 1);
+  REQUIRE_OK(four);
+  BOOST_TEST((*four)[0] == (std::vector<std::size_t>{1, 2}), boost::test_tools::per_element());
+  BOOST_TEST((*four)[1] == (std::vector<std::size_t>{3, 4}), boost::test_tools::per_element());
+  // Stages on one device share its process, whatever the pipeline.
+  plan.devices = {{5, 1}, {5, 1}};
+  auto shared = place_stages(plan, 2, 0);
+  REQUIRE_OK(shared);
+  BOOST_TEST((*shared)[0] == (std::vector<std::size_t>{1, 0}), boost::test_tools::per_element());
+  BOOST_TEST((*shared)[1] == (std::vector<std::size_t>{1, 0}), boost::test_tools::per_element());
+  auto too_many = place_stages(plan, 3, 0);
+  BOOST_REQUIRE(!too_many.ok());
+  BOOST_TEST(contains(too_many.error().message, "3 worker processes for a plan on 2 devices"));
 }

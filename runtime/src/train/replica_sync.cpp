@@ -4,6 +4,7 @@
 
 #include "train/stage_worker_impl.hpp"
 #include "train/step_parts.hpp"
+#include "train/tensor_box.hpp"
 
 namespace actorpipe::train {
 
@@ -37,6 +38,49 @@ void agree_buffers(const std::vector<StageWorker*>& replicas, const std::string&
     } else {
       for (std::size_t r = 1; r < replicas.size(); ++r)
         replicas[r]->impl().buffers[i].copy_(first[i]);
+    }
+  }
+}
+
+void sum_gradients_across(const std::vector<StageWorker*>& local, double scale, const SumAcross& across) {
+  sum_gradients(local, 1);
+  torch::NoGradGuard no_grad;
+  std::vector<Payload> sums;
+  for (torch::Tensor& parameter : local.front()->impl().parameters)
+    if (parameter.grad().defined()) sums.push_back(wrap(parameter.grad()));
+  across(sums);
+  if (scale != 1)
+    for (const Payload& sum : sums)
+      sum->tensor.mul_(scale);
+}
+
+void agree_buffers_across(const std::vector<StageWorker*>& local, std::size_t members, bool holds_first,
+                          const std::string& how, const SumAcross& across) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor>& first = local.front()->impl().buffers;
+  // Floating-point and integer buffers apart: one flat all-reduce takes one type.
+  for (const bool floating : {true, false}) {
+    std::vector<Payload> parts;
+    for (std::size_t i = 0; i < first.size(); ++i) {
+      if (first[i].is_floating_point() != floating) continue;
+      torch::Tensor part = first[i].clone();
+      if (how == "average" && floating) {
+        for (std::size_t r = 1; r < local.size(); ++r)
+          part.add_(local[r]->impl().buffers[i]);
+      } else if (!holds_first) {
+        part.zero_(); // the group's first replica's, from its process alone
+      }
+      parts.push_back(wrap(part));
+    }
+    if (parts.empty()) continue;
+    across(parts);
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < first.size(); ++i) {
+      if (first[i].is_floating_point() != floating) continue;
+      torch::Tensor agreed = parts[at++]->tensor;
+      if (how == "average" && floating) agreed.div_(static_cast<double>(members));
+      for (StageWorker* r : local)
+        r->impl().buffers[i].copy_(agreed);
     }
   }
 }

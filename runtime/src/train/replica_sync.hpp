@@ -5,10 +5,12 @@
 /// from a parameter server. The callers (train::SyncExecutor) make sure no replica is
 /// computing meanwhile. No LibTorch types show here.
 
+#include "train/payload.hpp"
 #include "train/stage_worker.hpp"
 
 #include <actorpipe/job.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -84,6 +86,21 @@ private:
 /// (`how` "broadcast") or, for floating-point buffers, their mean ("average"), as
 /// TrainOptions::buffers says. Each replica updated its own from its own micro-batches.
 void agree_buffers(const std::vector<StageWorker*>& replicas, const std::string& how);
+
+/// Sums tensors in place over the processes that hold replicas of a stage index (a
+/// c10d all-reduce in a run of several processes).
+using SumAcross = std::function<void(const std::vector<Payload>&)>;
+
+/// sum_gradients() over a group whose replicas live in several processes, `local` being
+/// this process's (at least one): sums the local ones, then the processes' sums
+/// (`across`), scaled by `scale`; every local replica holds the result.
+void sum_gradients_across(const std::vector<StageWorker*>& local, double scale, const SumAcross& across);
+
+/// agree_buffers() over such a group of `members` replicas: "average" sums the local
+/// ones' floating-point buffers and the processes' sums, over `members`; otherwise every
+/// replica takes those of the group's first, which `holds_first` says is local.
+void agree_buffers_across(const std::vector<StageWorker*>& local, std::size_t members, bool holds_first,
+                          const std::string& how, const SumAcross& across);
 
 /// A parameter server's copy of one stage: its parameters and an optimizer of its own
 /// (the job's kind), which steps on the gradients pipelines push; pipelines then pull

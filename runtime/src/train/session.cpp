@@ -139,16 +139,8 @@ Status Session::save_checkpoint(const std::string& path, const Progress& progres
     // Pipelines hold equal parameters, buffers and optimizer state after a synchronous
     // step, so pipeline 0 speaks for all.
     for (std::size_t s = 0; s < d_->plan.stages.size(); ++s) {
-      const StageWorker::Impl& w = d_->workers.front()[s]->impl();
       torch::serialize::OutputArchive stage;
-      for (const auto& [key, tensors] : {std::pair{"p", &w.parameters}, std::pair{"b", &w.buffers}})
-        for (std::size_t i = 0; i < tensors->size(); ++i)
-          stage.write(key + std::to_string(i), (*tensors)[i]);
-      if (w.optimizer) {
-        torch::serialize::OutputArchive optimizer;
-        w.optimizer->save(optimizer);
-        stage.write("optimizer", optimizer);
-      }
+      write_state(d_->workers.front()[s]->impl(), stage);
       archive.write("stage" + std::to_string(s), stage);
     }
     std::ostringstream bytes;
@@ -195,23 +187,8 @@ Result<Progress> Session::load_checkpoint(const std::string& path) {
       for (std::size_t s = 0; s < d_->plan.stages.size(); ++s) {
         torch::serialize::InputArchive stage;
         copy.read("stage" + std::to_string(s), stage);
-        StageWorker::Impl& w = d_->workers[p][s]->impl();
-        // Parameters "p0", "p1", ..., buffers "b0", "b1", ...
-        for (const auto& [key, what, tensors] :
-             {std::tuple{"p", "parameter", &w.parameters}, std::tuple{"b", "buffer", &w.buffers}})
-          for (std::size_t i = 0; i < tensors->size(); ++i) {
-            torch::Tensor saved;
-            stage.read(key + std::to_string(i), saved);
-            if (!saved.sizes().equals((*tensors)[i].sizes()))
-              return Error::bad_input(path + ": stage " + std::to_string(s) + " " + what + " " + std::to_string(i) +
-                                      " has another shape than the model's");
-            (*tensors)[i].copy_(saved);
-          }
-        if (w.optimizer) {
-          torch::serialize::InputArchive optimizer;
-          stage.read("optimizer", optimizer);
-          w.optimizer->load(optimizer);
-        }
+        if (const std::string wrong = read_state(d_->workers[p][s]->impl(), stage); !wrong.empty())
+          return Error::bad_input(path + ": stage " + std::to_string(s) + " " + wrong);
       }
     }
     return progress;

@@ -6,6 +6,8 @@
 #include "train/tensor_box.hpp"
 
 #include <mutex>
+#include <sstream>
+#include <stdexcept>
 
 namespace actorpipe::train {
 
@@ -95,6 +97,52 @@ void StageWorker::step() {
   // place would make them accumulate into together.
   for (torch::Tensor& p : impl_->parameters)
     p.mutable_grad() = torch::Tensor();
+}
+
+void write_state(const StageWorker::Impl& stage, torch::serialize::OutputArchive& archive) {
+  for (const auto& [key, tensors] : {std::pair{"p", &stage.parameters}, std::pair{"b", &stage.buffers}})
+    for (std::size_t i = 0; i < tensors->size(); ++i)
+      archive.write(key + std::to_string(i), (*tensors)[i]);
+  if (stage.optimizer) {
+    torch::serialize::OutputArchive optimizer;
+    stage.optimizer->save(optimizer);
+    archive.write("optimizer", optimizer);
+  }
+}
+
+std::string read_state(StageWorker::Impl& stage, torch::serialize::InputArchive& archive) {
+  torch::NoGradGuard no_grad;
+  for (const auto& [key, what, tensors] :
+       {std::tuple{"p", "parameter", &stage.parameters}, std::tuple{"b", "buffer", &stage.buffers}})
+    for (std::size_t i = 0; i < tensors->size(); ++i) {
+      torch::Tensor saved;
+      archive.read(key + std::to_string(i), saved);
+      if (!saved.sizes().equals((*tensors)[i].sizes()))
+        return std::string(what) + " " + std::to_string(i) + " has another shape than the model's";
+      (*tensors)[i].copy_(saved);
+    }
+  if (stage.optimizer) {
+    torch::serialize::InputArchive optimizer;
+    archive.read("optimizer", optimizer);
+    stage.optimizer->load(optimizer);
+  }
+  return {};
+}
+
+std::string StageWorker::state_bytes() const {
+  torch::serialize::OutputArchive archive;
+  write_state(*impl_, archive);
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  return bytes.str();
+}
+
+void StageWorker::load_state_bytes(const std::string& bytes) {
+  torch::serialize::InputArchive archive;
+  std::istringstream in(bytes);
+  archive.load_from(in);
+  if (const std::string wrong = read_state(*impl_, archive); !wrong.empty())
+    throw std::runtime_error("stage " + std::to_string(setup().stage) + ": " + wrong);
 }
 
 } // namespace actorpipe::train

@@ -53,6 +53,12 @@ public:
 
   void step() override;
 
+  /// Its parameters, buffers and optimizer state as bytes (LibTorch's archive): what a
+  /// worker process hands the coordinator, which evaluates and checkpoints.
+  std::string state_bytes() const;
+  /// Takes them back; throws std::runtime_error for bytes of another stage's shapes.
+  void load_state_bytes(const std::string& bytes);
+
   struct Impl;
   Impl& impl() { return *impl_; }
   const Impl& impl() const { return *impl_; }

@@ -36,4 +36,12 @@ struct StageWorker::Impl {
   }
 };
 
+/// A stage's parameters ("p0", "p1", ...), buffers ("b0", ...) and optimizer state
+/// ("optimizer") into `archive`: what a checkpoint keeps of it.
+void write_state(const StageWorker::Impl& stage, torch::serialize::OutputArchive& archive);
+
+/// Reads them back into `stage`. An empty string, or what does not fit: "parameter 3
+/// has another shape than the model's".
+std::string read_state(StageWorker::Impl& stage, torch::serialize::InputArchive& archive);
+
 } // namespace actorpipe::train

@@ -53,33 +53,62 @@ bool SyncExecutor::step_ahead(std::size_t stage, std::size_t pipeline, std::uint
 bool SyncExecutor::run(std::size_t stage, std::uint64_t step) {
   const SyncRound round = round_of(stage, step);
   const std::vector<StageWorker*> all = replicas_(stage);
-  // The groups, checked: disjoint sets of pipelines that exist.
+  const auto local = [&](std::size_t p) { return !across_ || across_->local[p]; };
+  // The groups, checked: disjoint sets of pipelines that exist. In a run of several
+  // processes each keeps this process's members, and whether others are elsewhere.
   std::vector<bool> grouped(pipelines_, false);
   std::vector<std::vector<StageWorker*>> groups;
-  for (const auto& members : round.groups) {
+  std::vector<bool> spans;          ///< by group: some members are in other processes
+  std::vector<std::size_t> members; ///< by group: how many in all
+  std::vector<bool> holds_first;    ///< by group: its first member is local
+  for (const auto& named : round.groups) {
     auto& group = groups.emplace_back();
-    for (const std::size_t p : members) {
+    spans.push_back(false);
+    members.push_back(named.size());
+    holds_first.push_back(!named.empty() && named.front() < pipelines_ && local(named.front()));
+    for (const std::size_t p : named) {
       if (p >= pipelines_ || grouped[p])
         throw std::runtime_error(label_ + ": round " + std::to_string(step) + " of stage " + std::to_string(stage) +
                                  (p >= pipelines_
                                       ? " names pipeline " + std::to_string(p) + " of " + std::to_string(pipelines_)
                                       : " puts pipeline " + std::to_string(p) + " in two groups"));
       grouped[p] = true;
-      group.push_back(all[p]);
+      if (local(p))
+        group.push_back(all[p]);
+      else
+        spans.back() = true;
     }
+    // The processes' all-reduce takes every process that holds a replica of the stage:
+    // only a group of all pipelines can span them.
+    if (spans.back() && named.size() != pipelines_)
+      throw std::runtime_error(label_ + ": round " + std::to_string(step) + " of stage " + std::to_string(stage) +
+                               " groups some pipelines only across processes, which a run of several processes "
+                               "does not do yet: run it in one process");
   }
   // Each pipeline's gradient is its share of the batch's: a group's sum is scaled to the
   // whole batch's, a pipeline's own to its own batch's mean.
   const double own = 1.0 / batch_share_;
   if (round.kind == SyncRound::Kind::allreduce_gradients) {
-    for (const auto& group : groups) {
-      sum_gradients(group, own / static_cast<double>(group.size()));
-      agree_buffers(group, buffers_);
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      const double scale = own / static_cast<double>(members[g]);
+      if (!spans[g]) {
+        sum_gradients(groups[g], scale);
+        agree_buffers(groups[g], buffers_);
+        continue;
+      }
+      const SumAcross across = [this, stage](const std::vector<Payload>& tensors) { across_->sum(stage, tensors); };
+      sum_gradients_across(groups[g], scale, across);
+      agree_buffers_across(groups[g], members[g], holds_first[g], buffers_, across);
     }
     for (std::size_t p = 0; p < pipelines_; ++p)
-      if (!grouped[p]) scale_gradients(*all[p], own);
+      if (!grouped[p] && local(p)) scale_gradients(*all[p], own);
     return false;
   }
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    if (spans[g])
+      throw std::runtime_error(label_ + ": round " + std::to_string(step) + " of stage " + std::to_string(stage) +
+                               " averages parameters across processes, which a run of several processes does not "
+                               "do yet: run it in one process");
   // Every replica has stepped on its own gradient as it arrived (step_ahead()).
   for (const auto& group : groups) {
     if (round.kind == SyncRound::Kind::average_parameters) {

@@ -44,6 +44,16 @@ public:
                std::function<std::vector<StageWorker*>(std::size_t)> replicas);
   ~SyncExecutor();
 
+  /// In a run of several processes: which pipelines' replicas are this process's
+  /// (`local`, by pipeline), and the sum of a stage's tensors over the processes that
+  /// hold its replicas (`sum`). A round's gradient all-reduce then spans them; a round
+  /// that would average parameters across them throws, naming the policy.
+  struct Across {
+    std::vector<bool> local;
+    std::function<void(std::size_t stage, const std::vector<Payload>&)> sum;
+  };
+  void span_processes(Across across) { across_ = std::move(across); }
+
   /// Called by stage `stage`'s replica of `pipeline` once its gradients of step `step`
   /// are ready, before it arrives at the round: when the round steps every replica on
   /// its own gradient before averaging (average_parameters, elastic), steps this one
@@ -104,6 +114,7 @@ private:
   std::mutex rounds_mutex_;                               ///< for rounds_ and centres_' making
   std::vector<std::optional<std::pair<std::uint64_t, SyncRound>>> rounds_; ///< per stage: the latest step's
   bool averaging_ = false;                                                 ///< the policy is scheduled averaging
+  std::optional<Across> across_;        ///< several processes: how their replicas sync
   std::optional<double> elastic_alpha_; ///< the policy is asynchronous elastic averaging, at this rate
 };
 

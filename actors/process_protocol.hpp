@@ -1,0 +1,104 @@
+#pragma once
+
+/// The messages between the processes of a run (CAF's middleman carries them; tensors
+/// go through c10d as Parcels' tickets, parcel.hpp). The coordinator (rank 0) runs the
+/// job and pipeline actors; each worker process runs a stage host, which spawns the
+/// stage actors the plan's placement gives it and wires them as the job says:
+///
+///   worker ─join(token, host name)→ coordinator gate ─→ the JobOrder (or an error: a
+///     wrong token is refused and logged with the worker's address)
+///   worker, having loaded the job, planned it alike and joined the tensor transport
+///     ─ready(rank, host)→ gate
+///   coordinator ─spawn→ host ─→ its stage actors, in (pipeline, stage) order
+///   job ─wire(wirings)→ host, which connects each of its stages (StageLinks, made
+///     there: routes to neighbours in other processes, a sync round over its replicas
+///     of a stage index, which all-reduces across the processes)
+///   coordinator ─collect(pipeline)→ host ─→ tickets of the state bytes of that
+///     pipeline's stages it runs (evaluation and checkpoints read them)
+///   coordinator ─trace→ host ─→ its stages' spans, at the end
+
+#include "protocol.hpp"
+#include "stage_trace.hpp"
+
+#include <caf/atom.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace actorpipe::actors {
+
+using join_atom = caf::atom_constant<caf::atom("join")>;
+using ready_atom = caf::atom_constant<caf::atom("ready")>;
+using spawn_atom = caf::atom_constant<caf::atom("spawn")>;
+using wire_atom = caf::atom_constant<caf::atom("wire")>;
+using collect_atom = caf::atom_constant<caf::atom("collect")>;
+using trace_atom = caf::atom_constant<caf::atom("trace")>;
+
+/// What a worker needs to take part: the job as the coordinator loaded it (its file and
+/// overrides, read on the worker's server too, and the profile it planned with), the
+/// plan's shape and its JSON (the worker plans alike and checks), its rank, and where
+/// the tensor transport's store is.
+struct JobOrder {
+  std::string job_file;
+  std::vector<std::string> overrides;
+  std::string profile_toml;
+  std::uint32_t stages = 0, pipelines = 0, micro_batches = 0;
+  std::string plan_json;
+  std::uint64_t rank = 0, world = 0;
+  std::string store_host;
+  std::uint16_t store_port = 0;
+  std::uint64_t first_step = 1;
+  std::int64_t origin_ns = 0;                        ///< the coordinator's time zero (steady clock): one trace
+  std::vector<std::vector<std::uint64_t>> placement; ///< [pipeline][stage]: the rank that runs it
+};
+
+template <class Inspector> typename Inspector::result_type inspect(Inspector& f, JobOrder& x) {
+  return f(caf::meta::type_name("job_order"), x.job_file, x.overrides, x.profile_toml, x.stages, x.pipelines,
+           x.micro_batches, x.plan_json, x.rank, x.world, x.store_host, x.store_port, x.first_step, x.origin_ns,
+           x.placement);
+}
+
+/// How the job wires one stage a worker runs: its neighbours and the ranks of their
+/// processes, its pipeline, the job.
+struct StageWiring {
+  std::uint64_t pipeline = 0, stage = 0;
+  stage_actor previous, next;
+  std::uint64_t previous_rank = 0, next_rank = 0;
+  pipeline_actor owner;
+  job_actor job;
+};
+
+template <class Inspector> typename Inspector::result_type inspect(Inspector& f, StageWiring& x) {
+  return f(caf::meta::type_name("stage_wiring"), x.pipeline, x.stage, x.previous, x.next, x.previous_rank, x.next_rank,
+           x.owner, x.job);
+}
+
+template <class Inspector> typename Inspector::result_type inspect(Inspector& f, TraceSpan& x) {
+  return f(caf::meta::type_name("trace_span"), x.kind, x.step, x.micro_batch, x.start_us, x.duration_us, x.cpu_us);
+}
+
+template <class Inspector> typename Inspector::result_type inspect(Inspector& f, StageTrace& x) {
+  return f(caf::meta::type_name("stage_trace"), x.pipeline, x.stage, x.keep_steps, x.spans, x.peak_stashed);
+}
+
+/// A worker's stage host.
+using stage_host_actor =
+    caf::typed_actor<caf::replies_to<spawn_atom>::with<std::vector<stage_actor>>,
+                     caf::reacts_to<wire_atom, std::vector<StageWiring>>,
+                     caf::replies_to<collect_atom, std::uint64_t>::with<std::vector<transport::TensorTicket>>,
+                     caf::replies_to<trace_atom>::with<std::vector<StageTrace>>>;
+
+/// The coordinator's gate: a worker's join (token, host name), then its ready (rank,
+/// stage host).
+using gate_actor = caf::typed_actor<caf::replies_to<join_atom, std::string, std::string>::with<JobOrder>,
+                                    caf::reacts_to<ready_atom, std::uint64_t, stage_host_actor>>;
+
+/// Registers the types above (and parcels, tickets) with CAF, for a process of a run of
+/// several.
+void add_process_message_types(caf::actor_system_config& config);
+
+} // namespace actorpipe::actors
