@@ -123,11 +123,23 @@ void build(JobActor self, const JobConfig& config) {
   };
   const std::vector<int> cores = train::usable_cores();
   std::vector<std::vector<stage_actor>> stages(P);
+  // Stage s of pipeline p's process: 0 is this one.
+  const auto rank = [&](std::size_t p, std::size_t s) -> std::uint64_t {
+    return config.processes ? config.processes->ranks[p][s] : 0;
+  };
+  const auto route = [&](std::size_t p, std::size_t s) {
+    return rank(p, s) == 0 ? Route{} : Route{config.transport, static_cast<std::size_t>(rank(p, s))};
+  };
   for (std::size_t p = 0; p < P; ++p)
     for (std::size_t s = 0; s < S; ++s) {
-      StageConfig stage = stage_config(config, p, s, cores);
-      stages[p].push_back(spawn_stage(self->system(), std::move(stage)));
-      watch(stages[p].back(), "stage " + std::to_string(s) + " of pipeline " + std::to_string(p));
+      const std::string name = "stage " + std::to_string(s) + " of pipeline " + std::to_string(p);
+      if (rank(p, s) != 0) {
+        stages[p].push_back(config.processes->stages[p][s]);
+        watch(stages[p].back(), name + " (process " + std::to_string(rank(p, s)) + ")");
+        continue;
+      }
+      stages[p].push_back(spawn_stage(self->system(), stage_config(config, p, s, cores)));
+      watch(stages[p].back(), name);
     }
   std::uint32_t share = 0;
   for (auto n : plan.schedule.micro_batch_sizes)
@@ -136,7 +148,8 @@ void build(JobActor self, const JobConfig& config) {
   for (std::size_t p = 0; p < P; ++p) {
     // A pipeline stepping on its own steps on its share's mean gradient.
     st.pipelines.push_back(spawn_pipeline(self->system(), stages[p], plan.schedule.micro_batch_sizes,
-                                          st.asynchronous ? share : plan.batch_size, config.first_step));
+                                          st.asynchronous ? share : plan.batch_size, config.first_step, route(p, 0),
+                                          route(p, S - 1)));
     st.shares.push_back(share);
     watch(st.pipelines.back(), "pipeline " + std::to_string(p));
   }
@@ -173,6 +186,17 @@ void build(JobActor self, const JobConfig& config) {
                            job, config.detached}));
       watch(st.servers.back(), "the parameter server of stage " + std::to_string(s));
     }
+  // Stages in other processes are wired by their hosts, which make their sync rounds
+  // there.
+  std::map<std::uint64_t, std::vector<StageWiring>> wirings;
+  for (std::size_t p = 0; p < P; ++p)
+    for (std::size_t s = 0; s < S; ++s)
+      if (rank(p, s) != 0)
+        wirings[rank(p, s)].push_back({p, s, s > 0 ? stages[p][s - 1] : stage_actor{},
+                                       s + 1 < S ? stages[p][s + 1] : stage_actor{}, s > 0 ? rank(p, s - 1) : 0,
+                                       s + 1 < S ? rank(p, s + 1) : 0, st.pipelines[p], job});
+  for (auto& [host, wiring] : wirings)
+    self->send(config.processes->hosts.at(host), wire_atom::value, std::move(wiring));
   for (std::size_t s = 0; s < S; ++s) {
     std::shared_ptr<SyncRound> round;
     std::vector<stage_actor> replicas;
@@ -184,11 +208,13 @@ void build(JobActor self, const JobConfig& config) {
       round = std::make_shared<SyncRound>(s, P, [sync = config.sync, s](std::uint64_t step) { return sync(s, step); });
     }
     for (std::size_t p = 0; p < P; ++p)
-      self->send(stages[p][s], connect_atom::value,
-                 StageLinks{s > 0 ? stages[p][s - 1] : stage_actor{}, s + 1 < S ? stages[p][s + 1] : stage_actor{},
-                            st.pipelines[p], round, replicas, st.scheduler, job,
-                            st.servers.empty() ? parameter_server_actor{} : st.servers[s],
-                            config.elastic_period && !averagers.empty() ? averagers[s] : averager_actor{}});
+      if (rank(p, s) == 0)
+        self->send(stages[p][s], connect_atom::value,
+                   StageLinks{s > 0 ? stages[p][s - 1] : stage_actor{}, s + 1 < S ? stages[p][s + 1] : stage_actor{},
+                              st.pipelines[p], round, replicas, st.scheduler, job,
+                              st.servers.empty() ? parameter_server_actor{} : st.servers[s],
+                              config.elastic_period && !averagers.empty() ? averagers[s] : averager_actor{},
+                              s > 0 ? route(p, s - 1) : Route{}, s + 1 < S ? route(p, s + 1) : Route{}});
   }
 }
 

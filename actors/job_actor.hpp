@@ -15,6 +15,7 @@
 /// job down shuts down all of them.
 
 #include "injected_failure.hpp"
+#include "process_protocol.hpp"
 #include "protocol.hpp"
 #include "stage_actor.hpp"
 #include "stage_trace.hpp"
@@ -26,6 +27,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -91,6 +93,15 @@ struct JobConfig {
   /// Takes in tensors from stages in other processes (StageConfig::transport); none in
   /// a run of one process.
   transport::TensorTransport* transport = nullptr;
+  /// A run of several processes, whose coordinator this job is: stage s of pipeline p
+  /// runs in the process of rank ranks[p][s], 0 being this one; the others' stage
+  /// hosts spawned theirs (stages[p][s]) and wire them as the job says.
+  struct Processes {
+    std::vector<std::vector<std::uint64_t>> ranks;
+    std::vector<std::vector<stage_actor>> stages;
+    std::map<std::uint64_t, stage_host_actor> hosts;
+  };
+  std::optional<Processes> processes;
 };
 
 job_actor spawn_job(caf::actor_system& system, JobConfig config);

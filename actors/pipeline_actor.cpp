@@ -25,14 +25,18 @@ struct PipelineState {
   std::uint32_t share = 0; ///< samples of this pipeline per batch
   std::uint64_t next = 1;  ///< the number of its next step
   std::map<std::uint64_t, Pending> steps;
+  Route to_first, to_last;
   static inline const char* name = "pipeline";
 };
 
 pipeline_actor::behavior_type pipeline_behavior(pipeline_actor::stateful_pointer<PipelineState> self,
                                                 std::vector<stage_actor> stages, std::vector<std::uint32_t> sizes,
-                                                std::uint32_t batch_size, std::uint64_t first_step) {
+                                                std::uint32_t batch_size, std::uint64_t first_step, Route to_first,
+                                                Route to_last) {
   auto& st = self->state;
   st.next = first_step;
+  st.to_first = to_first;
+  st.to_last = to_last;
   st.stages = std::move(stages);
   st.sizes = std::move(sizes);
   st.batch_size = batch_size;
@@ -54,8 +58,10 @@ pipeline_actor::behavior_type pipeline_behavior(pipeline_actor::stateful_pointer
           // The micro-batch's mean loss × its share of the whole batch: the gradients
           // of all micro-batches of all pipelines then sum to the batch mean's.
           const double scale = static_cast<double>(st.sizes[m]) / st.batch_size;
-          self->send(last, labels_atom::value, step, static_cast<std::uint64_t>(m), pack(label_parts[m]), scale);
-          self->send(first, forward_atom::value, step, static_cast<std::uint64_t>(m), pack(input_parts[m]));
+          self->send(last, labels_atom::value, step, static_cast<std::uint64_t>(m), pack(label_parts[m], st.to_last),
+                     scale);
+          self->send(first, forward_atom::value, step, static_cast<std::uint64_t>(m),
+                     pack(input_parts[m], st.to_first));
         }
         return pending.reply;
       },
@@ -75,8 +81,9 @@ pipeline_actor::behavior_type pipeline_behavior(pipeline_actor::stateful_pointer
 
 pipeline_actor spawn_pipeline(caf::actor_system& system, std::vector<stage_actor> stages,
                               std::vector<std::uint32_t> micro_batch_sizes, std::uint32_t batch_size,
-                              std::uint64_t first_step) {
-  return system.spawn(pipeline_behavior, std::move(stages), std::move(micro_batch_sizes), batch_size, first_step);
+                              std::uint64_t first_step, Route to_first, Route to_last) {
+  return system.spawn(pipeline_behavior, std::move(stages), std::move(micro_batch_sizes), batch_size, first_step,
+                      to_first, to_last);
 }
 
 } // namespace actorpipe::actors

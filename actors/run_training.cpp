@@ -2,22 +2,26 @@
 /// epochs are done, with evaluation, checkpoints, metrics and a trace along the way.
 
 #include <actorpipe/plugin_registry.hpp>
+#include <actorpipe/profile_io.hpp>
 #include <actorpipe/report.hpp>
 #include <actorpipe/training.hpp>
 
 #include "run_training.hpp"
 
+#include "coordinator.hpp"
 #include "job_actor.hpp"
 #include "run_setup.hpp"
 #include "protocol.hpp"
 
 #include <caf/all.hpp>
+#include <caf/io/all.hpp>
 
 #include "base/atomic_file.hpp"
 #include "base/boundary.hpp"
 #include "base/chrome_trace.hpp"
 #include "base/folder_lock.hpp"
 #include "base/input_file.hpp"
+#include "launch/placement.hpp"
 #include "sim/emulated_links.hpp"
 #include "sim/stage_figures.hpp"
 #include "train/session.hpp"
@@ -77,10 +81,100 @@ std::string metrics_up_to(const std::string& path, std::uint64_t step) {
   return kept;
 }
 
+/// Starts the workers of a run of several processes and waits until they are ready.
+Result<std::unique_ptr<actors::Coordination>> start_workers(caf::actor_system& system,
+                                                            const actors::CoordinateOptions& coordinate,
+                                                            const JobSpec& job, const Plan& plan,
+                                                            const std::vector<std::vector<std::uint64_t>>& placement,
+                                                            std::uint64_t first_step, Clock::time_point origin) {
+  actors::JobOrder order;
+  order.job_file = coordinate.job_file;
+  order.overrides = coordinate.overrides;
+  order.profile_toml = to_toml(job.profile);
+  order.stages = static_cast<std::uint32_t>(plan.stages.size());
+  order.pipelines = static_cast<std::uint32_t>(plan.pipelines);
+  order.micro_batches = static_cast<std::uint32_t>(plan.schedule.micro_batch_sizes.size());
+  order.plan_json = plan_to_json(plan, job.profile, job.cluster);
+  order.first_step = first_step;
+  order.origin_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(origin.time_since_epoch()).count();
+  order.placement = placement;
+  return actors::coordinate(system, coordinate, std::move(order));
+}
+
+/// Has each worker's host spawn its stages: stages[p][s], empty where none is remote.
+Result<std::vector<std::vector<actors::stage_actor>>>
+spawn_remote_stages(caf::actor_system& system, actors::Coordination& coordination,
+                    const std::vector<std::vector<std::uint64_t>>& placement, const Plan& plan) {
+  std::vector<std::vector<actors::stage_actor>> stages(plan.pipelines,
+                                                       std::vector<actors::stage_actor>(plan.stages.size()));
+  caf::scoped_actor self{system};
+  for (const auto& [rank, host] : coordination.hosts) {
+    std::optional<Error> error;
+    self->request(host, std::chrono::seconds(60), actors::spawn_atom::value)
+        .receive(
+            [&](std::vector<actors::stage_actor>& spawned) {
+              std::size_t next = 0;
+              for (std::size_t p = 0; p < plan.pipelines; ++p)
+                for (std::size_t s = 0; s < plan.stages.size(); ++s)
+                  if (placement[p][s] == rank && next < spawned.size()) stages[p][s] = spawned[next++];
+            },
+            [&](caf::error& e) {
+              error = Error::run_failed("worker " + std::to_string(rank) +
+                                        " could not spawn its stages: " + system.render(e));
+            });
+    if (error) return *error;
+  }
+  return stages;
+}
+
+/// Pipeline 0's parameters, buffers and optimizer state, from the workers that run its
+/// stages into this process's copy, which evaluation and checkpoints read.
+Status pull_state(caf::scoped_actor& self, actors::Coordination& coordination,
+                  const std::vector<std::vector<std::uint64_t>>& placement, train::Session& session) {
+  for (const auto& [rank, host] : coordination.hosts) {
+    Status pulled = Ok{};
+    self->request(host, std::chrono::seconds(60), actors::collect_atom::value, std::uint64_t{0})
+        .receive(
+            [&](std::vector<transport::TensorTicket>& tickets) {
+              std::size_t next = 0;
+              try {
+                for (std::size_t s = 0; s < placement[0].size(); ++s)
+                  if (placement[0][s] == rank && next < tickets.size())
+                    session.worker(0, s).load_state_bytes(
+                        train::payload_text(coordination.transport->receive(tickets[next++])));
+              } catch (const std::exception& e) {
+                pulled = Error::run_failed("the state of worker " + std::to_string(rank) + "'s stages: " + e.what());
+              }
+            },
+            [&](caf::error& e) {
+              pulled = Error::run_failed("worker " + std::to_string(rank) +
+                                         " did not hand over its stages' state: " + self->system().render(e));
+            });
+    ACTORPIPE_TRY(pulled);
+  }
+  return Ok{};
+}
+
+/// The spans the workers' stages recorded, into `traces` (p · S + s). A worker that
+/// does not answer keeps its stages' tracks empty.
+void collect_traces(caf::scoped_actor& self, actors::Coordination& coordination, const Plan& plan,
+                    std::vector<actors::StageTrace>& traces) {
+  for (const auto& [rank, host] : coordination.hosts)
+    self->request(host, std::chrono::seconds(30), actors::trace_atom::value)
+        .receive(
+            [&](std::vector<actors::StageTrace>& kept) {
+              for (actors::StageTrace& t : kept)
+                if (t.pipeline < plan.pipelines && t.stage < plan.stages.size())
+                  traces[t.pipeline * plan.stages.size() + t.stage] = std::move(t);
+            },
+            [](caf::error&) {});
+}
+
 } // namespace
 
 Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, const RunOptions& options,
-                                        std::optional<InjectedFailure> inject_failure) {
+                                        std::optional<InjectedFailure> inject_failure,
+                                        const CoordinateOptions* coordinate) {
   ACTORPIPE_TRY(plan.validate(job.profile, job.cluster));
   ACTORPIPE_TRY(validate(plan.schedule));
   auto opened = train::Session::open(job, plan, options.data);
@@ -107,6 +201,17 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
   auto prepared = actors::prepare_run(job, plan, options, session);
   ACTORPIPE_TRY(prepared);
   actors::RunSetup& setup = **prepared;
+  std::optional<std::vector<std::vector<std::uint64_t>>> placement;
+  if (coordinate) {
+    if (setup.asynchronous())
+      return Error::unsupported(job.where("plan.sync") + "'" + plan.sync +
+                                "' steps pipelines on their own, which a run of several processes does not do yet");
+    auto placed = launch::place_stages(plan, coordinate->workers, 1);
+    ACTORPIPE_TRY(placed);
+    placement.emplace();
+    for (const auto& pipeline : *placed)
+      placement->emplace_back(pipeline.begin(), pipeline.end());
+  }
   std::optional<train::SyncExecutor>& sync = setup.sync;
   const double time_scale = setup.time_scale;
 
@@ -131,9 +236,24 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
   // pipeline actors left to the scheduler are light. Idle workers block instead of
   // polling (work stealing polls every 50 µs), which would take cores from compute.
   config.set("scheduler.policy", caf::atom("sharing"));
+  if (coordinate) {
+    config.load<caf::io::middleman>();
+    actors::add_process_message_types(config);
+  }
   caf::actor_system system{config};
   auto failure = std::make_shared<actors::Failure>();
   actors::JobConfig& job_config = setup.job;
+  // A run of several processes: the workers run every stage; this one the job.
+  std::unique_ptr<actors::Coordination> coordination;
+  if (coordinate) {
+    auto started = start_workers(system, *coordinate, job, plan, *placement, progress.step + 1, origin);
+    ACTORPIPE_TRY(started);
+    coordination = std::move(*started);
+    auto spawned = spawn_remote_stages(system, *coordination, *placement, plan);
+    ACTORPIPE_TRY(spawned);
+    job_config.processes = actors::JobConfig::Processes{*placement, std::move(*spawned), coordination->hosts};
+    job_config.transport = coordination->transport.get();
+  }
   job_config.time_scale = time_scale;
   job_config.first_step = progress.step + 1;
   job_config.origin = origin;
@@ -150,6 +270,7 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
   auto shut_down = [&] {
     if (!job_actor) return;
     caf::anon_send_exit(job_actor, caf::exit_reason::user_shutdown);
+    coordination.reset(); // the workers' hosts, and the gate
     self.reset();
     job_actor = nullptr;
     system.await_all_actors_done();
@@ -296,6 +417,7 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
     const bool evaluating = (epoch_done && epoch % evaluate_every == 0) || progress.step == total;
     Status kept = Ok{};
     if (evaluating || stop) kept = settle();
+    if (kept && (evaluating || stop) && coordination) kept = pull_state(*self, *coordination, *placement, session);
     if (kept && evaluating) kept = evaluate(epoch);
     if (kept && (evaluating || stop)) kept = checkpoint();
     if (!kept) error = std::move(kept).error();
@@ -304,6 +426,7 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
       break;
     }
   }
+  if (coordination) collect_traces(*self, *coordination, plan, traces);
   // The job shuts down every actor it built.
   shut_down();
   metrics.close();

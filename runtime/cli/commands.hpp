@@ -27,6 +27,10 @@ void add_run_command(CLI::App& app, CommonOptions& common, Run& run);
 void add_profile_command(CLI::App& app, Run& run);
 inline constexpr const char* run_summary = "Plan a job and train it with the actor runtime";
 inline constexpr const char* profile_summary = "Measure the job's model block by block and write its profile";
+void add_worker_command(CLI::App& app, Run& run);
+inline constexpr const char* launch_summary =
+    "Train a job as `run` does, its stages in worker processes on this machine (--nprocs N)";
+inline constexpr const char* worker_summary = "Run the stages a coordinator (actorpipe launch) gives this process";
 void add_devices_command(CLI::App& app, Run& run);
 void add_script_command(CLI::App& app, CommonOptions& common, Run& run);
 

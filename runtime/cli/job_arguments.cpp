@@ -13,10 +13,7 @@
 
 namespace actorpipe::cli {
 
-namespace {
-
-/// The dedicated flags are shorthands for --set; they come after it, so they win.
-std::vector<std::string> overrides(const JobArguments& a) {
+std::vector<std::string> job_overrides(const JobArguments& a) {
   std::vector<std::string> out = a.set;
   auto quoted = [&](const char* key, const std::string& value) {
     if (!value.empty()) out.push_back(std::string(key) + "=" + text::toml_quote(value));
@@ -39,8 +36,6 @@ std::vector<std::string> overrides(const JobArguments& a) {
   return out;
 }
 
-} // namespace
-
 void add_job_arguments(CLI::App& command, JobArguments& args, CommonOptions& common) {
   command.add_option("JOB", args.job, "job file (TOML, or Lua: docs/lua.md)")->required();
   command.add_option("--profile", args.profile, "model profile (overrides model.profile)");
@@ -57,7 +52,7 @@ void add_job_arguments(CLI::App& command, JobArguments& args, CommonOptions& com
 }
 
 Result<LoadedJob> load(const JobArguments& args, const CommonOptions& common) {
-  auto job = load_job(args.job, overrides(args));
+  auto job = load_job(args.job, job_overrides(args));
   ACTORPIPE_TRY(job);
   std::vector<std::string> folders = PluginRegistry::default_folders();
   folders.insert(folders.end(), job->plan.plugin_path.begin(), job->plan.plugin_path.end());

@@ -23,6 +23,10 @@ struct JobArguments {
   std::vector<std::string> set;
 };
 
+/// The keys the flags set ("key=value", as --set takes them). The dedicated flags are
+/// shorthands for --set; they come after it, so they win.
+std::vector<std::string> job_overrides(const JobArguments& args);
+
 /// Adds JOB and the override flags to `command`.
 void add_job_arguments(CLI::App& command, JobArguments& args, CommonOptions& common);
 

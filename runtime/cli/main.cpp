@@ -44,12 +44,15 @@ int main(int argc, char** argv) {
 #ifdef ACTORPIPE_CLI_CORE
   // Training and measuring are actorpipe-train's (training_handoff.hpp); they are
   // listed here so that --help shows every command.
-  for (const auto& [name, summary] : {std::pair{"run", cli::run_summary}, std::pair{"profile", cli::profile_summary}}) {
+  for (const auto& [name, summary] :
+       {std::pair{"run", cli::run_summary}, std::pair{"launch", cli::launch_summary},
+        std::pair{"worker", cli::worker_summary}, std::pair{"profile", cli::profile_summary}}) {
     app.add_subcommand(name, summary)->allow_extras();
     if (argc > 1 && std::string(argv[1]) == name) return cli::report(cli::hand_over_to_training());
   }
 #else
   cli::add_run_command(app, common, run);
+  cli::add_worker_command(app, run);
   cli::add_profile_command(app, run);
 #endif
   cli::add_devices_command(app, run);

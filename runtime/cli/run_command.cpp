@@ -5,6 +5,7 @@
 #include "commands.hpp"
 #include "interrupt.hpp"
 #include "job_arguments.hpp"
+#include "local_workers.hpp"
 
 #include <actorpipe/planner.hpp>
 #include <actorpipe/report.hpp>
@@ -12,10 +13,12 @@
 
 #include "base/atomic_file.hpp"
 #include "base/text.hpp"
+#include "launch/job_token.hpp"
 #include "run_training.hpp"
 #include "train/cores.hpp"
 
 #include <atomic>
+#include <filesystem>
 #include <cstdio>
 #include <iostream>
 #include <unistd.h>
@@ -31,6 +34,8 @@ struct RunArguments {
   std::string resume, output, inject_failure;
   bool json = false;
   bool no_pin = false;
+  std::size_t nprocs = 0;             ///< launch: worker processes; 0: `run`, one process
+  std::string listen = "127.0.0.1:0"; ///< launch: where the coordinator listens for them
 };
 
 std::string duration(double seconds) {
@@ -138,10 +143,51 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
               << text::format_fixed(predicted, 2) << " ms per step predicted here (the plan's "
               << text::format_fixed(plan->iteration_time_ms, 2) << " ms gives each a core)\n";
   options.stop_requested = [] { return InterruptScope::requested().load(); };
+  // launch: workers on this machine run the stages; this process coordinates.
+  std::optional<actors::CoordinateOptions> coordinate;
+  LocalWorkers workers;
+  std::string token_folder;
+  if (a.nprocs > 0) {
+    auto listen = launch::parse_endpoint(a.listen, "--listen");
+    if (!listen && a.listen.size() > 2 && a.listen.substr(a.listen.size() - 2) == ":0") {
+      listen = launch::Endpoint{a.listen.substr(0, a.listen.size() - 2), 0}; // any free port
+    }
+    if (!listen) return report(listen.error());
+    char folder[] = "/tmp/actorpipe-launch-XXXXXX"; // 0700: the token stays the owner's
+    if (::mkdtemp(folder) == nullptr) return report(Error::run_failed("cannot make a folder for the job's token"));
+    token_folder = folder;
+    coordinate.emplace();
+    coordinate->workers = a.nprocs;
+    coordinate->token = launch::new_token();
+    coordinate->listen = *listen;
+    coordinate->job_file = a.job.job;
+    coordinate->overrides = job_overrides(a.job);
+    coordinate->log = [](const std::string& line) { std::cerr << "actorpipe: " << line << "\n"; };
+    const std::string token_file = token_folder + "/token";
+    if (auto written = launch::write_token_file(token_file, coordinate->token); !written)
+      return report(written.error());
+    coordinate->on_listening = [&workers, &a, token_file](const launch::Endpoint& gate) {
+      std::cerr << "actorpipe: listening on " << gate.text() << "; starting " << a.nprocs << " worker"
+                << (a.nprocs == 1 ? "" : "s") << "\n";
+      if (auto started = workers.start(a.nprocs, gate.text(), token_file); !started)
+        std::cerr << "actorpipe: " << started.error().message << "\n";
+    };
+  }
+  struct RemoveFolder {
+    std::string path;
+    ~RemoveFolder() {
+      std::error_code ec;
+      if (!path.empty()) std::filesystem::remove_all(path, ec);
+    }
+  } remove_token{token_folder};
   auto summary = [&] {
     const InterruptScope interrupts;
-    return actors::run_training(job, *plan, options, inject_failure);
+    return actors::run_training(job, *plan, options, inject_failure, coordinate ? &*coordinate : nullptr);
   }();
+  if (coordinate) {
+    // The run shut the workers' hosts down; each then ends.
+    if (auto ended = workers.wait(30); !ended && summary) return report(ended.error());
+  }
   if (terminal && shown) std::cerr << "\n";
   if (!summary) return report(summary.error());
   if (tuned)
@@ -167,9 +213,10 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
 
 } // namespace
 
-void add_run_command(CLI::App& app, CommonOptions& common, Run& run) {
-  auto args = std::make_shared<RunArguments>();
-  auto* command = app.add_subcommand("run", run_summary);
+namespace {
+
+/// The options `run` and `launch` share.
+void add_run_options(CLI::App* command, const std::shared_ptr<RunArguments>& args, CommonOptions& common) {
   add_job_arguments(*command, args->job, common);
   // Bounded like train.steps and train.epochs in a job file.
   command->add_option("--steps", args->steps, "steps to run (overrides train.steps)")
@@ -186,7 +233,25 @@ void add_run_command(CLI::App& app, CommonOptions& common, Run& run) {
       ->add_option("--inject-failure", args->inject_failure,
                    "testing aid: make stage STAGE throw in step STEP (STAGE:STEP)")
       ->group("Testing");
+}
+
+} // namespace
+
+void add_run_command(CLI::App& app, CommonOptions& common, Run& run) {
+  auto args = std::make_shared<RunArguments>();
+  auto* command = app.add_subcommand("run", run_summary);
+  add_run_options(command, args, common);
   command->callback([&run, &common, args] { run = [&common, args] { return run_job(*args, common); }; });
+
+  auto launched = std::make_shared<RunArguments>();
+  auto* launch = app.add_subcommand("launch", launch_summary);
+  add_run_options(launch, launched, common);
+  launch->add_option("--nprocs", launched->nprocs, "worker processes to start on this machine")
+      ->required()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1024}));
+  launch->add_option("--listen", launched->listen,
+                     "HOST:PORT where workers reach this coordinator (default 127.0.0.1:0, loopback, any free port)");
+  launch->callback([&run, &common, launched] { run = [&common, launched] { return run_job(*launched, common); }; });
 }
 
 } // namespace actorpipe::cli

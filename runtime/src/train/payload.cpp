@@ -2,6 +2,8 @@
 
 #include "train/tensor_box.hpp"
 
+#include <cstring>
+
 namespace actorpipe::train {
 
 std::vector<Payload> split_rows(const Payload& payload, const std::vector<std::uint32_t>& sizes) {
@@ -13,6 +15,17 @@ std::vector<Payload> split_rows(const Payload& payload, const std::vector<std::u
     at += n;
   }
   return out;
+}
+
+Payload bytes_payload(const std::string& bytes) {
+  torch::Tensor t = torch::empty({static_cast<std::int64_t>(bytes.size())}, torch::kUInt8);
+  std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
+  return wrap(std::move(t));
+}
+
+std::string payload_text(const Payload& payload) {
+  const torch::Tensor t = payload->tensor.contiguous();
+  return std::string(static_cast<const char*>(t.data_ptr()), static_cast<std::size_t>(t.numel() * t.element_size()));
 }
 
 std::uint64_t payload_bytes(const Payload& payload) {

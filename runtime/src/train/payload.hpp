@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace actorpipe::train {
@@ -16,6 +17,10 @@ using Payload = std::shared_ptr<const TensorBox>;
 /// Consecutive slices of `payload`'s rows (samples), `sizes[i]` rows each: views that
 /// share its storage.
 std::vector<Payload> split_rows(const Payload& payload, const std::vector<std::uint32_t>& sizes);
+
+/// Bytes as a payload (a tensor of uint8), to send where tensors go; and back.
+Payload bytes_payload(const std::string& bytes);
+std::string payload_text(const Payload& payload);
 
 /// The bytes of `payload`'s tensor (what a transfer of it between devices moves).
 std::uint64_t payload_bytes(const Payload& payload);

@@ -53,7 +53,7 @@ bool SyncExecutor::step_ahead(std::size_t stage, std::size_t pipeline, std::uint
 bool SyncExecutor::run(std::size_t stage, std::uint64_t step) {
   const SyncRound round = round_of(stage, step);
   const std::vector<StageWorker*> all = replicas_(stage);
-  const auto local = [&](std::size_t p) { return !across_ || across_->local[p]; };
+  const auto local = [&](std::size_t p) { return !across_ || across_->local(stage, p); };
   // The groups, checked: disjoint sets of pipelines that exist. In a run of several
   // processes each keeps this process's members, and whether others are elsewhere.
   std::vector<bool> grouped(pipelines_, false);

@@ -44,12 +44,12 @@ public:
                std::function<std::vector<StageWorker*>(std::size_t)> replicas);
   ~SyncExecutor();
 
-  /// In a run of several processes: which pipelines' replicas are this process's
-  /// (`local`, by pipeline), and the sum of a stage's tensors over the processes that
-  /// hold its replicas (`sum`). A round's gradient all-reduce then spans them; a round
-  /// that would average parameters across them throws, naming the policy.
+  /// In a run of several processes: whether stage s's replica of pipeline p is this
+  /// process's (`local`), and the sum of a stage's tensors over the processes that hold
+  /// its replicas (`sum`). A round's gradient all-reduce then spans them; a round that
+  /// would average parameters across them throws, naming the policy.
   struct Across {
-    std::vector<bool> local;
+    std::function<bool(std::size_t stage, std::size_t pipeline)> local;
     std::function<void(std::size_t stage, const std::vector<Payload>&)> sum;
   };
   void span_processes(Across across) { across_ = std::move(across); }

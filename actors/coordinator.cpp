@@ -1,0 +1,123 @@
+/// The coordinator's gate and the joining of a run's workers.
+
+#include "coordinator.hpp"
+
+#include "launch/job_token.hpp"
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <future>
+
+namespace actorpipe::actors {
+
+namespace {
+
+/// What the gate shares with the thread that waits for the workers.
+struct Arrivals {
+  std::mutex mutex;
+  std::map<std::uint64_t, stage_host_actor> hosts;
+  std::promise<void> all_ready;
+  std::size_t expected = 0;
+};
+
+struct GateState {
+  std::string token;
+  JobOrder order;
+  std::uint64_t next_rank = 1;
+  std::shared_ptr<Arrivals> arrivals;
+  std::function<void(const std::string&)> log;
+  static inline const char* name = "gate";
+};
+
+using Gate = gate_actor::stateful_pointer<GateState>;
+
+gate_actor::behavior_type gate_behavior(Gate self, std::string token, JobOrder order,
+                                        std::shared_ptr<Arrivals> arrivals,
+                                        std::function<void(const std::string&)> log) {
+  self->state.token = std::move(token);
+  self->state.order = std::move(order);
+  self->state.arrivals = std::move(arrivals);
+  self->state.log = std::move(log);
+  return {
+      [=](join_atom, const std::string& token, const std::string& host) -> caf::result<JobOrder> {
+        auto& st = self->state;
+        const caf::node_id node = self->current_sender() ? self->current_sender()->node() : caf::node_id{};
+        if (!launch::same_token(token, st.token)) {
+          // Where it came from, as the middleman knows it.
+          auto refused = self->make_response_promise<JobOrder>();
+          self->request(self->system().middleman().actor_handle(), std::chrono::seconds(5), caf::get_atom::value, node)
+              .then(
+                  [=](const caf::node_id&, const std::string& address, std::uint16_t port) mutable {
+                    if (self->state.log)
+                      self->state.log("refused a worker from " + address + ":" + std::to_string(port) + " (" + host +
+                                      "): wrong token");
+                    refused.deliver(caf::make_error(caf::sec::request_receiver_down, "wrong token"));
+                  },
+                  [=](caf::error&) mutable {
+                    if (self->state.log) self->state.log("refused a worker (" + host + "): wrong token");
+                    refused.deliver(caf::make_error(caf::sec::request_receiver_down, "wrong token"));
+                  });
+          return refused;
+        }
+        if (st.next_rank > st.arrivals->expected)
+          return caf::make_error(caf::sec::runtime_error,
+                                 "the run has all its " + std::to_string(st.arrivals->expected) + " workers");
+        JobOrder order = st.order;
+        order.rank = st.next_rank++;
+        return order;
+      },
+      [=](ready_atom, std::uint64_t rank, stage_host_actor host) {
+        auto& arrivals = *self->state.arrivals;
+        std::lock_guard<std::mutex> lock(arrivals.mutex);
+        arrivals.hosts[rank] = std::move(host);
+        if (arrivals.hosts.size() == arrivals.expected) arrivals.all_ready.set_value();
+      },
+  };
+}
+
+} // namespace
+
+Coordination::~Coordination() {
+  for (auto& [rank, host] : hosts)
+    caf::anon_send_exit(host, caf::exit_reason::user_shutdown);
+  if (gate) caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
+}
+
+Result<std::unique_ptr<Coordination>> coordinate(caf::actor_system& system, const CoordinateOptions& options,
+                                                 JobOrder order) {
+  auto coordination = std::make_unique<Coordination>();
+  transport::TransportOptions tensors;
+  tensors.store = {options.listen.host, 0};
+  tensors.host = options.listen.host;
+  tensors.rank = 0;
+  tensors.world = options.workers + 1;
+  auto opened = transport::TensorTransport::open(tensors);
+  ACTORPIPE_TRY(opened);
+  coordination->transport = std::move(*opened);
+  order.store_host = options.listen.host;
+  order.store_port = coordination->transport->store_port();
+  order.world = options.workers + 1;
+
+  auto arrivals = std::make_shared<Arrivals>();
+  arrivals->expected = options.workers;
+  std::future<void> ready = arrivals->all_ready.get_future();
+  coordination->gate = system.spawn(gate_behavior, options.token, std::move(order), arrivals, options.log);
+  auto port = system.middleman().publish(coordination->gate, options.listen.port, options.listen.host.c_str());
+  if (!port)
+    return Error::run_failed("cannot listen for workers on " + options.listen.text() + ": " +
+                             system.render(port.error()));
+  if (options.on_listening) options.on_listening({options.listen.host, *port});
+  // Every worker joins the tensor transport once it has its order; so does rank 0.
+  ACTORPIPE_TRY(coordination->transport->join());
+  if (ready.wait_for(options.join_timeout) != std::future_status::ready) {
+    std::lock_guard<std::mutex> lock(arrivals->mutex);
+    return Error::run_failed(std::to_string(arrivals->hosts.size()) + " of " + std::to_string(options.workers) +
+                             " workers were ready within " + std::to_string(options.join_timeout.count()) + " s");
+  }
+  std::lock_guard<std::mutex> lock(arrivals->mutex);
+  coordination->hosts = arrivals->hosts;
+  return coordination;
+}
+
+} // namespace actorpipe::actors

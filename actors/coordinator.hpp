@@ -1,0 +1,54 @@
+#pragma once
+
+/// The coordinator's side of a run of several processes: the gate workers join through
+/// (a worker presents the job's token first; a wrong one is refused and logged with the
+/// worker's address), the tensor transport's store and world, and the stage hosts of
+/// the workers once each is ready. run_training() then runs the job over them.
+
+#include "process_protocol.hpp"
+
+#include "launch/process_place.hpp"
+#include "transport/tensor_transport.hpp"
+
+#include <caf/fwd.hpp>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace actorpipe::actors {
+
+/// How a process coordinates a run of several (actors::run_training's `coordinate`).
+struct CoordinateOptions {
+  std::size_t workers = 1;                 ///< processes that run the stages: ranks 1 … workers
+  std::string token;                       ///< the job's secret (launch/job_token.hpp)
+  launch::Endpoint listen{"127.0.0.1", 0}; ///< the gate's address; port 0: any free one
+  /// What each worker loads: the job file and its overrides (the coordinator's
+  /// profile and plan go with them).
+  std::string job_file;
+  std::vector<std::string> overrides;
+  /// Called once the gate listens, with its address: start the workers here.
+  std::function<void(const launch::Endpoint& gate)> on_listening;
+  std::chrono::seconds join_timeout{120}; ///< for every worker to be ready
+  /// Where refused workers are logged (stderr in the CLI).
+  std::function<void(const std::string& line)> log;
+};
+
+/// The workers of a run, joined and ready.
+struct Coordination {
+  std::unique_ptr<transport::TensorTransport> transport;
+  std::map<std::uint64_t, stage_host_actor> hosts; ///< by rank
+  gate_actor gate;
+  ~Coordination();
+};
+
+/// Listens, starts the workers (`options.on_listening`), hands each the `order` (its
+/// rank set as it joins), joins the tensor transport as rank 0, and waits until every
+/// worker's host is ready. An error says which worker did not come, or why.
+Result<std::unique_ptr<Coordination>> coordinate(caf::actor_system& system, const CoordinateOptions& options,
+                                                 JobOrder order);
+
+} // namespace actorpipe::actors

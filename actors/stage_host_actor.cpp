@@ -1,0 +1,117 @@
+/// Stage host: a worker process's stages, spawned and wired on the coordinator's word.
+
+#include "stage_host_actor.hpp"
+
+#include "stage_actor.hpp"
+#include "sync_round.hpp"
+
+#include "train/cores.hpp"
+#include "train/stage_worker.hpp"
+
+#include <caf/all.hpp>
+
+#include <map>
+
+namespace actorpipe::actors {
+
+namespace {
+
+struct StageHostState {
+  StageHostConfig config;
+  std::map<std::pair<std::size_t, std::size_t>, stage_actor> stages; ///< by (pipeline, stage)
+  static inline const char* name = "stage host";
+};
+
+using StageHost = stage_host_actor::stateful_pointer<StageHostState>;
+
+bool mine(const StageHostConfig& config, std::size_t p, std::size_t s) { return config.placement[p][s] == config.rank; }
+
+/// The stages of this process, wired: routes to neighbours elsewhere go through the
+/// transport; the replicas of a stage index here share a sync round, whose sync (the
+/// run's executor) all-reduces across the processes.
+void wire(StageHost self, const std::vector<StageWiring>& wirings) {
+  auto& st = self->state;
+  const JobConfig& job = st.config.setup->job;
+  const std::size_t P = job.plan.pipelines;
+  const auto route = [&](std::uint64_t rank) {
+    return rank == st.config.rank ? Route{} : Route{st.config.transport, static_cast<std::size_t>(rank)};
+  };
+  std::map<std::size_t, std::shared_ptr<SyncRound>> rounds;
+  std::map<std::size_t, std::vector<stage_actor>> replicas;
+  if (P > 1 && !st.config.setup->asynchronous())
+    for (const auto& [key, actor] : st.stages) {
+      const auto [p, s] = key;
+      replicas[s].push_back(actor);
+      if (!rounds.count(s)) {
+        std::vector<std::size_t> pipelines;
+        for (std::size_t q = 0; q < P; ++q)
+          if (mine(st.config, q, s)) pipelines.push_back(q);
+        rounds[s] = std::make_shared<SyncRound>(s, pipelines,
+                                                [sync = job.sync, s = s](std::uint64_t step) { return sync(s, step); });
+      }
+    }
+  for (const StageWiring& w : wirings) {
+    const auto it = st.stages.find({w.pipeline, w.stage});
+    if (it == st.stages.end()) continue;
+    StageLinks links;
+    links.previous = w.previous;
+    links.next = w.next;
+    links.pipeline = w.owner;
+    links.job = w.job;
+    links.sync = rounds.count(w.stage) ? rounds[w.stage] : nullptr;
+    if (links.sync) links.replicas = replicas[w.stage];
+    links.to_previous = route(w.previous_rank);
+    links.to_next = route(w.next_rank);
+    self->send(it->second, connect_atom::value, std::move(links));
+  }
+}
+
+stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostConfig config) {
+  self->state.config = std::move(config);
+  self->set_exit_handler([=](caf::exit_msg& exit) {
+    for (const auto& [key, stage] : self->state.stages)
+      self->send_exit(stage, exit.reason);
+    self->quit(exit.reason);
+  });
+  return {
+      [=](spawn_atom) {
+        auto& st = self->state;
+        const JobConfig& job = st.config.setup->job;
+        const std::vector<int> cores = train::usable_cores();
+        std::vector<stage_actor> spawned;
+        for (std::size_t p = 0; p < job.plan.pipelines; ++p)
+          for (std::size_t s = 0; s < job.plan.stages.size(); ++s)
+            if (mine(st.config, p, s)) {
+              st.stages[{p, s}] = spawn_stage(self->system(), stage_config(job, p, s, cores));
+              spawned.push_back(st.stages[{p, s}]);
+            }
+        return spawned;
+      },
+      [=](wire_atom, const std::vector<StageWiring>& wirings) { wire(self, wirings); },
+      [=](collect_atom, std::uint64_t pipeline) {
+        auto& st = self->state;
+        std::vector<transport::TensorTicket> tickets;
+        for (std::size_t s = 0; s < st.config.setup->job.plan.stages.size(); ++s)
+          if (mine(st.config, pipeline, s))
+            tickets.push_back(st.config.transport->send(
+                train::bytes_payload(st.config.session->worker(pipeline, s).state_bytes()), 0));
+        return tickets;
+      },
+      [=](trace_atom) {
+        auto& st = self->state;
+        std::vector<StageTrace> kept;
+        const std::size_t S = st.config.setup->job.plan.stages.size();
+        for (const auto& [key, stage] : st.stages)
+          kept.push_back((*st.config.traces)[key.first * S + key.second]);
+        return kept;
+      },
+  };
+}
+
+} // namespace
+
+stage_host_actor spawn_stage_host(caf::actor_system& system, StageHostConfig config) {
+  return system.spawn(stage_host_behavior, std::move(config));
+}
+
+} // namespace actorpipe::actors

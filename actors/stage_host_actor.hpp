@@ -1,0 +1,29 @@
+#pragma once
+
+/// A worker process's stage host: spawns the stage actors that the plan's placement
+/// gives its process, wires them as the coordinator's job says (process_protocol.hpp),
+/// and hands the coordinator their state and spans. Shutting it down shuts its stages
+/// down.
+
+#include "process_protocol.hpp"
+#include "run_setup.hpp"
+
+#include <caf/fwd.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace actorpipe::actors {
+
+struct StageHostConfig {
+  RunSetup* setup = nullptr; ///< this process's run: its job config makes the stages
+  train::Session* session = nullptr;
+  std::size_t rank = 0;
+  std::vector<std::vector<std::uint64_t>> placement; ///< [pipeline][stage]: the rank that runs it
+  transport::TensorTransport* transport = nullptr;
+  std::vector<StageTrace>* traces = nullptr; ///< p · S + s, as the job config's
+};
+
+stage_host_actor spawn_stage_host(caf::actor_system& system, StageHostConfig config);
+
+} // namespace actorpipe::actors

@@ -1,0 +1,156 @@
+/// run_worker(): a worker process's life, from joining to the end of the run.
+
+#include "worker_process.hpp"
+
+#include "process_protocol.hpp"
+#include "run_setup.hpp"
+#include "stage_host_actor.hpp"
+
+#include <actorpipe/planner.hpp>
+#include <actorpipe/plugin_registry.hpp>
+#include <actorpipe/profile_io.hpp>
+#include <actorpipe/report.hpp>
+#include <actorpipe/tuning.hpp>
+
+#include "transport/tensor_transport.hpp"
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+namespace actorpipe::actors {
+
+namespace {
+
+/// Whether two plans' JSON say the same, but for how long their search took.
+bool same_plan(const std::string& a, const std::string& b) {
+  auto x = nlohmann::json::parse(a, nullptr, false), y = nlohmann::json::parse(b, nullptr, false);
+  if (x.is_discarded() || y.is_discarded()) return false;
+  x.erase("search_ms");
+  y.erase("search_ms");
+  return x == y;
+}
+
+/// The job as the coordinator planned it, planned here alike.
+Result<std::pair<JobSpec, Plan>> plan_alike(const JobOrder& order) {
+  auto job = load_job(order.job_file, order.overrides);
+  ACTORPIPE_TRY(job);
+  auto profile = parse_toml_profile(order.profile_toml, "the coordinator's profile");
+  ACTORPIPE_TRY(profile);
+  job->profile = std::move(*profile);
+  TunedSetting shape;
+  shape.stages = order.stages;
+  shape.pipelines = order.pipelines;
+  shape.micro_batches = order.micro_batches;
+  JobSpec shaped = job_with_shape(*job, shape);
+  std::vector<std::string> folders = PluginRegistry::default_folders();
+  folders.insert(folders.end(), shaped.plan.plugin_path.begin(), shaped.plan.plugin_path.end());
+  auto plugins = PluginRegistry::discover(folders);
+  ACTORPIPE_TRY(plugins);
+  auto plan = make_plan(shaped, *plugins);
+  ACTORPIPE_TRY(plan);
+  if (!same_plan(plan_to_json(*plan, shaped.profile, shaped.cluster), order.plan_json))
+    return Error::bad_input(order.job_file +
+                            ": this worker plans the job otherwise than the coordinator (another job file, cluster "
+                            "file or plugins on this server?)");
+  return std::make_pair(std::move(shaped), std::move(*plan));
+}
+
+} // namespace
+
+Status run_worker(const WorkerOptions& options) {
+  const auto say = [&](const std::string& line) {
+    if (options.log) options.log(line);
+  };
+  caf::actor_system_config config;
+  config.load<caf::io::middleman>();
+  config.set("scheduler.policy", caf::atom("sharing"));
+  add_process_message_types(config);
+  caf::actor_system system{config};
+  const std::string where = "the coordinator at " + options.coordinator.text();
+  auto gate = system.middleman().remote_actor<gate_actor>(options.coordinator.host, options.coordinator.port);
+  if (!gate) return Error::run_failed(where + ": cannot reach it: " + system.render(gate.error()));
+  caf::scoped_actor self{system};
+  std::optional<JobOrder> order;
+  Status joined = Ok{};
+  self->request(*gate, std::chrono::seconds(60), join_atom::value, options.token, options.host_name)
+      .receive([&](JobOrder& o) { order = std::move(o); },
+               [&](caf::error& e) { joined = Error::bad_input(where + " refused this worker: " + system.render(e)); });
+  ACTORPIPE_TRY(joined);
+  say("joined " + where + " as rank " + std::to_string(order->rank) + " of " + std::to_string(order->world));
+
+  auto planned = plan_alike(*order);
+  ACTORPIPE_TRY(planned);
+  const JobSpec& job = planned->first;
+  const Plan& plan = planned->second;
+  auto opened = train::Session::open(job, plan);
+  ACTORPIPE_TRY(opened);
+  train::Session& session = **opened;
+  RunOptions run;
+  run.pin_threads = false; // the processes of one server share its cores; the OS places
+  auto prepared = prepare_run(job, plan, run, session);
+  ACTORPIPE_TRY(prepared);
+  RunSetup& setup = **prepared;
+  if (setup.asynchronous())
+    return Error::unsupported(job.where("plan.sync") + "'" + plan.sync +
+                              "' steps pipelines on their own, which a run of several processes does not do yet");
+
+  transport::TransportOptions tensors;
+  tensors.store = {order->store_host, order->store_port};
+  tensors.host = order->store_host == "127.0.0.1" ? "127.0.0.1" : tensors.host;
+  tensors.rank = order->rank;
+  tensors.world = order->world;
+  auto transport = transport::TensorTransport::open(tensors);
+  ACTORPIPE_TRY(transport);
+  ACTORPIPE_TRY((*transport)->join());
+  // A group per stage index for its processes' all-reduce, made in stage order by every
+  // member alike.
+  const std::size_t P = plan.pipelines, S = plan.stages.size();
+  std::vector<std::shared_ptr<transport::TensorTransport::Group>> groups(S);
+  for (std::size_t s = 0; s < S; ++s) {
+    std::set<std::size_t> ranks;
+    for (std::size_t p = 0; p < P; ++p)
+      ranks.insert(order->placement[p][s]);
+    if (ranks.count(order->rank) && ranks.size() > 1)
+      groups[s] = (*transport)->group("stage-" + std::to_string(s), {ranks.begin(), ranks.end()});
+  }
+  if (setup.sync)
+    setup.sync->span_processes({[&](std::size_t s, std::size_t p) { return order->placement[p][s] == order->rank; },
+                                [&](std::size_t s, const std::vector<train::Payload>& tensors) {
+                                  if (groups[s]) (*transport)->all_reduce_sum(*groups[s], tensors);
+                                }});
+
+  std::vector<StageTrace> traces(P * S);
+  for (StageTrace& t : traces)
+    t.keep_steps = job.output.trace_steps;
+  auto failure = std::make_shared<Failure>();
+  setup.job.first_step = order->first_step;
+  setup.job.origin =
+      Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(order->origin_ns)));
+  setup.job.traces = &traces;
+  setup.job.pin_threads = false;
+  setup.job.failure = failure;
+  setup.job.transport = transport->get();
+  stage_host_actor host =
+      spawn_stage_host(system, {&setup, &session, order->rank, order->placement, transport->get(), &traces});
+  self->monitor(host);
+  self->monitor(*gate);
+  self->send(*gate, ready_atom::value, order->rank, host);
+  say("rank " + std::to_string(order->rank) + " ready");
+  // Until the coordinator ends the run (it shuts the host down) or goes away.
+  Status ended = Ok{};
+  bool done = false;
+  self->receive_while(done == false)([&](caf::down_msg& down) {
+    done = true;
+    if (down.source == gate->address() || down.reason != caf::exit_reason::user_shutdown)
+      ended = Error::run_failed(where + " went away: " + system.render(down.reason));
+  });
+  caf::anon_send_exit(host, caf::exit_reason::user_shutdown);
+  (*transport)->flush();
+  return ended;
+}
+
+} // namespace actorpipe::actors

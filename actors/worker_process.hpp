@@ -1,0 +1,29 @@
+#pragma once
+
+/// A worker process of a run of several: joins the coordinator's gate with the job's
+/// token, loads and plans the job as the coordinator did (and checks the plan is the
+/// same), joins the tensor transport, and hosts the stages the placement gives it
+/// until the coordinator ends the run or goes away.
+
+#include "launch/process_place.hpp"
+
+#include <actorpipe/error.hpp>
+
+#include <functional>
+#include <string>
+
+namespace actorpipe::actors {
+
+struct WorkerOptions {
+  launch::Endpoint coordinator;
+  std::string token;
+  std::string host_name; ///< how the coordinator's log names this worker
+  /// Progress lines (joined, planned, ready) on stderr in the CLI.
+  std::function<void(const std::string& line)> log;
+};
+
+/// Ok once the coordinator ended the run; an error names what failed: refused (a wrong
+/// token), a plan unlike the coordinator's, a coordinator that went away.
+Status run_worker(const WorkerOptions& options);
+
+} // namespace actorpipe::actors

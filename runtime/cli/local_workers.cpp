@@ -1,0 +1,74 @@
+#include "local_workers.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <spawn.h>
+#include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace actorpipe::cli {
+
+namespace {
+
+/// Stops a worker that is still there.
+void stop(pid_t pid) {
+  if (::kill(pid, SIGTERM) != 0) return;
+  for (int i = 0; i < 50; ++i) {
+    if (::waitpid(pid, nullptr, WNOHANG) == pid) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+}
+
+} // namespace
+
+LocalWorkers::~LocalWorkers() {
+  for (const pid_t pid : pids_)
+    stop(pid);
+}
+
+Status LocalWorkers::start(std::size_t count, const std::string& coordinator, const std::string& token_file) {
+  for (std::size_t i = 0; i < count; ++i) {
+    std::vector<std::string> words{"/proc/self/exe", "worker",       "--coordinator",
+                                   coordinator,      "--token-file", token_file};
+    std::vector<char*> argv;
+    for (auto& word : words)
+      argv.push_back(word.data());
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    if (const int error = ::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ); error != 0)
+      return Error::run_failed("cannot start worker " + std::to_string(i + 1) + ": " + std::strerror(error));
+    pids_.push_back(pid);
+  }
+  return Ok{};
+}
+
+Status LocalWorkers::wait(double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  std::string failed;
+  std::vector<pid_t> left;
+  for (std::size_t i = 0; i < pids_.size(); ++i) {
+    int status = 0;
+    pid_t done = 0;
+    while ((done = ::waitpid(pids_[i], &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (done == 0) {
+      left.push_back(pids_[i]);
+      continue;
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      failed += (failed.empty() ? "" : ", ") + std::string("worker ") + std::to_string(i + 1);
+  }
+  pids_ = std::move(left); // stopped when this object goes
+  if (!failed.empty()) return Error::run_failed(failed + " failed (its messages are above)");
+  return Ok{};
+}
+
+} // namespace actorpipe::cli

@@ -1,0 +1,35 @@
+#pragma once
+
+/// The worker processes `actorpipe launch` starts on this machine: this program again,
+/// as `worker --coordinator HOST:PORT --token-file FILE`, each in its own process group
+/// with this one's environment. Whatever is left of them when the object goes is
+/// stopped (SIGTERM, then SIGKILL) and reaped.
+
+#include <actorpipe/error.hpp>
+
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace actorpipe::cli {
+
+class LocalWorkers {
+public:
+  LocalWorkers() = default;
+  ~LocalWorkers();
+  LocalWorkers(const LocalWorkers&) = delete;
+  LocalWorkers& operator=(const LocalWorkers&) = delete;
+
+  /// Starts `count` workers of the coordinator at `coordinator` ("HOST:PORT").
+  Status start(std::size_t count, const std::string& coordinator, const std::string& token_file);
+
+  /// Waits for the workers to end, at most `seconds`; the ones that did not are
+  /// stopped. A worker that failed is named in the error.
+  Status wait(double seconds);
+
+private:
+  std::vector<pid_t> pids_;
+};
+
+} // namespace actorpipe::cli

@@ -1,0 +1,63 @@
+/// `actorpipe worker`: a worker process of a run of several, which runs the stages the
+/// coordinator's placement gives it (`actorpipe launch` starts them on one machine).
+
+#include "commands.hpp"
+
+#include "launch/job_token.hpp"
+#include "launch/process_place.hpp"
+#include "worker_process.hpp"
+
+#include <iostream>
+#include <unistd.h>
+
+namespace actorpipe::cli {
+
+namespace {
+
+struct WorkerArguments {
+  std::string coordinator;
+  std::optional<std::string> token_file;
+};
+
+int run_worker(const WorkerArguments& a) {
+  std::optional<launch::Endpoint> coordinator;
+  if (!a.coordinator.empty()) {
+    auto parsed = launch::parse_endpoint(a.coordinator, "--coordinator");
+    if (!parsed) return report(parsed.error());
+    coordinator = *parsed;
+  } else {
+    // Started by torchrun, Slurm or Open MPI: MASTER_ADDR and MASTER_PORT say where.
+    auto place = launch::place_from_environment([](const char* name) { return std::getenv(name); });
+    if (!place) return report(place.error());
+    if (*place && (*place)->coordinator) coordinator = (*place)->coordinator;
+  }
+  if (!coordinator)
+    return report(Error::bad_input("no coordinator: give --coordinator HOST:PORT (or MASTER_ADDR and MASTER_PORT)"));
+  auto token = launch::worker_token(a.token_file, std::getenv(launch::token_variable));
+  if (!token) return report(token.error());
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  actors::WorkerOptions options;
+  options.coordinator = *coordinator;
+  options.token = *token;
+  options.host_name = std::string(host) + " pid " + std::to_string(::getpid());
+  options.log = [](const std::string& line) { std::cerr << "actorpipe worker: " << line << "\n"; };
+  const Status done = actors::run_worker(options);
+  if (!done) return report(done.error());
+  return 0;
+}
+
+} // namespace
+
+void add_worker_command(CLI::App& app, Run& run) {
+  auto args = std::make_shared<WorkerArguments>();
+  auto* command = app.add_subcommand("worker", worker_summary);
+  command->add_option("--coordinator", args->coordinator,
+                      "HOST:PORT where the coordinator listens (else MASTER_ADDR:MASTER_PORT from the environment)");
+  command->add_option("--token-file", args->token_file,
+                      "the job's token, in a file only its owner may read (else " +
+                          std::string(launch::token_variable) + ")");
+  command->callback([&run, args] { run = [args] { return run_worker(*args); }; });
+}
+
+} // namespace actorpipe::cli
