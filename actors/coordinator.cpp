@@ -13,70 +13,63 @@ namespace actorpipe::actors {
 
 namespace {
 
-/// What the gate shares with the thread that waits for the workers.
-struct Arrivals {
-  std::mutex mutex;
-  std::map<std::uint64_t, stage_host_actor> hosts;
-  std::promise<void> all_ready;
-  std::size_t expected = 0;
-};
-
 struct GateState {
-  std::string token;
-  JobOrder order;
+  GateConfig config;
   std::uint64_t next_rank = 1;
-  std::shared_ptr<Arrivals> arrivals;
-  std::function<void(const std::string&)> log;
   static inline const char* name = "gate";
 };
 
 using Gate = gate_actor::stateful_pointer<GateState>;
 
-gate_actor::behavior_type gate_behavior(Gate self, std::string token, JobOrder order,
-                                        std::shared_ptr<Arrivals> arrivals,
-                                        std::function<void(const std::string&)> log) {
-  self->state.token = std::move(token);
-  self->state.order = std::move(order);
-  self->state.arrivals = std::move(arrivals);
-  self->state.log = std::move(log);
+gate_actor::behavior_type gate_behavior(Gate self, GateConfig config) {
+  self->state.config = std::move(config);
+  const auto log = [self](const std::string& line) {
+    if (self->state.config.log) self->state.config.log(line);
+  };
   return {
       [=](join_atom, const std::string& token, const std::string& host) -> caf::result<JobOrder> {
         auto& st = self->state;
-        const caf::node_id node = self->current_sender() ? self->current_sender()->node() : caf::node_id{};
-        if (!launch::same_token(token, st.token)) {
-          // Where it came from, as the middleman knows it.
-          auto refused = self->make_response_promise<JobOrder>();
+        if (!launch::same_token(token, st.config.token)) {
+          // Where it came from, as the middleman knows it (asked before the promise
+          // takes the sender over).
+          const caf::node_id node = self->current_sender() ? self->current_sender()->node() : caf::node_id{};
+          auto refused =
+              std::make_shared<caf::typed_response_promise<JobOrder>>(self->make_response_promise<JobOrder>());
+          const auto refuse = [=](const std::string& from) {
+            log("refused a worker from " + from + " (" + host + "): wrong token");
+            refused->deliver(caf::make_error(caf::sec::request_receiver_down, "wrong token"));
+          };
           self->request(self->system().middleman().actor_handle(), std::chrono::seconds(5), caf::get_atom::value, node)
-              .then(
-                  [=](const caf::node_id&, const std::string& address, std::uint16_t port) mutable {
-                    if (self->state.log)
-                      self->state.log("refused a worker from " + address + ":" + std::to_string(port) + " (" + host +
-                                      "): wrong token");
-                    refused.deliver(caf::make_error(caf::sec::request_receiver_down, "wrong token"));
-                  },
-                  [=](caf::error&) mutable {
-                    if (self->state.log) self->state.log("refused a worker (" + host + "): wrong token");
-                    refused.deliver(caf::make_error(caf::sec::request_receiver_down, "wrong token"));
-                  });
-          return refused;
+              .then([=](const caf::node_id&, const std::string& address,
+                        std::uint16_t port) { refuse(address + ":" + std::to_string(port)); },
+                    [=](caf::error&) { refuse("an unknown address"); });
+          return *refused;
         }
-        if (st.next_rank > st.arrivals->expected)
+        if (st.next_rank > st.config.workers)
           return caf::make_error(caf::sec::runtime_error,
-                                 "the run has all its " + std::to_string(st.arrivals->expected) + " workers");
-        JobOrder order = st.order;
+                                 "the run has all its " + std::to_string(st.config.workers) + " workers");
+        JobOrder order = st.config.order;
         order.rank = st.next_rank++;
         return order;
       },
       [=](ready_atom, std::uint64_t rank, stage_host_actor host) {
-        auto& arrivals = *self->state.arrivals;
-        std::lock_guard<std::mutex> lock(arrivals.mutex);
-        arrivals.hosts[rank] = std::move(host);
-        if (arrivals.hosts.size() == arrivals.expected) arrivals.all_ready.set_value();
+        if (self->state.config.on_ready) self->state.config.on_ready(rank, std::move(host));
       },
   };
 }
 
+/// The hosts of the workers ready so far, filled by the gate, waited for by coordinate().
+struct Arrivals {
+  std::mutex mutex;
+  std::map<std::uint64_t, stage_host_actor> hosts;
+  std::promise<void> all_ready;
+};
+
 } // namespace
+
+gate_actor spawn_gate(caf::actor_system& system, GateConfig config) {
+  return system.spawn(gate_behavior, std::move(config));
+}
 
 Coordination::~Coordination() {
   for (auto& [rank, host] : hosts)
@@ -100,9 +93,18 @@ Result<std::unique_ptr<Coordination>> coordinate(caf::actor_system& system, cons
   order.world = options.workers + 1;
 
   auto arrivals = std::make_shared<Arrivals>();
-  arrivals->expected = options.workers;
   std::future<void> ready = arrivals->all_ready.get_future();
-  coordination->gate = system.spawn(gate_behavior, options.token, std::move(order), arrivals, options.log);
+  GateConfig gate;
+  gate.token = options.token;
+  gate.order = std::move(order);
+  gate.workers = options.workers;
+  gate.log = options.log;
+  gate.on_ready = [arrivals, workers = options.workers](std::uint64_t rank, stage_host_actor host) {
+    std::lock_guard<std::mutex> lock(arrivals->mutex);
+    arrivals->hosts[rank] = std::move(host);
+    if (arrivals->hosts.size() == workers) arrivals->all_ready.set_value();
+  };
+  coordination->gate = spawn_gate(system, std::move(gate));
   auto port = system.middleman().publish(coordination->gate, options.listen.port, options.listen.host.c_str());
   if (!port)
     return Error::run_failed("cannot listen for workers on " + options.listen.text() + ": " +

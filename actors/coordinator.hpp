@@ -37,6 +37,18 @@ struct CoordinateOptions {
   std::function<void(const std::string& line)> log;
 };
 
+/// The gate (coordinate() spawns it): hands each worker that presents `token` the
+/// `order`, its rank set (1, 2, … up to `workers`); refuses the others, with a line to
+/// `log` naming their address; calls `on_ready` as each worker's host is ready.
+struct GateConfig {
+  std::string token;
+  JobOrder order;
+  std::size_t workers = 1;
+  std::function<void(const std::string& line)> log;
+  std::function<void(std::uint64_t rank, stage_host_actor host)> on_ready;
+};
+gate_actor spawn_gate(caf::actor_system& system, GateConfig config);
+
 /// The workers of a run, joined and ready.
 struct Coordination {
   std::unique_ptr<transport::TensorTransport> transport;

@@ -56,6 +56,10 @@ struct JobState {
   std::map<caf::actor_addr, std::string> names;
   std::shared_ptr<Failure> failure;
   std::map<std::uint64_t, Pending> steps;
+  /// Stage hosts of other processes yet to say their stages are wired; steps that
+  /// came meanwhile wait in `held`.
+  std::size_t unwired = 0;
+  std::vector<std::function<void()>> held;
   static inline const char* name = "job";
 };
 
@@ -195,8 +199,20 @@ void build(JobActor self, const JobConfig& config) {
         wirings[rank(p, s)].push_back({p, s, s > 0 ? stages[p][s - 1] : stage_actor{},
                                        s + 1 < S ? stages[p][s + 1] : stage_actor{}, s > 0 ? rank(p, s - 1) : 0,
                                        s + 1 < S ? rank(p, s + 1) : 0, st.pipelines[p], job});
+  st.unwired = wirings.size();
   for (auto& [host, wiring] : wirings)
-    self->send(config.processes->hosts.at(host), wire_atom::value, std::move(wiring));
+    self->request(config.processes->hosts.at(host), caf::infinite, wire_atom::value, std::move(wiring))
+        .then(
+            [=](bool) {
+              if (--self->state.unwired > 0) return;
+              for (auto& start : self->state.held)
+                start();
+              self->state.held.clear();
+            },
+            [=](caf::error& error) {
+              fail(self,
+                   "worker " + std::to_string(host) + " could not wire its stages: " + self->system().render(error));
+            });
   for (std::size_t s = 0; s < S; ++s) {
     std::shared_ptr<SyncRound> round;
     std::vector<stage_actor> replicas;
@@ -316,16 +332,23 @@ job_actor::behavior_type job_behavior(JobActor self, JobConfig config) {
         }
         Pending& pending = st.steps[step];
         pending.reply = self->make_response_promise<double>();
-        auto input_parts = train::split_rows(inputs, st.shares);
-        auto label_parts = train::split_rows(labels, st.shares);
-        for (std::size_t part = 0; part < st.pipelines.size(); ++part) {
-          Share share{step, part, std::move(input_parts[part]), std::move(label_parts[part])};
-          if (st.asynchronous)
-            st.waiting.push_back(std::move(share));
-          else
-            hand(self, next_pipeline(self), std::move(share));
-        }
-        if (st.asynchronous) hand_out(self);
+        auto start = [=] {
+          auto& st = self->state;
+          auto input_parts = train::split_rows(inputs, st.shares);
+          auto label_parts = train::split_rows(labels, st.shares);
+          for (std::size_t part = 0; part < st.pipelines.size(); ++part) {
+            Share share{step, part, std::move(input_parts[part]), std::move(label_parts[part])};
+            if (st.asynchronous)
+              st.waiting.push_back(std::move(share));
+            else
+              hand(self, next_pipeline(self), std::move(share));
+          }
+          if (st.asynchronous) hand_out(self);
+        };
+        if (st.unwired > 0)
+          st.held.push_back(std::move(start));
+        else
+          start();
         return pending.reply;
       },
       [=](settle_atom) -> caf::result<bool> {

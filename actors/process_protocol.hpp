@@ -12,10 +12,14 @@
 ///   coordinator ─spawn→ host ─→ its stage actors, in (pipeline, stage) order
 ///   job ─wire(wirings)→ host, which connects each of its stages (StageLinks, made
 ///     there: routes to neighbours in other processes, a sync round over its replicas
-///     of a stage index, which all-reduces across the processes)
+///     of a stage index, which all-reduces across the processes) and answers; the job
+///     holds the steps back until every host has, so that no input overtakes a
+///     stage's links
 ///   coordinator ─collect(pipeline)→ host ─→ tickets of the state bytes of that
 ///     pipeline's stages it runs (evaluation and checkpoints read them)
 ///   coordinator ─trace→ host ─→ its stages' spans, at the end
+///   coordinator ─finish→ host, which ends its stages and itself once it has answered;
+///     the worker process then ends
 
 #include "protocol.hpp"
 #include "stage_trace.hpp"
@@ -37,6 +41,7 @@ using spawn_atom = caf::atom_constant<caf::atom("spawn")>;
 using wire_atom = caf::atom_constant<caf::atom("wire")>;
 using collect_atom = caf::atom_constant<caf::atom("collect")>;
 using trace_atom = caf::atom_constant<caf::atom("trace")>;
+using finish_atom = caf::atom_constant<caf::atom("finish")>;
 
 /// What a worker needs to take part: the job as the coordinator loaded it (its file and
 /// overrides, read on the worker's server too, and the profile it planned with), the
@@ -88,9 +93,10 @@ template <class Inspector> typename Inspector::result_type inspect(Inspector& f,
 /// A worker's stage host.
 using stage_host_actor =
     caf::typed_actor<caf::replies_to<spawn_atom>::with<std::vector<stage_actor>>,
-                     caf::reacts_to<wire_atom, std::vector<StageWiring>>,
+                     caf::replies_to<wire_atom, std::vector<StageWiring>>::with<bool>,
                      caf::replies_to<collect_atom, std::uint64_t>::with<std::vector<transport::TensorTicket>>,
-                     caf::replies_to<trace_atom>::with<std::vector<StageTrace>>>;
+                     caf::replies_to<trace_atom>::with<std::vector<StageTrace>>,
+                     caf::replies_to<finish_atom>::with<bool>>;
 
 /// The coordinator's gate: a worker's join (token, host name), then its ready (rank,
 /// stage host).

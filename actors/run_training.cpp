@@ -270,7 +270,14 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
   auto shut_down = [&] {
     if (!job_actor) return;
     caf::anon_send_exit(job_actor, caf::exit_reason::user_shutdown);
-    coordination.reset(); // the workers' hosts, and the gate
+    if (coordination) {
+      // Each worker's host ends its stages and itself; the worker process then ends.
+      for (const auto& [rank, host] : coordination->hosts)
+        (*self)
+            ->request(host, std::chrono::seconds(10), actors::finish_atom::value)
+            .receive([](bool) {}, [](caf::error&) {});
+      coordination.reset(); // and the gate
+    }
     self.reset();
     job_actor = nullptr;
     system.await_all_actors_done();

@@ -87,7 +87,10 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
             }
         return spawned;
       },
-      [=](wire_atom, const std::vector<StageWiring>& wirings) { wire(self, wirings); },
+      [=](wire_atom, const std::vector<StageWiring>& wirings) {
+        wire(self, wirings);
+        return true; // each stage has its links in its mailbox, before anything sent after this
+      },
       [=](collect_atom, std::uint64_t pipeline) {
         auto& st = self->state;
         std::vector<transport::TensorTicket> tickets;
@@ -96,6 +99,12 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
             tickets.push_back(st.config.transport->send(
                 train::bytes_payload(st.config.session->worker(pipeline, s).state_bytes()), 0));
         return tickets;
+      },
+      [=](finish_atom) {
+        for (const auto& [key, stage] : self->state.stages)
+          self->send_exit(stage, caf::exit_reason::user_shutdown);
+        self->quit();
+        return true;
       },
       [=](trace_atom) {
         auto& st = self->state;

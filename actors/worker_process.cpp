@@ -143,10 +143,11 @@ Status run_worker(const WorkerOptions& options) {
   // Until the coordinator ends the run (it shuts the host down) or goes away.
   Status ended = Ok{};
   bool done = false;
-  self->receive_while(done == false)([&](caf::down_msg& down) {
+  self->receive_while([&] { return !done; })([&](caf::down_msg& down) {
     done = true;
-    if (down.source == gate->address() || down.reason != caf::exit_reason::user_shutdown)
-      ended = Error::run_failed(where + " went away: " + system.render(down.reason));
+    const bool finished = down.source == host.address() &&
+                          (down.reason == caf::exit_reason::normal || down.reason == caf::exit_reason::user_shutdown);
+    if (!finished) ended = Error::run_failed(where + " went away: " + system.render(down.reason));
   });
   caf::anon_send_exit(host, caf::exit_reason::user_shutdown);
   (*transport)->flush();
