@@ -45,6 +45,9 @@ BOOST_AUTO_TEST_CASE(endpoints_read_host_and_port_and_name_their_flag_when_wrong
   REQUIRE_OK(v6);
   BOOST_TEST(v6->host == "::1");
   BOOST_TEST(v6->text() == "[::1]:7");
+  auto any = parse_endpoint("127.0.0.1:0", "--listen", true);
+  REQUIRE_OK(any);
+  BOOST_TEST(any->port == 0);
   for (const char* bad : {"host", "host:", ":80", "host:0", "host:65536", "host:8x", "::1:80"}) {
     auto e = parse_endpoint(bad, "--coordinator");
     BOOST_REQUIRE_MESSAGE(!e.ok(), bad);

@@ -148,10 +148,7 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
   LocalWorkers workers;
   std::string token_folder;
   if (a.nprocs > 0) {
-    auto listen = launch::parse_endpoint(a.listen, "--listen");
-    if (!listen && a.listen.size() > 2 && a.listen.substr(a.listen.size() - 2) == ":0") {
-      listen = launch::Endpoint{a.listen.substr(0, a.listen.size() - 2), 0}; // any free port
-    }
+    auto listen = launch::parse_endpoint(a.listen, "--listen", true);
     if (!listen) return report(listen.error());
     char folder[] = "/tmp/actorpipe-launch-XXXXXX"; // 0700: the token stays the owner's
     if (::mkdtemp(folder) == nullptr) return report(Error::run_failed("cannot make a folder for the job's token"));

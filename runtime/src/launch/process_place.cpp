@@ -38,7 +38,7 @@ std::string Endpoint::text() const {
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
-Result<Endpoint> parse_endpoint(std::string_view text, std::string_view what) {
+Result<Endpoint> parse_endpoint(std::string_view text, std::string_view what, bool any_port) {
   const auto bad = [&](const std::string& why) {
     return Error::bad_input(std::string(what) + ": '" + std::string(text) + "' " + why + " (HOST:PORT)");
   };
@@ -51,7 +51,7 @@ Result<Endpoint> parse_endpoint(std::string_view text, std::string_view what) {
     return bad("needs its IPv6 host in brackets");
   if (host.empty()) return bad("has no host");
   auto port = count(text.substr(colon + 1), what, 65535);
-  if (!port || *port == 0) return bad("has no port from 1 to 65535");
+  if (!port || (*port == 0 && !any_port)) return bad("has no port from 1 to 65535");
   return Endpoint{std::string(host), static_cast<std::uint16_t>(*port)};
 }
 

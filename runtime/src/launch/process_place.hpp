@@ -23,8 +23,9 @@ struct Endpoint {
 };
 
 /// Reads `HOST:PORT`; `what` names where it came from (a flag, a variable) in the error.
-/// Port 0 is refused: a worker must know where to go.
-Result<Endpoint> parse_endpoint(std::string_view text, std::string_view what);
+/// Port 0 ("any free one") only where `any_port` allows it, as for a listener: a
+/// worker must know where to go.
+Result<Endpoint> parse_endpoint(std::string_view text, std::string_view what, bool any_port = false);
 
 struct ProcessPlace {
   std::size_t rank = 0;       ///< 0 is the coordinator, which hosts stages too
