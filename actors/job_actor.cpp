@@ -139,7 +139,7 @@ void build(JobActor self, const JobConfig& config) {
       const std::string name = "stage " + std::to_string(s) + " of pipeline " + std::to_string(p);
       if (rank(p, s) != 0) {
         stages[p].push_back(config.processes->stages[p][s]);
-        watch(stages[p].back(), name + " (process " + std::to_string(rank(p, s)) + ")");
+        watch(stages[p].back(), name + " (worker process " + std::to_string(rank(p, s)) + ")");
         continue;
       }
       stages[p].push_back(spawn_stage(self->system(), stage_config(config, p, s, cores)));

@@ -59,12 +59,15 @@ struct JobOrder {
   std::uint64_t first_step = 1;
   std::int64_t origin_ns = 0;                        ///< the coordinator's time zero (steady clock): one trace
   std::vector<std::vector<std::uint64_t>> placement; ///< [pipeline][stage]: the rank that runs it
+  /// --inject-failure, for the workers' stages: stage, step (0: none), whether it exits.
+  std::uint64_t inject_stage = 0, inject_step = 0;
+  bool inject_exit = false;
 };
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, JobOrder& x) {
   return f(caf::meta::type_name("job_order"), x.job_file, x.overrides, x.profile_toml, x.stages, x.pipelines,
            x.micro_batches, x.plan_json, x.rank, x.world, x.store_host, x.store_port, x.first_step, x.origin_ns,
-           x.placement);
+           x.placement, x.inject_stage, x.inject_step, x.inject_exit);
 }
 
 /// How the job wires one stage a worker runs: its neighbours and the ranks of their

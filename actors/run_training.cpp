@@ -82,12 +82,16 @@ std::string metrics_up_to(const std::string& path, std::uint64_t step) {
 }
 
 /// Starts the workers of a run of several processes and waits until they are ready.
-Result<std::unique_ptr<actors::Coordination>> start_workers(caf::actor_system& system,
-                                                            const actors::CoordinateOptions& coordinate,
-                                                            const JobSpec& job, const Plan& plan,
-                                                            const std::vector<std::vector<std::uint64_t>>& placement,
-                                                            std::uint64_t first_step, Clock::time_point origin) {
+Result<std::unique_ptr<actors::Coordination>>
+start_workers(caf::actor_system& system, const actors::CoordinateOptions& coordinate, const JobSpec& job,
+              const Plan& plan, const std::vector<std::vector<std::uint64_t>>& placement, std::uint64_t first_step,
+              Clock::time_point origin, const std::optional<actors::InjectedFailure>& inject) {
   actors::JobOrder order;
+  if (inject) {
+    order.inject_stage = inject->stage;
+    order.inject_step = inject->step;
+    order.inject_exit = inject->exit;
+  }
   order.job_file = coordinate.job_file;
   order.overrides = coordinate.overrides;
   order.profile_toml = to_toml(job.profile);
@@ -246,7 +250,7 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
   // A run of several processes: the workers run every stage; this one the job.
   std::unique_ptr<actors::Coordination> coordination;
   if (coordinate) {
-    auto started = start_workers(system, *coordinate, job, plan, *placement, progress.step + 1, origin);
+    auto started = start_workers(system, *coordinate, job, plan, *placement, progress.step + 1, origin, inject_failure);
     ACTORPIPE_TRY(started);
     coordination = std::move(*started);
     auto spawned = spawn_remote_stages(system, *coordination, *placement, plan);
@@ -272,10 +276,20 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
     caf::anon_send_exit(job_actor, caf::exit_reason::user_shutdown);
     if (coordination) {
       // Each worker's host ends its stages and itself; the worker process then ends.
+      // After a failure some may be gone: the others are told, no answer awaited (one
+      // whose word is lost ends as its coordinator goes).
+      bool failed = false;
+      {
+        std::lock_guard<std::mutex> lock(failure->mutex);
+        failed = !failure->what.empty();
+      }
       for (const auto& [rank, host] : coordination->hosts)
-        (*self)
-            ->request(host, std::chrono::seconds(10), actors::finish_atom::value)
-            .receive([](bool) {}, [](caf::error&) {});
+        if (failed)
+          caf::anon_send(host, actors::finish_atom::value);
+        else
+          (*self)
+              ->request(host, std::chrono::seconds(10), actors::finish_atom::value)
+              .receive([](bool) {}, [](caf::error&) {});
       coordination.reset(); // and the gate
     }
     self.reset();
@@ -380,6 +394,13 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
                           [&](caf::error&) {
                             std::lock_guard<std::mutex> lock(failure->mutex);
                             error = Error::run_failed(failure->what.empty() ? "the run failed" : failure->what);
+                            // A worker lost: where the run stands, and what a resume starts from.
+                            if (coordination)
+                              error->message +=
+                                  "; the last completed step is " + std::to_string(progress.step) +
+                                  (progress.step > 0 && std::filesystem::exists(options.output_dir + "/checkpoint.pt")
+                                       ? ", the last checkpoint " + options.output_dir + "/checkpoint.pt"
+                                       : "");
                           });
     if (error) break;
     // Training on from a diverged loss only writes a checkpoint of NaNs.
@@ -433,7 +454,7 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
       break;
     }
   }
-  if (coordination) collect_traces(*self, *coordination, plan, traces);
+  if (coordination && !error) collect_traces(*self, *coordination, plan, traces);
   // The job shuts down every actor it built.
   shut_down();
   metrics.close();

@@ -14,6 +14,8 @@
 
 #include <caf/all.hpp>
 
+#include <cstdlib>
+
 #include <map>
 #include <optional>
 #include <random>
@@ -173,8 +175,10 @@ void run_action(StageActor self, const Action& a) {
   auto& st = self->state;
   train::StageComputation& computation = *st.config.computation;
   if (st.config.inject_failure && st.config.inject_failure->stage == st.config.stage &&
-      st.config.inject_failure->step == st.step && st.cursor == 0)
+      st.config.inject_failure->step == st.step && st.cursor == 0) {
+    if (st.config.inject_failure->exit) std::_Exit(3); // as a killed process: nothing flushed, nothing said
     throw std::runtime_error("injected failure");
+  }
   const auto started = Clock::now();
   const double cpu_started = st.config.trace ? thread_cpu_us() : -1;
   const Key key{st.step, a.micro_batch};

@@ -134,6 +134,8 @@ Status run_worker(const WorkerOptions& options) {
   setup.job.pin_threads = false;
   setup.job.failure = failure;
   setup.job.transport = transport->get();
+  if (order->inject_step > 0)
+    setup.job.inject_failure = InjectedFailure{order->inject_stage, order->inject_step, order->inject_exit};
   stage_host_actor host =
       spawn_stage_host(system, {&setup, &session, order->rank, order->placement, transport->get(), &traces});
   self->monitor(host);
@@ -145,8 +147,9 @@ Status run_worker(const WorkerOptions& options) {
   bool done = false;
   self->receive_while([&] { return !done; })([&](caf::down_msg& down) {
     done = true;
-    const bool finished = down.source == host.address() &&
-                          (down.reason == caf::exit_reason::normal || down.reason == caf::exit_reason::user_shutdown);
+    // The host ended on the coordinator's word, or the coordinator ended the run (its
+    // gate's end may overtake the host's): both end the worker. A lost link does not.
+    const bool finished = down.reason == caf::exit_reason::normal || down.reason == caf::exit_reason::user_shutdown;
     if (!finished) ended = Error::run_failed(where + " went away: " + system.render(down.reason));
   });
   caf::anon_send_exit(host, caf::exit_reason::user_shutdown);

@@ -120,3 +120,21 @@ BOOST_AUTO_TEST_CASE(a_worker_with_a_wrong_token_is_refused_and_logged_with_its_
   BOOST_TEST(contains(full, "all its 1 workers"));
   caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
 }
+
+BOOST_AUTO_TEST_CASE(a_lost_worker_ends_the_run_naming_its_stage_process_and_the_last_step) {
+  test::ScratchDir dir;
+  const std::string job = job_file(dir, "1f1b");
+  // Stage 1's worker processes end at once as they start step 4, as killed ones would.
+  const auto run = test::run_cli("launch --nprocs 2 " + job + " --steps 10 -o " + (dir.path() / "run").string() +
+                                 " --inject-failure 1:4:exit");
+  BOOST_TEST(run.status == 1, run.err);
+  BOOST_TEST(contains(run.err, "of pipeline"), run.err);
+  BOOST_TEST(contains(run.err, "(worker process "), run.err);
+  const std::string mark = "the last completed step is ";
+  const auto at = run.err.find(mark);
+  BOOST_REQUIRE_MESSAGE(at != std::string::npos, run.err);
+  // Step 3's answer may or may not have left a worker before it ended.
+  const int last = std::atoi(run.err.c_str() + at + mark.size());
+  BOOST_TEST((last == 2 || last == 3), run.err);
+  BOOST_TEST(!contains(run.out, "trained"));
+}

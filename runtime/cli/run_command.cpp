@@ -45,13 +45,19 @@ std::string duration(double seconds) {
   return std::to_string(s) + "s";
 }
 
-/// "STAGE:STEP" → InjectedFailure.
-Result<actors::InjectedFailure> parse_failure(const std::string& text, const Plan& plan) {
+/// "STAGE:STEP" or, in a run of several processes, "STAGE:STEP:exit" → InjectedFailure.
+Result<actors::InjectedFailure> parse_failure(const std::string& text, const Plan& plan, bool processes) {
   actors::InjectedFailure f;
   unsigned long stage = 0, step = 0;
   char rest = 0;
-  if (std::sscanf(text.c_str(), "%lu:%lu%c", &stage, &step, &rest) != 2 || step == 0)
-    return Error::bad_input("--inject-failure: expected STAGE:STEP (step ≥ 1), found '" + text + "'");
+  std::string form = text;
+  if (processes && form.size() > 5 && form.substr(form.size() - 5) == ":exit") {
+    f.exit = true;
+    form.resize(form.size() - 5);
+  }
+  if (std::sscanf(form.c_str(), "%lu:%lu%c", &stage, &step, &rest) != 2 || step == 0)
+    return Error::bad_input("--inject-failure: expected STAGE:STEP (step ≥ 1)" +
+                            std::string(processes ? " or STAGE:STEP:exit" : "") + ", found '" + text + "'");
   if (stage >= plan.stages.size())
     return Error::bad_input("--inject-failure: the plan has no stage " + std::to_string(stage) + " (stages 0.." +
                             std::to_string(plan.stages.size() - 1) + ")");
@@ -110,7 +116,7 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
   }
   std::optional<actors::InjectedFailure> inject_failure;
   if (!a.inject_failure.empty()) {
-    auto failure = parse_failure(a.inject_failure, *plan);
+    auto failure = parse_failure(a.inject_failure, *plan, a.nprocs > 0);
     if (!failure) return report(failure.error());
     inject_failure = *failure;
   }
@@ -228,7 +234,8 @@ void add_run_options(CLI::App* command, const std::shared_ptr<RunArguments>& arg
                     "outnumber the cores, pipeline neighbours are bound to a shared core)");
   command
       ->add_option("--inject-failure", args->inject_failure,
-                   "testing aid: make stage STAGE throw in step STEP (STAGE:STEP)")
+                   "testing aid: make stage STAGE throw in step STEP (STAGE:STEP); under launch, STAGE:STEP:exit "
+                   "ends the worker process there instead")
       ->group("Testing");
 }
 
