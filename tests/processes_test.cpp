@@ -138,3 +138,23 @@ BOOST_AUTO_TEST_CASE(a_lost_worker_ends_the_run_naming_its_stage_process_and_the
   BOOST_TEST((last == 2 || last == 3), run.err);
   BOOST_TEST(!contains(run.out, "trained"));
 }
+
+BOOST_AUTO_TEST_CASE(bad_launch_and_worker_flags_are_named_with_exit_status_2) {
+  test::ScratchDir dir;
+  const std::string job = job_file(dir, "gpipe");
+  const std::string out = " -o " + (dir.path() / "run").string();
+  const auto listen = test::run_cli("launch --nprocs 2 " + job + " --listen nowhere" + out);
+  BOOST_TEST(listen.status == 2);
+  BOOST_TEST(contains(listen.err, "--listen: 'nowhere' has no port"), listen.err);
+  const auto too_many = test::run_cli("launch --nprocs 9 " + job + out);
+  BOOST_TEST(too_many.status == 2);
+  BOOST_TEST(contains(too_many.err, "9 worker processes for a plan on 4 devices"), too_many.err);
+  // Ending a process is for workers only.
+  const auto exit_here = test::run_cli("run " + job + " --inject-failure 0:1:exit" + out);
+  BOOST_TEST(exit_here.status == 2);
+  BOOST_TEST(contains(exit_here.err, "found '0:1:exit'"), exit_here.err);
+  const auto nowhere = test::run_cli("worker --token-file " + dir.write("t", "x"));
+  BOOST_TEST(nowhere.status == 2);
+  BOOST_TEST(contains(nowhere.err, "no coordinator: give --coordinator HOST:PORT"), nowhere.err);
+  BOOST_TEST(!std::filesystem::exists(dir.path() / "run"));
+}
