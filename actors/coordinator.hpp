@@ -33,6 +33,12 @@ struct CoordinateOptions {
   /// Called once the gate listens, with its address: start the workers here.
   std::function<void(const launch::Endpoint& gate)> on_listening;
   std::chrono::seconds join_timeout{120}; ///< for every worker to be ready
+  /// A worker silent this long is lost (heartbeat_actor.hpp); so is one whose
+  /// connection closes.
+  std::chrono::milliseconds heartbeat_timeout{3000};
+  /// After a lost worker, the run starts its workers again (`on_listening` is called
+  /// again) and resumes from the last checkpoint it wrote, at most this many times.
+  std::uint32_t restarts = 0;
   /// Where refused workers are logged (stderr in the CLI).
   std::function<void(const std::string& line)> log;
 };

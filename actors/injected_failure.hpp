@@ -9,13 +9,21 @@
 
 namespace actorpipe::actors {
 
-/// Makes stage `stage` of every pipeline throw at its first action of step `step`
-/// (1-based); with `exit`, ends its process there at once instead, as a worker that is
-/// killed (`--inject-failure STAGE:STEP:exit`, in a run of several processes).
+/// What stage `stage` of every pipeline does at its first action of step `step`
+/// (1-based).
 struct InjectedFailure {
+  enum class Effect : std::uint8_t {
+    throw_error, ///< `STAGE:STEP`: the stage throws
+    /// `STAGE:STEP:exit` (a run of several processes): its process ends at once, as a
+    /// killed worker does
+    exit_process,
+    /// `STAGE:STEP:hang`: its process stops (SIGSTOP), as a hung worker that keeps its
+    /// connections open, which only heartbeats tell from a slow one
+    hang_process,
+  };
   std::size_t stage = 0;
   std::uint64_t step = 1;
-  bool exit = false;
+  Effect effect = Effect::throw_error;
 };
 
 } // namespace actorpipe::actors

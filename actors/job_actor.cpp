@@ -4,6 +4,7 @@
 
 #include "averager_actor.hpp"
 #include "group_scheduler_actor.hpp"
+#include "heartbeat_actor.hpp"
 #include "parameter_server_actor.hpp"
 #include "pipeline_actor.hpp"
 #include "stage_actor.hpp"
@@ -200,6 +201,17 @@ void build(JobActor self, const JobConfig& config) {
                                        s + 1 < S ? stages[p][s + 1] : stage_actor{}, s > 0 ? rank(p, s - 1) : 0,
                                        s + 1 < S ? rank(p, s + 1) : 0, st.pipelines[p], job});
   st.unwired = wirings.size();
+  if (config.processes) {
+    HeartbeatConfig heartbeat{config.processes->hosts, {}, config.processes->heartbeat_timeout, job, st.failure};
+    for (const auto& [host, wiring] : wirings) {
+      std::string stages;
+      for (const StageWiring& w : wiring)
+        stages += (stages.empty() ? "" : ", ") + std::string("stage ") + std::to_string(w.stage) + " of pipeline " +
+                  std::to_string(w.pipeline);
+      heartbeat.names[host] = "worker process " + std::to_string(host) + " (" + stages + ")";
+    }
+    st.built.push_back(spawn_heartbeat(self->system(), std::move(heartbeat)).address());
+  }
   for (auto& [host, wiring] : wirings)
     self->request(config.processes->hosts.at(host), caf::infinite, wire_atom::value, std::move(wiring))
         .then(
@@ -310,6 +322,10 @@ job_actor::behavior_type job_behavior(JobActor self, JobConfig config) {
   build(self, config);
   self->set_down_handler([=](caf::down_msg& down) {
     if (down.reason == caf::exit_reason::user_shutdown || down.reason == caf::exit_reason::normal) return;
+    if (down.reason == caf::exit_reason::remote_link_unreachable) {
+      std::lock_guard<std::mutex> lock(self->state.failure->mutex);
+      self->state.failure->worker_lost = true;
+    }
     const auto it = self->state.names.find(down.source);
     fail(self, (it != self->state.names.end() ? it->second : std::string("an actor")) +
                    " ended: " + self->system().render(down.reason));

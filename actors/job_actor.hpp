@@ -25,6 +25,7 @@
 
 #include <caf/fwd.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -44,6 +45,9 @@ namespace actorpipe::actors {
 struct Failure {
   std::mutex mutex;
   std::string what;
+  /// A worker process was lost (its connection gone, or silent past the heartbeat
+  /// timeout), rather than a stage failing: what a restart is for.
+  bool worker_lost = false;
 };
 
 struct JobConfig {
@@ -100,6 +104,8 @@ struct JobConfig {
     std::vector<std::vector<std::uint64_t>> ranks;
     std::vector<std::vector<stage_actor>> stages;
     std::map<std::uint64_t, stage_host_actor> hosts;
+    /// A host silent this long is taken for lost (heartbeat_actor.hpp).
+    std::chrono::milliseconds heartbeat_timeout{3000};
   };
   std::optional<Processes> processes;
 };

@@ -15,11 +15,18 @@
 ///     of a stage index, which all-reduces across the processes) and answers; the job
 ///     holds the steps back until every host has, so that no input overtakes a
 ///     stage's links
+///   coordinator ─restore(tickets)→ host, in a resumed run before the wiring: the state
+///     bytes (parameters, buffers, optimizer state) of its stages, in spawn order, each
+///     loaded into its stage ─→ true
 ///   coordinator ─collect(pipeline)→ host ─→ tickets of the state bytes of that
 ///     pipeline's stages it runs (evaluation and checkpoints read them)
 ///   coordinator ─trace→ host ─→ its stages' spans, at the end
-///   coordinator ─finish→ host, which ends its stages and itself once it has answered;
-///     the worker process then ends
+///   heartbeat (coordinator) ─heartbeat→ host ─→ true, about four times per timeout: a
+///     host silent for the timeout fails the run (a hung process keeps its
+///     connections, so only silence tells it)
+///   coordinator ─finish(failed)→ host, which ends its stages and itself once it has
+///     answered; the worker process then ends (after a failure, without waiting for
+///     tensors still in flight to peers that may be gone)
 
 #include "protocol.hpp"
 #include "stage_trace.hpp"
@@ -42,6 +49,8 @@ using wire_atom = caf::atom_constant<caf::atom("wire")>;
 using collect_atom = caf::atom_constant<caf::atom("collect")>;
 using trace_atom = caf::atom_constant<caf::atom("trace")>;
 using finish_atom = caf::atom_constant<caf::atom("finish")>;
+using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;
+using restore_atom = caf::atom_constant<caf::atom("restore")>;
 
 /// What a worker needs to take part: the job as the coordinator loaded it (its file and
 /// overrides, read on the worker's server too, and the profile it planned with), the
@@ -59,15 +68,16 @@ struct JobOrder {
   std::uint64_t first_step = 1;
   std::int64_t origin_ns = 0;                        ///< the coordinator's time zero (steady clock): one trace
   std::vector<std::vector<std::uint64_t>> placement; ///< [pipeline][stage]: the rank that runs it
-  /// --inject-failure, for the workers' stages: stage, step (0: none), whether it exits.
+  /// --inject-failure, for the workers' stages: stage, step (0: none), its effect
+  /// (InjectedFailure::Effect).
   std::uint64_t inject_stage = 0, inject_step = 0;
-  bool inject_exit = false;
+  std::uint8_t inject_effect = 0;
 };
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, JobOrder& x) {
   return f(caf::meta::type_name("job_order"), x.job_file, x.overrides, x.profile_toml, x.stages, x.pipelines,
            x.micro_batches, x.plan_json, x.rank, x.world, x.store_host, x.store_port, x.first_step, x.origin_ns,
-           x.placement, x.inject_stage, x.inject_step, x.inject_exit);
+           x.placement, x.inject_stage, x.inject_step, x.inject_effect);
 }
 
 /// How the job wires one stage a worker runs: its neighbours and the ranks of their
@@ -97,9 +107,10 @@ template <class Inspector> typename Inspector::result_type inspect(Inspector& f,
 using stage_host_actor =
     caf::typed_actor<caf::replies_to<spawn_atom>::with<std::vector<stage_actor>>,
                      caf::replies_to<wire_atom, std::vector<StageWiring>>::with<bool>,
+                     caf::replies_to<restore_atom, std::vector<transport::TensorTicket>>::with<bool>,
                      caf::replies_to<collect_atom, std::uint64_t>::with<std::vector<transport::TensorTicket>>,
                      caf::replies_to<trace_atom>::with<std::vector<StageTrace>>,
-                     caf::replies_to<finish_atom>::with<bool>>;
+                     caf::replies_to<finish_atom, bool>::with<bool>, caf::replies_to<heartbeat_atom>::with<bool>>;
 
 /// The coordinator's gate: a worker's join (token, host name), then its ready (rank,
 /// stage host).

@@ -90,7 +90,7 @@ start_workers(caf::actor_system& system, const actors::CoordinateOptions& coordi
   if (inject) {
     order.inject_stage = inject->stage;
     order.inject_step = inject->step;
-    order.inject_exit = inject->exit;
+    order.inject_effect = static_cast<std::uint8_t>(inject->effect);
   }
   order.job_file = coordinate.job_file;
   order.overrides = coordinate.overrides;
@@ -159,6 +159,29 @@ Status pull_state(caf::scoped_actor& self, actors::Coordination& coordination,
   return Ok{};
 }
 
+/// A resumed run's state, which this process loaded from the checkpoint, into the
+/// workers' stages: parameters, buffers and optimizer state, every replica alike.
+Status push_state(caf::scoped_actor& self, actors::Coordination& coordination,
+                  const std::vector<std::vector<std::uint64_t>>& placement, train::Session& session) {
+  for (const auto& [rank, host] : coordination.hosts) {
+    std::vector<transport::TensorTicket> tickets;
+    for (std::size_t p = 0; p < placement.size(); ++p) // the host's spawn order
+      for (std::size_t s = 0; s < placement[p].size(); ++s)
+        if (placement[p][s] == rank)
+          tickets.push_back(coordination.transport->send(train::bytes_payload(session.worker(p, s).state_bytes()),
+                                                         static_cast<std::size_t>(rank)));
+    Status pushed = Ok{};
+    self->request(host, std::chrono::seconds(60), actors::restore_atom::value, std::move(tickets))
+        .receive([](bool) {},
+                 [&](caf::error& e) {
+                   pushed = Error::run_failed("worker " + std::to_string(rank) +
+                                              " could not take the checkpoint's state: " + self->system().render(e));
+                 });
+    ACTORPIPE_TRY(pushed);
+  }
+  return Ok{};
+}
+
 /// The spans the workers' stages recorded, into `traces` (p · S + s). A worker that
 /// does not answer keeps its stages' tracks empty.
 void collect_traces(caf::scoped_actor& self, actors::Coordination& coordination, const Plan& plan,
@@ -174,11 +197,16 @@ void collect_traces(caf::scoped_actor& self, actors::Coordination& coordination,
             [](caf::error&) {});
 }
 
-} // namespace
+/// How one attempt at a run ended, beside its result: what a restart needs.
+struct Attempt {
+  bool worker_lost = false;                     ///< it failed for a lost worker process
+  std::optional<std::uint64_t> checkpoint_step; ///< the last checkpoint it wrote, if any
+};
 
-Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, const RunOptions& options,
-                                        std::optional<InjectedFailure> inject_failure,
-                                        const CoordinateOptions* coordinate) {
+/// One attempt at the run (actors::run_training without restarts).
+Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const RunOptions& options,
+                                    std::optional<actors::InjectedFailure> inject_failure,
+                                    const actors::CoordinateOptions* coordinate, Attempt& attempt) {
   ACTORPIPE_TRY(plan.validate(job.profile, job.cluster));
   ACTORPIPE_TRY(validate(plan.schedule));
   auto opened = train::Session::open(job, plan, options.data);
@@ -255,7 +283,12 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
     coordination = std::move(*started);
     auto spawned = spawn_remote_stages(system, *coordination, *placement, plan);
     ACTORPIPE_TRY(spawned);
-    job_config.processes = actors::JobConfig::Processes{*placement, std::move(*spawned), coordination->hosts};
+    if (!options.resume.empty()) {
+      caf::scoped_actor pusher{system};
+      ACTORPIPE_TRY(push_state(pusher, *coordination, *placement, session));
+    }
+    job_config.processes = actors::JobConfig::Processes{*placement, std::move(*spawned), coordination->hosts,
+                                                        coordinate->heartbeat_timeout};
     job_config.transport = coordination->transport.get();
   }
   job_config.time_scale = time_scale;
@@ -285,12 +318,13 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
       }
       for (const auto& [rank, host] : coordination->hosts)
         if (failed)
-          caf::anon_send(host, actors::finish_atom::value);
+          caf::anon_send(host, actors::finish_atom::value, true);
         else
           (*self)
-              ->request(host, std::chrono::seconds(10), actors::finish_atom::value)
+              ->request(host, std::chrono::seconds(10), actors::finish_atom::value, false)
               .receive([](bool) {}, [](caf::error&) {});
-      coordination.reset(); // and the gate
+      if (failed) coordination->transport->abandon(); // a hung worker would never take them
+      coordination.reset();                           // and the gate
     }
     self.reset();
     job_actor = nullptr;
@@ -350,9 +384,12 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
   // The policy's model (elastic's centre) is what is evaluated and saved; a resumed run
   // starts every replica from it.
   auto checkpoint = [&]() -> Status {
-    if (!sync) return session.save_checkpoint(options.output_dir + "/checkpoint.pt", progress);
     Status saved = Ok{};
-    sync->with_model([&] { saved = session.save_checkpoint(options.output_dir + "/checkpoint.pt", progress); });
+    if (!sync)
+      saved = session.save_checkpoint(options.output_dir + "/checkpoint.pt", progress);
+    else
+      sync->with_model([&] { saved = session.save_checkpoint(options.output_dir + "/checkpoint.pt", progress); });
+    if (saved) attempt.checkpoint_step = progress.step;
     return saved;
   };
 
@@ -394,6 +431,7 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
                           [&](caf::error&) {
                             std::lock_guard<std::mutex> lock(failure->mutex);
                             error = Error::run_failed(failure->what.empty() ? "the run failed" : failure->what);
+                            attempt.worker_lost = failure->worker_lost;
                             // A worker lost: where the run stands, and what a resume starts from.
                             if (coordination)
                               error->message +=
@@ -477,6 +515,28 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
     summary.median_step_ms = *middle;
   }
   return summary;
+}
+
+} // namespace
+
+Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, const RunOptions& options,
+                                        std::optional<InjectedFailure> inject_failure,
+                                        const CoordinateOptions* coordinate) {
+  RunOptions current = options;
+  for (std::uint32_t restart = 1;; ++restart) {
+    Attempt attempt;
+    auto result = attempt_training(job, plan, current, inject_failure, coordinate, attempt);
+    if (result || !attempt.worker_lost || !coordinate || restart > coordinate->restarts) return result;
+    // Resumed from this run's last checkpoint (or where the run itself began): the steps
+    // since it are lost, no more.
+    if (attempt.checkpoint_step) current.resume = options.output_dir;
+    inject_failure.reset(); // an injected fault strikes once
+    if (coordinate->log)
+      coordinate->log(
+          result.error().message + "; restart " + std::to_string(restart) + " of " +
+          std::to_string(coordinate->restarts) + ": starting the workers again, resuming " +
+          (current.resume.empty() ? std::string("from the start") : "from the checkpoint in " + current.resume));
+  }
 }
 
 Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunOptions& options) {

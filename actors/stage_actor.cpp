@@ -14,6 +14,7 @@
 
 #include <caf/all.hpp>
 
+#include <csignal>
 #include <cstdlib>
 
 #include <map>
@@ -176,8 +177,12 @@ void run_action(StageActor self, const Action& a) {
   train::StageComputation& computation = *st.config.computation;
   if (st.config.inject_failure && st.config.inject_failure->stage == st.config.stage &&
       st.config.inject_failure->step == st.step && st.cursor == 0) {
-    if (st.config.inject_failure->exit) std::_Exit(3); // as a killed process: nothing flushed, nothing said
-    throw std::runtime_error("injected failure");
+    using Effect = InjectedFailure::Effect;
+    switch (st.config.inject_failure->effect) {
+    case Effect::exit_process: std::_Exit(3);           // as a killed process: nothing flushed, nothing said
+    case Effect::hang_process: ::raise(SIGSTOP); break; // every thread stops; its sockets stay open
+    case Effect::throw_error: throw std::runtime_error("injected failure");
+    }
   }
   const auto started = Clock::now();
   const double cpu_started = st.config.trace ? thread_cpu_us() : -1;

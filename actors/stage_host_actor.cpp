@@ -91,6 +91,19 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
         wire(self, wirings);
         return true; // each stage has its links in its mailbox, before anything sent after this
       },
+      [=](restore_atom, const std::vector<transport::TensorTicket>& tickets) -> caf::result<bool> {
+        auto& st = self->state;
+        std::size_t next = 0;
+        try {
+          for (const auto& [key, stage] : st.stages) // (pipeline, stage) order, as spawned
+            if (next < tickets.size())
+              st.config.session->worker(key.first, key.second)
+                  .load_state_bytes(train::payload_text(st.config.transport->receive(tickets[next++])));
+        } catch (const std::exception& e) {
+          return caf::make_error(caf::sec::runtime_error, std::string("restoring its stages' state: ") + e.what());
+        }
+        return true;
+      },
       [=](collect_atom, std::uint64_t pipeline) {
         auto& st = self->state;
         std::vector<transport::TensorTicket> tickets;
@@ -100,12 +113,14 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
                 train::bytes_payload(st.config.session->worker(pipeline, s).state_bytes()), 0));
         return tickets;
       },
-      [=](finish_atom) {
+      [=](finish_atom, bool failed) {
+        if (failed) self->state.config.transport->abandon();
         for (const auto& [key, stage] : self->state.stages)
           self->send_exit(stage, caf::exit_reason::user_shutdown);
         self->quit();
         return true;
       },
+      [](heartbeat_atom) { return true; },
       [=](trace_atom) {
         auto& st = self->state;
         std::vector<StageTrace> kept;

@@ -135,7 +135,8 @@ Status run_worker(const WorkerOptions& options) {
   setup.job.failure = failure;
   setup.job.transport = transport->get();
   if (order->inject_step > 0)
-    setup.job.inject_failure = InjectedFailure{order->inject_stage, order->inject_step, order->inject_exit};
+    setup.job.inject_failure = InjectedFailure{order->inject_stage, order->inject_step,
+                                               static_cast<InjectedFailure::Effect>(order->inject_effect)};
   stage_host_actor host =
       spawn_stage_host(system, {&setup, &session, order->rank, order->placement, transport->get(), &traces});
   self->monitor(host);
@@ -153,7 +154,10 @@ Status run_worker(const WorkerOptions& options) {
     if (!finished) ended = Error::run_failed(where + " went away: " + system.render(down.reason));
   });
   caf::anon_send_exit(host, caf::exit_reason::user_shutdown);
-  (*transport)->flush();
+  if (ended)
+    (*transport)->flush();
+  else
+    (*transport)->abandon();
   return ended;
 }
 

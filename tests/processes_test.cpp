@@ -1,5 +1,6 @@
 // Runs of several processes: `actorpipe launch` against one process (the same
-// parameters), and the coordinator's gate refusing a worker without the job's token.
+// parameters), the coordinator's gate refusing a worker without the job's token, and
+// lost workers: killed or hung, reported, and restarted.
 #define BOOST_TEST_MODULE processes
 #include <boost/test/unit_test.hpp>
 
@@ -139,6 +140,40 @@ BOOST_AUTO_TEST_CASE(a_lost_worker_ends_the_run_naming_its_stage_process_and_the
   BOOST_TEST(!contains(run.out, "trained"));
 }
 
+BOOST_AUTO_TEST_CASE(a_killed_worker_is_restarted_and_the_run_resumed_from_its_last_checkpoint) {
+  test::ScratchDir dir;
+  const std::string job = job_file(dir, "1f1b");
+  auto loaded = load_job(job);
+  REQUIRE_OK(loaded);
+  // 32 steps an epoch, a checkpoint after each: the worker lost in step 40 costs steps
+  // 33 to 39, which the restarted workers take again from the checkpoint of step 32.
+  const std::string out = (dir.path() / "run").string();
+  const auto run =
+      test::run_cli("launch --nprocs 2 " + job + " --epochs 3 -o " + out + " --inject-failure 1:40:exit --restart 1");
+  BOOST_REQUIRE_MESSAGE(run.status == 0, run.err);
+  BOOST_TEST(contains(run.err, "(worker process "), run.err);
+  BOOST_TEST(contains(run.err, "restart 1 of 1: starting the workers again, resuming from the checkpoint in " + out),
+             run.err);
+  BOOST_TEST(contains(run.out, "trained 96 steps"), run.out);
+  // The workers took the checkpoint's state: the run ends where one never interrupted does.
+  BOOST_TEST(test::relative_difference(test::checkpoint_parameters(out + "/checkpoint.pt", 2),
+                                       test::single_process(*loaded, 96)) < 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(a_hung_worker_is_found_by_its_silence_and_named_with_its_stages) {
+  test::ScratchDir dir;
+  const std::string job = job_file(dir, "gpipe");
+  // Stage 1's worker processes stop (SIGSTOP) as they start step 4: their connections
+  // stay open, and only the heartbeats tell.
+  const auto run = test::run_cli("launch --nprocs 2 " + job + " --steps 10 -o " + (dir.path() / "run").string() +
+                                 " --inject-failure 1:4:hang --heartbeat-timeout 1");
+  BOOST_TEST(run.status == 1, run.err);
+  BOOST_TEST(contains(run.err, "did not answer a heartbeat within 1 s"), run.err);
+  BOOST_TEST(contains(run.err, "stage 1 of pipeline "), run.err);
+  BOOST_TEST(contains(run.err, "the last completed step is "), run.err);
+  BOOST_TEST(!contains(run.out, "trained"));
+}
+
 BOOST_AUTO_TEST_CASE(bad_launch_and_worker_flags_are_named_with_exit_status_2) {
   test::ScratchDir dir;
   const std::string job = job_file(dir, "gpipe");
@@ -153,6 +188,12 @@ BOOST_AUTO_TEST_CASE(bad_launch_and_worker_flags_are_named_with_exit_status_2) {
   const auto exit_here = test::run_cli("run " + job + " --inject-failure 0:1:exit" + out);
   BOOST_TEST(exit_here.status == 2);
   BOOST_TEST(contains(exit_here.err, "found '0:1:exit'"), exit_here.err);
+  const auto hang_here = test::run_cli("run " + job + " --inject-failure 0:1:hang" + out);
+  BOOST_TEST(hang_here.status == 2);
+  BOOST_TEST(contains(hang_here.err, "found '0:1:hang'"), hang_here.err);
+  const auto no_time = test::run_cli("launch --nprocs 2 " + job + " --heartbeat-timeout 0" + out);
+  BOOST_TEST(no_time.status == 2);
+  BOOST_TEST(contains(no_time.err, "--heartbeat-timeout"), no_time.err);
   const auto nowhere = test::run_cli("worker --token-file " + dir.write("t", "x"));
   BOOST_TEST(nowhere.status == 2);
   BOOST_TEST(contains(nowhere.err, "no coordinator: give --coordinator HOST:PORT"), nowhere.err);

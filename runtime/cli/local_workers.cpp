@@ -16,23 +16,25 @@ namespace actorpipe::cli {
 
 namespace {
 
-/// Stops a worker that is still there.
-void stop(pid_t pid) {
-  if (::kill(pid, SIGTERM) != 0) return;
-  for (int i = 0; i < 50; ++i) {
-    if (::waitpid(pid, nullptr, WNOHANG) == pid) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+/// Stops the workers that are still there: all are asked (SIGTERM) at once, and those
+/// still there a second later are killed.
+void stop(const std::vector<pid_t>& pids) {
+  std::vector<pid_t> left;
+  for (const pid_t pid : pids)
+    if (::kill(pid, SIGTERM) == 0) left.push_back(pid);
+  for (int i = 0; i < 50 && !left.empty(); ++i) {
+    std::erase_if(left, [](pid_t pid) { return ::waitpid(pid, nullptr, WNOHANG) == pid; });
+    if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, nullptr, 0);
+  for (const pid_t pid : left) {
+    ::kill(pid, SIGKILL); // a stopped (hung) process takes only this
+    ::waitpid(pid, nullptr, 0);
+  }
 }
 
 } // namespace
 
-LocalWorkers::~LocalWorkers() {
-  for (const pid_t pid : pids_)
-    stop(pid);
-}
+LocalWorkers::~LocalWorkers() { stop(pids_); }
 
 Status LocalWorkers::start(std::size_t count, const std::string& coordinator, const std::string& token_file) {
   for (std::size_t i = 0; i < count; ++i) {
@@ -66,7 +68,8 @@ Status LocalWorkers::wait(double seconds) {
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
       failed += (failed.empty() ? "" : ", ") + std::string("worker ") + std::to_string(i + 1);
   }
-  pids_ = std::move(left); // stopped when this object goes
+  stop(left);
+  pids_.clear();
   if (!failed.empty()) return Error::run_failed(failed + " failed (its messages are above)");
   return Ok{};
 }

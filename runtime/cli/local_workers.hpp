@@ -25,7 +25,8 @@ public:
   Status start(std::size_t count, const std::string& coordinator, const std::string& token_file);
 
   /// Waits for the workers to end, at most `seconds`; the ones that did not are
-  /// stopped. A worker that failed is named in the error.
+  /// stopped. A worker that failed is named in the error. Then there are none: start()
+  /// may start others.
   Status wait(double seconds);
 
 private:

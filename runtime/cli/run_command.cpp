@@ -5,7 +5,7 @@
 #include "commands.hpp"
 #include "interrupt.hpp"
 #include "job_arguments.hpp"
-#include "local_workers.hpp"
+#include "local_launch.hpp"
 
 #include <actorpipe/planner.hpp>
 #include <actorpipe/report.hpp>
@@ -13,12 +13,10 @@
 
 #include "base/atomic_file.hpp"
 #include "base/text.hpp"
-#include "launch/job_token.hpp"
 #include "run_training.hpp"
 #include "train/cores.hpp"
 
 #include <atomic>
-#include <filesystem>
 #include <cstdio>
 #include <iostream>
 #include <unistd.h>
@@ -34,8 +32,7 @@ struct RunArguments {
   std::string resume, output, inject_failure;
   bool json = false;
   bool no_pin = false;
-  std::size_t nprocs = 0;             ///< launch: worker processes; 0: `run`, one process
-  std::string listen = "127.0.0.1:0"; ///< launch: where the coordinator listens for them
+  LaunchArguments launch; ///< nprocs 0: `run`, one process
 };
 
 std::string duration(double seconds) {
@@ -45,19 +42,23 @@ std::string duration(double seconds) {
   return std::to_string(s) + "s";
 }
 
-/// "STAGE:STEP" or, in a run of several processes, "STAGE:STEP:exit" → InjectedFailure.
+/// "STAGE:STEP" or, in a run of several processes, "STAGE:STEP:exit" or
+/// "STAGE:STEP:hang" → InjectedFailure.
 Result<actors::InjectedFailure> parse_failure(const std::string& text, const Plan& plan, bool processes) {
+  using Effect = actors::InjectedFailure::Effect;
   actors::InjectedFailure f;
   unsigned long stage = 0, step = 0;
   char rest = 0;
   std::string form = text;
-  if (processes && form.size() > 5 && form.substr(form.size() - 5) == ":exit") {
-    f.exit = true;
-    form.resize(form.size() - 5);
-  }
+  for (const auto& [suffix, effect] : {std::pair{":exit", Effect::exit_process}, {":hang", Effect::hang_process}})
+    if (processes && form.size() > 5 && form.substr(form.size() - 5) == suffix) {
+      f.effect = effect;
+      form.resize(form.size() - 5);
+    }
   if (std::sscanf(form.c_str(), "%lu:%lu%c", &stage, &step, &rest) != 2 || step == 0)
     return Error::bad_input("--inject-failure: expected STAGE:STEP (step ≥ 1)" +
-                            std::string(processes ? " or STAGE:STEP:exit" : "") + ", found '" + text + "'");
+                            std::string(processes ? ", STAGE:STEP:exit or STAGE:STEP:hang" : "") + ", found '" + text +
+                            "'");
   if (stage >= plan.stages.size())
     return Error::bad_input("--inject-failure: the plan has no stage " + std::to_string(stage) + " (stages 0.." +
                             std::to_string(plan.stages.size() - 1) + ")");
@@ -116,7 +117,7 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
   }
   std::optional<actors::InjectedFailure> inject_failure;
   if (!a.inject_failure.empty()) {
-    auto failure = parse_failure(a.inject_failure, *plan, a.nprocs > 0);
+    auto failure = parse_failure(a.inject_failure, *plan, a.launch.nprocs > 0);
     if (!failure) return report(failure.error());
     inject_failure = *failure;
   }
@@ -150,46 +151,24 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
               << text::format_fixed(plan->iteration_time_ms, 2) << " ms gives each a core)\n";
   options.stop_requested = [] { return InterruptScope::requested().load(); };
   // launch: workers on this machine run the stages; this process coordinates.
-  std::optional<actors::CoordinateOptions> coordinate;
-  LocalWorkers workers;
-  std::string token_folder;
-  if (a.nprocs > 0) {
-    auto listen = launch::parse_endpoint(a.listen, "--listen", true);
-    if (!listen) return report(listen.error());
-    char folder[] = "/tmp/actorpipe-launch-XXXXXX"; // 0700: the token stays the owner's
-    if (::mkdtemp(folder) == nullptr) return report(Error::run_failed("cannot make a folder for the job's token"));
-    token_folder = folder;
-    coordinate.emplace();
-    coordinate->workers = a.nprocs;
-    coordinate->token = launch::new_token();
-    coordinate->listen = *listen;
-    coordinate->job_file = a.job.job;
-    coordinate->overrides = job_overrides(a.job);
-    coordinate->log = [](const std::string& line) { std::cerr << "actorpipe: " << line << "\n"; };
-    const std::string token_file = token_folder + "/token";
-    if (auto written = launch::write_token_file(token_file, coordinate->token); !written)
-      return report(written.error());
-    coordinate->on_listening = [&workers, &a, token_file](const launch::Endpoint& gate) {
-      std::cerr << "actorpipe: listening on " << gate.text() << "; starting " << a.nprocs << " worker"
-                << (a.nprocs == 1 ? "" : "s") << "\n";
-      if (auto started = workers.start(a.nprocs, gate.text(), token_file); !started)
-        std::cerr << "actorpipe: " << started.error().message << "\n";
-    };
+  std::unique_ptr<LocalLaunch> launch;
+  if (a.launch.nprocs > 0) {
+    auto prepared = LocalLaunch::prepare(a.launch, a.job.job, job_overrides(a.job));
+    if (!prepared) return report(prepared.error());
+    launch = std::move(*prepared);
   }
-  struct RemoveFolder {
-    std::string path;
-    ~RemoveFolder() {
-      std::error_code ec;
-      if (!path.empty()) std::filesystem::remove_all(path, ec);
-    }
-  } remove_token{token_folder};
   auto summary = [&] {
     const InterruptScope interrupts;
-    return actors::run_training(job, *plan, options, inject_failure, coordinate ? &*coordinate : nullptr);
+    return actors::run_training(job, *plan, options, inject_failure, launch ? &launch->coordinate() : nullptr);
   }();
-  if (coordinate) {
-    // The run shut the workers' hosts down; each then ends.
-    if (auto ended = workers.wait(30); !ended && summary) return report(ended.error());
+  if (launch) {
+    // A failure is told before the wait for workers that may be hung.
+    if (!summary) {
+      const int status = report(summary.error());
+      (void)launch->finish(false);
+      return status;
+    }
+    if (auto ended = launch->finish(true); !ended) return report(ended.error());
   }
   if (terminal && shown) std::cerr << "\n";
   if (!summary) return report(summary.error());
@@ -235,7 +214,7 @@ void add_run_options(CLI::App* command, const std::shared_ptr<RunArguments>& arg
   command
       ->add_option("--inject-failure", args->inject_failure,
                    "testing aid: make stage STAGE throw in step STEP (STAGE:STEP); under launch, STAGE:STEP:exit "
-                   "ends the worker process there instead")
+                   "ends the worker process there instead, and STAGE:STEP:hang stops it (SIGSTOP)")
       ->group("Testing");
 }
 
@@ -250,11 +229,20 @@ void add_run_command(CLI::App& app, CommonOptions& common, Run& run) {
   auto launched = std::make_shared<RunArguments>();
   auto* launch = app.add_subcommand("launch", launch_summary);
   add_run_options(launch, launched, common);
-  launch->add_option("--nprocs", launched->nprocs, "worker processes to start on this machine")
+  launch->add_option("--nprocs", launched->launch.nprocs, "worker processes to start on this machine")
       ->required()
       ->check(CLI::Range(std::size_t{1}, std::size_t{1024}));
-  launch->add_option("--listen", launched->listen,
+  launch->add_option("--listen", launched->launch.listen,
                      "HOST:PORT where workers reach this coordinator (default 127.0.0.1:0, loopback, any free port)");
+  launch
+      ->add_option("--restart", launched->launch.restart,
+                   "after a lost worker, start the workers again and resume from the last checkpoint, at most N "
+                   "times (default 0: the run fails)")
+      ->check(CLI::Range(std::uint32_t{0}, std::uint32_t{100}));
+  launch
+      ->add_option("--heartbeat-timeout", launched->launch.heartbeat_timeout,
+                   "seconds a worker may leave a heartbeat unanswered before it counts as lost (default 3)")
+      ->check(CLI::Range(0.1, 3600.0));
   launch->callback([&run, &common, launched] { run = [&common, launched] { return run_job(*launched, common); }; });
 }
 

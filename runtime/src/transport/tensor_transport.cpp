@@ -191,4 +191,9 @@ void TensorTransport::flush() {
     work->wait(options_.timeout);
 }
 
+void TensorTransport::abandon() {
+  std::lock_guard<std::mutex> lock(state_->post);
+  state_->in_flight.clear(); // gloo lets go of a send whose buffer is gone
+}
+
 } // namespace actorpipe::transport

@@ -86,6 +86,10 @@ public:
   /// Blocks until every send posted so far is delivered (before the process ends).
   void flush();
 
+  /// Forgets the sends still in flight: a run that failed, whose peers may be gone or
+  /// hung, ends without waiting the timeout for them.
+  void abandon();
+
 private:
   explicit TensorTransport(TransportOptions options);
   struct State;

@@ -1,0 +1,55 @@
+#pragma once
+
+/// What `actorpipe launch` adds to a run: the job's token in a folder only its owner
+/// can read, the coordinator's options, and the worker processes on this machine,
+/// started as the coordinator listens, and started again when it restarts a run after
+/// a lost worker.
+
+#include "local_workers.hpp"
+
+#include <actorpipe/error.hpp>
+
+#include "coordinator.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace actorpipe::cli {
+
+/// launch's own flags.
+struct LaunchArguments {
+  std::size_t nprocs = 0;             ///< worker processes
+  std::string listen = "127.0.0.1:0"; ///< where the coordinator listens for them
+  std::uint32_t restart = 0;          ///< restarts after a lost worker
+  double heartbeat_timeout = 3.0;     ///< seconds a worker may stay silent
+};
+
+class LocalLaunch {
+public:
+  /// Checks the flags and writes the token; `job_file` and `overrides` are what each
+  /// worker loads.
+  static Result<std::unique_ptr<LocalLaunch>> prepare(const LaunchArguments& arguments, const std::string& job_file,
+                                                      std::vector<std::string> overrides);
+  ~LocalLaunch(); ///< removes the token's folder; workers still there are stopped
+  LocalLaunch(const LocalLaunch&) = delete;
+  LocalLaunch& operator=(const LocalLaunch&) = delete;
+
+  const actors::CoordinateOptions& coordinate() const { return coordinate_; }
+
+  /// After the run: waits for the workers to end (a failed run's survivors get less
+  /// time: one may be hung).
+  Status finish(bool run_succeeded);
+
+private:
+  LocalLaunch() = default;
+
+  actors::CoordinateOptions coordinate_;
+  LocalWorkers workers_;
+  std::string folder_;
+  std::size_t starts_ = 0;
+};
+
+} // namespace actorpipe::cli
