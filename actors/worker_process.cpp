@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include <set>
+#include <thread>
 
 namespace actorpipe::actors {
 
@@ -71,8 +72,15 @@ Status run_worker(const WorkerOptions& options) {
   add_process_message_types(config);
   caf::actor_system system{config};
   const std::string where = "the coordinator at " + options.coordinator.text();
+  const auto give_up = std::chrono::steady_clock::now() + options.connect_timeout;
   auto gate = system.middleman().remote_actor<gate_actor>(options.coordinator.host, options.coordinator.port);
-  if (!gate) return Error::run_failed(where + ": cannot reach it: " + system.render(gate.error()));
+  while (!gate && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200)); // it is not listening yet
+    gate = system.middleman().remote_actor<gate_actor>(options.coordinator.host, options.coordinator.port);
+  }
+  if (!gate)
+    return Error::run_failed(where + ": cannot reach it (tried for " + std::to_string(options.connect_timeout.count()) +
+                             " s): " + system.render(gate.error()));
   caf::scoped_actor self{system};
   std::optional<JobOrder> order;
   Status joined = Ok{};
@@ -100,7 +108,9 @@ Status run_worker(const WorkerOptions& options) {
 
   transport::TransportOptions tensors;
   tensors.store = {order->store_host, order->store_port};
-  tensors.host = order->store_host == "127.0.0.1" ? "127.0.0.1" : tensors.host;
+  auto here = launch::address_towards({order->store_host, order->store_port});
+  ACTORPIPE_TRY(here);
+  tensors.host = *here; // the coordinator, and the other workers, connect to it there
   tensors.rank = order->rank;
   tensors.world = order->world;
   auto transport = transport::TensorTransport::open(tensors);

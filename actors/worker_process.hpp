@@ -9,6 +9,7 @@
 
 #include <actorpipe/error.hpp>
 
+#include <chrono>
 #include <functional>
 #include <string>
 
@@ -18,6 +19,9 @@ struct WorkerOptions {
   launch::Endpoint coordinator;
   std::string token;
   std::string host_name; ///< how the coordinator's log names this worker
+  /// How long to keep trying to reach the coordinator: a launcher starts a run's
+  /// processes together, and the workers may be up before the coordinator listens.
+  std::chrono::seconds connect_timeout{60};
   /// Progress lines (joined, planned, ready) on stderr in the CLI.
   std::function<void(const std::string& line)> log;
 };

@@ -56,6 +56,17 @@ BOOST_AUTO_TEST_CASE(endpoints_read_host_and_port_and_name_their_flag_when_wrong
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_worker_binds_where_its_packets_to_the_coordinator_leave_from) {
+  auto loopback = launch::address_towards({"127.0.0.1", 29500});
+  REQUIRE_OK(loopback);
+  BOOST_TEST(*loopback == "127.0.0.1");
+  auto six = launch::address_towards({"::1", 29500});
+  if (six) BOOST_TEST(*six == "::1"); // where the machine has IPv6 at all
+  auto nowhere = launch::address_towards({"no-such-host.invalid", 29500});
+  BOOST_REQUIRE(!nowhere);
+  BOOST_TEST(contains(nowhere.error().message, "no-such-host.invalid:29500: cannot resolve"), nowhere.error().message);
+}
+
 BOOST_AUTO_TEST_CASE(each_launchers_variables_give_rank_size_and_coordinator) {
   Environment none;
   auto nothing = place_from_environment(none.getter());

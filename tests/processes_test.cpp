@@ -16,9 +16,14 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <mutex>
-#include <sys/stat.h>
+#include <regex>
 #include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace actorpipe;
 using test::contains;
@@ -42,6 +47,63 @@ std::string job_file(const test::ScratchDir& dir, const std::string& scheduler, 
   REQUIRE_OK(save_profile(measured.job.profile, measured_profile));
   return job_file(dir, scheduler, measured_profile);
 }
+
+/// Whether this process may make network namespaces (root, with iproute2's `ip` and
+/// `tc`): the test of two servers needs them and is skipped elsewhere.
+boost::test_tools::assertion_result can_make_namespaces(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result result(false);
+  if (::geteuid() != 0) {
+    result.message() << "not root: network namespaces need it";
+    return result;
+  }
+  const std::string probe = "ap" + std::to_string(::getpid()) + "p";
+  if (std::system(
+          ("command -v tc >/dev/null && ip netns add " + probe + " 2>/dev/null && ip netns del " + probe).c_str()) !=
+      0) {
+    result.message() << "iproute2's ip netns and tc are missing or not allowed here";
+    return result;
+  }
+  return true;
+}
+
+/// Two servers on one machine: network namespaces joined by a veth pair whose every
+/// packet passes a tc token bucket (100 Mbit/s each way), at 10.231.7.1 and .2. Gone
+/// with the object.
+class TwoServers {
+public:
+  TwoServers() : a_("ap" + std::to_string(::getpid()) + "a"), b_("ap" + std::to_string(::getpid()) + "b") {
+    std::string script = "set -e; ip netns add " + a_ + "; ip netns add " + b_ + "; ip link add " + a_ +
+                         "0 type veth peer name " + b_ + "0; ";
+    for (const auto& [name, address] : {std::pair{a_, "10.231.7.1"}, std::pair{b_, "10.231.7.2"}})
+      script += "ip link set " + name + "0 netns " + name + "; ip -n " + name + " addr add " + address + "/24 dev " +
+                name + "0; ip -n " + name + " link set lo up; ip -n " + name + " link set " + name + "0 up; tc -n " +
+                name + " qdisc add dev " + name + "0 root tbf rate 100mbit burst 32kb latency 50ms; ";
+    made_ = std::system(script.c_str()) == 0;
+  }
+  ~TwoServers() {
+    (void)std::system(("ip netns del " + a_ + " 2>/dev/null; ip netns del " + b_ + " 2>/dev/null").c_str());
+  }
+  bool made() const { return made_; }
+  /// `command` run in server a's namespace or b's.
+  std::string in_a(const std::string& command) const { return "ip netns exec " + a_ + " " + command; }
+  std::string in_b(const std::string& command) const { return "ip netns exec " + b_ + " " + command; }
+  /// Bytes server a sent over the link, as its token bucket counted them.
+  long sent_by_a() const {
+    std::string text;
+    if (FILE* tc = ::popen(("tc -n " + a_ + " -s qdisc show dev " + a_ + "0").c_str(), "r")) {
+      char buffer[4096];
+      for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, tc)) > 0;)
+        text.append(buffer, n);
+      ::pclose(tc);
+    }
+    std::smatch sent;
+    return std::regex_search(text, sent, std::regex("Sent ([0-9]+) bytes")) ? std::stol(sent[1]) : -1;
+  }
+
+private:
+  std::string a_, b_;
+  bool made_ = false;
+};
 
 } // namespace
 
@@ -174,6 +236,44 @@ BOOST_AUTO_TEST_CASE(a_hung_worker_is_found_by_its_silence_and_named_with_its_st
   BOOST_TEST(!contains(run.out, "trained"));
 }
 
+BOOST_AUTO_TEST_CASE(two_servers_joined_by_a_slow_link_train_as_one_process_does,
+                     *boost::unit_test::precondition(can_make_namespaces)) {
+  test::ScratchDir dir;
+  const std::string job = job_file(dir, "1f1b");
+  auto loaded = load_job(job);
+  REQUIRE_OK(loaded);
+  const TwoServers servers;
+  BOOST_REQUIRE_MESSAGE(servers.made(), "could not make the two namespaces");
+  const std::string token = dir.write("token", "the-job-token\n");
+  ::chmod(token.c_str(), 0600);
+  // Server a coordinates and starts one worker; the other runs on server b, and what it
+  // exchanges with the others crosses the link (where a worker's tensor connections
+  // bound to loopback, neither side could reach the other). The worker may start
+  // first: it keeps trying.
+  const std::string cli = "'" + std::string(std::getenv("ACTORPIPE_CLI")) + "'";
+  const auto file = [&](const std::string& name) { return (dir.path() / name).string(); };
+  const std::string worker = cli + " worker --coordinator 10.231.7.1:29500 --token-file " + token;
+  const std::string script =
+      servers.in_b(worker) + " 2>" + file("worker.err") + " & " +
+      servers.in_a(cli + " launch --nprocs 2 --local-workers 1 --listen 10.231.7.1:29500 --token-file " + token + " " +
+                   job + " --steps 10 -o " + file("run")) +
+      " >" + file("out") + " 2>" + file("err") + "; status=$?; wait; exit $status";
+  const int raw = std::system(("bash -c '" + std::regex_replace(script, std::regex("'"), "'\\''") + "'").c_str());
+  const auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string err = slurp(file("err"));
+  BOOST_REQUIRE_MESSAGE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0, err + slurp(file("worker.err")));
+  BOOST_TEST(contains(err, "starting 1 worker, waiting for 1 from elsewhere"), err);
+  BOOST_TEST(contains(slurp(file("out")), "trained 10 steps"));
+  BOOST_TEST(contains(slurp(file("worker.err")), "joined the coordinator at 10.231.7.1:29500"));
+  BOOST_TEST(test::relative_difference(test::checkpoint_parameters(file("run") + "/checkpoint.pt", 2),
+                                       test::single_process(*loaded, 10)) < 1e-5);
+  // The batches went to the workers over the link: 10 steps of 16 samples of 12 floats.
+  BOOST_TEST(servers.sent_by_a() > 10 * 16 * 12 * 4);
+}
+
 BOOST_AUTO_TEST_CASE(bad_launch_and_worker_flags_are_named_with_exit_status_2) {
   test::ScratchDir dir;
   const std::string job = job_file(dir, "gpipe");
@@ -188,6 +288,17 @@ BOOST_AUTO_TEST_CASE(bad_launch_and_worker_flags_are_named_with_exit_status_2) {
   const auto exit_here = test::run_cli("run " + job + " --inject-failure 0:1:exit" + out);
   BOOST_TEST(exit_here.status == 2);
   BOOST_TEST(contains(exit_here.err, "found '0:1:exit'"), exit_here.err);
+  const auto local = test::run_cli("launch --nprocs 2 --local-workers 3 " + job + out);
+  BOOST_TEST(local.status == 2);
+  BOOST_TEST(contains(local.err, "--local-workers 3: more than the run's 2 workers"), local.err);
+  const auto tokenless = test::run_cli("launch --nprocs 2 --local-workers 1 --listen 127.0.0.1:29511 " + job + out);
+  BOOST_TEST(tokenless.status == 2);
+  BOOST_TEST(contains(tokenless.err, "need the job's token"), tokenless.err);
+  const std::string token = dir.write("token", "x\n");
+  ::chmod(token.c_str(), 0600);
+  const auto portless = test::run_cli("launch --nprocs 2 --local-workers 1 --token-file " + token + " " + job + out);
+  BOOST_TEST(portless.status == 2);
+  BOOST_TEST(contains(portless.err, "need a port to go to"), portless.err);
   const auto hang_here = test::run_cli("run " + job + " --inject-failure 0:1:hang" + out);
   BOOST_TEST(hang_here.status == 2);
   BOOST_TEST(contains(hang_here.err, "found '0:1:hang'"), hang_here.err);

@@ -2,6 +2,7 @@
 
 #include "launch/job_token.hpp"
 
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <unistd.h>
@@ -12,13 +13,38 @@ Result<std::unique_ptr<LocalLaunch>> LocalLaunch::prepare(const LaunchArguments&
                                                           std::vector<std::string> overrides) {
   auto listen = launch::parse_endpoint(arguments.listen, "--listen", true);
   if (!listen) return listen.error();
+  const std::size_t local = arguments.local_workers.value_or(arguments.nprocs);
+  if (local > arguments.nprocs)
+    return Error::bad_input("--local-workers " + std::to_string(local) + ": more than the run's " +
+                            std::to_string(arguments.nprocs) + " workers (--nprocs)");
+  // Workers from elsewhere must be given the token: the user's, not one made here.
+  const char* variable = std::getenv(launch::token_variable);
+  std::string token;
+  if (arguments.token_file || (variable && *variable)) {
+    auto given = launch::worker_token(arguments.token_file, variable);
+    if (!given) return given.error();
+    token = *given;
+  } else if (local < arguments.nprocs) {
+    return Error::bad_input("workers that join from elsewhere need the job's token: give --token-file FILE (or " +
+                            std::string(launch::token_variable) + ") here and to them");
+  } else {
+    token = launch::new_token();
+  }
+  if (local < arguments.nprocs && arguments.restart > 0)
+    return Error::bad_input("--restart " + std::to_string(arguments.restart) +
+                            ": a restart starts only the workers started here; with --local-workers " +
+                            std::to_string(local) + " of " + std::to_string(arguments.nprocs) +
+                            ", the others' launcher must restart them");
+  if (local < arguments.nprocs && listen->port == 0)
+    return Error::bad_input("--listen " + arguments.listen +
+                            ": workers that join from elsewhere need a port to go to (HOST:PORT, not port 0)");
   std::unique_ptr<LocalLaunch> launch(new LocalLaunch());
   char folder[] = "/tmp/actorpipe-launch-XXXXXX"; // 0700: the token stays the owner's
   if (::mkdtemp(folder) == nullptr) return Error::run_failed("cannot make a folder for the job's token");
   launch->folder_ = folder;
   actors::CoordinateOptions& c = launch->coordinate_;
   c.workers = arguments.nprocs;
-  c.token = launch::new_token();
+  c.token = token;
   c.listen = *listen;
   c.job_file = job_file;
   c.overrides = std::move(overrides);
@@ -27,13 +53,16 @@ Result<std::unique_ptr<LocalLaunch>> LocalLaunch::prepare(const LaunchArguments&
   c.log = [](const std::string& line) { std::cerr << "actorpipe: " << line << "\n"; };
   const std::string token_file = launch->folder_ + "/token";
   if (auto written = launch::write_token_file(token_file, c.token); !written) return written.error();
+  launch->local_ = local;
   LocalLaunch* self = launch.get();
   c.on_listening = [self, token_file](const launch::Endpoint& gate) {
-    const std::size_t n = self->coordinate_.workers;
+    const std::size_t n = self->local_, elsewhere = self->coordinate_.workers - n;
     // A restart: the lost run's workers are gone, or told to go; one that hangs is stopped.
     if (self->starts_++ > 0) (void)self->workers_.wait(2);
-    std::cerr << "actorpipe: listening on " << gate.text() << "; starting " << n << " worker" << (n == 1 ? "" : "s")
-              << "\n";
+    std::cerr << "actorpipe: listening on " << gate.text() << "; starting " << n << " worker" << (n == 1 ? "" : "s");
+    if (elsewhere > 0) std::cerr << ", waiting for " << elsewhere << " from elsewhere";
+    std::cerr << "\n";
+    if (n == 0) return;
     if (auto started = self->workers_.start(n, gate.text(), token_file); !started)
       std::cerr << "actorpipe: " << started.error().message << "\n";
   };

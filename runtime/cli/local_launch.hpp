@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,8 +24,14 @@ namespace actorpipe::cli {
 struct LaunchArguments {
   std::size_t nprocs = 0;             ///< worker processes
   std::string listen = "127.0.0.1:0"; ///< where the coordinator listens for them
-  std::uint32_t restart = 0;          ///< restarts after a lost worker
-  double heartbeat_timeout = 3.0;     ///< seconds a worker may stay silent
+  /// Of the workers, those started here (the others join from elsewhere with
+  /// `actorpipe worker`); none: all.
+  std::optional<std::size_t> local_workers;
+  /// The job's token, given (else ACTORPIPE_TOKEN; made afresh when neither is and
+  /// every worker is local).
+  std::optional<std::string> token_file;
+  std::uint32_t restart = 0;      ///< restarts after a lost worker
+  double heartbeat_timeout = 3.0; ///< seconds a worker may stay silent
 };
 
 class LocalLaunch {
@@ -49,6 +56,7 @@ private:
   actors::CoordinateOptions coordinate_;
   LocalWorkers workers_;
   std::string folder_;
+  std::size_t local_ = 0; ///< workers started here
   std::size_t starts_ = 0;
 };
 

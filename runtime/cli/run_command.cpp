@@ -235,6 +235,14 @@ void add_run_command(CLI::App& app, CommonOptions& common, Run& run) {
   launch->add_option("--listen", launched->launch.listen,
                      "HOST:PORT where workers reach this coordinator (default 127.0.0.1:0, loopback, any free port)");
   launch
+      ->add_option("--local-workers", launched->launch.local_workers,
+                   "of the --nprocs workers, how many to start here (default: all); the others join with "
+                   "`actorpipe worker` from other servers, which needs --listen HOST:PORT and the token")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1024}));
+  launch->add_option("--token-file", launched->launch.token_file,
+                     "the job's token, in a file only its owner may read (else ACTORPIPE_TOKEN; made afresh when "
+                     "neither is given and every worker starts here)");
+  launch
       ->add_option("--restart", launched->launch.restart,
                    "after a lost worker, start the workers again and resume from the last checkpoint, at most N "
                    "times (default 0: the run fails)")

@@ -17,6 +17,7 @@ namespace {
 struct WorkerArguments {
   std::string coordinator;
   std::optional<std::string> token_file;
+  std::uint32_t connect_timeout = 60;
 };
 
 int run_worker(const WorkerArguments& a) {
@@ -41,6 +42,7 @@ int run_worker(const WorkerArguments& a) {
   options.coordinator = *coordinator;
   options.token = *token;
   options.host_name = std::string(host) + " pid " + std::to_string(::getpid());
+  options.connect_timeout = std::chrono::seconds(a.connect_timeout);
   options.log = [](const std::string& line) { std::cerr << "actorpipe worker: " << line << "\n"; };
   const Status done = actors::run_worker(options);
   if (!done) return report(done.error());
@@ -57,6 +59,10 @@ void add_worker_command(CLI::App& app, Run& run) {
   command->add_option("--token-file", args->token_file,
                       "the job's token, in a file only its owner may read (else " +
                           std::string(launch::token_variable) + ")");
+  command
+      ->add_option("--connect-timeout", args->connect_timeout,
+                   "seconds to keep trying to reach the coordinator, which may start after its workers (default 60)")
+      ->check(CLI::Range(std::uint32_t{1}, std::uint32_t{3600}));
   command->callback([&run, args] { run = [args] { return run_worker(*args); }; });
 }
 

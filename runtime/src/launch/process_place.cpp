@@ -2,6 +2,14 @@
 
 #include <array>
 #include <charconv>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 namespace actorpipe::launch {
 
@@ -53,6 +61,32 @@ Result<Endpoint> parse_endpoint(std::string_view text, std::string_view what, bo
   auto port = count(text.substr(colon + 1), what, 65535);
   if (!port || (*port == 0 && !any_port)) return bad("has no port from 1 to 65535");
   return Endpoint{std::string(host), static_cast<std::uint16_t>(*port)};
+}
+
+Result<std::string> address_towards(const Endpoint& peer) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(peer.port);
+  if (const int e = ::getaddrinfo(peer.host.c_str(), port.c_str(), &hints, &found); e != 0)
+    return Error::run_failed(peer.text() + ": cannot resolve " + peer.host + ": " + ::gai_strerror(e));
+  const std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owned(found, &::freeaddrinfo);
+  const int fd = ::socket(found->ai_family, SOCK_DGRAM, 0);
+  if (fd < 0) return Error::run_failed(peer.text() + ": no socket: " + std::strerror(errno));
+  sockaddr_storage local{};
+  socklen_t size = sizeof local;
+  const bool routed = ::connect(fd, found->ai_addr, found->ai_addrlen) == 0 &&
+                      ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &size) == 0;
+  const int error = errno;
+  ::close(fd);
+  if (!routed) return Error::run_failed(peer.text() + ": no route there: " + std::strerror(error));
+  char text[INET6_ADDRSTRLEN] = {};
+  const void* address = local.ss_family == AF_INET6
+                            ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(&local)->sin6_addr)
+                            : static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(&local)->sin_addr);
+  ::inet_ntop(local.ss_family, address, text, sizeof text);
+  return std::string(text);
 }
 
 Result<std::optional<ProcessPlace>> place_from_environment(const std::function<const char*(const char*)>& get) {

@@ -27,6 +27,12 @@ struct Endpoint {
 /// worker must know where to go.
 Result<Endpoint> parse_endpoint(std::string_view text, std::string_view what, bool any_port = false);
 
+/// The address of this machine that its packets to `peer` leave from (the kernel's
+/// route, asked through a UDP socket that sends nothing): where a worker's tensor
+/// connections bind, reachable from the coordinator's side. An error names `peer`
+/// when it cannot be resolved or reached.
+Result<std::string> address_towards(const Endpoint& peer);
+
 struct ProcessPlace {
   std::size_t rank = 0;       ///< 0 is the coordinator, which hosts stages too
   std::size_t world = 1;      ///< processes in all
