@@ -35,6 +35,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <set>
 
 namespace actorpipe {
 
@@ -43,20 +44,36 @@ namespace {
 using actors::Clock;
 using json = nlohmann::json;
 
+/// The run's Perfetto trace: a track per stage actor, under a process per pipeline; in
+/// a run of several processes, under a process per worker (`placement`), as each ran.
 std::string trace_of(const std::vector<actors::StageTrace>& traces, const Plan& plan, const ClusterSpec& cluster,
-                     double time_scale) {
+                     double time_scale, const std::vector<std::vector<std::uint64_t>>* placement) {
   ChromeTrace trace;
-  for (std::size_t p = 0; p < plan.pipelines; ++p)
-    trace.process(p, "pipeline " + std::to_string(p));
+  const std::size_t S = plan.stages.size();
+  const auto process = [&](std::size_t p, std::size_t s) { return placement ? (*placement)[p][s] : p; };
+  const auto thread = [&](std::size_t p, std::size_t s) { return placement ? p * S + s : s; };
+  if (placement) {
+    std::set<std::uint64_t> ranks;
+    for (const auto& pipeline : *placement)
+      ranks.insert(pipeline.begin(), pipeline.end());
+    for (const std::uint64_t rank : ranks)
+      trace.process(rank, "worker process " + std::to_string(rank));
+  } else {
+    for (std::size_t p = 0; p < plan.pipelines; ++p)
+      trace.process(p, "pipeline " + std::to_string(p));
+  }
   for (const auto& t : traces) {
     const DeviceId device = plan.devices[t.pipeline][t.stage];
-    trace.thread(t.pipeline, t.stage, "stage " + std::to_string(t.stage) + " (" + cluster.devices[device].name + ")");
+    const std::size_t pid = process(t.pipeline, t.stage), tid = thread(t.pipeline, t.stage);
+    trace.thread(pid, tid,
+                 (placement ? "pipeline " + std::to_string(t.pipeline) + ", " : std::string()) + "stage " +
+                     std::to_string(t.stage) + " (" + cluster.devices[device].name + ")");
     for (const auto& span : t.spans) {
       // Sync and the optimizer step are the whole step's, not a micro-batch's.
       const bool whole_step = span.kind == actors::SpanKind::sync || span.kind == actors::SpanKind::step;
       const char* kind = actors::to_string(span.kind);
-      trace.span(t.pipeline, t.stage, std::string(kind) + (whole_step ? "" : " " + std::to_string(span.micro_batch)),
-                 kind, span.start_us * time_scale, span.duration_us * time_scale, span.step,
+      trace.span(pid, tid, std::string(kind) + (whole_step ? "" : " " + std::to_string(span.micro_batch)), kind,
+                 span.start_us * time_scale, span.duration_us * time_scale, span.step,
                  span.cpu_us < 0 ? std::nullopt : std::optional<double>(span.cpu_us * time_scale));
     }
   }
@@ -496,8 +513,8 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   // The job shuts down every actor it built.
   shut_down();
   metrics.close();
-  if (auto s =
-          write_file_atomically(options.output_dir + "/trace.json", trace_of(traces, plan, job.cluster, time_scale));
+  if (auto s = write_file_atomically(options.output_dir + "/trace.json", trace_of(traces, plan, job.cluster, time_scale,
+                                                                                  placement ? &*placement : nullptr));
       !s && !error)
     error = std::move(s).error();
   if (error) return *std::move(error);

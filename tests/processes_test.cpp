@@ -10,15 +10,19 @@
 
 #include <actorpipe/profile_io.hpp>
 
+#include "base/input_file.hpp"
 #include "coordinator.hpp"
 #include "process_protocol.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <map>
+#include <set>
 #include <mutex>
 #include <regex>
 #include <sstream>
@@ -46,6 +50,27 @@ std::string job_file(const test::ScratchDir& dir, const std::string& scheduler, 
   const std::string measured_profile = (dir.path() / "profile.toml").string();
   REQUIRE_OK(save_profile(measured.job.profile, measured_profile));
   return job_file(dir, scheduler, measured_profile);
+}
+
+/// A file's text; empty where there is none.
+std::string text_of(const std::string& path) {
+  auto text = read_file(path);
+  return text ? *text : std::string();
+}
+
+/// The processes of a run's trace.json that have spans, by name.
+std::set<std::string> traced_processes(const std::string& path) {
+  const auto trace = nlohmann::json::parse(text_of(path));
+  std::map<std::uint64_t, std::string> names;
+  std::set<std::uint64_t> spanned;
+  for (const auto& event : trace["traceEvents"]) {
+    if (event["ph"] == "M" && event["name"] == "process_name") names[event["pid"]] = event["args"]["name"];
+    if (event["ph"] == "X") spanned.insert(event["pid"].get<std::uint64_t>());
+  }
+  std::set<std::string> found;
+  for (const std::uint64_t pid : spanned)
+    found.insert(names[pid]);
+  return found;
 }
 
 /// Whether this process may make network namespaces (root, with iproute2's `ip` and
@@ -123,6 +148,11 @@ BOOST_AUTO_TEST_CASE(launched_workers_train_as_one_process_does) {
         BOOST_TEST(contains(run.err, "starting " + std::to_string(processes) + " workers"));
         BOOST_TEST(contains(run.out, "trained 10 steps"));
         BOOST_TEST(test::relative_difference(test::checkpoint_parameters(out + "/checkpoint.pt", 2), reference) < 1e-5);
+        // One trace, a process track per worker, each with its stages' spans.
+        std::set<std::string> workers;
+        for (int rank = 1; rank <= processes; ++rank)
+          workers.insert("worker process " + std::to_string(rank));
+        BOOST_TEST(traced_processes(out + "/trace.json") == workers, boost::test_tools::per_element());
       }
   }
 }
@@ -259,10 +289,7 @@ BOOST_AUTO_TEST_CASE(two_servers_joined_by_a_slow_link_train_as_one_process_does
                    job + " --steps 10 -o " + file("run")) +
       " >" + file("out") + " 2>" + file("err") + "; status=$?; wait; exit $status";
   const int raw = std::system(("bash -c '" + std::regex_replace(script, std::regex("'"), "'\\''") + "'").c_str());
-  const auto slurp = [](const std::string& path) {
-    std::ifstream in(path);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
+  const auto slurp = text_of;
   const std::string err = slurp(file("err"));
   BOOST_REQUIRE_MESSAGE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0, err + slurp(file("worker.err")));
   BOOST_TEST(contains(err, "starting 1 worker, waiting for 1 from elsewhere"), err);
