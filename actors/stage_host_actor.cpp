@@ -107,10 +107,18 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
       [=](collect_atom, std::uint64_t pipeline) {
         auto& st = self->state;
         std::vector<transport::TensorTicket> tickets;
-        for (std::size_t s = 0; s < st.config.setup->job.plan.stages.size(); ++s)
-          if (mine(st.config, pipeline, s))
-            tickets.push_back(st.config.transport->send(
-                train::bytes_payload(st.config.session->worker(pipeline, s).state_bytes()), 0));
+        const auto collect = [&] {
+          for (std::size_t s = 0; s < st.config.setup->job.plan.stages.size(); ++s)
+            if (mine(st.config, pipeline, s))
+              tickets.push_back(st.config.transport->send(
+                  train::bytes_payload(st.config.session->worker(pipeline, s).state_bytes()), 0));
+        };
+        // What the policy trains (elastic's centre, in pipeline 0's replicas for the while),
+        // as evaluation and checkpoints in one process read it.
+        if (st.config.setup->sync)
+          st.config.setup->sync->with_model(collect);
+        else
+          collect();
         return tickets;
       },
       [=](finish_atom, bool failed) {

@@ -157,6 +157,32 @@ BOOST_AUTO_TEST_CASE(launched_workers_train_as_one_process_does) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(lockstep_averaging_runs_across_processes_as_in_one) {
+  test::ScratchDir dir;
+  const std::string plain = text_of(job_file(dir, "1f1b"));
+  // Every pipeline steps on its own gradient, then the replicas average (`average`),
+  // or every 2 steps move with each stage's centre (`elastic`): across processes, sums
+  // of parameters and of pulls go through c10d, and every worker keeps a copy of the
+  // centres, which the checkpoint holds.
+  for (const std::string sync : {"average", "elastic"}) {
+    const std::string job =
+        dir.write(sync + ".toml",
+                  plain + "sync = \"" + sync + "\"\n" + (sync == "elastic" ? "[plan.options.elastic]\ntau = 2\n" : ""));
+    const std::string one = (dir.path() / ("one-" + sync)).string();
+    const auto reference = test::run_cli("run " + job + " --steps 10 -o " + one);
+    BOOST_REQUIRE_MESSAGE(reference.status == 0, reference.err);
+    for (const int processes : {2, 4})
+      BOOST_TEST_CONTEXT(sync << ", " << processes << " worker processes") {
+        const std::string out = (dir.path() / (sync + std::to_string(processes))).string();
+        const auto run =
+            test::run_cli("launch --nprocs " + std::to_string(processes) + " " + job + " --steps 10 -o " + out);
+        BOOST_REQUIRE_MESSAGE(run.status == 0, run.err);
+        BOOST_TEST(test::relative_difference(test::checkpoint_parameters(out + "/checkpoint.pt", 2),
+                                             test::checkpoint_parameters(one + "/checkpoint.pt", 2)) < 1e-5);
+      }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_worker_with_a_wrong_token_is_refused_and_logged_with_its_address) {
   caf::actor_system_config coordinator_config, worker_config;
   for (auto* config : {&coordinator_config, &worker_config}) {

@@ -122,6 +122,25 @@ void average_parameters(const std::vector<StageWorker*>& replicas) {
   }
 }
 
+void average_parameters_across(const std::vector<StageWorker*>& local, std::size_t members, const SumAcross& across) {
+  torch::NoGradGuard no_grad;
+  const auto& first = local.front()->impl().parameters;
+  std::vector<Payload> sums;
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    torch::Tensor sum = first[i].clone();
+    for (std::size_t r = 1; r < local.size(); ++r)
+      sum.add_(local[r]->impl().parameters[i]);
+    sums.push_back(wrap(sum));
+  }
+  across(sums);
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    const torch::Tensor& mean = sums[i]->tensor;
+    mean.div_(static_cast<double>(members));
+    for (StageWorker* r : local)
+      r->impl().parameters[i].copy_(mean);
+  }
+}
+
 struct ElasticCentre::Impl {
   std::vector<torch::Tensor> centre;
 };
@@ -218,10 +237,11 @@ ElasticCentre::ElasticCentre(StageWorker& initial) : impl_(std::make_unique<Impl
 ElasticCentre::~ElasticCentre() = default;
 ElasticCentre::ElasticCentre(ElasticCentre&&) noexcept = default;
 
-void ElasticCentre::move(const std::vector<StageWorker*>& group, double alpha) {
+void ElasticCentre::move(const std::vector<StageWorker*>& group, double alpha, const SumAcross* across) {
   torch::NoGradGuard no_grad;
+  std::vector<Payload> pulls;
   for (std::size_t i = 0; i < impl_->centre.size(); ++i) {
-    torch::Tensor& c = impl_->centre[i];
+    const torch::Tensor& c = impl_->centre[i];
     torch::Tensor pull = torch::zeros_like(c);
     for (StageWorker* r : group) {
       torch::Tensor& x = r->impl().parameters[i];
@@ -229,8 +249,11 @@ void ElasticCentre::move(const std::vector<StageWorker*>& group, double alpha) {
       pull.add_(d);
       x.sub_(d, alpha);
     }
-    c.add_(pull, alpha);
+    pulls.push_back(wrap(pull));
   }
+  if (across) (*across)(pulls);
+  for (std::size_t i = 0; i < impl_->centre.size(); ++i)
+    impl_->centre[i].add_(pulls[i]->tensor, alpha);
 }
 
 void ElasticCentre::swap(StageWorker& replica) { swap_parameters(impl_->centre, replica); }

@@ -32,6 +32,15 @@ void scale_gradients(StageWorker& replica, double factor);
 /// Replaces every replica's parameters by their mean.
 void average_parameters(const std::vector<StageWorker*>& replicas);
 
+/// Sums tensors in place over the processes that hold replicas of a stage index (a
+/// c10d all-reduce in a run of several processes).
+using SumAcross = std::function<void(const std::vector<Payload>&)>;
+
+/// average_parameters() over a group of `members` replicas that live in several
+/// processes, `local` being this process's (at least one): the local ones' sum and the
+/// processes' sums (`across`), over `members`.
+void average_parameters_across(const std::vector<StageWorker*>& local, std::size_t members, const SumAcross& across);
+
 class ElasticCentre;
 
 /// Scheduled averaging that lets a pipeline compute on while its group forms: a
@@ -71,8 +80,10 @@ public:
   ~ElasticCentre();
   ElasticCentre(ElasticCentre&&) noexcept;
   /// With d_p = x_p − c for each replica p of `group`: x_p ← x_p − alpha · d_p and
-  /// c ← c + alpha · Σ_p d_p.
-  void move(const std::vector<StageWorker*>& group, double alpha);
+  /// c ← c + alpha · Σ_p d_p. With `across`, `group` is this process's share of the
+  /// replicas, the sum is over every process's, and every process keeps a copy of the
+  /// centre, which moves alike in each.
+  void move(const std::vector<StageWorker*>& group, double alpha, const SumAcross* across = nullptr);
   /// Exchanges the centre's parameters with `replica`'s (twice: as they were).
   void swap(StageWorker& replica);
 
@@ -86,10 +97,6 @@ private:
 /// (`how` "broadcast") or, for floating-point buffers, their mean ("average"), as
 /// TrainOptions::buffers says. Each replica updated its own from its own micro-batches.
 void agree_buffers(const std::vector<StageWorker*>& replicas, const std::string& how);
-
-/// Sums tensors in place over the processes that hold replicas of a stage index (a
-/// c10d all-reduce in a run of several processes).
-using SumAcross = std::function<void(const std::vector<Payload>&)>;
 
 /// sum_gradients() over a group whose replicas live in several processes, `local` being
 /// this process's (at least one): sums the local ones, then the processes' sums

@@ -35,8 +35,14 @@ SyncRound SyncExecutor::round_of(std::size_t stage, std::uint64_t step) {
                              " asks for asynchronous sync, which its round 0 did not");
   // The centre starts where the replicas do, before any of them steps (after a resume,
   // from the checkpoint's parameters).
-  if (round->kind == SyncRound::Kind::elastic && !centres_[stage])
-    centres_[stage] = std::make_unique<ElasticCentre>(*replicas_(stage).front());
+  if (round->kind == SyncRound::Kind::elastic && !centres_[stage]) {
+    // Every replica starts alike: in a run of several processes, any of this one's.
+    const std::vector<StageWorker*> all = replicas_(stage);
+    std::size_t first = 0;
+    while (across_ && first + 1 < all.size() && !across_->local(stage, first))
+      ++first;
+    centres_[stage] = std::make_unique<ElasticCentre>(*all.at(first));
+  }
   kept.emplace(step, *round);
   return *std::move(round);
 }
@@ -104,22 +110,25 @@ bool SyncExecutor::run(std::size_t stage, std::uint64_t step) {
       if (!grouped[p] && local(p)) scale_gradients(*all[p], own);
     return false;
   }
-  for (std::size_t g = 0; g < groups.size(); ++g)
-    if (spans[g])
-      throw std::runtime_error(label_ + ": round " + std::to_string(step) + " of stage " + std::to_string(stage) +
-                               " averages parameters across processes, which a run of several processes does not "
-                               "do yet: run it in one process");
   // Every replica has stepped on its own gradient as it arrived (step_ahead()).
-  for (const auto& group : groups) {
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const auto& group = groups[g];
+    const SumAcross across = [this, stage](const std::vector<Payload>& tensors) { across_->sum(stage, tensors); };
     if (round.kind == SyncRound::Kind::average_parameters) {
-      average_parameters(group);
+      if (spans[g])
+        average_parameters_across(group, members[g], across);
+      else
+        average_parameters(group);
     } else {
-      if (!(round.alpha > 0 && round.alpha * static_cast<double>(group.size()) <= 1))
+      if (!(round.alpha > 0 && round.alpha * static_cast<double>(members[g]) <= 1))
         throw std::runtime_error(label_ + ": elastic rate " + std::to_string(round.alpha) + " for a group of " +
-                                 std::to_string(group.size()) + " (it must be in (0, 1 / group size])");
-      centres_[stage]->move(group, round.alpha);
+                                 std::to_string(members[g]) + " (it must be in (0, 1 / group size])");
+      centres_[stage]->move(group, round.alpha, spans[g] ? &across : nullptr);
     }
-    agree_buffers(group, buffers_);
+    if (spans[g])
+      agree_buffers_across(group, members[g], holds_first[g], buffers_, across);
+    else
+      agree_buffers(group, buffers_);
   }
   return true;
 }

@@ -46,8 +46,10 @@ public:
 
   /// In a run of several processes: whether stage s's replica of pipeline p is this
   /// process's (`local`), and the sum of a stage's tensors over the processes that hold
-  /// its replicas (`sum`). A round's gradient all-reduce then spans them; a round that
-  /// would average parameters across them throws, naming the policy.
+  /// its replicas (`sum`). A round of all pipelines then spans them: its gradient
+  /// all-reduce, parameter averaging or elastic move (every process keeping a copy of
+  /// the stage's centre); a round that groups some pipelines only across them throws,
+  /// naming the policy.
   struct Across {
     std::function<bool(std::size_t stage, std::size_t pipeline)> local;
     std::function<void(std::size_t stage, const std::vector<Payload>&)> sum;
