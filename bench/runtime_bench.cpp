@@ -6,6 +6,10 @@
 ///               the same model and batch; and one single-thread LibTorch training per
 ///               core side by side, with nothing between them, and in lockstep on
 ///               shares of the batch (synchronous data parallelism without averaging);
+///   processes   the default job as it is under `actorpipe run` (one process) and under
+///               `actorpipe launch --nprocs 2` and `--nprocs 4` (its stages in worker
+///               processes, tensors between them through c10d), in interleaved rounds:
+///               samples/s against the one process's of the same round;
 ///   per hop     a tiny MLP, one micro-batch of 4 samples, through 8 stages and through
 ///               1: the extra step time over the 14 extra hops (7 forward, 7 backward),
 ///               which also counts each extra stage's own autograd and optimizer calls;
@@ -24,7 +28,8 @@
 /// Steps are timed after warm-up steps; a run's rate is samples over the summed step
 /// times of its timed steps. actorpipe runs as `actorpipe run` (built beside this), one
 /// process per run, on a profile `actorpipe profile` measured here.
-///   build/bench/runtime_bench [SOURCE_ROOT] [--steps N] [--rounds R] [--tables throughput,hops,prediction]
+///   build/bench/runtime_bench [SOURCE_ROOT] [--steps N] [--rounds R]
+///                             [--tables throughput,processes,hops,prediction]
 ///   (R: interleaved rounds, 5; --tables: which tables, all by default)
 
 #include "runtime/actorpipe_runs.hpp"
@@ -69,7 +74,7 @@ std::string ratio(double value, double base) { return text::format_fixed(value /
 int main(int argc, char** argv) {
   std::string root = ".";
   std::uint64_t steps = 60, rounds = 5;
-  std::string tables = "throughput,hops,prediction";
+  std::string tables = "throughput,processes,hops,prediction";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--steps" && i + 1 < argc)
@@ -160,6 +165,36 @@ int main(int argc, char** argv) {
     std::cout << "throughput: the default job's CNN, batch " << batch << ", " << cores << " cores; " << steps
               << " timed steps after " << warmup_steps << "; the median of " << rounds << " interleaved rounds\n\n"
               << throughput.str();
+  }
+  if (wanted("processes")) {
+    std::cerr << "processes: the default job in one process and under launch (" << steps << " timed steps)\n";
+    if (cli.profile.empty()) cli.measure_profile(default_job);
+    const std::vector<std::pair<std::string, std::string>> commands{
+        {"actorpipe run (one process)", "run"},
+        {"actorpipe launch --nprocs 2", "launch --nprocs 2"},
+        {"actorpipe launch --nprocs 4", "launch --nprocs 4"}};
+    std::vector<std::vector<Rate>> measured(commands.size());
+    std::vector<std::vector<double>> ratios(commands.size()); // against one process, same round
+    for (std::uint64_t round = 0; round < rounds; ++round)
+      for (std::size_t c = 0; c < commands.size(); ++c) {
+        measured[c].push_back(rate_of(cli.run(default_job, {}, steps, "", commands[c].second).step_ms, batch));
+        ratios[c].push_back(measured[c].back().samples_per_s / measured[0].back().samples_per_s);
+      }
+    text::Table table({{"runner"},
+                       {"samples/s", text::Table::Align::right},
+                       {"step ms", text::Table::Align::right},
+                       {"vs one process", text::Table::Align::right},
+                       {"per round, least to most", text::Table::Align::right}});
+    for (std::size_t c = 0; c < commands.size(); ++c) {
+      const Rate rate = *median_round(measured[c]);
+      const auto [least, most] = std::minmax_element(ratios[c].begin(), ratios[c].end());
+      table.add_row({commands[c].first, text::format_fixed(rate.samples_per_s, 0), text::format_fixed(rate.step_ms, 2),
+                     ratio(median(ratios[c]), 1.0), ratio(*least, 1.0) + " – " + ratio(*most, 1.0)});
+    }
+    std::cout << "\nprocesses: the default job as it is, batch " << batch << ", " << cores << " cores; " << steps
+              << " timed steps after " << warmup_steps << "; the median of " << rounds
+              << " interleaved rounds (the ratio: the median of each round's)\n\n"
+              << table.str();
   }
   if (wanted("hops")) {
     // Per-hop overhead.

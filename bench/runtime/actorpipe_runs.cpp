@@ -32,14 +32,14 @@ std::string Cli::shell(const std::string& command) const {
 }
 
 nlohmann::json Cli::run_json(const std::string& job, std::vector<std::string> sets, std::uint64_t steps,
-                             const fs::path& out, const std::string& flags) const {
+                             const fs::path& out, const std::string& flags, const std::string& command) const {
   if (!profile.empty()) sets.push_back("model.profile=\"" + profile.string() + "\"");
   fs::remove_all(out);
-  std::string command = "'" + actorpipe.string() + "' run '" + job + "' --steps " + std::to_string(steps) + " -o '" +
-                        out.string() + "' --json " + flags;
+  std::string line = "'" + actorpipe.string() + "' " + command + " '" + job + "' --steps " + std::to_string(steps) +
+                     " -o '" + out.string() + "' --json " + flags;
   for (const std::string& set : sets)
-    command += " --set '" + set + "'";
-  return nlohmann::json::parse(shell(command));
+    line += " --set '" + set + "'";
+  return nlohmann::json::parse(shell(line));
 }
 
 double Cli::predict(const std::string& job, std::vector<std::string> sets) const {
@@ -47,9 +47,9 @@ double Cli::predict(const std::string& job, std::vector<std::string> sets) const
 }
 
 Cli::Outcome Cli::run(const std::string& job, std::vector<std::string> sets, std::uint64_t steps,
-                      const std::string& flags) const {
+                      const std::string& flags, const std::string& command) const {
   const fs::path out = scratch / "run";
-  const nlohmann::json summary = run_json(job, std::move(sets), warmup_steps + steps, out, flags);
+  const nlohmann::json summary = run_json(job, std::move(sets), warmup_steps + steps, out, flags, command);
   Outcome o;
   std::ifstream metrics(out / "metrics.jsonl");
   for (std::string line; std::getline(metrics, line);) {

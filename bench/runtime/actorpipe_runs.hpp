@@ -33,16 +33,18 @@ struct Cli {
   double predict(const std::string& job, std::vector<std::string> sets) const;
 
   /// `actorpipe run` of `job` with `sets` (`key=value`), the profile, `steps` timed steps
-  /// after the warm-up and `flags`: more of its flags, such as --no-pin.
-  Outcome run(const std::string& job, std::vector<std::string> sets, std::uint64_t steps,
-              const std::string& flags = "") const;
+  /// after the warm-up and `flags`: more of its flags, such as --no-pin. `command` may
+  /// be another that trains as `run` does: "launch --nprocs 2".
+  Outcome run(const std::string& job, std::vector<std::string> sets, std::uint64_t steps, const std::string& flags = "",
+              const std::string& command = "run") const;
 
 private:
   /// Runs `command` and returns its stdout, ending the bench with its stderr when it fails.
   std::string shell(const std::string& command) const;
   /// `actorpipe run` of `job` with `sets` and the profile into `out`: its --json summary.
   nlohmann::json run_json(const std::string& job, std::vector<std::string> sets, std::uint64_t steps,
-                          const std::filesystem::path& out, const std::string& flags) const;
+                          const std::filesystem::path& out, const std::string& flags,
+                          const std::string& command = "run") const;
 };
 
 /// Median message latency of forward and of backward hops in a run's trace (µs): for
