@@ -7,7 +7,10 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include <algorithm>
 #include <future>
+#include <optional>
+#include <set>
 
 namespace actorpipe::actors {
 
@@ -15,7 +18,7 @@ namespace {
 
 struct GateState {
   GateConfig config;
-  std::uint64_t next_rank = 1;
+  std::vector<bool> taken; ///< by rank − 1
   static inline const char* name = "gate";
 };
 
@@ -23,12 +26,15 @@ using Gate = gate_actor::stateful_pointer<GateState>;
 
 gate_actor::behavior_type gate_behavior(Gate self, GateConfig config) {
   self->state.config = std::move(config);
+  self->state.taken.assign(self->state.config.workers, false);
   const auto log = [self](const std::string& line) {
     if (self->state.config.log) self->state.config.log(line);
   };
   return {
-      [=](join_atom, const std::string& token, const std::string& host) -> caf::result<JobOrder> {
+      [=](join_atom, const std::string& token, const std::string& host_name,
+          std::uint32_t pid) -> caf::result<JobOrder> {
         auto& st = self->state;
+        const std::string host = host_name + " pid " + std::to_string(pid);
         if (!launch::same_token(token, st.config.token)) {
           // Where it came from, as the middleman knows it (asked before the promise
           // takes the sender over).
@@ -45,11 +51,28 @@ gate_actor::behavior_type gate_behavior(Gate self, GateConfig config) {
                     [=](caf::error&) { refuse("an unknown address"); });
           return *refused;
         }
-        if (st.next_rank > st.config.workers)
+        if (std::find(st.taken.begin(), st.taken.end(), false) == st.taken.end())
           return caf::make_error(caf::sec::runtime_error,
                                  "the run has all its " + std::to_string(st.config.workers) + " workers");
+        const auto wanted = [&](std::size_t r) { return r < st.config.hosts.size() ? st.config.hosts[r] : ""; };
+        std::optional<std::size_t> place;
+        for (const bool exact : {true, false})
+          for (std::size_t r = 0; r < st.taken.size() && !place; ++r)
+            if (!st.taken[r] && wanted(r) == (exact ? host_name : "")) place = r;
+        if (!place) {
+          std::set<std::string> free;
+          for (std::size_t r = 0; r < st.taken.size(); ++r)
+            if (!st.taken[r]) free.insert(wanted(r));
+          std::string names;
+          for (const std::string& name : free)
+            names += (names.empty() ? "" : ", ") + name;
+          log("refused a worker on " + host + ": the cluster file puts no free worker place on that machine");
+          return caf::make_error(caf::sec::runtime_error, "the cluster file puts no free worker place on host '" +
+                                                              host_name + "' (the free ones are on " + names + ")");
+        }
+        st.taken[*place] = true;
         JobOrder order = st.config.order;
-        order.rank = st.next_rank++;
+        order.rank = *place + 1;
         return order;
       },
       [=](ready_atom, std::uint64_t rank, stage_host_actor host) {
@@ -78,7 +101,7 @@ Coordination::~Coordination() {
 }
 
 Result<std::unique_ptr<Coordination>> coordinate(caf::actor_system& system, const CoordinateOptions& options,
-                                                 JobOrder order) {
+                                                 JobOrder order, std::vector<std::string> hosts) {
   auto coordination = std::make_unique<Coordination>();
   transport::TransportOptions tensors;
   tensors.store = {options.listen.host, 0};
@@ -98,6 +121,7 @@ Result<std::unique_ptr<Coordination>> coordinate(caf::actor_system& system, cons
   gate.token = options.token;
   gate.order = std::move(order);
   gate.workers = options.workers;
+  gate.hosts = std::move(hosts);
   gate.log = options.log;
   gate.on_ready = [arrivals, workers = options.workers](std::uint64_t rank, stage_host_actor host) {
     std::lock_guard<std::mutex> lock(arrivals->mutex);

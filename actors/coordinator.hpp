@@ -44,12 +44,16 @@ struct CoordinateOptions {
 };
 
 /// The gate (coordinate() spawns it): hands each worker that presents `token` the
-/// `order`, its rank set (1, 2, … up to `workers`); refuses the others, with a line to
-/// `log` naming their address; calls `on_ready` as each worker's host is ready.
+/// `order`, its rank set (1, 2, … up to `workers`): the first free one whose host is
+/// the worker's, else the first free one any host may take; refuses the others, with a
+/// line to `log` naming their address; calls `on_ready` as each worker's host is ready.
 struct GateConfig {
   std::string token;
   JobOrder order;
   std::size_t workers = 1;
+  /// By rank − 1: the host name of the machine whose worker takes it (the cluster
+  /// file's, launch::process_hosts()); empty or missing: any machine's.
+  std::vector<std::string> hosts;
   std::function<void(const std::string& line)> log;
   std::function<void(std::uint64_t rank, stage_host_actor host)> on_ready;
 };
@@ -64,9 +68,10 @@ struct Coordination {
 };
 
 /// Listens, starts the workers (`options.on_listening`), hands each the `order` (its
-/// rank set as it joins), joins the tensor transport as rank 0, and waits until every
-/// worker's host is ready. An error says which worker did not come, or why.
+/// rank set as it joins, on the machine `hosts` names, GateConfig), joins the tensor
+/// transport as rank 0, and waits until every worker's host is ready. An error says
+/// which worker did not come, or why.
 Result<std::unique_ptr<Coordination>> coordinate(caf::actor_system& system, const CoordinateOptions& options,
-                                                 JobOrder order);
+                                                 JobOrder order, std::vector<std::string> hosts = {});
 
 } // namespace actorpipe::actors

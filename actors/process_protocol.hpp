@@ -5,8 +5,10 @@
 /// job and pipeline actors; each worker process runs a stage host, which spawns the
 /// stage actors the plan's placement gives it and wires them as the job says:
 ///
-///   worker ─join(token, host name)→ coordinator gate ─→ the JobOrder (or an error: a
-///     wrong token is refused and logged with the worker's address)
+///   worker ─join(token, host name, pid)→ coordinator gate ─→ the JobOrder, its rank one
+///     whose devices the cluster file puts on that host, or on any (or an error: a
+///     wrong token is refused and logged with the worker's address; a host with no
+///     place left is refused)
 ///   worker, having loaded the job, planned it alike and joined the tensor transport
 ///     ─ready(rank, host)→ gate
 ///   coordinator ─spawn→ host ─→ its stage actors, in (pipeline, stage) order
@@ -112,9 +114,9 @@ using stage_host_actor =
                      caf::replies_to<trace_atom>::with<std::vector<StageTrace>>,
                      caf::replies_to<finish_atom, bool>::with<bool>, caf::replies_to<heartbeat_atom>::with<bool>>;
 
-/// The coordinator's gate: a worker's join (token, host name), then its ready (rank,
-/// stage host).
-using gate_actor = caf::typed_actor<caf::replies_to<join_atom, std::string, std::string>::with<JobOrder>,
+/// The coordinator's gate: a worker's join (token, host name, process id), then its
+/// ready (rank, stage host).
+using gate_actor = caf::typed_actor<caf::replies_to<join_atom, std::string, std::string, std::uint32_t>::with<JobOrder>,
                                     caf::reacts_to<ready_atom, std::uint64_t, stage_host_actor>>;
 
 /// Registers the types above (and parcels, tickets) with CAF, for a process of a run of

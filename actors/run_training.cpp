@@ -102,7 +102,8 @@ std::string metrics_up_to(const std::string& path, std::uint64_t step) {
 Result<std::unique_ptr<actors::Coordination>>
 start_workers(caf::actor_system& system, const actors::CoordinateOptions& coordinate, const JobSpec& job,
               const Plan& plan, const std::vector<std::vector<std::uint64_t>>& placement, std::uint64_t first_step,
-              Clock::time_point origin, const std::optional<actors::InjectedFailure>& inject) {
+              Clock::time_point origin, const std::optional<actors::InjectedFailure>& inject,
+              std::vector<std::string> hosts) {
   actors::JobOrder order;
   if (inject) {
     order.inject_stage = inject->stage;
@@ -119,7 +120,7 @@ start_workers(caf::actor_system& system, const actors::CoordinateOptions& coordi
   order.first_step = first_step;
   order.origin_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(origin.time_since_epoch()).count();
   order.placement = placement;
-  return actors::coordinate(system, coordinate, std::move(order));
+  return actors::coordinate(system, coordinate, std::move(order), std::move(hosts));
 }
 
 /// Has each worker's host spawn its stages: stages[p][s], empty where none is remote.
@@ -251,12 +252,16 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   ACTORPIPE_TRY(prepared);
   actors::RunSetup& setup = **prepared;
   std::optional<std::vector<std::vector<std::uint64_t>>> placement;
+  std::optional<std::vector<std::string>> hosts; // by rank − 1: the machine it must be on
   if (coordinate) {
     if (setup.asynchronous())
       return Error::unsupported(job.where("plan.sync") + "'" + plan.sync +
                                 "' steps pipelines on their own, which a run of several processes does not do yet");
     auto placed = launch::place_stages(plan, coordinate->workers, 1);
     ACTORPIPE_TRY(placed);
+    auto machines = launch::process_hosts(plan, job.cluster, *placed, 1);
+    ACTORPIPE_TRY(machines);
+    hosts = std::move(*machines);
     placement.emplace();
     for (const auto& pipeline : *placed)
       placement->emplace_back(pipeline.begin(), pipeline.end());
@@ -295,7 +300,8 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   // A run of several processes: the workers run every stage; this one the job.
   std::unique_ptr<actors::Coordination> coordination;
   if (coordinate) {
-    auto started = start_workers(system, *coordinate, job, plan, *placement, progress.step + 1, origin, inject_failure);
+    auto started =
+        start_workers(system, *coordinate, job, plan, *placement, progress.step + 1, origin, inject_failure, *hosts);
     ACTORPIPE_TRY(started);
     coordination = std::move(*started);
     auto spawned = spawn_remote_stages(system, *coordination, *placement, plan);

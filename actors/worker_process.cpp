@@ -22,6 +22,8 @@
 #include <set>
 #include <thread>
 
+#include <unistd.h>
+
 namespace actorpipe::actors {
 
 namespace {
@@ -84,7 +86,8 @@ Status run_worker(const WorkerOptions& options) {
   caf::scoped_actor self{system};
   std::optional<JobOrder> order;
   Status joined = Ok{};
-  self->request(*gate, std::chrono::seconds(60), join_atom::value, options.token, options.host_name)
+  self->request(*gate, std::chrono::seconds(60), join_atom::value, options.token, options.host_name,
+                static_cast<std::uint32_t>(::getpid()))
       .receive([&](JobOrder& o) { order = std::move(o); },
                [&](caf::error& e) { joined = Error::bad_input(where + " refused this worker: " + system.render(e)); });
   ACTORPIPE_TRY(joined);

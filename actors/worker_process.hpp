@@ -18,7 +18,7 @@ namespace actorpipe::actors {
 struct WorkerOptions {
   launch::Endpoint coordinator;
   std::string token;
-  std::string host_name; ///< how the coordinator's log names this worker
+  std::string host_name; ///< this machine's: the coordinator places the worker by it and logs it
   /// How long to keep trying to reach the coordinator: a launcher starts a run's
   /// processes together, and the workers may be up before the coordinator listens.
   std::chrono::seconds connect_timeout{60};

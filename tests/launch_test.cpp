@@ -6,6 +6,7 @@
 #include "launch/job_token.hpp"
 #include "launch/placement.hpp"
 #include "launch/process_place.hpp"
+#include <actorpipe/job.hpp>
 #include "test_support.hpp"
 
 #include <map>
@@ -191,4 +192,44 @@ BOOST_AUTO_TEST_CASE(stages_go_to_processes_by_device_in_even_runs) {
   auto too_many = place_stages(plan, 3, 0);
   BOOST_REQUIRE(!too_many.ok());
   BOOST_TEST(contains(too_many.error().message, "3 worker processes for a plan on 2 devices"));
+}
+
+BOOST_AUTO_TEST_CASE(the_cluster_file_names_the_machine_of_each_process) {
+  test::ScratchDir dir;
+  const std::string servers = "name = \"two\"\n[[servers]]\nname = \"a\"\nhost = \"alpha\"\n"
+                              "devices = [{ kind = \"cpu\", count = 2, memory = \"1 GiB\" }]\n"
+                              "[[servers]]\nname = \"b\"\ncount = 2\nhosts = [\"beta\", \"gamma\"]\n"
+                              "devices = [{ kind = \"cpu\", count = 1, memory = \"1 GiB\" }]\n";
+  auto cluster = load_cluster(dir.write("cluster.toml", servers));
+  REQUIRE_OK(cluster);
+  BOOST_REQUIRE_EQUAL(cluster->servers.size(), 3u);
+  BOOST_TEST(cluster->servers[0].host == "alpha");
+  BOOST_TEST(cluster->servers[2].host == "gamma");
+  Plan plan;
+  plan.pipelines = 2;
+  plan.devices = {{0, 1}, {2, 3}}; // a's two devices, then b-0's and b-1's
+  auto two = place_stages(plan, 2, 1);
+  REQUIRE_OK(two);
+  // Process 2 would run b-0's and b-1's devices: two machines.
+  auto split = process_hosts(plan, *cluster, *two, 1);
+  BOOST_REQUIRE(!split.ok());
+  BOOST_TEST(contains(split.error().message, "worker process 2 would run devices of server 'b-0' (host beta) and of "
+                                             "server 'b-1' (host gamma)"),
+             split.error().message);
+  auto three = place_stages(plan, 3, 1);
+  REQUIRE_OK(three);
+  auto hosts = process_hosts(plan, *cluster, *three, 1);
+  REQUIRE_OK(hosts);
+  BOOST_TEST(*hosts == (std::vector<std::string>{"alpha", "beta", "gamma"}), boost::test_tools::per_element());
+  // A host per server: one for a single server, as many as the count for the others.
+  for (const auto& [bad, message] :
+       {std::pair{"host = \"alpha\"\ncount = 2", "names one machine for 2 servers (count): give hosts = [...]"},
+        std::pair{"count = 2\nhosts = [\"x\"]", "1 host names for 2 servers (count)"}}) {
+    const std::string file = "name = \"c\"\n[[servers]]\nname = \"a\"\n" + std::string(bad) +
+                             "\ndevices = [{ kind = \"cpu\", count = 1, memory = \"1 GiB\" }]\n";
+    auto refused = load_cluster(dir.write("bad.toml", file));
+    BOOST_REQUIRE(!refused.ok());
+    BOOST_TEST(contains(refused.error().message, message), refused.error().message);
+    BOOST_TEST(contains(refused.error().message, "servers[0].host"), refused.error().message);
+  }
 }

@@ -28,6 +28,7 @@
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <variant>
 
 using namespace actorpipe;
 using test::contains;
@@ -209,7 +210,8 @@ BOOST_AUTO_TEST_CASE(a_worker_with_a_wrong_token_is_refused_and_logged_with_its_
   const auto join = [&](const std::string& token) {
     std::optional<actors::JobOrder> order;
     std::string refused;
-    self->request(*remote, std::chrono::seconds(30), actors::join_atom::value, token, std::string("rogue"))
+    self->request(*remote, std::chrono::seconds(30), actors::join_atom::value, token, std::string("rogue"),
+                  std::uint32_t{7})
         .receive([&](actors::JobOrder& o) { order = std::move(o); },
                  [&](caf::error& e) { refused = worker.render(e); });
     return std::make_pair(order, refused);
@@ -237,6 +239,38 @@ BOOST_AUTO_TEST_CASE(a_worker_with_a_wrong_token_is_refused_and_logged_with_its_
   const auto [extra, full] = join("the-right-token");
   BOOST_TEST(!extra.has_value());
   BOOST_TEST(contains(full, "all its 1 workers"));
+  caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
+}
+
+BOOST_AUTO_TEST_CASE(the_gate_gives_each_worker_a_place_on_its_own_machine) {
+  caf::actor_system_config config;
+  actors::add_process_message_types(config);
+  caf::actor_system system{config};
+  actors::GateConfig gate_config;
+  gate_config.token = "t";
+  gate_config.workers = 3;
+  gate_config.hosts = {"beta", "", "beta"}; // rank 2's devices are on a server the file names no host for
+  std::vector<std::string> log;
+  gate_config.log = [&](const std::string& line) { log.push_back(line); };
+  auto gate = actors::spawn_gate(system, gate_config);
+  caf::scoped_actor self{system};
+  const auto join = [&](const std::string& host) -> std::variant<std::uint64_t, std::string> {
+    std::variant<std::uint64_t, std::string> outcome;
+    self->request(gate, std::chrono::seconds(30), actors::join_atom::value, std::string("t"), host, std::uint32_t{1})
+        .receive([&](actors::JobOrder& order) { outcome = order.rank; },
+                 [&](caf::error& e) { outcome = system.render(e); });
+    return outcome;
+  };
+  BOOST_TEST(std::get<std::uint64_t>(join("gamma")) == 2u); // the place any machine may take
+  BOOST_TEST(std::get<std::uint64_t>(join("beta")) == 1u);
+  const auto refused = join("gamma");
+  BOOST_REQUIRE(std::holds_alternative<std::string>(refused));
+  BOOST_TEST(
+      contains(std::get<std::string>(refused), "no free worker place on host 'gamma' (the free ones are on beta)"),
+      std::get<std::string>(refused));
+  BOOST_REQUIRE_EQUAL(log.size(), 1u);
+  BOOST_TEST(contains(log[0], "refused a worker on gamma pid 1"), log[0]);
+  BOOST_TEST(std::get<std::uint64_t>(join("beta")) == 3u);
   caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
 }
 

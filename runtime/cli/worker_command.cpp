@@ -41,7 +41,7 @@ int run_worker(const WorkerArguments& a) {
   actors::WorkerOptions options;
   options.coordinator = *coordinator;
   options.token = *token;
-  options.host_name = std::string(host) + " pid " + std::to_string(::getpid());
+  options.host_name = host;
   options.connect_timeout = std::chrono::seconds(a.connect_timeout);
   options.log = [](const std::string& line) { std::cerr << "actorpipe worker: " << line << "\n"; };
   const Status done = actors::run_worker(options);

@@ -30,6 +30,10 @@ struct HostBridge {
 
 struct Server {
   std::string name;
+  /// The host name of the machine this server is (`host`, or one of `hosts` for a
+  /// server with a count): a worker process of `actorpipe launch` that runs this
+  /// server's devices must be on it. Empty: any machine.
+  std::string host;
   std::vector<PcieSwitch> pcie_switches;
   std::vector<HostBridge> host_bridges;
   double inter_bridge_bandwidth = 0; ///< bytes/s between host bridges

@@ -16,6 +16,7 @@ namespace {
 struct ServerOptions {
   std::string name;
   std::uint32_t count = 1;
+  std::vector<std::string> hosts; ///< `host`, or `hosts`: one per server of the count; empty: any
   // [servers.pcie]
   std::uint32_t devices_per_switch = 0;  ///< 0: all devices behind one switch
   double switch_bandwidth = 16e9;        ///< PCIe 3.0 x16
@@ -44,6 +45,22 @@ Status read_server(const toml::table& table, const std::string& path, ServerOpti
   if (auto s = reader.require("name"); !s) return s;
   if (auto s = reader.string("name", server.name); !s) return s;
   if (auto s = reader.integer("count", server.count, 1u, 100000u); !s) return s;
+  // One machine's host name for a server, one per server for a counted entry.
+  if (const toml::node* one = reader.node("host")) {
+    std::string host;
+    if (auto s = reader.string("host", host); !s) return s;
+    if (server.count != 1)
+      return error_at(*one, reader.key_path("host"),
+                      "names one machine for " + std::to_string(server.count) + " servers (count): give hosts = [...]");
+    server.hosts.push_back(host);
+  }
+  if (const toml::node* many = reader.node("hosts")) {
+    if (auto s = reader.string_list("hosts", server.hosts); !s) return s;
+    if (server.hosts.size() != server.count)
+      return error_at(*many, reader.key_path("hosts"),
+                      std::to_string(server.hosts.size()) + " host names for " + std::to_string(server.count) +
+                          " servers (count)");
+  }
 
   const auto pcie = [&](TableReader& r) -> Status {
     if (auto s = r.integer("devices_per_switch", server.devices_per_switch, 1u, 4096u); !s) return s;
@@ -86,7 +103,7 @@ Status read_server(const toml::table& table, const std::string& path, ServerOpti
 
 /// Lays out one server's switches, bridges and devices from its options.
 void add_server(ClusterSpec& cluster, const ServerOptions& options, const std::vector<DeviceGroup>& groups,
-                const std::string& name) {
+                const std::string& name, std::string host) {
   std::size_t device_count = 0;
   for (const auto& g : groups)
     device_count += g.count;
@@ -97,6 +114,7 @@ void add_server(ClusterSpec& cluster, const ServerOptions& options, const std::v
 
   Server server;
   server.name = name;
+  server.host = std::move(host);
   server.nics = options.nics;
   server.nic_bandwidth = options.nic_bandwidth > 0 ? options.nic_bandwidth : cluster.network.bandwidth;
   server.inter_bridge_bandwidth = options.inter_bridge_bandwidth;
@@ -150,7 +168,8 @@ Result<ClusterSpec> read_cluster(const toml::table& table, const std::string& pa
     const std::string server_path = reader.key_path("servers[" + std::to_string(i) + "]");
     ACTORPIPE_TRY(read_server(*(*servers)[i], server_path, options, groups));
     for (std::uint32_t c = 0; c < options.count; ++c)
-      add_server(cluster, options, groups, options.count == 1 ? options.name : options.name + "-" + std::to_string(c));
+      add_server(cluster, options, groups, options.count == 1 ? options.name : options.name + "-" + std::to_string(c),
+                 options.hosts.empty() ? std::string() : options.hosts[c]);
   }
   if (auto s = cluster.validate(); !s)
     return std::move(s).error().with_context(where(table.source()) + ": " + (path.empty() ? "" : path + ": "));

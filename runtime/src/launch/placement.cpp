@@ -25,4 +25,27 @@ Result<std::vector<std::vector<std::size_t>>> place_stages(const Plan& plan, std
   return rank;
 }
 
+Result<std::vector<std::string>> process_hosts(const Plan& plan, const ClusterSpec& cluster,
+                                               const std::vector<std::vector<std::size_t>>& placement,
+                                               std::size_t first_rank) {
+  std::vector<std::string> hosts, servers; // by rank − first_rank: the host, and the server that named it
+  for (std::size_t p = 0; p < placement.size(); ++p)
+    for (std::size_t s = 0; s < placement[p].size(); ++s) {
+      const std::size_t at = placement[p][s] - first_rank;
+      if (at >= hosts.size()) {
+        hosts.resize(at + 1);
+        servers.resize(at + 1);
+      }
+      const Server& server = cluster.servers.at(cluster.devices.at(plan.devices[p][s]).server);
+      if (server.host.empty()) continue;
+      if (!hosts[at].empty() && hosts[at] != server.host)
+        return Error::bad_input("worker process " + std::to_string(placement[p][s]) + " would run devices of server '" +
+                                servers[at] + "' (host " + hosts[at] + ") and of server '" + server.name + "' (host " +
+                                server.host + "): another number of processes keeps each on one machine");
+      hosts[at] = server.host;
+      servers[at] = server.name;
+    }
+  return hosts;
+}
+
 } // namespace actorpipe::launch

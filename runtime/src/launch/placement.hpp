@@ -5,6 +5,7 @@
 #include <actorpipe/error.hpp>
 #include <actorpipe/plan.hpp>
 
+#include <string>
 #include <vector>
 
 namespace actorpipe::launch {
@@ -15,5 +16,13 @@ namespace actorpipe::launch {
 /// other (one server's) stay together. Refused: more processes than devices, where
 /// one would run nothing.
 Result<std::vector<std::vector<std::size_t>>> place_stages(const Plan& plan, std::size_t hosts, std::size_t first_rank);
+
+/// By rank (from `first_rank`, as placed): the machine its process must be on, the
+/// host name `cluster` gives the server of its devices (Server::host); empty where
+/// the cluster names none. Refused, naming both: a process placed on the devices of
+/// servers on two named machines (another process count splits them apart).
+Result<std::vector<std::string>> process_hosts(const Plan& plan, const ClusterSpec& cluster,
+                                               const std::vector<std::vector<std::size_t>>& placement,
+                                               std::size_t first_rank);
 
 } // namespace actorpipe::launch
