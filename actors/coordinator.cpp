@@ -2,6 +2,8 @@
 
 #include "coordinator.hpp"
 
+#include "control_channel.hpp"
+
 #include "launch/job_token.hpp"
 
 #include <caf/all.hpp>
@@ -129,7 +131,7 @@ Result<std::unique_ptr<Coordination>> coordinate(caf::actor_system& system, cons
     if (arrivals->hosts.size() == workers) arrivals->all_ready.set_value();
   };
   coordination->gate = spawn_gate(system, std::move(gate));
-  auto port = system.middleman().publish(coordination->gate, options.listen.port, options.listen.host.c_str());
+  auto port = publish_gate(system, coordination->gate, options.listen, options.tls);
   if (!port)
     return Error::run_failed("cannot listen for workers on " + options.listen.text() + ": " +
                              system.render(port.error()));

@@ -8,6 +8,7 @@
 #include "process_protocol.hpp"
 
 #include "launch/process_place.hpp"
+#include "launch/tls_files.hpp"
 #include "transport/tensor_transport.hpp"
 
 #include <caf/fwd.hpp>
@@ -39,6 +40,7 @@ struct CoordinateOptions {
   /// After a lost worker, the run starts its workers again (`on_listening` is called
   /// again) and resumes from the last checkpoint it wrote, at most this many times.
   std::uint32_t restarts = 0;
+  launch::TlsFiles tls; ///< none: plain TCP
   /// Where refused workers are logged (stderr in the CLI).
   std::function<void(const std::string& line)> log;
 };

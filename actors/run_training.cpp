@@ -8,6 +8,7 @@
 
 #include "run_training.hpp"
 
+#include "control_channel.hpp"
 #include "coordinator.hpp"
 #include "job_actor.hpp"
 #include "run_setup.hpp"
@@ -291,7 +292,7 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   // polling (work stealing polls every 50 µs), which would take cores from compute.
   config.set("scheduler.policy", caf::atom("sharing"));
   if (coordinate) {
-    config.load<caf::io::middleman>();
+    actors::load_control_plane(config, coordinate->tls);
     actors::add_process_message_types(config);
   }
   caf::actor_system system{config};

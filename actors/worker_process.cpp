@@ -2,6 +2,7 @@
 
 #include "worker_process.hpp"
 
+#include "control_channel.hpp"
 #include "process_protocol.hpp"
 #include "run_setup.hpp"
 #include "stage_host_actor.hpp"
@@ -69,16 +70,16 @@ Status run_worker(const WorkerOptions& options) {
     if (options.log) options.log(line);
   };
   caf::actor_system_config config;
-  config.load<caf::io::middleman>();
+  load_control_plane(config, options.tls);
   config.set("scheduler.policy", caf::atom("sharing"));
   add_process_message_types(config);
   caf::actor_system system{config};
   const std::string where = "the coordinator at " + options.coordinator.text();
   const auto give_up = std::chrono::steady_clock::now() + options.connect_timeout;
-  auto gate = system.middleman().remote_actor<gate_actor>(options.coordinator.host, options.coordinator.port);
+  auto gate = reach_gate(system, options.coordinator, options.tls);
   while (!gate && std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200)); // it is not listening yet
-    gate = system.middleman().remote_actor<gate_actor>(options.coordinator.host, options.coordinator.port);
+    gate = reach_gate(system, options.coordinator, options.tls);
   }
   if (!gate)
     return Error::run_failed(where + ": cannot reach it (tried for " + std::to_string(options.connect_timeout.count()) +

@@ -6,6 +6,7 @@
 /// until the coordinator ends the run or goes away.
 
 #include "launch/process_place.hpp"
+#include "launch/tls_files.hpp"
 
 #include <actorpipe/error.hpp>
 
@@ -18,6 +19,7 @@ namespace actorpipe::actors {
 struct WorkerOptions {
   launch::Endpoint coordinator;
   std::string token;
+  launch::TlsFiles tls;  ///< none: plain TCP
   std::string host_name; ///< this machine's: the coordinator places the worker by it and logs it
   /// How long to keep trying to reach the coordinator: a launcher starts a run's
   /// processes together, and the workers may be up before the coordinator listens.

@@ -28,8 +28,9 @@ packages=(
   libopenblas0-openmp
   dataset-fashion-mnist
 )
-# The test run also checks the tree's formatting.
-[ "$mode" = test ] && packages+=(clang-format)
+# The test run also checks the tree's formatting, makes certificates for the TLS tests
+# (openssl) and, as root, two servers out of network namespaces (iproute2).
+[ "$mode" = test ] && packages+=(clang-format openssl iproute2)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || missing+=("$package")

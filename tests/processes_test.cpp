@@ -11,6 +11,7 @@
 #include <actorpipe/profile_io.hpp>
 
 #include "base/input_file.hpp"
+#include "control_channel.hpp"
 #include "coordinator.hpp"
 #include "process_protocol.hpp"
 
@@ -272,6 +273,67 @@ BOOST_AUTO_TEST_CASE(the_gate_gives_each_worker_a_place_on_its_own_machine) {
   BOOST_TEST(contains(log[0], "refused a worker on gamma pid 1"), log[0]);
   BOOST_TEST(std::get<std::uint64_t>(join("beta")) == 3u);
   caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
+}
+
+/// Whether the `openssl` program is here to make the TLS test's certificates.
+boost::test_tools::assertion_result has_openssl(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result result(std::system("command -v openssl >/dev/null") == 0);
+  if (!result) result.message() << "no openssl program to make certificates with";
+  return result;
+}
+
+/// A self-signed certificate and its key, as NAME.pem and NAME.key in `dir`.
+launch::TlsFiles self_signed(const test::ScratchDir& dir, const std::string& name) {
+  const std::string certificate = (dir.path() / (name + ".pem")).string(),
+                    key = (dir.path() / (name + ".key")).string();
+  const std::string make = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=" + name + " -keyout " + key +
+                           " -out " + certificate + " 2>/dev/null";
+  BOOST_REQUIRE(std::system(make.c_str()) == 0);
+  return {certificate, key, certificate};
+}
+
+BOOST_AUTO_TEST_CASE(with_tls_only_a_worker_whose_certificate_the_authority_signed_reaches_the_gate,
+                     *boost::unit_test::precondition(has_openssl)) {
+  test::ScratchDir dir;
+  const launch::TlsFiles ours = self_signed(dir, "ours"), theirs = self_signed(dir, "theirs");
+  caf::actor_system_config coordinator_config;
+  actors::load_control_plane(coordinator_config, ours);
+  actors::add_process_message_types(coordinator_config);
+  caf::actor_system coordinator{coordinator_config};
+  actors::GateConfig gate_config;
+  gate_config.token = "t";
+  gate_config.workers = 1;
+  auto gate = actors::spawn_gate(coordinator, gate_config);
+  auto port = actors::publish_gate(coordinator, gate, {"127.0.0.1", 0}, ours);
+  BOOST_REQUIRE(static_cast<bool>(port));
+  const auto reaches = [&](const launch::TlsFiles& tls) {
+    caf::actor_system_config config;
+    actors::load_control_plane(config, tls);
+    actors::add_process_message_types(config);
+    caf::actor_system worker{config};
+    return static_cast<bool>(actors::reach_gate(worker, {"127.0.0.1", *port}, tls));
+  };
+  BOOST_TEST(!reaches({}));     // plain TCP: no TLS handshake
+  BOOST_TEST(!reaches(theirs)); // a certificate another authority signed
+  BOOST_TEST(reaches(ours));
+  caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
+}
+
+BOOST_AUTO_TEST_CASE(launched_workers_train_over_tls, *boost::unit_test::precondition(has_openssl)) {
+  test::ScratchDir dir;
+  const std::string job = job_file(dir, "gpipe");
+  auto loaded = load_job(job);
+  REQUIRE_OK(loaded);
+  const launch::TlsFiles tls = self_signed(dir, "job");
+  const std::string out = (dir.path() / "run").string();
+  const auto run = test::run_cli("launch --nprocs 2 " + job + " --steps 10 -o " + out + " --tls-certificate " +
+                                 tls.certificate + " --tls-key " + tls.key + " --tls-ca " + tls.authority);
+  BOOST_REQUIRE_MESSAGE(run.status == 0, run.err);
+  BOOST_TEST(test::relative_difference(test::checkpoint_parameters(out + "/checkpoint.pt", 2),
+                                       test::single_process(*loaded, 10)) < 1e-5);
+  const auto half = test::run_cli("launch --nprocs 2 " + job + " --steps 10 -o " + out + " --tls-key " + tls.key);
+  BOOST_TEST(half.status == 2);
+  BOOST_TEST(contains(half.err, "--tls-certificate: missing"), half.err);
 }
 
 BOOST_AUTO_TEST_CASE(a_lost_worker_ends_the_run_naming_its_stage_process_and_the_last_step) {

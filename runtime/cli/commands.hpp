@@ -11,6 +11,10 @@
 #include <string>
 #include <vector>
 
+namespace actorpipe::launch {
+struct TlsFiles;
+}
+
 namespace actorpipe::cli {
 
 using Run = std::function<int()>;
@@ -30,6 +34,8 @@ inline constexpr const char* profile_summary = "Measure the job's model block by
 void add_worker_command(CLI::App& app, Run& run);
 inline constexpr const char* launch_summary =
     "Train a job as `run` does, its stages in worker processes on this machine (--nprocs N)";
+/// --tls-certificate, --tls-key and --tls-ca, for launch and worker.
+void add_tls_options(CLI::App& command, launch::TlsFiles& tls);
 inline constexpr const char* worker_summary = "Run the stages a coordinator (actorpipe launch) gives this process";
 void add_devices_command(CLI::App& app, Run& run);
 void add_script_command(CLI::App& app, CommonOptions& common, Run& run);

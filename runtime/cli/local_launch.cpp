@@ -13,6 +13,7 @@ Result<std::unique_ptr<LocalLaunch>> LocalLaunch::prepare(const LaunchArguments&
                                                           std::vector<std::string> overrides) {
   auto listen = launch::parse_endpoint(arguments.listen, "--listen", true);
   if (!listen) return listen.error();
+  if (auto tls = launch::check_tls_files(arguments.tls); !tls) return std::move(tls).error();
   const std::size_t local = arguments.local_workers.value_or(arguments.nprocs);
   if (local > arguments.nprocs)
     return Error::bad_input("--local-workers " + std::to_string(local) + ": more than the run's " +
@@ -49,13 +50,19 @@ Result<std::unique_ptr<LocalLaunch>> LocalLaunch::prepare(const LaunchArguments&
   c.job_file = job_file;
   c.overrides = std::move(overrides);
   c.restarts = arguments.restart;
+  c.tls = arguments.tls;
   c.heartbeat_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(arguments.heartbeat_timeout * 1000.0));
   c.log = [](const std::string& line) { std::cerr << "actorpipe: " << line << "\n"; };
   const std::string token_file = launch->folder_ + "/token";
   if (auto written = launch::write_token_file(token_file, c.token); !written) return written.error();
   launch->local_ = local;
   LocalLaunch* self = launch.get();
-  c.on_listening = [self, token_file](const launch::Endpoint& gate) {
+  // The local workers present the same certificate as this process.
+  std::vector<std::string> flags;
+  if (arguments.tls.enabled())
+    flags = {"--tls-certificate", arguments.tls.certificate, "--tls-key", arguments.tls.key,
+             "--tls-ca",          arguments.tls.authority};
+  c.on_listening = [self, token_file, flags](const launch::Endpoint& gate) {
     const std::size_t n = self->local_, elsewhere = self->coordinate_.workers - n;
     // A restart: the lost run's workers are gone, or told to go; one that hangs is stopped.
     if (self->starts_++ > 0) (void)self->workers_.wait(2);
@@ -63,7 +70,7 @@ Result<std::unique_ptr<LocalLaunch>> LocalLaunch::prepare(const LaunchArguments&
     if (elsewhere > 0) std::cerr << ", waiting for " << elsewhere << " from elsewhere";
     std::cerr << "\n";
     if (n == 0) return;
-    if (auto started = self->workers_.start(n, gate.text(), token_file); !started)
+    if (auto started = self->workers_.start(n, gate.text(), token_file, flags); !started)
       std::cerr << "actorpipe: " << started.error().message << "\n";
   };
   return launch;

@@ -10,6 +10,7 @@
 #include <actorpipe/error.hpp>
 
 #include "coordinator.hpp"
+#include "launch/tls_files.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -30,6 +31,7 @@ struct LaunchArguments {
   /// The job's token, given (else ACTORPIPE_TOKEN; made afresh when neither is and
   /// every worker is local).
   std::optional<std::string> token_file;
+  launch::TlsFiles tls;           ///< TLS on the control plane; none: plain TCP
   std::uint32_t restart = 0;      ///< restarts after a lost worker
   double heartbeat_timeout = 3.0; ///< seconds a worker may stay silent
 };

@@ -36,10 +36,12 @@ void stop(const std::vector<pid_t>& pids) {
 
 LocalWorkers::~LocalWorkers() { stop(pids_); }
 
-Status LocalWorkers::start(std::size_t count, const std::string& coordinator, const std::string& token_file) {
+Status LocalWorkers::start(std::size_t count, const std::string& coordinator, const std::string& token_file,
+                           const std::vector<std::string>& flags) {
   for (std::size_t i = 0; i < count; ++i) {
     std::vector<std::string> words{"/proc/self/exe", "worker",       "--coordinator",
                                    coordinator,      "--token-file", token_file};
+    words.insert(words.end(), flags.begin(), flags.end());
     std::vector<char*> argv;
     for (auto& word : words)
       argv.push_back(word.data());

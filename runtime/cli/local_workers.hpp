@@ -21,8 +21,10 @@ public:
   LocalWorkers(const LocalWorkers&) = delete;
   LocalWorkers& operator=(const LocalWorkers&) = delete;
 
-  /// Starts `count` workers of the coordinator at `coordinator` ("HOST:PORT").
-  Status start(std::size_t count, const std::string& coordinator, const std::string& token_file);
+  /// Starts `count` workers of the coordinator at `coordinator` ("HOST:PORT"), with
+  /// `flags` added to their command lines.
+  Status start(std::size_t count, const std::string& coordinator, const std::string& token_file,
+               const std::vector<std::string>& flags = {});
 
   /// Waits for the workers to end, at most `seconds`; the ones that did not are
   /// stopped. A worker that failed is named in the error. Then there are none: start()

@@ -239,6 +239,7 @@ void add_run_command(CLI::App& app, CommonOptions& common, Run& run) {
                    "of the --nprocs workers, how many to start here (default: all); the others join with "
                    "`actorpipe worker` from other servers, which needs --listen HOST:PORT and the token")
       ->check(CLI::Range(std::size_t{0}, std::size_t{1024}));
+  add_tls_options(*launch, launched->launch.tls);
   launch->add_option("--token-file", launched->launch.token_file,
                      "the job's token, in a file only its owner may read (else ACTORPIPE_TOKEN; made afresh when "
                      "neither is given and every worker starts here)");

@@ -5,6 +5,7 @@
 
 #include "launch/job_token.hpp"
 #include "launch/process_place.hpp"
+#include "launch/tls_files.hpp"
 #include "worker_process.hpp"
 
 #include <iostream>
@@ -16,6 +17,7 @@ namespace {
 
 struct WorkerArguments {
   std::string coordinator;
+  launch::TlsFiles tls;
   std::optional<std::string> token_file;
   std::uint32_t connect_timeout = 60;
 };
@@ -36,11 +38,13 @@ int run_worker(const WorkerArguments& a) {
     return report(Error::bad_input("no coordinator: give --coordinator HOST:PORT (or MASTER_ADDR and MASTER_PORT)"));
   auto token = launch::worker_token(a.token_file, std::getenv(launch::token_variable));
   if (!token) return report(token.error());
+  if (auto tls = launch::check_tls_files(a.tls); !tls) return report(tls.error());
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   actors::WorkerOptions options;
   options.coordinator = *coordinator;
   options.token = *token;
+  options.tls = a.tls;
   options.host_name = host;
   options.connect_timeout = std::chrono::seconds(a.connect_timeout);
   options.log = [](const std::string& line) { std::cerr << "actorpipe worker: " << line << "\n"; };
@@ -50,6 +54,16 @@ int run_worker(const WorkerArguments& a) {
 }
 
 } // namespace
+
+void add_tls_options(CLI::App& command, launch::TlsFiles& tls) {
+  command
+      .add_option("--tls-certificate", tls.certificate,
+                  "TLS on the control plane: this process's certificate (PEM); with --tls-key and --tls-ca")
+      ->group("TLS");
+  command.add_option("--tls-key", tls.key, "the certificate's private key (PEM)")->group("TLS");
+  command.add_option("--tls-ca", tls.authority, "the authority the other processes' certificates are signed by (PEM)")
+      ->group("TLS");
+}
 
 void add_worker_command(CLI::App& app, Run& run) {
   auto args = std::make_shared<WorkerArguments>();
@@ -63,6 +77,7 @@ void add_worker_command(CLI::App& app, Run& run) {
       ->add_option("--connect-timeout", args->connect_timeout,
                    "seconds to keep trying to reach the coordinator, which may start after its workers (default 60)")
       ->check(CLI::Range(std::uint32_t{1}, std::uint32_t{3600}));
+  add_tls_options(*command, args->tls);
   command->callback([&run, args] { run = [args] { return run_worker(*args); }; });
 }
 

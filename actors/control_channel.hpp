@@ -1,0 +1,31 @@
+#pragma once
+
+/// The control plane's connections between the processes of a run: CAF's middleman,
+/// plain or, with TLS files, through CAF's OpenSSL module. The coordinator publishes
+/// its gate; a worker reaches it; every actor message between them then travels over
+/// that connection.
+
+#include "process_protocol.hpp"
+
+#include "launch/process_place.hpp"
+#include "launch/tls_files.hpp"
+
+#include <caf/fwd.hpp>
+
+#include <cstdint>
+
+namespace actorpipe::actors {
+
+/// Loads what the control plane needs into a process's actor system config: the
+/// middleman, and with `tls` the OpenSSL module and its files.
+void load_control_plane(caf::actor_system_config& config, const launch::TlsFiles& tls);
+
+/// Publishes `gate` at `where` (port 0: any free one); the port it got.
+caf::expected<std::uint16_t> publish_gate(caf::actor_system& system, const gate_actor& gate,
+                                          const launch::Endpoint& where, const launch::TlsFiles& tls);
+
+/// The coordinator's gate at `where`, through a connection of this process.
+caf::expected<gate_actor> reach_gate(caf::actor_system& system, const launch::Endpoint& where,
+                                     const launch::TlsFiles& tls);
+
+} // namespace actorpipe::actors

@@ -1,0 +1,25 @@
+#pragma once
+
+/// The files of TLS on a run's control plane (the coordinator's gate and every actor
+/// message between the processes, through CAF's OpenSSL module): this process's
+/// certificate and key, and the authority that signed the others'. Both sides present
+/// a certificate that the other's authority must have signed.
+
+#include <actorpipe/error.hpp>
+
+#include <string>
+
+namespace actorpipe::launch {
+
+struct TlsFiles {
+  std::string certificate; ///< PEM: this process's certificate (--tls-certificate)
+  std::string key;         ///< PEM: its private key (--tls-key)
+  std::string authority;   ///< PEM: the certificate authority the peers' are signed by (--tls-ca)
+
+  bool enabled() const { return !certificate.empty() || !key.empty() || !authority.empty(); }
+};
+
+/// All three files or none; each one readable. The error names the flag and the file.
+Status check_tls_files(const TlsFiles& files);
+
+} // namespace actorpipe::launch
