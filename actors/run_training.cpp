@@ -12,6 +12,7 @@
 #include "coordinator.hpp"
 #include "job_actor.hpp"
 #include "run_setup.hpp"
+#include "worker_stages.hpp"
 #include "protocol.hpp"
 
 #include <caf/all.hpp>
@@ -99,123 +100,6 @@ std::string metrics_up_to(const std::string& path, std::uint64_t step) {
   return kept;
 }
 
-/// Starts the workers of a run of several processes and waits until they are ready.
-Result<std::unique_ptr<actors::Coordination>>
-start_workers(caf::actor_system& system, const actors::CoordinateOptions& coordinate, const JobSpec& job,
-              const Plan& plan, const std::vector<std::vector<std::uint64_t>>& placement, std::uint64_t first_step,
-              Clock::time_point origin, const std::optional<actors::InjectedFailure>& inject,
-              std::vector<std::string> hosts) {
-  actors::JobOrder order;
-  if (inject) {
-    order.inject_stage = inject->stage;
-    order.inject_step = inject->step;
-    order.inject_effect = static_cast<std::uint8_t>(inject->effect);
-  }
-  order.job_file = coordinate.job_file;
-  order.overrides = coordinate.overrides;
-  order.profile_toml = to_toml(job.profile);
-  order.stages = static_cast<std::uint32_t>(plan.stages.size());
-  order.pipelines = static_cast<std::uint32_t>(plan.pipelines);
-  order.micro_batches = static_cast<std::uint32_t>(plan.schedule.micro_batch_sizes.size());
-  order.plan_json = plan_to_json(plan, job.profile, job.cluster);
-  order.first_step = first_step;
-  order.origin_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(origin.time_since_epoch()).count();
-  order.placement = placement;
-  return actors::coordinate(system, coordinate, std::move(order), std::move(hosts));
-}
-
-/// Has each worker's host spawn its stages: stages[p][s], empty where none is remote.
-Result<std::vector<std::vector<actors::stage_actor>>>
-spawn_remote_stages(caf::actor_system& system, actors::Coordination& coordination,
-                    const std::vector<std::vector<std::uint64_t>>& placement, const Plan& plan) {
-  std::vector<std::vector<actors::stage_actor>> stages(plan.pipelines,
-                                                       std::vector<actors::stage_actor>(plan.stages.size()));
-  caf::scoped_actor self{system};
-  for (const auto& [rank, host] : coordination.hosts) {
-    std::optional<Error> error;
-    self->request(host, std::chrono::seconds(60), actors::spawn_atom::value)
-        .receive(
-            [&](std::vector<actors::stage_actor>& spawned) {
-              std::size_t next = 0;
-              for (std::size_t p = 0; p < plan.pipelines; ++p)
-                for (std::size_t s = 0; s < plan.stages.size(); ++s)
-                  if (placement[p][s] == rank && next < spawned.size()) stages[p][s] = spawned[next++];
-            },
-            [&](caf::error& e) {
-              error = Error::run_failed("worker " + std::to_string(rank) +
-                                        " could not spawn its stages: " + system.render(e));
-            });
-    if (error) return *error;
-  }
-  return stages;
-}
-
-/// Pipeline 0's parameters, buffers and optimizer state, from the workers that run its
-/// stages into this process's copy, which evaluation and checkpoints read.
-Status pull_state(caf::scoped_actor& self, actors::Coordination& coordination,
-                  const std::vector<std::vector<std::uint64_t>>& placement, train::Session& session) {
-  for (const auto& [rank, host] : coordination.hosts) {
-    Status pulled = Ok{};
-    self->request(host, std::chrono::seconds(60), actors::collect_atom::value, std::uint64_t{0})
-        .receive(
-            [&](std::vector<transport::TensorTicket>& tickets) {
-              std::size_t next = 0;
-              try {
-                for (std::size_t s = 0; s < placement[0].size(); ++s)
-                  if (placement[0][s] == rank && next < tickets.size())
-                    session.worker(0, s).load_state_bytes(
-                        train::payload_text(coordination.transport->receive(tickets[next++])));
-              } catch (const std::exception& e) {
-                pulled = Error::run_failed("the state of worker " + std::to_string(rank) + "'s stages: " + e.what());
-              }
-            },
-            [&](caf::error& e) {
-              pulled = Error::run_failed("worker " + std::to_string(rank) +
-                                         " did not hand over its stages' state: " + self->system().render(e));
-            });
-    ACTORPIPE_TRY(pulled);
-  }
-  return Ok{};
-}
-
-/// A resumed run's state, which this process loaded from the checkpoint, into the
-/// workers' stages: parameters, buffers and optimizer state, every replica alike.
-Status push_state(caf::scoped_actor& self, actors::Coordination& coordination,
-                  const std::vector<std::vector<std::uint64_t>>& placement, train::Session& session) {
-  for (const auto& [rank, host] : coordination.hosts) {
-    std::vector<transport::TensorTicket> tickets;
-    for (std::size_t p = 0; p < placement.size(); ++p) // the host's spawn order
-      for (std::size_t s = 0; s < placement[p].size(); ++s)
-        if (placement[p][s] == rank)
-          tickets.push_back(coordination.transport->send(train::bytes_payload(session.worker(p, s).state_bytes()),
-                                                         static_cast<std::size_t>(rank)));
-    Status pushed = Ok{};
-    self->request(host, std::chrono::seconds(60), actors::restore_atom::value, std::move(tickets))
-        .receive([](bool) {},
-                 [&](caf::error& e) {
-                   pushed = Error::run_failed("worker " + std::to_string(rank) +
-                                              " could not take the checkpoint's state: " + self->system().render(e));
-                 });
-    ACTORPIPE_TRY(pushed);
-  }
-  return Ok{};
-}
-
-/// The spans the workers' stages recorded, into `traces` (p · S + s). A worker that
-/// does not answer keeps its stages' tracks empty.
-void collect_traces(caf::scoped_actor& self, actors::Coordination& coordination, const Plan& plan,
-                    std::vector<actors::StageTrace>& traces) {
-  for (const auto& [rank, host] : coordination.hosts)
-    self->request(host, std::chrono::seconds(30), actors::trace_atom::value)
-        .receive(
-            [&](std::vector<actors::StageTrace>& kept) {
-              for (actors::StageTrace& t : kept)
-                if (t.pipeline < plan.pipelines && t.stage < plan.stages.size())
-                  traces[t.pipeline * plan.stages.size() + t.stage] = std::move(t);
-            },
-            [](caf::error&) {});
-}
-
 /// How one attempt at a run ended, beside its result: what a restart needs.
 struct Attempt {
   bool worker_lost = false;                     ///< it failed for a lost worker process
@@ -301,15 +185,15 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   // A run of several processes: the workers run every stage; this one the job.
   std::unique_ptr<actors::Coordination> coordination;
   if (coordinate) {
-    auto started =
-        start_workers(system, *coordinate, job, plan, *placement, progress.step + 1, origin, inject_failure, *hosts);
+    auto started = actors::start_workers(system, *coordinate, job, plan, *placement, progress.step + 1, origin,
+                                         inject_failure, *hosts);
     ACTORPIPE_TRY(started);
     coordination = std::move(*started);
-    auto spawned = spawn_remote_stages(system, *coordination, *placement, plan);
+    auto spawned = actors::spawn_remote_stages(system, *coordination, *placement, plan);
     ACTORPIPE_TRY(spawned);
     if (!options.resume.empty()) {
       caf::scoped_actor pusher{system};
-      ACTORPIPE_TRY(push_state(pusher, *coordination, *placement, session));
+      ACTORPIPE_TRY(actors::push_state(pusher, *coordination, *placement, session));
     }
     job_config.processes = actors::JobConfig::Processes{*placement, std::move(*spawned), coordination->hosts,
                                                         coordinate->heartbeat_timeout};
@@ -507,7 +391,8 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
     const bool evaluating = (epoch_done && epoch % evaluate_every == 0) || progress.step == total;
     Status kept = Ok{};
     if (evaluating || stop) kept = settle();
-    if (kept && (evaluating || stop) && coordination) kept = pull_state(*self, *coordination, *placement, session);
+    if (kept && (evaluating || stop) && coordination)
+      kept = actors::pull_state(*self, *coordination, *placement, session);
     if (kept && evaluating) kept = evaluate(epoch);
     if (kept && (evaluating || stop)) kept = checkpoint();
     if (!kept) error = std::move(kept).error();
@@ -516,7 +401,7 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
       break;
     }
   }
-  if (coordination && !error) collect_traces(*self, *coordination, plan, traces);
+  if (coordination && !error) actors::collect_traces(*self, *coordination, plan, traces);
   // The job shuts down every actor it built.
   shut_down();
   metrics.close();

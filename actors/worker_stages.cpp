@@ -1,0 +1,123 @@
+/// The coordinator's side of its workers' stages: start, spawn, state in and out, spans.
+
+#include "worker_stages.hpp"
+
+#include <actorpipe/profile_io.hpp>
+#include <actorpipe/report.hpp>
+
+#include "train/payload.hpp"
+#include "train/session.hpp"
+#include "train/stage_worker.hpp"
+
+#include <caf/all.hpp>
+
+namespace actorpipe::actors {
+
+Result<std::unique_ptr<Coordination>>
+start_workers(caf::actor_system& system, const CoordinateOptions& coordinate, const JobSpec& job, const Plan& plan,
+              const std::vector<std::vector<std::uint64_t>>& placement, std::uint64_t first_step,
+              Clock::time_point origin, const std::optional<InjectedFailure>& inject, std::vector<std::string> hosts) {
+  JobOrder order;
+  if (inject) {
+    order.inject_stage = inject->stage;
+    order.inject_step = inject->step;
+    order.inject_effect = static_cast<std::uint8_t>(inject->effect);
+  }
+  order.job_file = coordinate.job_file;
+  order.overrides = coordinate.overrides;
+  order.profile_toml = to_toml(job.profile);
+  order.stages = static_cast<std::uint32_t>(plan.stages.size());
+  order.pipelines = static_cast<std::uint32_t>(plan.pipelines);
+  order.micro_batches = static_cast<std::uint32_t>(plan.schedule.micro_batch_sizes.size());
+  order.plan_json = plan_to_json(plan, job.profile, job.cluster);
+  order.first_step = first_step;
+  order.origin_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(origin.time_since_epoch()).count();
+  order.placement = placement;
+  return actors::coordinate(system, coordinate, std::move(order), std::move(hosts));
+}
+
+Result<std::vector<std::vector<stage_actor>>>
+spawn_remote_stages(caf::actor_system& system, Coordination& coordination,
+                    const std::vector<std::vector<std::uint64_t>>& placement, const Plan& plan) {
+  std::vector<std::vector<stage_actor>> stages(plan.pipelines, std::vector<stage_actor>(plan.stages.size()));
+  caf::scoped_actor self{system};
+  for (const auto& [rank, host] : coordination.hosts) {
+    std::optional<Error> error;
+    self->request(host, std::chrono::seconds(60), spawn_atom::value)
+        .receive(
+            [&](std::vector<stage_actor>& spawned) {
+              std::size_t next = 0;
+              for (std::size_t p = 0; p < plan.pipelines; ++p)
+                for (std::size_t s = 0; s < plan.stages.size(); ++s)
+                  if (placement[p][s] == rank && next < spawned.size()) stages[p][s] = spawned[next++];
+            },
+            [&](caf::error& e) {
+              error = Error::run_failed("worker " + std::to_string(rank) +
+                                        " could not spawn its stages: " + system.render(e));
+            });
+    if (error) return *error;
+  }
+  return stages;
+}
+
+Status pull_state(caf::scoped_actor& self, Coordination& coordination,
+                  const std::vector<std::vector<std::uint64_t>>& placement, train::Session& session) {
+  for (const auto& [rank, host] : coordination.hosts) {
+    Status pulled = Ok{};
+    self->request(host, std::chrono::seconds(60), collect_atom::value, std::uint64_t{0})
+        .receive(
+            [&](std::vector<transport::TensorTicket>& tickets) {
+              std::size_t next = 0;
+              try {
+                for (std::size_t s = 0; s < placement[0].size(); ++s)
+                  if (placement[0][s] == rank && next < tickets.size())
+                    session.worker(0, s).load_state_bytes(
+                        train::payload_text(coordination.transport->receive(tickets[next++])));
+              } catch (const std::exception& e) {
+                pulled = Error::run_failed("the state of worker " + std::to_string(rank) + "'s stages: " + e.what());
+              }
+            },
+            [&](caf::error& e) {
+              pulled = Error::run_failed("worker " + std::to_string(rank) +
+                                         " did not hand over its stages' state: " + self->system().render(e));
+            });
+    ACTORPIPE_TRY(pulled);
+  }
+  return Ok{};
+}
+
+Status push_state(caf::scoped_actor& self, Coordination& coordination,
+                  const std::vector<std::vector<std::uint64_t>>& placement, train::Session& session) {
+  for (const auto& [rank, host] : coordination.hosts) {
+    std::vector<transport::TensorTicket> tickets;
+    for (std::size_t p = 0; p < placement.size(); ++p) // the host's spawn order
+      for (std::size_t s = 0; s < placement[p].size(); ++s)
+        if (placement[p][s] == rank)
+          tickets.push_back(coordination.transport->send(train::bytes_payload(session.worker(p, s).state_bytes()),
+                                                         static_cast<std::size_t>(rank)));
+    Status pushed = Ok{};
+    self->request(host, std::chrono::seconds(60), restore_atom::value, std::move(tickets))
+        .receive([](bool) {},
+                 [&](caf::error& e) {
+                   pushed = Error::run_failed("worker " + std::to_string(rank) +
+                                              " could not take the checkpoint's state: " + self->system().render(e));
+                 });
+    ACTORPIPE_TRY(pushed);
+  }
+  return Ok{};
+}
+
+void collect_traces(caf::scoped_actor& self, Coordination& coordination, const Plan& plan,
+                    std::vector<StageTrace>& traces) {
+  for (const auto& [rank, host] : coordination.hosts)
+    self->request(host, std::chrono::seconds(30), trace_atom::value)
+        .receive(
+            [&](std::vector<StageTrace>& kept) {
+              for (StageTrace& t : kept)
+                if (t.pipeline < plan.pipelines && t.stage < plan.stages.size())
+                  traces[t.pipeline * plan.stages.size() + t.stage] = std::move(t);
+            },
+            [](caf::error&) {});
+}
+
+} // namespace actorpipe::actors

@@ -1,0 +1,58 @@
+#pragma once
+
+/// The coordinator's dealings with its workers' stages in a run of several processes
+/// (run_training.cpp drives the run): starting the workers, having their hosts spawn
+/// the stages, a resumed run's state into them, the state that evaluation and
+/// checkpoints read out of them, and their spans at the end.
+
+#include "coordinator.hpp"
+#include "injected_failure.hpp"
+#include "stage_trace.hpp"
+
+#include <actorpipe/job.hpp>
+#include <actorpipe/plan.hpp>
+
+#include <caf/fwd.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace actorpipe::train {
+class Session;
+}
+
+namespace actorpipe::actors {
+
+/// Listens for the workers, hands each its order (the job, the plan, its place:
+/// `placement` [pipeline][stage] → rank, on the machine `hosts` names) and waits until
+/// they are ready.
+Result<std::unique_ptr<Coordination>>
+start_workers(caf::actor_system& system, const CoordinateOptions& coordinate, const JobSpec& job, const Plan& plan,
+              const std::vector<std::vector<std::uint64_t>>& placement, std::uint64_t first_step,
+              Clock::time_point origin, const std::optional<InjectedFailure>& inject, std::vector<std::string> hosts);
+
+/// Has each worker's host spawn its stages: stages[p][s], empty where none is remote.
+Result<std::vector<std::vector<stage_actor>>>
+spawn_remote_stages(caf::actor_system& system, Coordination& coordination,
+                    const std::vector<std::vector<std::uint64_t>>& placement, const Plan& plan);
+
+/// A resumed run's state, which this process loaded from the checkpoint, into the
+/// workers' stages: parameters, buffers and optimizer state, every replica alike.
+Status push_state(caf::scoped_actor& self, Coordination& coordination,
+                  const std::vector<std::vector<std::uint64_t>>& placement, train::Session& session);
+
+/// Pipeline 0's parameters, buffers and optimizer state (what the policy trains: an
+/// elastic run's centre), from the workers that run its stages into this process's
+/// copy, which evaluation and checkpoints read.
+Status pull_state(caf::scoped_actor& self, Coordination& coordination,
+                  const std::vector<std::vector<std::uint64_t>>& placement, train::Session& session);
+
+/// The spans the workers' stages recorded, into `traces` (p · S + s). A worker that
+/// does not answer keeps its stages' tracks empty.
+void collect_traces(caf::scoped_actor& self, Coordination& coordination, const Plan& plan,
+                    std::vector<StageTrace>& traces);
+
+} // namespace actorpipe::actors
