@@ -448,6 +448,10 @@ BOOST_AUTO_TEST_CASE(bad_launch_and_worker_flags_are_named_with_exit_status_2) {
   const auto portless = test::run_cli("launch --nprocs 2 --local-workers 1 --token-file " + token + " " + job + out);
   BOOST_TEST(portless.status == 2);
   BOOST_TEST(contains(portless.err, "need a port to go to"), portless.err);
+  const auto restart = test::run_cli("launch --nprocs 2 --local-workers 1 --listen 127.0.0.1:29511 --restart 1 " +
+                                     std::string("--token-file ") + token + " " + job + out);
+  BOOST_TEST(restart.status == 2);
+  BOOST_TEST(contains(restart.err, "--restart 1: a restart starts only the workers started here"), restart.err);
   const auto hang_here = test::run_cli("run " + job + " --inject-failure 0:1:hang" + out);
   BOOST_TEST(hang_here.status == 2);
   BOOST_TEST(contains(hang_here.err, "found '0:1:hang'"), hang_here.err);
