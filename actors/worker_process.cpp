@@ -20,6 +20,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -120,22 +123,51 @@ Status run_worker(const WorkerOptions& options) {
   auto transport = transport::TensorTransport::open(tensors);
   ACTORPIPE_TRY(transport);
   ACTORPIPE_TRY((*transport)->join());
-  // A group per stage index for its processes' all-reduce, made in stage order by every
-  // member alike.
+  // The process groups of each stage index, by their ranks: that of all its processes,
+  // made now in stage order by every member alike; a round's smaller ones (ad-psgd's
+  // pairs) made by their members as they first meet. Each stage's rounds run one at a
+  // time, so a stage's groups need a lock only against the others' reading the map.
   const std::size_t P = plan.pipelines, S = plan.stages.size();
-  std::vector<std::shared_ptr<transport::TensorTransport::Group>> groups(S);
-  for (std::size_t s = 0; s < S; ++s) {
+  struct StageGroups {
+    std::mutex mutex;
+    std::map<std::vector<std::size_t>, std::shared_ptr<transport::TensorTransport::Group>> by_ranks;
+  };
+  std::vector<StageGroups> groups(S);
+  const auto ranks_of = [&](std::size_t s, const std::vector<std::size_t>& pipelines) {
     std::set<std::size_t> ranks;
-    for (std::size_t p = 0; p < P; ++p)
+    for (const std::size_t p : pipelines)
       ranks.insert(order->placement[p][s]);
-    if (ranks.count(order->rank) && ranks.size() > 1)
-      groups[s] = (*transport)->group("stage-" + std::to_string(s), {ranks.begin(), ranks.end()});
+    return std::vector<std::size_t>(ranks.begin(), ranks.end());
+  };
+  std::vector<std::size_t> every(P);
+  for (std::size_t p = 0; p < P; ++p)
+    every[p] = p;
+  for (std::size_t s = 0; s < S; ++s) {
+    const std::vector<std::size_t> ranks = ranks_of(s, every);
+    if (std::count(ranks.begin(), ranks.end(), order->rank) && ranks.size() > 1)
+      groups[s].by_ranks[ranks] = (*transport)->group("stage-" + std::to_string(s), ranks);
   }
+  const auto group_of = [&](std::size_t s, const std::vector<std::size_t>& ranks) {
+    StageGroups& stage = groups[s];
+    std::shared_ptr<transport::TensorTransport::Group> found;
+    {
+      std::lock_guard<std::mutex> lock(stage.mutex);
+      if (const auto it = stage.by_ranks.find(ranks); it != stage.by_ranks.end()) return it->second;
+    }
+    std::string name = "stage-" + std::to_string(s) + "-ranks";
+    for (const std::size_t r : ranks)
+      name += "-" + std::to_string(r);
+    found = (*transport)->group(name, ranks); // the members meet in the store: no lock held
+    std::lock_guard<std::mutex> lock(stage.mutex);
+    return stage.by_ranks.emplace(ranks, found).first->second;
+  };
   if (setup.sync)
-    setup.sync->span_processes({[&](std::size_t s, std::size_t p) { return order->placement[p][s] == order->rank; },
-                                [&](std::size_t s, const std::vector<train::Payload>& tensors) {
-                                  if (groups[s]) (*transport)->all_reduce_sum(*groups[s], tensors);
-                                }});
+    setup.sync->span_processes(
+        {[&](std::size_t s, std::size_t p) { return order->placement[p][s] == order->rank; },
+         [&](std::size_t s, const std::vector<std::size_t>& pipelines, const std::vector<train::Payload>& tensors) {
+           const std::vector<std::size_t> ranks = ranks_of(s, pipelines);
+           if (ranks.size() > 1) (*transport)->all_reduce_sum(*group_of(s, ranks), tensors);
+         }});
 
   std::vector<StageTrace> traces(P * S);
   for (StageTrace& t : traces)

@@ -185,6 +185,29 @@ BOOST_AUTO_TEST_CASE(lockstep_averaging_runs_across_processes_as_in_one) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(ad_psgd_pairs_average_across_processes_as_in_one) {
+  test::ScratchDir dir;
+  // 4 pipelines on 8 devices: each round pairs them at random, some pairs within a
+  // worker and some across two, whose processes make a group of their own as they
+  // first meet.
+  std::string text = text_of(job_file(dir, "1f1b"));
+  for (const auto& [from, to] : {std::pair{"count = 4", "count = 8"}, std::pair{"pipelines = 2", "pipelines = 4"}})
+    text.replace(text.find(from), std::string(from).size(), to);
+  const std::string job = dir.write("ad-psgd.toml", text + "sync = \"ad-psgd\"\n");
+  const std::string one = (dir.path() / "one").string();
+  const auto reference = test::run_cli("run " + job + " --steps 10 -o " + one);
+  BOOST_REQUIRE_MESSAGE(reference.status == 0, reference.err);
+  for (const int processes : {2, 4})
+    BOOST_TEST_CONTEXT(processes << " worker processes") {
+      const std::string out = (dir.path() / ("launch" + std::to_string(processes))).string();
+      const auto run =
+          test::run_cli("launch --nprocs " + std::to_string(processes) + " " + job + " --steps 10 -o " + out);
+      BOOST_REQUIRE_MESSAGE(run.status == 0, run.err);
+      BOOST_TEST(test::relative_difference(test::checkpoint_parameters(out + "/checkpoint.pt", 2),
+                                           test::checkpoint_parameters(one + "/checkpoint.pt", 2)) < 1e-5);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(a_worker_with_a_wrong_token_is_refused_and_logged_with_its_address) {
   caf::actor_system_config coordinator_config, worker_config;
   for (auto* config : {&coordinator_config, &worker_config}) {

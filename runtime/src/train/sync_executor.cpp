@@ -84,13 +84,13 @@ bool SyncExecutor::run(std::size_t stage, std::uint64_t step) {
       else
         spans.back() = true;
     }
-    // The processes' all-reduce takes every process that holds a replica of the stage:
-    // only a group of all pipelines can span them.
-    if (spans.back() && named.size() != pipelines_)
-      throw std::runtime_error(label_ + ": round " + std::to_string(step) + " of stage " + std::to_string(stage) +
-                               " groups some pipelines only across processes, which a run of several processes "
-                               "does not do yet: run it in one process");
   }
+  // A group that spans processes sums over the processes of its members only.
+  const auto across_group = [&](std::size_t g) -> SumAcross {
+    return [this, stage, &named = round.groups[g]](const std::vector<Payload>& tensors) {
+      across_->sum(stage, named, tensors);
+    };
+  };
   // Each pipeline's gradient is its share of the batch's: a group's sum is scaled to the
   // whole batch's, a pipeline's own to its own batch's mean.
   const double own = 1.0 / batch_share_;
@@ -102,7 +102,8 @@ bool SyncExecutor::run(std::size_t stage, std::uint64_t step) {
         agree_buffers(groups[g], buffers_);
         continue;
       }
-      const SumAcross across = [this, stage](const std::vector<Payload>& tensors) { across_->sum(stage, tensors); };
+      if (groups[g].empty()) continue; // its members are all elsewhere
+      const SumAcross across = across_group(g);
       sum_gradients_across(groups[g], scale, across);
       agree_buffers_across(groups[g], members[g], holds_first[g], buffers_, across);
     }
@@ -113,7 +114,8 @@ bool SyncExecutor::run(std::size_t stage, std::uint64_t step) {
   // Every replica has stepped on its own gradient as it arrived (step_ahead()).
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const auto& group = groups[g];
-    const SumAcross across = [this, stage](const std::vector<Payload>& tensors) { across_->sum(stage, tensors); };
+    if (group.empty()) continue; // its members are all elsewhere
+    const SumAcross across = spans[g] ? across_group(g) : SumAcross();
     if (round.kind == SyncRound::Kind::average_parameters) {
       if (spans[g])
         average_parameters_across(group, members[g], across);

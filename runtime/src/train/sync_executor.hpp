@@ -46,13 +46,13 @@ public:
 
   /// In a run of several processes: whether stage s's replica of pipeline p is this
   /// process's (`local`), and the sum of a stage's tensors over the processes that hold
-  /// its replicas (`sum`). A round of all pipelines then spans them: its gradient
-  /// all-reduce, parameter averaging or elastic move (every process keeping a copy of
-  /// the stage's centre); a round that groups some pipelines only across them throws,
-  /// naming the policy.
+  /// the replicas of a group's pipelines (`sum`, called by this process's members only).
+  /// A round's groups then span them: its gradient all-reduce, parameter averaging
+  /// (ad-psgd's pairs too) or elastic move (every process keeping a copy of the stage's
+  /// centre).
   struct Across {
     std::function<bool(std::size_t stage, std::size_t pipeline)> local;
-    std::function<void(std::size_t stage, const std::vector<Payload>&)> sum;
+    std::function<void(std::size_t stage, const std::vector<std::size_t>& pipelines, const std::vector<Payload>&)> sum;
   };
   void span_processes(Across across) { across_ = std::move(across); }
 

@@ -141,8 +141,17 @@ std::shared_ptr<TensorTransport::Group> TensorTransport::group(const std::string
     throw std::logic_error("rank " + std::to_string(options_.rank) + " makes group '" + name +
                            "' without being a member");
   try {
+    // A store client of the group's own: its members meet by waiting in the store, and
+    // a client's wait holds the client, so a group made at the same time on another
+    // thread (another stage's) could not post its own address through a shared one.
+    c10d::TCPStoreOptions client;
+    client.port = state_->store->getPort();
+    client.isServer = false;
+    client.waitWorkers = false;
+    client.timeout = options_.timeout;
+    auto store = c10::make_intrusive<c10d::TCPStore>(options_.store.host, client);
     group->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(
-        c10::make_intrusive<c10d::PrefixStore>("group/" + name, state_->store), mine, static_cast<int>(ranks.size()),
+        c10::make_intrusive<c10d::PrefixStore>("group/" + name, store), mine, static_cast<int>(ranks.size()),
         gloo_options(options_, state_->device));
   } catch (const std::exception& e) {
     throw std::runtime_error("group '" + name + "': " + e.what());
