@@ -75,6 +75,24 @@ std::set<std::string> traced_processes(const std::string& path) {
   return found;
 }
 
+/// `job` (2 stages) for 10 steps under `actorpipe run`, then under `launch` with 2 and
+/// 4 workers: the checkpoints' parameters agree to 1e-5. `name` keeps the runs' folders
+/// apart.
+void launches_train_as_one_process(const test::ScratchDir& dir, const std::string& job, const std::string& name) {
+  const std::string one = (dir.path() / ("one-" + name)).string();
+  const auto reference = test::run_cli("run " + job + " --steps 10 -o " + one);
+  BOOST_REQUIRE_MESSAGE(reference.status == 0, reference.err);
+  for (const int processes : {2, 4})
+    BOOST_TEST_CONTEXT(processes << " worker processes") {
+      const std::string out = (dir.path() / (name + std::to_string(processes))).string();
+      const auto run =
+          test::run_cli("launch --nprocs " + std::to_string(processes) + " " + job + " --steps 10 -o " + out);
+      BOOST_REQUIRE_MESSAGE(run.status == 0, run.err);
+      BOOST_TEST(test::relative_difference(test::checkpoint_parameters(out + "/checkpoint.pt", 2),
+                                           test::checkpoint_parameters(one + "/checkpoint.pt", 2)) < 1e-5);
+    }
+}
+
 /// Whether this process may make network namespaces (root, with iproute2's `ip` and
 /// `tc`): the test of two servers needs them and is skipped elsewhere.
 boost::test_tools::assertion_result can_make_namespaces(boost::unit_test::test_unit_id) {
@@ -170,18 +188,7 @@ BOOST_AUTO_TEST_CASE(lockstep_averaging_runs_across_processes_as_in_one) {
     const std::string job =
         dir.write(sync + ".toml",
                   plain + "sync = \"" + sync + "\"\n" + (sync == "elastic" ? "[plan.options.elastic]\ntau = 2\n" : ""));
-    const std::string one = (dir.path() / ("one-" + sync)).string();
-    const auto reference = test::run_cli("run " + job + " --steps 10 -o " + one);
-    BOOST_REQUIRE_MESSAGE(reference.status == 0, reference.err);
-    for (const int processes : {2, 4})
-      BOOST_TEST_CONTEXT(sync << ", " << processes << " worker processes") {
-        const std::string out = (dir.path() / (sync + std::to_string(processes))).string();
-        const auto run =
-            test::run_cli("launch --nprocs " + std::to_string(processes) + " " + job + " --steps 10 -o " + out);
-        BOOST_REQUIRE_MESSAGE(run.status == 0, run.err);
-        BOOST_TEST(test::relative_difference(test::checkpoint_parameters(out + "/checkpoint.pt", 2),
-                                             test::checkpoint_parameters(one + "/checkpoint.pt", 2)) < 1e-5);
-      }
+    BOOST_TEST_CONTEXT(sync) { launches_train_as_one_process(dir, job, sync); }
   }
 }
 
@@ -193,19 +200,7 @@ BOOST_AUTO_TEST_CASE(ad_psgd_pairs_average_across_processes_as_in_one) {
   std::string text = text_of(job_file(dir, "1f1b"));
   for (const auto& [from, to] : {std::pair{"count = 4", "count = 8"}, std::pair{"pipelines = 2", "pipelines = 4"}})
     text.replace(text.find(from), std::string(from).size(), to);
-  const std::string job = dir.write("ad-psgd.toml", text + "sync = \"ad-psgd\"\n");
-  const std::string one = (dir.path() / "one").string();
-  const auto reference = test::run_cli("run " + job + " --steps 10 -o " + one);
-  BOOST_REQUIRE_MESSAGE(reference.status == 0, reference.err);
-  for (const int processes : {2, 4})
-    BOOST_TEST_CONTEXT(processes << " worker processes") {
-      const std::string out = (dir.path() / ("launch" + std::to_string(processes))).string();
-      const auto run =
-          test::run_cli("launch --nprocs " + std::to_string(processes) + " " + job + " --steps 10 -o " + out);
-      BOOST_REQUIRE_MESSAGE(run.status == 0, run.err);
-      BOOST_TEST(test::relative_difference(test::checkpoint_parameters(out + "/checkpoint.pt", 2),
-                                           test::checkpoint_parameters(one + "/checkpoint.pt", 2)) < 1e-5);
-    }
+  launches_train_as_one_process(dir, dir.write("ad-psgd.toml", text + "sync = \"ad-psgd\"\n"), "ad-psgd");
 }
 
 BOOST_AUTO_TEST_CASE(a_worker_with_a_wrong_token_is_refused_and_logged_with_its_address) {
