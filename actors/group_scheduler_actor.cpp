@@ -6,6 +6,7 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
@@ -66,7 +67,14 @@ void settle(SchedulerActor self, double now) {
           members.push_back(p);
           steps.push_back(st.steps[s][p]);
         }
-        self->send(st.config.averagers.at(s), average_atom::value, std::move(members), std::move(steps));
+        // Each process with a member averages with the others (one averager, in one).
+        std::vector<caf::actor_addr> told;
+        for (const std::size_t p : group) {
+          const averager_actor& averager = st.config.averagers.at(s).at(p);
+          if (std::find(told.begin(), told.end(), averager.address()) != told.end()) continue;
+          told.push_back(averager.address());
+          self->send(averager, average_atom::value, members, steps);
+        }
       }
     }
   }

@@ -14,6 +14,7 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <deque>
 #include <map>
 
@@ -160,24 +161,53 @@ void build(JobActor self, const JobConfig& config) {
   }
   st.in_hand.assign(P, 0);
   const job_actor job = caf::actor_cast<job_actor>(self);
-  std::vector<averager_actor> averagers; // by stage index
+  // By stage index: this process's averager (of its replicas of the stage, if any);
+  // and [stage][pipeline], the averager of that replica's process.
+  std::vector<averager_actor> averagers(S);
+  std::vector<std::vector<averager_actor>> averager_of(S, std::vector<averager_actor>(P));
   if ((config.scheduling || config.elastic_period) && P > 1) {
     for (std::size_t s = 0; s < S; ++s) {
-      std::vector<stage_actor> replicas;
+      std::vector<stage_actor> replicas(P);
+      bool any = false;
       for (std::size_t p = 0; p < P; ++p)
-        replicas.push_back(stages[p][s]);
-      averagers.push_back(spawn_averager(
-          self->system(), {s, std::move(replicas),
-                           [average = config.average, s](const std::vector<std::size_t>& group) { average(s, group); },
-                           job, config.detached}));
-      watch(averagers.back(), "the averager of stage " + std::to_string(s));
+        if (rank(p, s) == 0) {
+          replicas[p] = stages[p][s];
+          any = true;
+        }
+      if (any) {
+        averagers[s] =
+            spawn_averager(self->system(),
+                           {s, std::move(replicas),
+                            [average = config.average, s](const std::vector<std::size_t>& group) { average(s, group); },
+                            job, config.detached});
+        watch(averagers[s], "the averager of stage " + std::to_string(s));
+      }
+      for (std::size_t p = 0; p < P; ++p)
+        averager_of[s][p] = rank(p, s) == 0 ? averagers[s] : config.processes->averagers.at(rank(p, s)).at(s);
     }
+    if (config.processes)
+      for (const auto& [host, by_stage] : config.processes->averagers)
+        for (std::size_t s = 0; s < by_stage.size(); ++s)
+          if (by_stage[s])
+            watch(by_stage[s],
+                  "the averager of stage " + std::to_string(s) + " (worker process " + std::to_string(host) + ")");
+    // Asynchronous elastic averaging over several processes: a stage asks its stage's
+    // relay, which tells every process's averager of the stage.
+    if (config.elastic_period && config.processes)
+      for (std::size_t s = 0; s < S; ++s) {
+        std::vector<averager_actor> every;
+        for (std::size_t p = 0; p < P; ++p)
+          if (std::find(every.begin(), every.end(), averager_of[s][p]) == every.end())
+            every.push_back(averager_of[s][p]);
+        averagers[s] = spawn_averager_relay(self->system(), std::move(every));
+        watch(averagers[s], "the averager relay of stage " + std::to_string(s));
+      }
     for (const auto& pipeline : stages)
       st.stages.insert(st.stages.end(), pipeline.begin(), pipeline.end());
   }
   if (config.scheduling && P > 1) {
     st.scheduler =
-        spawn_group_scheduler(self->system(), {*config.scheduling, stages, averagers, config.time_scale, job});
+        spawn_group_scheduler(self->system(), {*config.scheduling, stages, averager_of, config.time_scale, job});
     watch(st.scheduler, "the group scheduler");
   }
   if (config.staleness)
@@ -199,7 +229,8 @@ void build(JobActor self, const JobConfig& config) {
       if (rank(p, s) != 0)
         wirings[rank(p, s)].push_back({p, s, s > 0 ? stages[p][s - 1] : stage_actor{},
                                        s + 1 < S ? stages[p][s + 1] : stage_actor{}, s > 0 ? rank(p, s - 1) : 0,
-                                       s + 1 < S ? rank(p, s + 1) : 0, st.pipelines[p], job});
+                                       s + 1 < S ? rank(p, s + 1) : 0, st.pipelines[p], job, st.scheduler,
+                                       config.elastic_period ? averagers[s] : averager_actor{}});
   st.unwired = wirings.size();
   if (config.processes) {
     HeartbeatConfig heartbeat{config.processes->hosts, {}, config.processes->heartbeat_timeout, job, st.failure};
@@ -241,7 +272,7 @@ void build(JobActor self, const JobConfig& config) {
                    StageLinks{s > 0 ? stages[p][s - 1] : stage_actor{}, s + 1 < S ? stages[p][s + 1] : stage_actor{},
                               st.pipelines[p], round, replicas, st.scheduler, job,
                               st.servers.empty() ? parameter_server_actor{} : st.servers[s],
-                              config.elastic_period && !averagers.empty() ? averagers[s] : averager_actor{},
+                              config.elastic_period ? averagers[s] : averager_actor{},
                               s > 0 ? route(p, s - 1) : Route{}, s + 1 < S ? route(p, s + 1) : Route{}});
   }
 }

@@ -106,6 +106,9 @@ struct JobConfig {
     std::map<std::uint64_t, stage_host_actor> hosts;
     /// A host silent this long is taken for lost (heartbeat_actor.hpp).
     std::chrono::milliseconds heartbeat_timeout{3000};
+    /// Scheduled averaging: each host's averager of each stage index (empty where it
+    /// holds no replica), by rank; the group scheduler tells them of groups.
+    std::map<std::uint64_t, std::vector<averager_actor>> averagers;
   };
   std::optional<Processes> processes;
 };

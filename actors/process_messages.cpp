@@ -17,6 +17,10 @@ void add_process_message_types(caf::actor_system_config& config) {
   config.add_message_type<std::vector<StageTrace>>("actorpipe::stage_traces");
   config.add_message_type<stage_actor>("actorpipe::stage_actor");
   config.add_message_type<std::vector<stage_actor>>("actorpipe::stage_actors");
+  config.add_message_type<HostedStages>("actorpipe::hosted_stages");
+  config.add_message_type<averager_actor>("actorpipe::averager_actor");   // its vector too
+  config.add_message_type<std::vector<std::uint64_t>>("actorpipe::u64s"); // a group's pipelines and steps
+  config.add_message_type<group_scheduler_actor>("actorpipe::group_scheduler_actor");
   config.add_message_type<pipeline_actor>("actorpipe::pipeline_actor");
   config.add_message_type<job_actor>("actorpipe::job_actor");
   config.add_message_type<stage_host_actor>("actorpipe::stage_host_actor");

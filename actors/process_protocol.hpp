@@ -11,7 +11,10 @@
 ///     place left is refused)
 ///   worker, having loaded the job, planned it alike and joined the tensor transport
 ///     ─ready(rank, host)→ gate
-///   coordinator ─spawn→ host ─→ its stage actors, in (pipeline, stage) order
+///   coordinator ─spawn→ host ─→ its stage actors, in (pipeline, stage) order, and
+///     under scheduled or asynchronous elastic averaging its averager of each stage
+///     index it holds replicas of (the coordinator's group scheduler tells them of the
+///     groups with members there; its averager relay of a stage, of every elastic move)
 ///   job ─wire(wirings)→ host, which connects each of its stages (StageLinks, made
 ///     there: routes to neighbours in other processes, a sync round over its replicas
 ///     of a stage index, which all-reduces across the processes) and answers; the job
@@ -82,19 +85,34 @@ template <class Inspector> typename Inspector::result_type inspect(Inspector& f,
            x.placement, x.inject_stage, x.inject_step, x.inject_effect);
 }
 
+/// What a host spawned: its stage actors in (pipeline, stage) order and, under
+/// scheduled or asynchronous elastic averaging, its averager of each stage index
+/// (empty where it holds no replica of that stage).
+struct HostedStages {
+  std::vector<stage_actor> stages;
+  std::vector<averager_actor> averagers;
+};
+
+template <class Inspector> typename Inspector::result_type inspect(Inspector& f, HostedStages& x) {
+  return f(caf::meta::type_name("hosted_stages"), x.stages, x.averagers);
+}
+
 /// How the job wires one stage a worker runs: its neighbours and the ranks of their
-/// processes, its pipeline, the job.
+/// processes, its pipeline, the job; under scheduled averaging the group scheduler,
+/// under asynchronous elastic averaging the coordinator's averager relay of its stage.
 struct StageWiring {
   std::uint64_t pipeline = 0, stage = 0;
   stage_actor previous, next;
   std::uint64_t previous_rank = 0, next_rank = 0;
   pipeline_actor owner;
   job_actor job;
+  group_scheduler_actor scheduler;
+  averager_actor averager;
 };
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, StageWiring& x) {
   return f(caf::meta::type_name("stage_wiring"), x.pipeline, x.stage, x.previous, x.next, x.previous_rank, x.next_rank,
-           x.owner, x.job);
+           x.owner, x.job, x.scheduler, x.averager);
 }
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, TraceSpan& x) {
@@ -107,7 +125,7 @@ template <class Inspector> typename Inspector::result_type inspect(Inspector& f,
 
 /// A worker's stage host.
 using stage_host_actor =
-    caf::typed_actor<caf::replies_to<spawn_atom>::with<std::vector<stage_actor>>,
+    caf::typed_actor<caf::replies_to<spawn_atom>::with<HostedStages>,
                      caf::replies_to<wire_atom, std::vector<StageWiring>>::with<bool>,
                      caf::replies_to<restore_atom, std::vector<transport::TensorTicket>>::with<bool>,
                      caf::replies_to<collect_atom, std::uint64_t>::with<std::vector<transport::TensorTicket>>,

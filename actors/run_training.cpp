@@ -139,9 +139,7 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   std::optional<std::vector<std::vector<std::uint64_t>>> placement;
   std::optional<std::vector<std::string>> hosts; // by rank − 1: the machine it must be on
   if (coordinate) {
-    if (setup.asynchronous())
-      return Error::unsupported(job.where("plan.sync") + "'" + plan.sync +
-                                "' steps pipelines on their own, which a run of several processes does not do yet");
+    ACTORPIPE_TRY(actors::runs_across_processes(job, plan, setup));
     auto placed = launch::place_stages(plan, coordinate->workers, 1);
     ACTORPIPE_TRY(placed);
     auto machines = launch::process_hosts(plan, job.cluster, *placed, 1);
@@ -195,8 +193,8 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
       caf::scoped_actor pusher{system};
       ACTORPIPE_TRY(actors::push_state(pusher, *coordination, *placement, session));
     }
-    job_config.processes = actors::JobConfig::Processes{*placement, std::move(*spawned), coordination->hosts,
-                                                        coordinate->heartbeat_timeout};
+    job_config.processes = actors::JobConfig::Processes{*placement, std::move(spawned->stages), coordination->hosts,
+                                                        coordinate->heartbeat_timeout, std::move(spawned->averagers)};
     job_config.transport = coordination->transport.get();
   }
   job_config.time_scale = time_scale;
@@ -262,15 +260,21 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
                  });
     return settled;
   };
+  // Runs `use` with the model the policy trains in pipeline 0's replicas. With workers,
+  // pull_state() put it there already: this process's replicas of the other pipelines
+  // never trained.
+  auto with_model = [&](const std::function<void()>& use) {
+    if (sync && !coordination)
+      sync->with_model(use);
+    else
+      use();
+  };
   // After the last step of `epoch` (1-based).
   auto evaluate = [&](std::uint64_t epoch) -> Status {
     train::Evaluation e;
     // LibTorch's exceptions end here: a host that embeds the runtime gets an Error.
     try {
-      if (sync)
-        sync->with_model([&] { e = session.evaluate(); });
-      else
-        e = session.evaluate();
+      with_model([&] { e = session.evaluate(); });
     } catch (const std::exception& ex) {
       const std::string what = ex.what();
       return Error::run_failed("evaluation after epoch " + std::to_string(epoch) + ": " +
@@ -293,10 +297,7 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   // starts every replica from it.
   auto checkpoint = [&]() -> Status {
     Status saved = Ok{};
-    if (!sync)
-      saved = session.save_checkpoint(options.output_dir + "/checkpoint.pt", progress);
-    else
-      sync->with_model([&] { saved = session.save_checkpoint(options.output_dir + "/checkpoint.pt", progress); });
+    with_model([&] { saved = session.save_checkpoint(options.output_dir + "/checkpoint.pt", progress); });
     if (saved) attempt.checkpoint_step = progress.step;
     return saved;
   };

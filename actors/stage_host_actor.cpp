@@ -2,6 +2,7 @@
 
 #include "stage_host_actor.hpp"
 
+#include "averager_actor.hpp"
 #include "stage_actor.hpp"
 #include "sync_round.hpp"
 
@@ -19,6 +20,7 @@ namespace {
 struct StageHostState {
   StageHostConfig config;
   std::map<std::pair<std::size_t, std::size_t>, stage_actor> stages; ///< by (pipeline, stage)
+  std::vector<averager_actor> averagers; ///< scheduled averaging: by stage index, where it holds replicas
   static inline const char* name = "stage host";
 };
 
@@ -60,6 +62,8 @@ void wire(StageHost self, const std::vector<StageWiring>& wirings) {
     links.job = w.job;
     links.sync = rounds.count(w.stage) ? rounds[w.stage] : nullptr;
     if (links.sync) links.replicas = replicas[w.stage];
+    links.scheduler = w.scheduler;
+    links.averager = w.averager;
     links.to_previous = route(w.previous_rank);
     links.to_next = route(w.next_rank);
     self->send(it->second, connect_atom::value, std::move(links));
@@ -71,6 +75,8 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
   self->set_exit_handler([=](caf::exit_msg& exit) {
     for (const auto& [key, stage] : self->state.stages)
       self->send_exit(stage, exit.reason);
+    for (const averager_actor& averager : self->state.averagers)
+      if (averager) self->send_exit(averager, exit.reason);
     self->quit(exit.reason);
   });
   return {
@@ -78,13 +84,39 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
         auto& st = self->state;
         const JobConfig& job = st.config.setup->job;
         const std::vector<int> cores = train::usable_cores();
-        std::vector<stage_actor> spawned;
-        for (std::size_t p = 0; p < job.plan.pipelines; ++p)
-          for (std::size_t s = 0; s < job.plan.stages.size(); ++s)
+        const std::size_t P = job.plan.pipelines, S = job.plan.stages.size();
+        HostedStages spawned;
+        for (std::size_t p = 0; p < P; ++p)
+          for (std::size_t s = 0; s < S; ++s)
             if (mine(st.config, p, s)) {
               st.stages[{p, s}] = spawn_stage(self->system(), stage_config(job, p, s, cores));
-              spawned.push_back(st.stages[{p, s}]);
+              spawned.stages.push_back(st.stages[{p, s}]);
             }
+        // Scheduled or asynchronous elastic averaging: an averager of each stage index
+        // here, for the groups with members here (the elastic moves of every member,
+        // for the copy of the centre here); a failure ends it, which the job watching
+        // it hears.
+        if ((job.scheduling || job.elastic_period) && P > 1) {
+          st.averagers.resize(S);
+          for (std::size_t s = 0; s < S; ++s) {
+            std::vector<stage_actor> members(P);
+            bool any = false;
+            for (std::size_t p = 0; p < P; ++p)
+              if (mine(st.config, p, s)) {
+                members[p] = st.stages[{p, s}];
+                any = true;
+              }
+            if (!any) continue;
+            st.averagers[s] = spawn_averager(
+                self->system(),
+                {s,
+                 std::move(members),
+                 [average = job.average, s](const std::vector<std::size_t>& group) { average(s, group); },
+                 {},
+                 true});
+          }
+          spawned.averagers = st.averagers;
+        }
         return spawned;
       },
       [=](wire_atom, const std::vector<StageWiring>& wirings) {
@@ -102,6 +134,7 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
         } catch (const std::exception& e) {
           return caf::make_error(caf::sec::runtime_error, std::string("restoring its stages' state: ") + e.what());
         }
+        if (st.config.setup->sync) st.config.setup->sync->restored();
         return true;
       },
       [=](collect_atom, std::uint64_t pipeline) {
@@ -125,6 +158,8 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
         if (failed) self->state.config.transport->abandon();
         for (const auto& [key, stage] : self->state.stages)
           self->send_exit(stage, caf::exit_reason::user_shutdown);
+        for (const averager_actor& averager : self->state.averagers)
+          if (averager) self->send_exit(averager, caf::exit_reason::user_shutdown);
         self->quit();
         return true;
       },

@@ -109,9 +109,7 @@ Status run_worker(const WorkerOptions& options) {
   auto prepared = prepare_run(job, plan, run, session);
   ACTORPIPE_TRY(prepared);
   RunSetup& setup = **prepared;
-  if (setup.asynchronous())
-    return Error::unsupported(job.where("plan.sync") + "'" + plan.sync +
-                              "' steps pipelines on their own, which a run of several processes does not do yet");
+  ACTORPIPE_TRY(runs_across_processes(job, plan, setup));
 
   transport::TransportOptions tensors;
   tensors.store = {order->store_host, order->store_port};

@@ -36,20 +36,22 @@ start_workers(caf::actor_system& system, const CoordinateOptions& coordinate, co
   return actors::coordinate(system, coordinate, std::move(order), std::move(hosts));
 }
 
-Result<std::vector<std::vector<stage_actor>>>
-spawn_remote_stages(caf::actor_system& system, Coordination& coordination,
-                    const std::vector<std::vector<std::uint64_t>>& placement, const Plan& plan) {
-  std::vector<std::vector<stage_actor>> stages(plan.pipelines, std::vector<stage_actor>(plan.stages.size()));
+Result<RemoteStages> spawn_remote_stages(caf::actor_system& system, Coordination& coordination,
+                                         const std::vector<std::vector<std::uint64_t>>& placement, const Plan& plan) {
+  RemoteStages remote;
+  remote.stages.assign(plan.pipelines, std::vector<stage_actor>(plan.stages.size()));
   caf::scoped_actor self{system};
   for (const auto& [rank, host] : coordination.hosts) {
     std::optional<Error> error;
     self->request(host, std::chrono::seconds(60), spawn_atom::value)
         .receive(
-            [&](std::vector<stage_actor>& spawned) {
+            [&, rank = rank](HostedStages& spawned) {
               std::size_t next = 0;
               for (std::size_t p = 0; p < plan.pipelines; ++p)
                 for (std::size_t s = 0; s < plan.stages.size(); ++s)
-                  if (placement[p][s] == rank && next < spawned.size()) stages[p][s] = spawned[next++];
+                  if (placement[p][s] == rank && next < spawned.stages.size())
+                    remote.stages[p][s] = spawned.stages[next++];
+              remote.averagers[rank] = std::move(spawned.averagers);
             },
             [&](caf::error& e) {
               error = Error::run_failed("worker " + std::to_string(rank) +
@@ -57,30 +59,35 @@ spawn_remote_stages(caf::actor_system& system, Coordination& coordination,
             });
     if (error) return *error;
   }
-  return stages;
+  return remote;
 }
 
 Status pull_state(caf::scoped_actor& self, Coordination& coordination,
                   const std::vector<std::vector<std::uint64_t>>& placement, train::Session& session) {
-  for (const auto& [rank, host] : coordination.hosts) {
-    Status pulled = Ok{};
-    self->request(host, std::chrono::seconds(60), collect_atom::value, std::uint64_t{0})
-        .receive(
-            [&](std::vector<transport::TensorTicket>& tickets) {
-              std::size_t next = 0;
-              try {
-                for (std::size_t s = 0; s < placement[0].size(); ++s)
-                  if (placement[0][s] == rank && next < tickets.size())
-                    session.worker(0, s).load_state_bytes(
-                        train::payload_text(coordination.transport->receive(tickets[next++])));
-              } catch (const std::exception& e) {
-                pulled = Error::run_failed("the state of worker " + std::to_string(rank) + "'s stages: " + e.what());
-              }
-            },
-            [&](caf::error& e) {
-              pulled = Error::run_failed("worker " + std::to_string(rank) +
-                                         " did not hand over its stages' state: " + self->system().render(e));
-            });
+  // Asked all at once: a host that sums across the others answers once they all have.
+  using Answer =
+      decltype(self->request(std::declval<stage_host_actor>(), caf::infinite, collect_atom::value, std::uint64_t{0}));
+  std::vector<std::pair<std::uint64_t, Answer>> asked;
+  for (const auto& [rank, host] : coordination.hosts)
+    asked.emplace_back(rank, self->request(host, std::chrono::seconds(60), collect_atom::value, std::uint64_t{0}));
+  Status pulled = Ok{};
+  for (auto& [rank, answer] : asked) {
+    answer.receive(
+        [&](std::vector<transport::TensorTicket>& tickets) {
+          std::size_t next = 0;
+          try {
+            for (std::size_t s = 0; s < placement[0].size(); ++s)
+              if (placement[0][s] == rank && next < tickets.size())
+                session.worker(0, s).load_state_bytes(
+                    train::payload_text(coordination.transport->receive(tickets[next++])));
+          } catch (const std::exception& e) {
+            pulled = Error::run_failed("the state of worker " + std::to_string(rank) + "'s stages: " + e.what());
+          }
+        },
+        [&](caf::error& e) {
+          pulled = Error::run_failed("worker " + std::to_string(rank) +
+                                     " did not hand over its stages' state: " + self->system().render(e));
+        });
     ACTORPIPE_TRY(pulled);
   }
   return Ok{};

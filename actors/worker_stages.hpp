@@ -15,6 +15,7 @@
 #include <caf/fwd.hpp>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,10 +35,15 @@ start_workers(caf::actor_system& system, const CoordinateOptions& coordinate, co
               const std::vector<std::vector<std::uint64_t>>& placement, std::uint64_t first_step,
               Clock::time_point origin, const std::optional<InjectedFailure>& inject, std::vector<std::string> hosts);
 
-/// Has each worker's host spawn its stages: stages[p][s], empty where none is remote.
-Result<std::vector<std::vector<stage_actor>>>
-spawn_remote_stages(caf::actor_system& system, Coordination& coordination,
-                    const std::vector<std::vector<std::uint64_t>>& placement, const Plan& plan);
+/// What the workers' hosts spawned.
+struct RemoteStages {
+  std::vector<std::vector<stage_actor>> stages;                   ///< [p][s], empty where none is remote
+  std::map<std::uint64_t, std::vector<averager_actor>> averagers; ///< by rank: HostedStages::averagers
+};
+
+/// Has each worker's host spawn its stages (and averagers).
+Result<RemoteStages> spawn_remote_stages(caf::actor_system& system, Coordination& coordination,
+                                         const std::vector<std::vector<std::uint64_t>>& placement, const Plan& plan);
 
 /// A resumed run's state, which this process loaded from the checkpoint, into the
 /// workers' stages: parameters, buffers and optimizer state, every replica alike.
@@ -45,8 +51,9 @@ Status push_state(caf::scoped_actor& self, Coordination& coordination,
                   const std::vector<std::vector<std::uint64_t>>& placement, train::Session& session);
 
 /// Pipeline 0's parameters, buffers and optimizer state (what the policy trains: an
-/// elastic run's centre), from the workers that run its stages into this process's
-/// copy, which evaluation and checkpoints read.
+/// elastic run's centre, scheduled averaging's mean), from the workers that run its
+/// stages into this process's copy, which evaluation and checkpoints read. Every host
+/// is asked at once: under scheduled averaging the mean is summed across all of them.
 Status pull_state(caf::scoped_actor& self, Coordination& coordination,
                   const std::vector<std::vector<std::uint64_t>>& placement, train::Session& session);
 

@@ -456,7 +456,7 @@ CAF_TEST(stages_ask_the_group_scheduler_after_their_step_and_compute_on_while_a_
   const averager_actor averager = averager_of(replicas, averaged);
   GroupSchedulerConfig config; // a window of 1 ms, doubled for a lone asker
   config.stages = {{replicas[0]}, {replicas[1]}, {replicas[2]}};
-  config.averagers = {averager};
+  config.averagers = {std::vector<averager_actor>(3, averager)};
   config.job = job;
   auto scheduler = spawn_group_scheduler(sys, config);
   spawned.push_back(caf::actor_cast<caf::actor>(scheduler));
@@ -527,6 +527,59 @@ CAF_TEST(stages_ask_the_group_scheduler_after_their_step_and_compute_on_while_a_
   CAF_CHECK_NOT_EQUAL(failures[0].find("pipeline 2 asked twice"), std::string::npos);
 }
 
+CAF_TEST(a_group_whose_members_live_in_two_processes_is_averaged_by_both_which_release_their_own) {
+  // Pipelines 0 and 1 in one process, 2 in another: an averager of the stage in each,
+  // which knows the stage actors of its own process only.
+  std::vector<std::vector<std::size_t>> released;
+  std::vector<stage_actor> replicas;
+  for (std::uint64_t p = 0; p < 3; ++p) {
+    replicas.push_back(sys.spawn(scheduled_stage_double, p, &released));
+    spawned.push_back(caf::actor_cast<caf::actor>(replicas.back()));
+  }
+  std::vector<std::vector<std::size_t>> here, there;
+  const averager_actor first = averager_of({replicas[0], replicas[1], stage_actor{}}, here);
+  const averager_actor second = averager_of({stage_actor{}, stage_actor{}, replicas[2]}, there);
+  GroupSchedulerConfig config;
+  config.stages = {{replicas[0]}, {replicas[1]}, {replicas[2]}};
+  config.averagers = {{first, first, second}};
+  config.job = job;
+  auto scheduler = spawn_group_scheduler(sys, config);
+  spawned.push_back(caf::actor_cast<caf::actor>(scheduler));
+  // Everyone asks: the window closes at once, on one group of all three.
+  for (std::uint64_t p = 0; p < 3; ++p)
+    self->send(scheduler, ask_atom::value, std::uint64_t{0}, p, std::uint64_t{1});
+  expect((ask_atom, std::uint64_t, std::uint64_t, std::uint64_t), from(self).to(scheduler).with(_, 0u, 0u, 1u));
+  expect((ask_atom, std::uint64_t, std::uint64_t, std::uint64_t), from(self).to(scheduler).with(_, 0u, 1u, 1u));
+  expect((ask_atom, std::uint64_t, std::uint64_t, std::uint64_t), from(self).to(scheduler).with(_, 0u, 2u, 1u));
+  // Each process's averager hears of the group once, and lets its own members go.
+  const std::vector<std::uint64_t> all{0, 1, 2}, steps{1, 1, 1};
+  expect((average_atom, std::vector<std::uint64_t>, std::vector<std::uint64_t>),
+         from(scheduler).to(first).with(_, all, steps));
+  expect((average_atom, std::vector<std::uint64_t>, std::vector<std::uint64_t>),
+         from(scheduler).to(second).with(_, all, steps));
+  sched.run();
+  CAF_CHECK_EQUAL(here, (std::vector<std::vector<std::size_t>>{{0, 1, 2}}));
+  CAF_CHECK_EQUAL(there, (std::vector<std::vector<std::size_t>>{{0, 1, 2}}));
+  std::sort(released.begin(), released.end());
+  CAF_CHECK_EQUAL(released, (std::vector<std::vector<std::size_t>>{{0}, {1}, {2}}));
+  CAF_CHECK(failures.empty());
+}
+
+CAF_TEST(an_averager_relay_tells_every_process_averager_of_each_move_in_the_order_it_came) {
+  std::vector<std::vector<std::size_t>> first_heard, second_heard;
+  const averager_actor first = sys.spawn(averager_double, &first_heard);
+  const averager_actor second = sys.spawn(averager_double, &second_heard);
+  const averager_actor relay = spawn_averager_relay(sys, {first, second});
+  for (const auto& actor : {first, second, relay})
+    spawned.push_back(caf::actor_cast<caf::actor>(actor));
+  for (const std::uint64_t p : {1, 0, 1})
+    self->send(relay, average_atom::value, std::vector<std::uint64_t>{p}, std::vector<std::uint64_t>{2});
+  sched.run();
+  const std::vector<std::vector<std::size_t>> moves{{1}, {0}, {1}};
+  CAF_CHECK_EQUAL(first_heard, moves);
+  CAF_CHECK_EQUAL(second_heard, moves);
+}
+
 CAF_TEST(under_asynchronous_elastic_averaging_a_stage_asks_its_averager_every_period_steps_alone) {
   const std::vector<stage_actor> replicas = averaging_replicas(2, 2);
   std::vector<std::vector<std::size_t>> moved;
@@ -573,8 +626,9 @@ CAF_TEST(the_group_scheduler_never_hands_out_overlapping_groups_and_connects_eve
         config.stages.push_back({sys.spawn(scheduled_stage_double, std::uint64_t{p}, &released)});
         spawned.push_back(caf::actor_cast<caf::actor>(config.stages.back().front()));
       }
-      config.averagers = {sys.spawn(averager_double, &released)};
-      spawned.push_back(caf::actor_cast<caf::actor>(config.averagers.front()));
+      const averager_actor averager = sys.spawn(averager_double, &released);
+      config.averagers = {std::vector<averager_actor>(pipelines, averager)};
+      spawned.push_back(caf::actor_cast<caf::actor>(averager));
       auto scheduler = spawn_group_scheduler(sys, config);
       spawned.push_back(caf::actor_cast<caf::actor>(scheduler));
       // Each pipeline computes for 1–5 ms between asks, a tenth of the time 20 ms more.

@@ -14,20 +14,30 @@
 #include "control_channel.hpp"
 #include "coordinator.hpp"
 #include "process_protocol.hpp"
+#include "run_setup.hpp"
+#include "train/session.hpp"
+#include "train/stage_worker.hpp"
+#include "train/stage_worker_impl.hpp"
+#include "train/sync_executor.hpp"
+#include "train/tensor_box.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
 #include <nlohmann/json.hpp>
 
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <set>
 #include <mutex>
+#include <numeric>
 #include <regex>
 #include <sstream>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 #include <variant>
 
@@ -75,6 +85,17 @@ std::set<std::string> traced_processes(const std::string& path) {
   return found;
 }
 
+/// `job` run by `launch --nprocs N` for `steps` steps, into a folder of `dir` named
+/// after `name` and N, which it returns; a failed run fails the test case.
+std::string launched(const test::ScratchDir& dir, const std::string& job, const std::string& name, int processes,
+                     int steps) {
+  const std::string out = (dir.path() / (name + std::to_string(processes))).string();
+  const auto run = test::run_cli("launch --nprocs " + std::to_string(processes) + " " + job + " --steps " +
+                                 std::to_string(steps) + " -o " + out);
+  BOOST_REQUIRE_MESSAGE(run.status == 0, run.err);
+  return out;
+}
+
 /// `job` (2 stages) for 10 steps under `actorpipe run`, then under `launch` with 2 and
 /// 4 workers: the checkpoints' parameters agree to 1e-5. `name` keeps the runs' folders
 /// apart.
@@ -84,12 +105,25 @@ void launches_train_as_one_process(const test::ScratchDir& dir, const std::strin
   BOOST_REQUIRE_MESSAGE(reference.status == 0, reference.err);
   for (const int processes : {2, 4})
     BOOST_TEST_CONTEXT(processes << " worker processes") {
-      const std::string out = (dir.path() / (name + std::to_string(processes))).string();
-      const auto run =
-          test::run_cli("launch --nprocs " + std::to_string(processes) + " " + job + " --steps 10 -o " + out);
-      BOOST_REQUIRE_MESSAGE(run.status == 0, run.err);
+      const std::string out = launched(dir, job, name, processes, 10);
       BOOST_TEST(test::relative_difference(test::checkpoint_parameters(out + "/checkpoint.pt", 2),
                                            test::checkpoint_parameters(one + "/checkpoint.pt", 2)) < 1e-5);
+    }
+}
+
+/// `launch --nprocs 2` and `4` of `job` for a policy whose result depends on timing
+/// (pipelines stepping on their own): each run ends, and its loss falls.
+void launches_and_trains(const test::ScratchDir& dir, const std::string& job, const std::string& name) {
+  for (const int processes : {2, 4})
+    BOOST_TEST_CONTEXT(processes << " worker processes") {
+      const std::string out = launched(dir, job, name, processes, 60);
+      std::vector<double> losses;
+      std::ifstream metrics(out + "/metrics.jsonl");
+      for (std::string line; std::getline(metrics, line);)
+        if (const auto m = nlohmann::json::parse(line); m.value("kind", "") == "step") losses.push_back(m["loss"]);
+      BOOST_REQUIRE_EQUAL(losses.size(), 60u);
+      const auto mean = [&](std::size_t from) { return std::accumulate(&losses[from], &losses[from] + 10, 0.0) / 10; };
+      BOOST_TEST(mean(50) < mean(0));
     }
 }
 
@@ -201,6 +235,146 @@ BOOST_AUTO_TEST_CASE(ad_psgd_pairs_average_across_processes_as_in_one) {
   for (const auto& [from, to] : {std::pair{"count = 4", "count = 8"}, std::pair{"pipelines = 2", "pipelines = 4"}})
     text.replace(text.find(from), std::string(from).size(), to);
   launches_train_as_one_process(dir, dir.write("ad-psgd.toml", text + "sync = \"ad-psgd\"\n"), "ad-psgd");
+}
+
+BOOST_AUTO_TEST_CASE(sdpipe_averages_its_groups_across_processes) {
+  test::ScratchDir dir;
+  // 4 pipelines on 8 devices. The group scheduler runs in the coordinator and tells the
+  // averager of stage s in each worker with a member of a group; those sum the group's
+  // snapshots across their processes, and each releases its own members.
+  std::string text = text_of(job_file(dir, "1f1b"));
+  for (const auto& [from, to] : {std::pair{"count = 4", "count = 8"}, std::pair{"pipelines = 2", "pipelines = 4"}})
+    text.replace(text.find(from), std::string(from).size(), to);
+  text += "sync = \"sdpipe\"\n";
+  // Every ask a forced round of all pipelines, each waiting for its answer: `average`,
+  // to the bit, and so the parameters of one process.
+  launches_train_as_one_process(
+      dir, dir.write("sdpipe-forced.toml", text + "[plan.options.sdpipe]\nforce_every = 1\noverlap = false\n"),
+      "sdpipe-forced");
+  // As SDPipe runs by default (groups of whoever asks within an adaptive window, each
+  // pipeline computing on while its group averages), groups differ from run to run.
+  launches_and_trains(dir, dir.write("sdpipe.toml", text), "sdpipe");
+}
+
+BOOST_AUTO_TEST_CASE(asynchronous_elastic_averaging_runs_across_processes) {
+  test::ScratchDir dir;
+  // Each pipeline moves with its stage's centre every 2 of its own steps. Every worker
+  // with replicas of a stage keeps a copy of its centre; the coordinator's relay of
+  // the stage tells all of them of each move, in one order, and the mover's process
+  // sums its move into the others' copies.
+  launches_and_trains(dir,
+                      dir.write("elastic.toml", text_of(job_file(dir, "1f1b")) +
+                                                    "sync = \"elastic\"\n[plan.options.elastic]\nasynchronous = "
+                                                    "true\ntau = 2\n"),
+                      "elastic");
+}
+
+namespace {
+
+/// Two processes' sums across them, played by two threads: each call waits for the
+/// other side's, and both get the total.
+class TwoSidedSum {
+public:
+  void operator()(const std::vector<train::Payload>& mine) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!first_) {
+      first_ = &mine;
+      const std::uint64_t round = round_;
+      met_.wait(lock, [&] { return round_ != round; });
+      return;
+    }
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+      mine[i]->tensor.add_((*first_)[i]->tensor);
+      (*first_)[i]->tensor.copy_(mine[i]->tensor);
+    }
+    first_ = nullptr;
+    ++round_;
+    met_.notify_all();
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable met_;
+  const std::vector<train::Payload>* first_ = nullptr;
+  std::uint64_t round_ = 0;
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(asynchronous_elastic_centres_in_two_processes_move_as_one) {
+  // Pipeline 0's replica in process A, pipeline 1's in B, each keeping a copy of the
+  // stage's centre; one process's run holds both. Each pipeline moves with the centre
+  // in turn: the mover sums its move into the other's copy (which follows), so both
+  // copies, and each replica, end as in the one process, to the bit.
+  test::ScratchDir dir;
+  const auto p = test::quick_plan(dir, text_of(job_file(dir, "1f1b")) +
+                                           "sync = \"elastic\"\n[plan.options.elastic]\nasynchronous = true\n");
+  auto other_seed = p.job;
+  other_seed.job.seed += 1;
+  auto different = train::Session::open(other_seed, p.plan);
+  REQUIRE_OK(different);
+  struct Process {
+    std::unique_ptr<train::Session> session;
+    std::unique_ptr<actors::RunSetup> setup;
+  };
+  const auto process = [&] {
+    Process made;
+    auto opened = train::Session::open(p.job, p.plan);
+    REQUIRE_OK(opened);
+    made.session = std::move(*opened);
+    // Pipeline 1 starts elsewhere than pipeline 0 (and the centre, made from pipeline 0).
+    for (std::size_t s = 0; s < p.plan.stages.size(); ++s)
+      made.session->worker(1, s).load_state_bytes((*different)->worker(0, s).state_bytes());
+    auto prepared = actors::prepare_run(p.job, p.plan, RunOptions{}, *made.session);
+    REQUIRE_OK(prepared);
+    made.setup = std::move(*prepared);
+    BOOST_REQUIRE(made.setup->job.elastic_period);
+    return made;
+  };
+  Process one = process(), a = process(), b = process();
+  std::vector<TwoSidedSum> sums(p.plan.stages.size());
+  for (auto [side, pipeline] : {std::pair{&a, std::size_t{0}}, std::pair{&b, std::size_t{1}}})
+    side->setup->sync->span_processes({[pipeline = pipeline](std::size_t, std::size_t q) { return q == pipeline; },
+                                       [&sums](std::size_t s, const std::vector<std::size_t>&,
+                                               const std::vector<train::Payload>& t) { sums[s](t); }});
+  const auto move = [](train::SyncExecutor& sync, std::size_t s, std::size_t pipeline, bool mine) {
+    if (mine) sync.snapshot(s, pipeline);
+    sync.average(s, {pipeline});
+    if (mine) sync.correct(s, pipeline);
+  };
+  for (std::size_t s = 0; s < p.plan.stages.size(); ++s)
+    for (const std::size_t pipeline : {0, 1, 0}) {
+      move(*one.setup->sync, s, pipeline, true);
+      std::thread other([&] { move(*b.setup->sync, s, pipeline, pipeline == 1); });
+      move(*a.setup->sync, s, pipeline, pipeline == 0);
+      other.join();
+    }
+  // Parameters, copied: with_model() puts the centre in pipeline 0's replica for the while.
+  const auto parameters = [](train::StageWorker& replica) {
+    std::vector<torch::Tensor> copied;
+    for (const torch::Tensor& t : replica.impl().parameters)
+      copied.push_back(t.detach().clone());
+    return copied;
+  };
+  const auto centre = [&](Process& side, std::size_t s) {
+    std::vector<torch::Tensor> copied;
+    side.setup->sync->with_model([&] { copied = parameters(side.session->worker(0, s)); });
+    return copied;
+  };
+  const auto same = [](const std::vector<torch::Tensor>& x, const std::vector<torch::Tensor>& y) {
+    bool equal = x.size() == y.size() && !x.empty();
+    for (std::size_t i = 0; equal && i < x.size(); ++i)
+      equal = torch::equal(x[i], y[i]);
+    return equal;
+  };
+  for (std::size_t s = 0; s < p.plan.stages.size(); ++s)
+    BOOST_TEST_CONTEXT("stage " << s) {
+      BOOST_TEST(same(centre(a, s), centre(one, s)));
+      BOOST_TEST(same(centre(b, s), centre(one, s)));
+      BOOST_TEST(!same(centre(one, s), parameters(one.session->worker(0, s)))); // the centre moved
+      BOOST_TEST(same(parameters(a.session->worker(0, s)), parameters(one.session->worker(0, s))));
+      BOOST_TEST(same(parameters(b.session->worker(1, s)), parameters(one.session->worker(1, s))));
+    }
 }
 
 BOOST_AUTO_TEST_CASE(a_worker_with_a_wrong_token_is_refused_and_logged_with_its_address) {

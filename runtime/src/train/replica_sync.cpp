@@ -177,40 +177,68 @@ void AveragingSnapshot::take(StageWorker& replica) {
   impl_->changed = false;
 }
 
-void AveragingSnapshot::average(const std::vector<AveragingSnapshot*>& group, const std::string& buffers) {
-  if (group.size() < 2) return;
+void AveragingSnapshot::average(const std::vector<AveragingSnapshot*>& local, std::size_t members, bool holds_first,
+                                const std::string& buffers, const SumAcross& across) {
+  if (members < 2 || local.empty()) return;
   torch::NoGradGuard no_grad;
-  const double n = static_cast<double>(group.size());
-  const Impl& first = *group.front()->impl_;
+  const double n = static_cast<double>(members);
+  const Impl& first = *local.front()->impl_;
+  std::vector<Payload> sums;
   for (std::size_t i = 0; i < first.parameters.size(); ++i) {
-    torch::Tensor mean = first.parameters[i].clone();
-    for (std::size_t r = 1; r < group.size(); ++r)
-      mean.add_(group[r]->impl_->parameters[i]);
-    mean.div_(n);
-    for (AveragingSnapshot* member : group)
+    torch::Tensor sum = first.parameters[i].clone();
+    for (std::size_t r = 1; r < local.size(); ++r)
+      sum.add_(local[r]->impl_->parameters[i]);
+    sums.push_back(wrap(sum));
+  }
+  if (across) across(sums);
+  for (std::size_t i = 0; i < first.parameters.size(); ++i) {
+    const torch::Tensor mean = sums[i]->tensor.div_(n);
+    for (AveragingSnapshot* member : local)
       member->impl_->parameters[i].neg_().add_(mean);
   }
-  for (std::size_t i = 0; i < first.buffers.size(); ++i) {
-    torch::Tensor agreed = first.buffers[i].clone();
-    if (buffers == "average" && agreed.is_floating_point()) {
-      for (std::size_t r = 1; r < group.size(); ++r)
-        agreed.add_(group[r]->impl_->buffers[i]);
-      agreed.div_(n);
+  // Buffers agree as agree_buffers() has them: floating-point ones to their mean under
+  // "average", the rest to the group's first member's (from its process alone). One
+  // flat all-reduce takes one type: floating-point and integer buffers apart.
+  for (const bool floating : {true, false}) {
+    const bool mean = buffers == "average" && floating;
+    std::vector<std::size_t> at;
+    std::vector<Payload> agreed;
+    for (std::size_t i = 0; i < first.buffers.size(); ++i) {
+      if (first.buffers[i].is_floating_point() != floating) continue;
+      torch::Tensor part = first.buffers[i].clone();
+      if (mean)
+        for (std::size_t r = 1; r < local.size(); ++r)
+          part.add_(local[r]->impl_->buffers[i]);
+      else if (!holds_first)
+        part.zero_();
+      at.push_back(i);
+      agreed.push_back(wrap(part));
     }
-    for (AveragingSnapshot* member : group)
-      member->impl_->buffers[i].neg_().add_(agreed);
+    if (agreed.empty()) continue;
+    if (across) across(agreed);
+    for (std::size_t k = 0; k < at.size(); ++k) {
+      const torch::Tensor& value = agreed[k]->tensor;
+      if (mean) value.div_(n);
+      for (AveragingSnapshot* member : local)
+        member->impl_->buffers[at[k]].neg_().add_(value);
+    }
   }
-  for (AveragingSnapshot* member : group)
+  for (AveragingSnapshot* member : local)
     member->impl_->changed = true;
 }
 
-void AveragingSnapshot::move_with(ElasticCentre& centre, double alpha) {
+void AveragingSnapshot::move_with(ElasticCentre& centre, double alpha, const SumAcross& across) {
   torch::NoGradGuard no_grad;
+  std::vector<Payload> moves;
   for (std::size_t i = 0; i < impl_->parameters.size(); ++i) {
-    torch::Tensor& c = centre.impl_->centre[i];
     torch::Tensor& change = impl_->parameters[i];
-    change.sub_(c).mul_(alpha); // alpha · d
-    c.add_(change);
+    change.sub_(centre.impl_->centre[i]).mul_(alpha); // alpha · d
+    if (across) moves.push_back(wrap(change));
+  }
+  if (across) across(moves); // the others add nothing: still alpha · d
+  for (std::size_t i = 0; i < impl_->parameters.size(); ++i) {
+    torch::Tensor& change = impl_->parameters[i];
+    centre.impl_->centre[i].add_(change);
     change.neg_();
   }
   for (torch::Tensor& b : impl_->buffers)
@@ -257,6 +285,16 @@ void ElasticCentre::move(const std::vector<StageWorker*>& group, double alpha, c
 }
 
 void ElasticCentre::swap(StageWorker& replica) { swap_parameters(impl_->centre, replica); }
+
+void ElasticCentre::follow(const SumAcross& across) {
+  torch::NoGradGuard no_grad;
+  std::vector<Payload> moves;
+  for (const torch::Tensor& c : impl_->centre)
+    moves.push_back(wrap(torch::zeros_like(c)));
+  across(moves);
+  for (std::size_t i = 0; i < impl_->centre.size(); ++i)
+    impl_->centre[i].add_(moves[i]->tensor);
+}
 
 struct ServerWeights::Impl {
   std::vector<torch::Tensor> parameters;

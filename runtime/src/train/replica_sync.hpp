@@ -57,12 +57,18 @@ public:
   /// Copies `replica`'s parameters and buffers; no change is pending.
   void take(StageWorker& replica);
   /// Turns each member's snapshot into its change: parameters to the group's mean,
-  /// buffers as agree_buffers() would agree them (`buffers`). A group of one changes
-  /// nothing.
-  static void average(const std::vector<AveragingSnapshot*>& group, const std::string& buffers);
+  /// buffers as agree_buffers() would agree them (`buffers`). `local` are the snapshots
+  /// of the group's members in this process, in the group's order; `members` counts
+  /// them all, `holds_first` says the group's first is here. Members in other processes
+  /// are summed in through `across` (none: the group is `local`). A group of one
+  /// changes nothing.
+  static void average(const std::vector<AveragingSnapshot*>& local, std::size_t members, bool holds_first,
+                      const std::string& buffers, const SumAcross& across = {});
   /// Asynchronous elastic averaging: with d = snapshot − c, the snapshot's change
   /// becomes −alpha · d and the centre moves by alpha · d. Buffers stay the replica's.
-  void move_with(ElasticCentre& centre, double alpha);
+  /// With `across`, every other process keeping a copy of the centre moves it alike
+  /// (ElasticCentre::follow()).
+  void move_with(ElasticCentre& centre, double alpha, const SumAcross& across = {});
   /// Adds the pending change, if any, to `replica`'s parameters and buffers.
   void apply(StageWorker& replica);
 
@@ -86,6 +92,10 @@ public:
   void move(const std::vector<StageWorker*>& group, double alpha, const SumAcross* across = nullptr);
   /// Exchanges the centre's parameters with `replica`'s (twice: as they were).
   void swap(StageWorker& replica);
+  /// A copy of the centre in a process that holds none of the replica it moves with:
+  /// takes the move that process sums in (AveragingSnapshot::move_with()), adding
+  /// nothing of its own.
+  void follow(const SumAcross& across);
 
 private:
   friend class AveragingSnapshot;

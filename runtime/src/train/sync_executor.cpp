@@ -6,6 +6,7 @@
 #include "sync/group_scheduler.hpp"
 #include "sync/stepping.hpp"
 
+#include <numeric>
 #include <stdexcept>
 
 namespace actorpipe::train {
@@ -35,16 +36,24 @@ SyncRound SyncExecutor::round_of(std::size_t stage, std::uint64_t step) {
                              " asks for asynchronous sync, which its round 0 did not");
   // The centre starts where the replicas do, before any of them steps (after a resume,
   // from the checkpoint's parameters).
-  if (round->kind == SyncRound::Kind::elastic && !centres_[stage]) {
-    // Every replica starts alike: in a run of several processes, any of this one's.
-    const std::vector<StageWorker*> all = replicas_(stage);
-    std::size_t first = 0;
-    while (across_ && first + 1 < all.size() && !across_->local(stage, first))
-      ++first;
-    centres_[stage] = std::make_unique<ElasticCentre>(*all.at(first));
-  }
+  if (round->kind == SyncRound::Kind::elastic && !centres_[stage])
+    centres_[stage] = std::make_unique<ElasticCentre>(first_replica(stage));
   kept.emplace(step, *round);
   return *std::move(round);
+}
+
+StageWorker& SyncExecutor::first_replica(std::size_t stage) {
+  const std::vector<StageWorker*> all = replicas_(stage);
+  std::size_t first = 0;
+  while (across_ && first + 1 < all.size() && !across_->local(stage, first))
+    ++first;
+  return *all.at(first);
+}
+
+void SyncExecutor::restored() {
+  if (!elastic_alpha_) return;
+  for (std::size_t s = 0; s < centres_.size(); ++s)
+    centres_[s] = std::make_unique<ElasticCentre>(first_replica(s));
 }
 
 bool SyncExecutor::step_ahead(std::size_t stage, std::size_t pipeline, std::uint64_t step) {
@@ -156,7 +165,7 @@ std::optional<SyncRound> SyncExecutor::asynchronous() {
     // The centres start where the replicas do (after a resume, at the checkpoint).
     elastic_alpha_ = first->alpha;
     for (std::size_t s = 0; s < centres_.size(); ++s)
-      centres_[s] = std::make_unique<ElasticCentre>(*replicas_(s).front());
+      centres_[s] = std::make_unique<ElasticCentre>(first_replica(s));
   }
   averaging_ = first && first->kind == SyncRound::Kind::scheduled_averaging;
   return first;
@@ -168,14 +177,38 @@ void SyncExecutor::snapshot(std::size_t stage, std::size_t pipeline) {
 
 void SyncExecutor::average(std::size_t stage, const std::vector<std::size_t>& pipelines) {
   if (elastic_alpha_) {
-    if (pipelines.size() != 1) throw std::logic_error(label_ + ": asynchronous elastic averaging moves one pipeline");
-    snapshots_.at(stage).at(pipelines.front()).move_with(*centres_.at(stage), *elastic_alpha_);
+    if (pipelines.size() != 1 || pipelines.front() >= pipelines_)
+      throw std::logic_error(label_ + ": asynchronous elastic averaging moves one pipeline");
+    const std::size_t p = pipelines.front();
+    ElasticCentre& centre = *centres_.at(stage);
+    if (!across_) return snapshots_.at(stage).at(p).move_with(centre, *elastic_alpha_);
+    // Every process with replicas of the stage keeps a copy of its centre and hears of
+    // every move, in one order: the mover's process sums its move in, the others
+    // nothing.
+    std::vector<std::size_t> every(pipelines_);
+    std::iota(every.begin(), every.end(), std::size_t{0});
+    const SumAcross across = [&](const std::vector<Payload>& tensors) { across_->sum(stage, every, tensors); };
+    if (across_->local(stage, p))
+      snapshots_.at(stage).at(p).move_with(centre, *elastic_alpha_, across);
+    else
+      centre.follow(across);
     return;
   }
-  std::vector<AveragingSnapshot*> group;
-  for (const std::size_t p : pipelines)
-    group.push_back(&snapshots_.at(stage).at(p));
-  AveragingSnapshot::average(group, buffers_);
+  // In a run of several processes, this process's members; the others' are summed in.
+  std::vector<AveragingSnapshot*> local;
+  bool spans = false;
+  for (const std::size_t p : pipelines) {
+    if (p >= pipelines_) throw std::logic_error(label_ + ": a group with pipeline " + std::to_string(p));
+    if (!across_ || across_->local(stage, p))
+      local.push_back(&snapshots_.at(stage).at(p));
+    else
+      spans = true;
+  }
+  if (local.empty()) return;
+  const bool holds_first = !across_ || across_->local(stage, pipelines.front());
+  if (!spans) return AveragingSnapshot::average(local, pipelines.size(), holds_first, buffers_);
+  AveragingSnapshot::average(local, pipelines.size(), holds_first, buffers_,
+                             [&](const std::vector<Payload>& tensors) { across_->sum(stage, pipelines, tensors); });
 }
 
 void SyncExecutor::correct(std::size_t stage, std::size_t pipeline) {
@@ -189,7 +222,10 @@ void SyncExecutor::serve(std::size_t stage, const std::vector<std::size_t>& push
     group.push_back(all.at(p));
   // Every replica starts where the first push finds this one (after a resume, at the
   // checkpoint's parameters): none has stepped on its own.
-  if (!servers_[stage]) servers_[stage] = std::make_unique<ServerWeights>(*all.front(), all.front()->setup().train);
+  if (!servers_[stage]) {
+    StageWorker& first = first_replica(stage);
+    servers_[stage] = std::make_unique<ServerWeights>(first, first.setup().train);
+  }
   servers_[stage]->serve(group, batch_share_);
 }
 
@@ -197,8 +233,22 @@ void SyncExecutor::with_model(const std::function<void()>& use) {
   if (averaging_) {
     for (std::size_t s = 0; s < centres_.size(); ++s) {
       const std::vector<StageWorker*> all = replicas_(s);
-      average_parameters(all);
-      agree_buffers(all, buffers_);
+      if (!across_) {
+        average_parameters(all);
+        agree_buffers(all, buffers_);
+        continue;
+      }
+      // Every process with replicas of the stage takes part, its own summed first.
+      std::vector<StageWorker*> local;
+      std::vector<std::size_t> every;
+      for (std::size_t p = 0; p < pipelines_; ++p) {
+        every.push_back(p);
+        if (across_->local(s, p)) local.push_back(all[p]);
+      }
+      if (local.empty()) continue;
+      const SumAcross across = [&](const std::vector<Payload>& tensors) { across_->sum(s, every, tensors); };
+      average_parameters_across(local, pipelines_, across);
+      agree_buffers_across(local, pipelines_, across_->local(s, 0), buffers_, across);
     }
     use();
     return;

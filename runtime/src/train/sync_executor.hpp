@@ -49,12 +49,17 @@ public:
   /// the replicas of a group's pipelines (`sum`, called by this process's members only).
   /// A round's groups then span them: its gradient all-reduce, parameter averaging
   /// (ad-psgd's pairs too) or elastic move (every process keeping a copy of the stage's
-  /// centre).
+  /// centre); so do scheduled averaging's groups (average(), called by the averager of
+  /// each process that holds a member).
   struct Across {
     std::function<bool(std::size_t stage, std::size_t pipeline)> local;
     std::function<void(std::size_t stage, const std::vector<std::size_t>& pipelines, const std::vector<Payload>&)> sum;
   };
   void span_processes(Across across) { across_ = std::move(across); }
+
+  /// A resumed run's state was loaded into this process's replicas after the executor
+  /// was made (a worker's): asynchronous elastic centres start again from them.
+  void restored();
 
   /// Called by stage `stage`'s replica of `pipeline` once its gradients of step `step`
   /// are ready, before it arrives at the round: when the round steps every replica on
@@ -94,7 +99,9 @@ public:
   /// 0's replicas: for `elastic` and `parameter-server`, the centre variables or the
   /// servers' weights, put there for the while and swapped back after; for scheduled
   /// averaging, the replicas' mean, which every replica keeps (the run is between
-  /// steps: one more averaging); for the others, the replicas as they are.
+  /// steps: one more averaging); for the others, the replicas as they are. In a run of
+  /// several processes, scheduled averaging's mean sums across them: every process
+  /// with replicas calls this at the same point.
   void with_model(const std::function<void()>& use);
 
 private:
@@ -102,6 +109,9 @@ private:
   /// callers (step_ahead() from every replica, then run()); an elastic stage's centre is
   /// made at its first round, before any replica steps.
   SyncRound round_of(std::size_t stage, std::uint64_t step);
+  /// Stage `stage`'s replica that a centre or server starts from: every replica starts
+  /// alike, and in a run of several processes this one's are loaded (the first here).
+  StageWorker& first_replica(std::size_t stage);
 
   std::shared_ptr<SyncPolicy> policy_;
   std::string label_; ///< "sync 'NAME'"
