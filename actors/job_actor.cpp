@@ -6,6 +6,7 @@
 #include "group_scheduler_actor.hpp"
 #include "heartbeat_actor.hpp"
 #include "parameter_server_actor.hpp"
+#include "server_copy_actor.hpp"
 #include "pipeline_actor.hpp"
 #include "stage_actor.hpp"
 #include "sync_round.hpp"
@@ -17,6 +18,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <optional>
 
 namespace actorpipe::actors {
 
@@ -165,19 +167,22 @@ void build(JobActor self, const JobConfig& config) {
   // and [stage][pipeline], the averager of that replica's process.
   std::vector<averager_actor> averagers(S);
   std::vector<std::vector<averager_actor>> averager_of(S, std::vector<averager_actor>(P));
+  // This process's stage actors of stage s, by pipeline (empty for others'), if any.
+  const auto here = [&](std::size_t s) {
+    std::optional<std::vector<stage_actor>> mine;
+    for (std::size_t p = 0; p < P; ++p)
+      if (rank(p, s) == 0) {
+        if (!mine) mine.emplace(P);
+        (*mine)[p] = stages[p][s];
+      }
+    return mine;
+  };
   if ((config.scheduling || config.elastic_period) && P > 1) {
     for (std::size_t s = 0; s < S; ++s) {
-      std::vector<stage_actor> replicas(P);
-      bool any = false;
-      for (std::size_t p = 0; p < P; ++p)
-        if (rank(p, s) == 0) {
-          replicas[p] = stages[p][s];
-          any = true;
-        }
-      if (any) {
+      if (auto replicas = here(s)) {
         averagers[s] =
             spawn_averager(self->system(),
-                           {s, std::move(replicas),
+                           {s, std::move(*replicas),
                             [average = config.average, s](const std::vector<std::size_t>& group) { average(s, group); },
                             job, config.detached});
         watch(averagers[s], "the averager of stage " + std::to_string(s));
@@ -215,10 +220,24 @@ void build(JobActor self, const JobConfig& config) {
       std::vector<stage_actor> replicas;
       for (std::size_t p = 0; p < P; ++p)
         replicas.push_back(stages[p][s]);
+      const auto serve = [serve = config.serve, s](const std::vector<std::size_t>& pushers) { serve(s, pushers); };
+      // Over several processes each keeps a copy of the server, which the server here
+      // tells what to do; this one's too, where it holds replicas of the stage.
+      std::vector<server_copy_actor> copies;
+      if (config.processes) {
+        if (auto mine = here(s)) {
+          copies.push_back(spawn_server_copy(self->system(), {s, std::move(*mine), serve, config.detached}));
+          watch(copies.back(), "the parameter server copy of stage " + std::to_string(s));
+        }
+        for (const auto& [host, by_stage] : config.processes->servers)
+          if (s < by_stage.size() && by_stage[s]) {
+            copies.push_back(by_stage[s]);
+            watch(by_stage[s], "the parameter server copy of stage " + std::to_string(s) + " (worker process " +
+                                   std::to_string(host) + ")");
+          }
+      }
       st.servers.push_back(spawn_parameter_server(
-          self->system(), {s, *config.staleness, std::move(replicas),
-                           [serve = config.serve, s](const std::vector<std::size_t>& pushers) { serve(s, pushers); },
-                           job, config.detached}));
+          self->system(), {s, *config.staleness, std::move(replicas), serve, job, config.detached, std::move(copies)}));
       watch(st.servers.back(), "the parameter server of stage " + std::to_string(s));
     }
   // Stages in other processes are wired by their hosts, which make their sync rounds
@@ -230,7 +249,8 @@ void build(JobActor self, const JobConfig& config) {
         wirings[rank(p, s)].push_back({p, s, s > 0 ? stages[p][s - 1] : stage_actor{},
                                        s + 1 < S ? stages[p][s + 1] : stage_actor{}, s > 0 ? rank(p, s - 1) : 0,
                                        s + 1 < S ? rank(p, s + 1) : 0, st.pipelines[p], job, st.scheduler,
-                                       config.elastic_period ? averagers[s] : averager_actor{}});
+                                       config.elastic_period ? averagers[s] : averager_actor{},
+                                       st.servers.empty() ? parameter_server_actor{} : st.servers[s]});
   st.unwired = wirings.size();
   if (config.processes) {
     HeartbeatConfig heartbeat{config.processes->hosts, {}, config.processes->heartbeat_timeout, job, st.failure};

@@ -109,6 +109,8 @@ struct JobConfig {
     /// Scheduled averaging: each host's averager of each stage index (empty where it
     /// holds no replica), by rank; the group scheduler tells them of groups.
     std::map<std::uint64_t, std::vector<averager_actor>> averagers;
+    /// A parameter server: each host's copy of each stage's server, likewise.
+    std::map<std::uint64_t, std::vector<server_copy_actor>> servers;
   };
   std::optional<Processes> processes;
 };

@@ -29,6 +29,16 @@ template <class Event> void handle(ServerActor self, Event&& event) {
   if (st.failed) return;
   try {
     const sync::ServerDecision d = event(*st.gate);
+    if (!st.config.copies.empty()) {
+      if (d.apply.empty() && d.answer.empty()) return;
+      std::vector<std::uint64_t> steps;
+      for (const std::size_t p : d.answer)
+        steps.push_back(st.steps[p]);
+      const std::vector<std::uint64_t> apply(d.apply.begin(), d.apply.end()), answer(d.answer.begin(), d.answer.end());
+      for (const server_copy_actor& copy : st.config.copies)
+        self->send(copy, serve_atom::value, apply, answer, steps);
+      return;
+    }
     if (!d.apply.empty()) st.config.serve(d.apply);
     for (const std::size_t p : d.answer)
       self->send(st.config.stages[p], synced_atom::value, st.steps[p], true);

@@ -6,6 +6,8 @@
 /// own); the actor, as its sync::ServerGate says, has the server step on the pushed
 /// gradients and the pushers take its weights, then answers them (`synced`, stepped).
 /// The job tells it which pipelines have no work, for whom no round or bound waits.
+/// In a run of several processes it keeps the gate only: each process with replicas of
+/// the stage keeps a copy of the server, which steps and answers as it says.
 
 #include "protocol.hpp"
 
@@ -26,6 +28,10 @@ struct ParameterServerConfig {
   std::function<void(const std::vector<std::size_t>& pushers)> serve;
   job_actor job;        ///< told of a failure
   bool detached = true; ///< a thread of its own (it computes); false for deterministic tests
+  /// A run of several processes: the server copy of each process with replicas of the
+  /// stage, which applies each decision and answers (server_copy_actor.hpp); `serve`
+  /// is then unused. None: this actor serves and answers.
+  std::vector<server_copy_actor> copies;
 };
 
 parameter_server_actor spawn_parameter_server(caf::actor_system& system, ParameterServerConfig config);

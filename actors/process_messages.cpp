@@ -21,6 +21,8 @@ void add_process_message_types(caf::actor_system_config& config) {
   config.add_message_type<averager_actor>("actorpipe::averager_actor");   // its vector too
   config.add_message_type<std::vector<std::uint64_t>>("actorpipe::u64s"); // a group's pipelines and steps
   config.add_message_type<group_scheduler_actor>("actorpipe::group_scheduler_actor");
+  config.add_message_type<parameter_server_actor>("actorpipe::parameter_server_actor");
+  config.add_message_type<server_copy_actor>("actorpipe::server_copy_actor"); // its vector too
   config.add_message_type<pipeline_actor>("actorpipe::pipeline_actor");
   config.add_message_type<job_actor>("actorpipe::job_actor");
   config.add_message_type<stage_host_actor>("actorpipe::stage_host_actor");

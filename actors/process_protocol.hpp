@@ -14,7 +14,9 @@
 ///   coordinator ─spawn→ host ─→ its stage actors, in (pipeline, stage) order, and
 ///     under scheduled or asynchronous elastic averaging its averager of each stage
 ///     index it holds replicas of (the coordinator's group scheduler tells them of the
-///     groups with members there; its averager relay of a stage, of every elastic move)
+///     groups with members there; its averager relay of a stage, of every elastic move);
+///     with a parameter server, its copy of each stage's server (the coordinator's
+///     server of the stage sends every copy each decision)
 ///   job ─wire(wirings)→ host, which connects each of its stages (StageLinks, made
 ///     there: routes to neighbours in other processes, a sync round over its replicas
 ///     of a stage index, which all-reduces across the processes) and answers; the job
@@ -91,15 +93,17 @@ template <class Inspector> typename Inspector::result_type inspect(Inspector& f,
 struct HostedStages {
   std::vector<stage_actor> stages;
   std::vector<averager_actor> averagers;
+  std::vector<server_copy_actor> servers; ///< with a parameter server: its copy of each stage's, likewise
 };
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, HostedStages& x) {
-  return f(caf::meta::type_name("hosted_stages"), x.stages, x.averagers);
+  return f(caf::meta::type_name("hosted_stages"), x.stages, x.averagers, x.servers);
 }
 
 /// How the job wires one stage a worker runs: its neighbours and the ranks of their
 /// processes, its pipeline, the job; under scheduled averaging the group scheduler,
-/// under asynchronous elastic averaging the coordinator's averager relay of its stage.
+/// under asynchronous elastic averaging the coordinator's averager relay of its stage,
+/// with a parameter server the coordinator's server of its stage.
 struct StageWiring {
   std::uint64_t pipeline = 0, stage = 0;
   stage_actor previous, next;
@@ -108,11 +112,12 @@ struct StageWiring {
   job_actor job;
   group_scheduler_actor scheduler;
   averager_actor averager;
+  parameter_server_actor server;
 };
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, StageWiring& x) {
   return f(caf::meta::type_name("stage_wiring"), x.pipeline, x.stage, x.previous, x.next, x.previous_rank, x.next_rank,
-           x.owner, x.job, x.scheduler, x.averager);
+           x.owner, x.job, x.scheduler, x.averager, x.server);
 }
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, TraceSpan& x) {

@@ -31,6 +31,9 @@
 ///   stage s of pipeline p ─ask(s, p, n)→ stage s's parameter server
 ///   job ─idle(p, has no work)→ every parameter server
 ///   parameter server, having stepped and the pushers pulled ─synced(n, true)→ each
+///   (in a run of several processes, parameter server ─serve(pushes, answers)→ the
+///   server copy of every process with replicas of the stage, which steps its copy
+///   alike and ─synced(n, true)→ each of its own pushers)
 ///
 /// `n` is the run's step number: the run queues step n + 1 while step n runs, so a
 /// stage may hold inputs of both. Tensors travel as Payload handles within the job
@@ -67,6 +70,7 @@ using idle_atom = caf::atom_constant<caf::atom("idle")>;
 using average_atom = caf::atom_constant<caf::atom("average")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using settle_atom = caf::atom_constant<caf::atom("settle")>;
+using serve_atom = caf::atom_constant<caf::atom("serve")>;
 
 /// Trains one step of the whole batch (job) or of a pipeline's share (pipeline):
 /// (step, inputs, labels) → the mean loss over those samples.
@@ -100,6 +104,13 @@ using averager_actor =
 /// a pipeline's work running out or resuming (pipeline, idle).
 using parameter_server_actor = caf::typed_actor<caf::reacts_to<ask_atom, std::uint64_t, std::uint64_t, std::uint64_t>,
                                                 caf::reacts_to<idle_atom, std::uint64_t, bool>>;
+
+/// A process's copy of a stage index's parameter server, in a run of several: the
+/// server's decisions (the pipelines whose pushes to apply as one step; the pipelines
+/// to answer, and the step each answer is for), applied to this process's copy of the
+/// server's weights and answered to this process's stages.
+using server_copy_actor = caf::typed_actor<
+    caf::reacts_to<serve_atom, std::vector<std::uint64_t>, std::vector<std::uint64_t>, std::vector<std::uint64_t>>>;
 
 struct StageLinks;
 

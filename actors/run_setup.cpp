@@ -142,11 +142,4 @@ Result<std::unique_ptr<RunSetup>> prepare_run(const JobSpec& job, const Plan& pl
   return setup;
 }
 
-Status runs_across_processes(const JobSpec& job, const Plan& plan, const RunSetup& setup) {
-  if (!setup.job.staleness) return Ok{};
-  return Error::unsupported(job.where("plan.sync") + "'" + plan.sync +
-                            "' steps pipelines on their own against one parameter server per stage, which a run of "
-                            "several processes does not do yet");
-}
-
 } // namespace actorpipe::actors

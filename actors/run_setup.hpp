@@ -32,9 +32,4 @@ struct RunSetup {
 Result<std::unique_ptr<RunSetup>> prepare_run(const JobSpec& job, const Plan& plan, const RunOptions& options,
                                               train::Session& session);
 
-/// Whether a run of several processes can run `setup`'s sync policy: lockstep rounds,
-/// scheduled averaging (SDPipe) and asynchronous elastic averaging can; the parameter
-/// server cannot yet. The error names the job's `plan.sync`.
-Status runs_across_processes(const JobSpec& job, const Plan& plan, const RunSetup& setup);
-
 } // namespace actorpipe::actors

@@ -139,7 +139,6 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   std::optional<std::vector<std::vector<std::uint64_t>>> placement;
   std::optional<std::vector<std::string>> hosts; // by rank − 1: the machine it must be on
   if (coordinate) {
-    ACTORPIPE_TRY(actors::runs_across_processes(job, plan, setup));
     auto placed = launch::place_stages(plan, coordinate->workers, 1);
     ACTORPIPE_TRY(placed);
     auto machines = launch::process_hosts(plan, job.cluster, *placed, 1);
@@ -193,8 +192,12 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
       caf::scoped_actor pusher{system};
       ACTORPIPE_TRY(actors::push_state(pusher, *coordination, *placement, session));
     }
-    job_config.processes = actors::JobConfig::Processes{*placement, std::move(spawned->stages), coordination->hosts,
-                                                        coordinate->heartbeat_timeout, std::move(spawned->averagers)};
+    job_config.processes = actors::JobConfig::Processes{*placement,
+                                                        std::move(spawned->stages),
+                                                        coordination->hosts,
+                                                        coordinate->heartbeat_timeout,
+                                                        std::move(spawned->averagers),
+                                                        std::move(spawned->servers)};
     job_config.transport = coordination->transport.get();
   }
   job_config.time_scale = time_scale;

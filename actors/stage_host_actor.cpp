@@ -3,6 +3,7 @@
 #include "stage_host_actor.hpp"
 
 #include "averager_actor.hpp"
+#include "server_copy_actor.hpp"
 #include "stage_actor.hpp"
 #include "sync_round.hpp"
 
@@ -12,6 +13,7 @@
 #include <caf/all.hpp>
 
 #include <map>
+#include <optional>
 
 namespace actorpipe::actors {
 
@@ -20,7 +22,8 @@ namespace {
 struct StageHostState {
   StageHostConfig config;
   std::map<std::pair<std::size_t, std::size_t>, stage_actor> stages; ///< by (pipeline, stage)
-  std::vector<averager_actor> averagers; ///< scheduled averaging: by stage index, where it holds replicas
+  std::vector<averager_actor> averagers;  ///< scheduled averaging: by stage index, where it holds replicas
+  std::vector<server_copy_actor> servers; ///< a parameter server: its copies, likewise
   static inline const char* name = "stage host";
 };
 
@@ -64,6 +67,7 @@ void wire(StageHost self, const std::vector<StageWiring>& wirings) {
     if (links.sync) links.replicas = replicas[w.stage];
     links.scheduler = w.scheduler;
     links.averager = w.averager;
+    links.server = w.server;
     links.to_previous = route(w.previous_rank);
     links.to_next = route(w.next_rank);
     self->send(it->second, connect_atom::value, std::move(links));
@@ -77,6 +81,8 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
       self->send_exit(stage, exit.reason);
     for (const averager_actor& averager : self->state.averagers)
       if (averager) self->send_exit(averager, exit.reason);
+    for (const server_copy_actor& server : self->state.servers)
+      if (server) self->send_exit(server, exit.reason);
     self->quit(exit.reason);
   });
   return {
@@ -92,30 +98,42 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
               st.stages[{p, s}] = spawn_stage(self->system(), stage_config(job, p, s, cores));
               spawned.stages.push_back(st.stages[{p, s}]);
             }
+        // This process's stage actors of stage s, by pipeline (empty elsewhere), if any.
+        const auto members = [&](std::size_t s) {
+          std::optional<std::vector<stage_actor>> here;
+          for (std::size_t p = 0; p < P; ++p)
+            if (mine(st.config, p, s)) {
+              if (!here) here.emplace(P);
+              (*here)[p] = st.stages[{p, s}];
+            }
+          return here;
+        };
         // Scheduled or asynchronous elastic averaging: an averager of each stage index
         // here, for the groups with members here (the elastic moves of every member,
-        // for the copy of the centre here); a failure ends it, which the job watching
-        // it hears.
+        // for the copy of the centre here). A parameter server: a copy of each stage's.
+        // A failure ends either, which the job watching it hears.
         if ((job.scheduling || job.elastic_period) && P > 1) {
           st.averagers.resize(S);
-          for (std::size_t s = 0; s < S; ++s) {
-            std::vector<stage_actor> members(P);
-            bool any = false;
-            for (std::size_t p = 0; p < P; ++p)
-              if (mine(st.config, p, s)) {
-                members[p] = st.stages[{p, s}];
-                any = true;
-              }
-            if (!any) continue;
-            st.averagers[s] = spawn_averager(
-                self->system(),
-                {s,
-                 std::move(members),
-                 [average = job.average, s](const std::vector<std::size_t>& group) { average(s, group); },
-                 {},
-                 true});
-          }
+          for (std::size_t s = 0; s < S; ++s)
+            if (auto here = members(s))
+              st.averagers[s] = spawn_averager(
+                  self->system(),
+                  {s,
+                   std::move(*here),
+                   [average = job.average, s](const std::vector<std::size_t>& group) { average(s, group); },
+                   {},
+                   true});
           spawned.averagers = st.averagers;
+        }
+        if (job.staleness && P > 1) {
+          st.servers.resize(S);
+          for (std::size_t s = 0; s < S; ++s)
+            if (auto here = members(s))
+              st.servers[s] = spawn_server_copy(
+                  self->system(),
+                  {s, std::move(*here),
+                   [serve = job.serve, s](const std::vector<std::size_t>& pushers) { serve(s, pushers); }, true});
+          spawned.servers = st.servers;
         }
         return spawned;
       },
@@ -160,6 +178,8 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
           self->send_exit(stage, caf::exit_reason::user_shutdown);
         for (const averager_actor& averager : self->state.averagers)
           if (averager) self->send_exit(averager, caf::exit_reason::user_shutdown);
+        for (const server_copy_actor& server : self->state.servers)
+          if (server) self->send_exit(server, caf::exit_reason::user_shutdown);
         self->quit();
         return true;
       },

@@ -109,7 +109,6 @@ Status run_worker(const WorkerOptions& options) {
   auto prepared = prepare_run(job, plan, run, session);
   ACTORPIPE_TRY(prepared);
   RunSetup& setup = **prepared;
-  ACTORPIPE_TRY(runs_across_processes(job, plan, setup));
 
   transport::TransportOptions tensors;
   tensors.store = {order->store_host, order->store_port};

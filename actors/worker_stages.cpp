@@ -52,6 +52,7 @@ Result<RemoteStages> spawn_remote_stages(caf::actor_system& system, Coordination
                   if (placement[p][s] == rank && next < spawned.stages.size())
                     remote.stages[p][s] = spawned.stages[next++];
               remote.averagers[rank] = std::move(spawned.averagers);
+              remote.servers[rank] = std::move(spawned.servers);
             },
             [&](caf::error& e) {
               error = Error::run_failed("worker " + std::to_string(rank) +

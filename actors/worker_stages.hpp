@@ -37,8 +37,9 @@ start_workers(caf::actor_system& system, const CoordinateOptions& coordinate, co
 
 /// What the workers' hosts spawned.
 struct RemoteStages {
-  std::vector<std::vector<stage_actor>> stages;                   ///< [p][s], empty where none is remote
-  std::map<std::uint64_t, std::vector<averager_actor>> averagers; ///< by rank: HostedStages::averagers
+  std::vector<std::vector<stage_actor>> stages;                    ///< [p][s], empty where none is remote
+  std::map<std::uint64_t, std::vector<averager_actor>> averagers;  ///< by rank: HostedStages::averagers
+  std::map<std::uint64_t, std::vector<server_copy_actor>> servers; ///< by rank: HostedStages::servers
 };
 
 /// Has each worker's host spawn its stages (and averagers).

@@ -8,6 +8,8 @@
 #include "averager_actor.hpp"
 #include "group_scheduler_actor.hpp"
 #include "job_actor.hpp"
+#include "parameter_server_actor.hpp"
+#include "server_copy_actor.hpp"
 #include "stage_actor.hpp"
 #include "sync_round.hpp"
 
@@ -201,6 +203,28 @@ struct fixture : test_coordinator_fixture<> {
       config.snapshot = [this, p] { log.push_back("p" + std::to_string(p) + "s0 snapshot"); };
       config.correct = [this, p] { log.push_back("p" + std::to_string(p) + "s0 change"); };
       replicas.push_back(spawn_stage(sys, std::move(config)));
+      spawned.push_back(caf::actor_cast<caf::actor>(replicas.back()));
+    }
+    return replicas;
+  }
+
+  /// After a group of pipelines 0, 1 (one process) and 2 (another): each process's side
+  /// (`here`, `there`) took it once, and each pipeline was released once, by its own.
+  void each_process_took_the_group_and_released_its_own(const std::vector<std::vector<std::size_t>>& here,
+                                                        const std::vector<std::vector<std::size_t>>& there,
+                                                        std::vector<std::vector<std::size_t>> released) {
+    CAF_CHECK_EQUAL(here, (std::vector<std::vector<std::size_t>>{{0, 1, 2}}));
+    CAF_CHECK_EQUAL(there, (std::vector<std::vector<std::size_t>>{{0, 1, 2}}));
+    std::sort(released.begin(), released.end());
+    CAF_CHECK_EQUAL(released, (std::vector<std::vector<std::size_t>>{{0}, {1}, {2}}));
+    CAF_CHECK(failures.empty());
+  }
+
+  /// `pipelines` stages that only record each release (scheduled_stage_double).
+  std::vector<stage_actor> recording_replicas(std::size_t pipelines, std::vector<std::vector<std::size_t>>& released) {
+    std::vector<stage_actor> replicas;
+    for (std::uint64_t p = 0; p < pipelines; ++p) {
+      replicas.push_back(sys.spawn(scheduled_stage_double, p, &released));
       spawned.push_back(caf::actor_cast<caf::actor>(replicas.back()));
     }
     return replicas;
@@ -531,11 +555,7 @@ CAF_TEST(a_group_whose_members_live_in_two_processes_is_averaged_by_both_which_r
   // Pipelines 0 and 1 in one process, 2 in another: an averager of the stage in each,
   // which knows the stage actors of its own process only.
   std::vector<std::vector<std::size_t>> released;
-  std::vector<stage_actor> replicas;
-  for (std::uint64_t p = 0; p < 3; ++p) {
-    replicas.push_back(sys.spawn(scheduled_stage_double, p, &released));
-    spawned.push_back(caf::actor_cast<caf::actor>(replicas.back()));
-  }
+  const std::vector<stage_actor> replicas = recording_replicas(3, released);
   std::vector<std::vector<std::size_t>> here, there;
   const averager_actor first = averager_of({replicas[0], replicas[1], stage_actor{}}, here);
   const averager_actor second = averager_of({stage_actor{}, stage_actor{}, replicas[2]}, there);
@@ -558,11 +578,7 @@ CAF_TEST(a_group_whose_members_live_in_two_processes_is_averaged_by_both_which_r
   expect((average_atom, std::vector<std::uint64_t>, std::vector<std::uint64_t>),
          from(scheduler).to(second).with(_, all, steps));
   sched.run();
-  CAF_CHECK_EQUAL(here, (std::vector<std::vector<std::size_t>>{{0, 1, 2}}));
-  CAF_CHECK_EQUAL(there, (std::vector<std::vector<std::size_t>>{{0, 1, 2}}));
-  std::sort(released.begin(), released.end());
-  CAF_CHECK_EQUAL(released, (std::vector<std::vector<std::size_t>>{{0}, {1}, {2}}));
-  CAF_CHECK(failures.empty());
+  each_process_took_the_group_and_released_its_own(here, there, released);
 }
 
 CAF_TEST(an_averager_relay_tells_every_process_averager_of_each_move_in_the_order_it_came) {
@@ -578,6 +594,42 @@ CAF_TEST(an_averager_relay_tells_every_process_averager_of_each_move_in_the_orde
   const std::vector<std::vector<std::size_t>> moves{{1}, {0}, {1}};
   CAF_CHECK_EQUAL(first_heard, moves);
   CAF_CHECK_EQUAL(second_heard, moves);
+}
+
+CAF_TEST(a_parameter_server_over_two_processes_has_each_copy_step_on_every_decision_and_answer_its_own) {
+  // Pipelines 0 and 1 in one process, 2 in another, each with a copy of the server.
+  std::vector<std::vector<std::size_t>> released;
+  const std::vector<stage_actor> replicas = recording_replicas(3, released);
+  std::vector<std::vector<std::size_t>> here, there; // the pushes each copy stepped on
+  const auto copy = [&](std::vector<stage_actor> mine, std::vector<std::vector<std::size_t>>& served) {
+    auto made = spawn_server_copy(
+        sys, {0, std::move(mine), [&served](const std::vector<std::size_t>& p) { served.push_back(p); }, false});
+    spawned.push_back(caf::actor_cast<caf::actor>(made));
+    return made;
+  };
+  const server_copy_actor first = copy({replicas[0], replicas[1], stage_actor{}}, here);
+  const server_copy_actor second = copy({stage_actor{}, stage_actor{}, replicas[2]}, there);
+  ParameterServerConfig config; // synchronous: a round of every pipeline's push
+  config.stages = replicas;
+  config.serve = [](const std::vector<std::size_t>&) { throw std::logic_error("the copies serve, not the server"); };
+  config.job = job;
+  config.detached = false;
+  config.copies = {first, second};
+  auto server = spawn_parameter_server(sys, config);
+  spawned.push_back(caf::actor_cast<caf::actor>(server));
+  for (const std::uint64_t p : {2, 0})
+    self->send(server, ask_atom::value, std::uint64_t{0}, p, std::uint64_t{4});
+  sched.run();
+  CAF_CHECK(here.empty() && released.empty()); // pipeline 1 has not pushed
+  self->send(server, ask_atom::value, std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{4});
+  expect((ask_atom, std::uint64_t, std::uint64_t, std::uint64_t), from(self).to(server).with(_, 0u, 1u, 4u));
+  const std::vector<std::uint64_t> all{0, 1, 2}, steps{4, 4, 4};
+  expect((serve_atom, std::vector<std::uint64_t>, std::vector<std::uint64_t>, std::vector<std::uint64_t>),
+         from(server).to(first).with(_, all, all, steps));
+  expect((serve_atom, std::vector<std::uint64_t>, std::vector<std::uint64_t>, std::vector<std::uint64_t>),
+         from(server).to(second).with(_, all, all, steps));
+  sched.run();
+  each_process_took_the_group_and_released_its_own(here, there, released);
 }
 
 CAF_TEST(under_asynchronous_elastic_averaging_a_stage_asks_its_averager_every_period_steps_alone) {

@@ -269,6 +269,20 @@ BOOST_AUTO_TEST_CASE(asynchronous_elastic_averaging_runs_across_processes) {
                       "elastic");
 }
 
+BOOST_AUTO_TEST_CASE(a_parameter_server_runs_across_processes) {
+  test::ScratchDir dir;
+  // The server of each stage stays in the coordinator and keeps the gate; every worker
+  // with replicas of the stage keeps a copy of the server's weights, told of each
+  // decision in one order, and steps it on the pushes' gradients summed across the
+  // workers. Synchronous (staleness 0), it steps once on every pipeline's push: the
+  // batch's gradient, and so the parameters of one process.
+  const std::string text = text_of(job_file(dir, "1f1b")) + "sync = \"parameter-server\"\n";
+  launches_train_as_one_process(
+      dir, dir.write("server-0.toml", text + "[plan.options.parameter-server]\nstaleness = 0\n"), "server-0");
+  // With the default bound each push is applied as it comes: timing decides.
+  launches_and_trains(dir, dir.write("server.toml", text), "server");
+}
+
 namespace {
 
 /// Two processes' sums across them, played by two threads: each call waits for the

@@ -311,25 +311,45 @@ ServerWeights::ServerWeights(StageWorker& initial, const TrainOptions& train) : 
 ServerWeights::~ServerWeights() = default;
 ServerWeights::ServerWeights(ServerWeights&&) noexcept = default;
 
-void ServerWeights::serve(const std::vector<StageWorker*>& pushers, double weight) {
-  if (pushers.empty() || !impl_->optimizer) return;
+void ServerWeights::serve(const std::vector<StageWorker*>& pushers, double weight, const SumAcross& across) {
+  if ((pushers.empty() && !across) || !impl_->optimizer) return;
   torch::NoGradGuard no_grad;
-  for (std::size_t i = 0; i < impl_->parameters.size(); ++i) {
-    torch::Tensor sum;
+  const std::size_t n = impl_->parameters.size();
+  std::vector<torch::Tensor> sums(n);
+  for (std::size_t i = 0; i < n; ++i)
     for (StageWorker* r : pushers) {
       torch::Tensor& g = r->impl().parameters[i].mutable_grad();
       if (!g.defined()) continue;
-      if (sum.defined())
-        sum.add_(g);
+      if (sums[i].defined())
+        sums[i].add_(g);
       else
-        sum = g.clone();
+        sums[i] = g.clone();
       g = torch::Tensor();
     }
-    if (sum.defined()) sum.mul_(weight);
-    impl_->parameters[i].mutable_grad() = sum;
+  if (across) {
+    // Every process's copy steps on the sum of every pusher's gradients. A parameter
+    // for which no pusher anywhere has one stays without (the optimizer skips it):
+    // each process adds how many of its pushers had one.
+    torch::Tensor counted = torch::zeros({static_cast<std::int64_t>(n)}, torch::kFloat64);
+    std::vector<Payload> parts;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (sums[i].defined())
+        counted[static_cast<std::int64_t>(i)] = 1.0;
+      else
+        sums[i] = torch::zeros_like(impl_->parameters[i]);
+      parts.push_back(wrap(sums[i]));
+    }
+    across(parts);
+    across({wrap(counted)});
+    for (std::size_t i = 0; i < n; ++i)
+      if (counted[static_cast<std::int64_t>(i)].item<double>() == 0) sums[i] = torch::Tensor();
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (sums[i].defined()) sums[i].mul_(weight);
+    impl_->parameters[i].mutable_grad() = sums[i];
   }
   impl_->optimizer->step();
-  for (std::size_t i = 0; i < impl_->parameters.size(); ++i) {
+  for (std::size_t i = 0; i < n; ++i) {
     impl_->parameters[i].mutable_grad() = torch::Tensor();
     for (StageWorker* r : pushers)
       r->impl().parameters[i].copy_(impl_->parameters[i]);

@@ -132,8 +132,10 @@ public:
   /// One optimizer step on the sum of the replicas' gradients (each its own share's
   /// mean) × `weight`, the fraction of a batch each share is: pushes of every pipeline
   /// add up to the batch's gradient, whether stepped on together or one by one. The
-  /// replicas drop their gradients and take the new parameters.
-  void serve(const std::vector<StageWorker*>& pushers, double weight);
+  /// replicas drop their gradients and take the new parameters. With `across`,
+  /// `pushers` are this process's (maybe none): every process keeps a copy of the
+  /// server, which steps alike on the gradients summed over all of them.
+  void serve(const std::vector<StageWorker*>& pushers, double weight, const SumAcross& across = {});
   /// Exchanges the server's parameters with `replica`'s (twice: as they were).
   void swap(StageWorker& replica);
 

@@ -50,6 +50,12 @@ StageWorker& SyncExecutor::first_replica(std::size_t stage) {
   return *all.at(first);
 }
 
+std::vector<std::size_t> SyncExecutor::every_pipeline() const {
+  std::vector<std::size_t> every(pipelines_);
+  std::iota(every.begin(), every.end(), std::size_t{0});
+  return every;
+}
+
 void SyncExecutor::restored() {
   if (!elastic_alpha_) return;
   for (std::size_t s = 0; s < centres_.size(); ++s)
@@ -185,8 +191,7 @@ void SyncExecutor::average(std::size_t stage, const std::vector<std::size_t>& pi
     // Every process with replicas of the stage keeps a copy of its centre and hears of
     // every move, in one order: the mover's process sums its move in, the others
     // nothing.
-    std::vector<std::size_t> every(pipelines_);
-    std::iota(every.begin(), every.end(), std::size_t{0});
+    const std::vector<std::size_t> every = every_pipeline();
     const SumAcross across = [&](const std::vector<Payload>& tensors) { across_->sum(stage, every, tensors); };
     if (across_->local(stage, p))
       snapshots_.at(stage).at(p).move_with(centre, *elastic_alpha_, across);
@@ -217,16 +222,20 @@ void SyncExecutor::correct(std::size_t stage, std::size_t pipeline) {
 
 void SyncExecutor::serve(std::size_t stage, const std::vector<std::size_t>& pushers) {
   const std::vector<StageWorker*> all = replicas_(stage);
-  std::vector<StageWorker*> group;
+  std::vector<StageWorker*> group; // in a run of several processes, this one's
   for (const std::size_t p : pushers)
-    group.push_back(all.at(p));
+    if (!across_ || across_->local(stage, p)) group.push_back(all.at(p));
   // Every replica starts where the first push finds this one (after a resume, at the
   // checkpoint's parameters): none has stepped on its own.
   if (!servers_[stage]) {
     StageWorker& first = first_replica(stage);
     servers_[stage] = std::make_unique<ServerWeights>(first, first.setup().train);
   }
-  servers_[stage]->serve(group, batch_share_);
+  if (!across_) return servers_[stage]->serve(group, batch_share_);
+  // Every process with replicas of the stage keeps a copy of its server and steps it
+  // on every push, in one order.
+  servers_[stage]->serve(group, batch_share_,
+                         [&](const std::vector<Payload>& tensors) { across_->sum(stage, every_pipeline(), tensors); });
 }
 
 void SyncExecutor::with_model(const std::function<void()>& use) {
@@ -240,11 +249,9 @@ void SyncExecutor::with_model(const std::function<void()>& use) {
       }
       // Every process with replicas of the stage takes part, its own summed first.
       std::vector<StageWorker*> local;
-      std::vector<std::size_t> every;
-      for (std::size_t p = 0; p < pipelines_; ++p) {
-        every.push_back(p);
+      for (std::size_t p = 0; p < pipelines_; ++p)
         if (across_->local(s, p)) local.push_back(all[p]);
-      }
+      const std::vector<std::size_t> every = every_pipeline();
       if (local.empty()) continue;
       const SumAcross across = [&](const std::vector<Payload>& tensors) { across_->sum(s, every, tensors); };
       average_parameters_across(local, pipelines_, across);

@@ -92,7 +92,8 @@ public:
 
   /// The parameter server of stage `stage` steps on `pushers`' gradients, each its share
   /// of a batch's, and they take its parameters. Called by that stage's server actor
-  /// only.
+  /// only; in a run of several processes, by every process's server copy of the stage
+  /// for every push (each process keeps a copy of the server).
   void serve(std::size_t stage, const std::vector<std::size_t>& pushers);
 
   /// Runs `use` (evaluation, a checkpoint) with the model the policy trains in pipeline
@@ -112,6 +113,7 @@ private:
   /// Stage `stage`'s replica that a centre or server starts from: every replica starts
   /// alike, and in a run of several processes this one's are loaded (the first here).
   StageWorker& first_replica(std::size_t stage);
+  std::vector<std::size_t> every_pipeline() const; ///< 0 … pipelines − 1
 
   std::shared_ptr<SyncPolicy> policy_;
   std::string label_; ///< "sync 'NAME'"
