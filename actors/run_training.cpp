@@ -14,13 +14,13 @@
 #include "run_setup.hpp"
 #include "worker_stages.hpp"
 #include "protocol.hpp"
+#include "run_record.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
 #include "base/atomic_file.hpp"
 #include "base/boundary.hpp"
-#include "base/chrome_trace.hpp"
 #include "base/folder_lock.hpp"
 #include "base/input_file.hpp"
 #include "launch/placement.hpp"
@@ -37,7 +37,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <set>
 
 namespace actorpipe {
 
@@ -45,60 +44,6 @@ namespace {
 
 using actors::Clock;
 using json = nlohmann::json;
-
-/// The run's Perfetto trace: a track per stage actor, under a process per pipeline; in
-/// a run of several processes, under a process per worker (`placement`), as each ran.
-std::string trace_of(const std::vector<actors::StageTrace>& traces, const Plan& plan, const ClusterSpec& cluster,
-                     double time_scale, const std::vector<std::vector<std::uint64_t>>* placement) {
-  ChromeTrace trace;
-  const std::size_t S = plan.stages.size();
-  const auto process = [&](std::size_t p, std::size_t s) { return placement ? (*placement)[p][s] : p; };
-  const auto thread = [&](std::size_t p, std::size_t s) { return placement ? p * S + s : s; };
-  if (placement) {
-    std::set<std::uint64_t> ranks;
-    for (const auto& pipeline : *placement)
-      ranks.insert(pipeline.begin(), pipeline.end());
-    for (const std::uint64_t rank : ranks)
-      trace.process(rank, "worker process " + std::to_string(rank));
-  } else {
-    for (std::size_t p = 0; p < plan.pipelines; ++p)
-      trace.process(p, "pipeline " + std::to_string(p));
-  }
-  for (const auto& t : traces) {
-    const DeviceId device = plan.devices[t.pipeline][t.stage];
-    const std::size_t pid = process(t.pipeline, t.stage), tid = thread(t.pipeline, t.stage);
-    trace.thread(pid, tid,
-                 (placement ? "pipeline " + std::to_string(t.pipeline) + ", " : std::string()) + "stage " +
-                     std::to_string(t.stage) + " (" + cluster.devices[device].name + ")");
-    for (const auto& span : t.spans) {
-      // Sync and the optimizer step are the whole step's, not a micro-batch's.
-      const bool whole_step = span.kind == actors::SpanKind::sync || span.kind == actors::SpanKind::step;
-      const char* kind = actors::to_string(span.kind);
-      trace.span(pid, tid, std::string(kind) + (whole_step ? "" : " " + std::to_string(span.micro_batch)), kind,
-                 span.start_us * time_scale, span.duration_us * time_scale, span.step,
-                 span.cpu_us < 0 ? std::nullopt : std::optional<double>(span.cpu_us * time_scale));
-    }
-  }
-  return trace.finish();
-}
-
-/// The lines of a run's metrics.jsonl up to and including step `step`: what a resume
-/// from a checkpoint at that step keeps. A line cut short by a killed process, and the
-/// lines of steps after the checkpoint, are dropped. No file: nothing.
-std::string metrics_up_to(const std::string& path, std::uint64_t step) {
-  auto content = read_file(path);
-  if (!content) return {};
-  std::string kept;
-  std::size_t at = 0;
-  for (std::size_t end; (end = content->find('\n', at)) != std::string::npos; at = end + 1) {
-    const std::string line = content->substr(at, end - at);
-    const json entry = json::parse(line, nullptr, false);
-    if (entry.is_object() && entry.contains("step") && entry["step"].is_number_unsigned() &&
-        entry["step"].get<std::uint64_t>() <= step)
-      kept += line + "\n";
-  }
-  return kept;
-}
 
 /// How one attempt at a run ended, beside its result: what a restart needs.
 struct Attempt {
@@ -162,8 +107,8 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   // left alone): a resumed run's metrics begin with the lines up to its checkpoint.
   const std::string metrics_path = options.output_dir + "/metrics.jsonl";
   ACTORPIPE_TRY(write_file_atomically(
-      metrics_path,
-      options.resume.empty() ? std::string() : metrics_up_to(options.resume + "/metrics.jsonl", progress.step)));
+      metrics_path, options.resume.empty() ? std::string()
+                                           : actors::metrics_up_to(options.resume + "/metrics.jsonl", progress.step)));
   std::ofstream metrics(metrics_path, std::ios::app);
   if (!metrics) return Error::run_failed(metrics_path + ": cannot write");
 
@@ -409,8 +354,9 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   // The job shuts down every actor it built.
   shut_down();
   metrics.close();
-  if (auto s = write_file_atomically(options.output_dir + "/trace.json", trace_of(traces, plan, job.cluster, time_scale,
-                                                                                  placement ? &*placement : nullptr));
+  if (auto s = write_file_atomically(
+          options.output_dir + "/trace.json",
+          actors::trace_of(traces, plan, job.cluster, time_scale, placement ? &*placement : nullptr));
       !s && !error)
     error = std::move(s).error();
   if (error) return *std::move(error);
