@@ -8,8 +8,9 @@
 ///               shares of the batch (synchronous data parallelism without averaging);
 ///   processes   the default job as it is under `actorpipe run` (one process) and under
 ///               `actorpipe launch --nprocs 2` and `--nprocs 4` (its stages in worker
-///               processes, tensors between them through c10d), in interleaved rounds:
-///               samples/s against the one process's of the same round;
+///               processes, tensors between them through c10d), and both again with
+///               `sdpipe` for sync, in interleaved rounds: samples/s against the one
+///               process's with the same sync, of the same round;
 ///   per hop     a tiny MLP, one micro-batch of 4 samples, through 8 stages and through
 ///               1: the extra step time over the 14 extra hops (7 forward, 7 backward),
 ///               which also counts each extra stage's own autograd and optimizer calls;
@@ -169,26 +170,36 @@ int main(int argc, char** argv) {
   if (wanted("processes")) {
     std::cerr << "processes: the default job in one process and under launch (" << steps << " timed steps)\n";
     if (cli.profile.empty()) cli.measure_profile(default_job);
-    const std::vector<std::pair<std::string, std::string>> commands{
-        {"actorpipe run (one process)", "run"},
-        {"actorpipe launch --nprocs 2", "launch --nprocs 2"},
-        {"actorpipe launch --nprocs 4", "launch --nprocs 4"}};
+    // Each runner's command, its settings, and the row it is compared with: one process
+    // with the same sync policy.
+    struct Runner {
+      std::string name, command;
+      std::vector<std::string> sets;
+      std::size_t baseline;
+    };
+    const std::vector<Runner> commands{
+        {"actorpipe run (one process)", "run", {}, 0},
+        {"actorpipe launch --nprocs 2", "launch --nprocs 2", {}, 0},
+        {"actorpipe launch --nprocs 4", "launch --nprocs 4", {}, 0},
+        {"actorpipe run, sync sdpipe", "run", {"plan.sync=sdpipe"}, 3},
+        {"actorpipe launch --nprocs 2, sync sdpipe", "launch --nprocs 2", {"plan.sync=sdpipe"}, 3}};
     std::vector<std::vector<Rate>> measured(commands.size());
-    std::vector<std::vector<double>> ratios(commands.size()); // against one process, same round
+    std::vector<std::vector<double>> ratios(commands.size()); // against the baseline, same round
     for (std::uint64_t round = 0; round < rounds; ++round)
       for (std::size_t c = 0; c < commands.size(); ++c) {
-        measured[c].push_back(rate_of(cli.run(default_job, {}, steps, "", commands[c].second).step_ms, batch));
-        ratios[c].push_back(measured[c].back().samples_per_s / measured[0].back().samples_per_s);
+        const Runner& r = commands[c];
+        measured[c].push_back(rate_of(cli.run(default_job, r.sets, steps, "", r.command).step_ms, batch));
+        ratios[c].push_back(measured[c].back().samples_per_s / measured[r.baseline].back().samples_per_s);
       }
     text::Table table({{"runner"},
                        {"samples/s", text::Table::Align::right},
                        {"step ms", text::Table::Align::right},
-                       {"vs one process", text::Table::Align::right},
+                       {"vs one process, same sync", text::Table::Align::right},
                        {"per round, least to most", text::Table::Align::right}});
     for (std::size_t c = 0; c < commands.size(); ++c) {
       const Rate rate = *median_round(measured[c]);
       const auto [least, most] = std::minmax_element(ratios[c].begin(), ratios[c].end());
-      table.add_row({commands[c].first, text::format_fixed(rate.samples_per_s, 0), text::format_fixed(rate.step_ms, 2),
+      table.add_row({commands[c].name, text::format_fixed(rate.samples_per_s, 0), text::format_fixed(rate.step_ms, 2),
                      ratio(median(ratios[c]), 1.0), ratio(*least, 1.0) + " – " + ratio(*most, 1.0)});
     }
     std::cout << "\nprocesses: the default job as it is, batch " << batch << ", " << cores << " cores; " << steps
