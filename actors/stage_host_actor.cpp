@@ -22,7 +22,7 @@ namespace {
 struct StageHostState {
   StageHostConfig config;
   std::map<std::pair<std::size_t, std::size_t>, stage_actor> stages; ///< by (pipeline, stage)
-  std::vector<averager_actor> averagers;  ///< scheduled averaging: by stage index, where it holds replicas
+  std::vector<averager_actor> averagers;  ///< scheduled or elastic averaging: by stage index, where it holds replicas
   std::vector<server_copy_actor> servers; ///< a parameter server: its copies, likewise
   static inline const char* name = "stage host";
 };

@@ -1,9 +1,10 @@
 #pragma once
 
 /// A worker process's stage host: spawns the stage actors that the plan's placement
-/// gives its process, wires them as the coordinator's job says (process_protocol.hpp),
-/// and hands the coordinator their state and spans. Shutting it down shuts its stages
-/// down.
+/// gives its process (and, for a policy whose pipelines step on their own, its averager
+/// or server copy of each stage index it holds), wires them as the coordinator's job
+/// says (process_protocol.hpp), and hands the coordinator their state and spans.
+/// Shutting it down shuts them all down.
 
 #include "process_protocol.hpp"
 #include "run_setup.hpp"
