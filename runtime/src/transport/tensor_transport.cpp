@@ -16,6 +16,11 @@ namespace actorpipe::transport {
 struct TensorTransport::Group {
   c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
   std::string name;
+  /// The flat buffer of its all-reduces, by element type, kept from one to the next: a
+  /// fresh one each time paid for its pages again, a large part of a large all-reduce's
+  /// time (bench/transport_bench). A group's collectives run one at a time, as every
+  /// member must call them in order.
+  std::map<c10::ScalarType, at::Tensor> flat;
 };
 
 struct TensorTransport::State {
@@ -169,11 +174,19 @@ void TensorTransport::all_reduce_sum(Group& group, const std::vector<train::Payl
   if (alone) {
     flat.push_back(tensors.front()->tensor);
   } else {
-    std::vector<at::Tensor> rows;
-    rows.reserve(tensors.size());
+    std::int64_t total = 0;
     for (const auto& payload : tensors)
-      rows.push_back(payload->tensor.reshape({-1}));
-    flat.push_back(torch::cat(rows));
+      total += payload->tensor.numel();
+    at::Tensor& kept = group.flat[tensors.front()->tensor.scalar_type()];
+    if (!kept.defined() || kept.numel() < total) kept = torch::empty({total}, tensors.front()->tensor.options());
+    flat.push_back(kept.narrow(0, 0, total));
+    torch::NoGradGuard no_grad;
+    std::int64_t at = 0;
+    for (const auto& payload : tensors) {
+      const at::Tensor& from = payload->tensor;
+      flat.front().narrow(0, at, from.numel()).view_as(from).copy_(from);
+      at += from.numel();
+    }
   }
   try {
     group.gloo->allreduce(flat)->wait(options_.timeout);
