@@ -4,10 +4,13 @@
 ///                   transport (transport/tensor_transport.hpp: c10d Gloo, a ticket per
 ///                   tensor), against the same bytes over a plain loopback TCP socket;
 ///                   each transfer timed to the receiver's 1-byte acknowledgement;
-///   all-reduce      a stage's parameters (1 MB … 64 MB in 16 tensors) summed over both
-///                   ranks through TensorTransport::all_reduce_sum (one flattened
-///                   collective, copied back), against c10d's ProcessGroupGloo
-///                   allreduce called directly on one tensor of the same size.
+///   all-reduce      a stage's gradients (1 MB … 64 MB in 16 tensors) summed over both
+///                   ranks through TensorTransport::all_reduce_sum, against c10d's
+///                   ProcessGroupGloo allreduce called directly on one tensor of the
+///                   same size; the 16 tensors either as a stage keeps its gradients
+///                   when it sums them across processes (views of one flat buffer,
+///                   train/gradient_buckets.hpp, which go as they are) or apart, as
+///                   parameters and centres are (copied into one buffer and back).
 /// Each row is the median of its repetitions, after one warm-up; a repetition times
 /// both ways of a row one after the other.
 ///   build/bench/transport_bench [--repeats N]   (N: 15)
@@ -101,7 +104,7 @@ int tcp_socket(int rank, std::uint16_t port) {
 }
 
 struct Rows {
-  std::vector<double> tcp_ms, transport_ms, ours_ms, gloo_ms; // by size
+  std::vector<double> tcp_ms, transport_ms, bucketed_ms, apart_ms, gloo_ms; // by size
 };
 
 /// What both ranks run; rank 0 times and returns the medians.
@@ -172,24 +175,32 @@ Rows run(int rank, std::uint16_t store_port, std::uint16_t tcp_port, int repeats
   gloo_options->threads = 1;
   auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(direct_store, rank, 2, gloo_options);
   for (const std::size_t size : reduce_sizes) {
-    std::vector<train::Payload> parameters;
-    for (std::size_t t = 0; t < reduce_tensors; ++t)
-      parameters.push_back(train::wrap(torch::ones({static_cast<std::int64_t>(size / 4 / reduce_tensors)})));
+    const std::int64_t each = static_cast<std::int64_t>(size / 4 / reduce_tensors);
+    const at::Tensor bucket = torch::ones({each * static_cast<std::int64_t>(reduce_tensors)});
+    std::vector<train::Payload> bucketed, apart;
+    for (std::size_t t = 0; t < reduce_tensors; ++t) {
+      bucketed.push_back(train::wrap(bucket.narrow(0, static_cast<std::int64_t>(t) * each, each)));
+      apart.push_back(train::wrap(torch::ones({each})));
+    }
     std::vector<at::Tensor> flat{torch::ones({static_cast<std::int64_t>(size / 4)})};
-    std::vector<double> ours, direct;
+    std::vector<double> in_bucket, in_parts, direct;
+    const auto timed = [](auto&& what) {
+      const auto start = Clock::now();
+      what();
+      return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    };
     for (int i = 0; i <= repeats; ++i) {
-      auto start = Clock::now();
-      link.all_reduce_sum(*both, parameters);
-      const double a = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-      start = Clock::now();
-      gloo->allreduce(flat)->wait();
-      const double b = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      const double a = timed([&] { link.all_reduce_sum(*both, bucketed); });
+      const double b = timed([&] { link.all_reduce_sum(*both, apart); });
+      const double c = timed([&] { gloo->allreduce(flat)->wait(); });
       if (i > 0) {
-        ours.push_back(a);
-        direct.push_back(b);
+        in_bucket.push_back(a);
+        in_parts.push_back(b);
+        direct.push_back(c);
       }
     }
-    rows.ours_ms.push_back(median(ours));
+    rows.bucketed_ms.push_back(median(in_bucket));
+    rows.apart_ms.push_back(median(in_parts));
     rows.gloo_ms.push_back(median(direct));
   }
   link.flush();
@@ -236,14 +247,18 @@ int main(int argc, char** argv) {
                     fixed(rows.transport_ms[i], 3), fixed(mb / rows.transport_ms[i] * 1e3, 0),
                     fixed(rows.tcp_ms[i] / rows.transport_ms[i], 2)});
   }
-  std::cout << points.str() << "\nall-reduce (sum) over 2 ranks, " << reduce_tensors << " tensors\n";
+  std::cout << points.str() << "\nall-reduce (sum) over 2 ranks, " << reduce_tensors
+            << " tensors: bucketed (views of one buffer, a stage's gradients) and apart\n";
   text::Table reduces({{"size"},
                        {"c10d Gloo ms", text::Table::Align::right},
-                       {"actorpipe ms", text::Table::Align::right},
+                       {"bucketed ms", text::Table::Align::right},
+                       {"× c10d Gloo", text::Table::Align::right},
+                       {"apart ms", text::Table::Align::right},
                        {"× c10d Gloo", text::Table::Align::right}});
   for (std::size_t i = 0; i < reduce_sizes.size(); ++i)
-    reduces.add_row({size_text(reduce_sizes[i]), fixed(rows.gloo_ms[i], 3), fixed(rows.ours_ms[i], 3),
-                     fixed(rows.gloo_ms[i] / rows.ours_ms[i], 2)});
+    reduces.add_row({size_text(reduce_sizes[i]), fixed(rows.gloo_ms[i], 3), fixed(rows.bucketed_ms[i], 3),
+                     fixed(rows.gloo_ms[i] / rows.bucketed_ms[i], 2), fixed(rows.apart_ms[i], 3),
+                     fixed(rows.gloo_ms[i] / rows.apart_ms[i], 2)});
   std::cout << reduces.str();
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }

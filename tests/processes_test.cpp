@@ -15,11 +15,13 @@
 #include "coordinator.hpp"
 #include "process_protocol.hpp"
 #include "run_setup.hpp"
+#include "train/replica_sync.hpp"
 #include "train/session.hpp"
 #include "train/stage_worker.hpp"
 #include "train/stage_worker_impl.hpp"
 #include "train/sync_executor.hpp"
 #include "train/tensor_box.hpp"
+#include "transport/tensor_transport.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -389,6 +391,44 @@ BOOST_AUTO_TEST_CASE(asynchronous_elastic_centres_in_two_processes_move_as_one) 
       BOOST_TEST(same(parameters(a.session->worker(0, s)), parameters(one.session->worker(0, s))));
       BOOST_TEST(same(parameters(b.session->worker(1, s)), parameters(one.session->worker(1, s))));
     }
+}
+
+BOOST_AUTO_TEST_CASE(gradients_summed_across_processes_cross_as_one_buffer_and_every_replica_steps_on_the_sum) {
+  // Both pipelines' replicas of a stage in this process, another process's equal sums
+  // doubling theirs. The first replica's gradients cross as views of one buffer; it
+  // then steps and starts its next gradient before the second steps on the sum they
+  // share, as their stage threads may.
+  test::ScratchDir dir;
+  const auto p = test::quick_plan(dir, text_of(job_file(dir, "1f1b")));
+  auto opened = train::Session::open(p.job, p.plan);
+  REQUIRE_OK(opened);
+  train::StageWorker& first = (*opened)->worker(0, 0);
+  train::StageWorker& second = (*opened)->worker(1, 0);
+  BOOST_REQUIRE(!first.impl().parameters.empty());
+  for (auto [replica, value] : {std::pair{&first, 1.0f}, std::pair{&second, 2.0f}})
+    for (torch::Tensor& parameter : replica->impl().parameters)
+      parameter.mutable_grad() = torch::full_like(parameter, value);
+  bool one_buffer = false;
+  train::sum_gradients_across({&first, &second}, 0.25, [&](const std::vector<train::Payload>& sums) {
+    one_buffer = transport::TensorTransport::as_one_buffer(sums) != nullptr;
+    for (const train::Payload& sum : sums)
+      sum->tensor.mul_(2);
+  });
+  BOOST_TEST(one_buffer);
+  for (auto* replica : {&first, &second})
+    for (const torch::Tensor& parameter : replica->impl().parameters)
+      BOOST_TEST(torch::equal(parameter.grad(), torch::full_like(parameter, 1.5f)));
+  first.step();
+  std::vector<train::Payload> next; // accumulated in place, as a backward does
+  for (torch::Tensor& parameter : first.impl().parameters) {
+    BOOST_TEST(torch::equal(parameter.grad(), torch::zeros_like(parameter)));
+    parameter.mutable_grad().add_(7.0);
+    next.push_back(train::wrap(parameter.grad()));
+  }
+  BOOST_TEST(transport::TensorTransport::as_one_buffer(next) != nullptr);
+  second.step();
+  for (std::size_t i = 0; i < first.impl().parameters.size(); ++i)
+    BOOST_TEST(torch::equal(first.impl().parameters[i], second.impl().parameters[i]));
 }
 
 BOOST_AUTO_TEST_CASE(a_worker_with_a_wrong_token_is_refused_and_logged_with_its_address) {

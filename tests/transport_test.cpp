@@ -118,6 +118,35 @@ BOOST_AUTO_TEST_CASE(a_group_sums_over_its_members_only) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(tensors_that_lie_one_after_another_in_one_buffer_are_summed_there) {
+  // A stage's gradient buckets: views of one buffer, in order, go as that buffer.
+  const torch::Tensor buffer = torch::arange(11, torch::kFloat32);
+  const std::vector<train::Payload> in_order{train::wrap(buffer.narrow(0, 0, 6).view({2, 3})),
+                                             train::wrap(buffer.narrow(0, 6, 5))};
+  const train::Payload whole = TensorTransport::as_one_buffer(in_order);
+  BOOST_REQUIRE(whole);
+  BOOST_TEST(whole->tensor.data_ptr() == buffer.data_ptr());
+  BOOST_TEST(whole->tensor.numel() == 11);
+  const std::vector<train::Payload> later{train::wrap(buffer.narrow(0, 2, 3)), train::wrap(buffer.narrow(0, 5, 6))};
+  BOOST_TEST(TensorTransport::as_one_buffer(later)->tensor.data_ptr() == buffer.narrow(0, 2, 1).data_ptr());
+  // Out of order, with a gap, strided, or apart: copied through a buffer of the group's.
+  BOOST_TEST(!TensorTransport::as_one_buffer({in_order[1], in_order[0]}));
+  BOOST_TEST(!TensorTransport::as_one_buffer({train::wrap(buffer.narrow(0, 0, 5)), in_order[1]}));
+  BOOST_TEST(!TensorTransport::as_one_buffer({train::wrap(buffer.narrow(0, 0, 6).view({2, 3}).t())}));
+  BOOST_TEST(!TensorTransport::as_one_buffer({in_order[0], train::wrap(buffer.narrow(0, 6, 5).clone())}));
+
+  auto ranks = joined(2);
+  std::vector<torch::Tensor> buffers(2);
+  each_rank(2, [&](std::size_t r) {
+    auto group = ranks[r]->group("stage-0", {0, 1});
+    buffers[r] = torch::full({11}, float(r + 1));
+    ranks[r]->all_reduce_sum(
+        *group, {train::wrap(buffers[r].narrow(0, 0, 6).view({2, 3})), train::wrap(buffers[r].narrow(0, 6, 5))});
+  });
+  for (const torch::Tensor& summed : buffers)
+    BOOST_TEST(torch::equal(summed, torch::full({11}, 3.0f)));
+}
+
 BOOST_AUTO_TEST_CASE(a_rank_outside_the_world_is_refused) {
   TransportOptions options;
   options.rank = 2;

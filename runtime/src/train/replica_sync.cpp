@@ -43,6 +43,8 @@ void agree_buffers(const std::vector<StageWorker*>& replicas, const std::string&
 }
 
 void sum_gradients_across(const std::vector<StageWorker*>& local, double scale, const SumAcross& across) {
+  // The sums go across as views of one flat buffer: no copies on the way.
+  local.front()->impl().buckets.bind(local.front()->impl().parameters);
   sum_gradients(local, 1);
   torch::NoGradGuard no_grad;
   std::vector<Payload> sums;
@@ -93,7 +95,7 @@ void sum_gradients(const std::vector<StageWorker*>& replicas, double scale) {
     torch::Tensor sum = first[i].mutable_grad();
     if (!sum.defined()) continue;
     for (std::size_t r = 1; r < replicas.size(); ++r)
-      sum.add_(replicas[r]->impl().parameters[i].grad());
+      if (const torch::Tensor& g = replicas[r]->impl().parameters[i].grad(); g.defined()) sum.add_(g);
     if (scale != 1) sum.mul_(scale);
     // Every replica's optimizer reads this one tensor (optimizers only read
     // gradients), so nothing is copied back.

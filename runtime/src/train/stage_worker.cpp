@@ -92,6 +92,10 @@ std::size_t StageWorker::stashed() const { return impl_->stash.size(); }
 void StageWorker::step() {
   if (!impl_->optimizer) return;
   impl_->optimizer->step();
+  if (impl_->buckets.bound()) {
+    impl_->buckets.next(impl_->parameters);
+    return;
+  }
   // Dropped rather than zeroed: the next backward takes its first gradient as it comes,
   // and replicas may share one summed gradient (sum_gradients), which zeroing in
   // place would make them accumulate into together.

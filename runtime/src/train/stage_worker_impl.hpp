@@ -3,6 +3,7 @@
 /// StageWorker's insides, for the training code that saves, loads or evaluates
 /// stages. LibTorch inside.
 
+#include "train/gradient_buckets.hpp"
 #include "train/model_zoo.hpp"
 #include "train/stage_worker.hpp"
 
@@ -19,6 +20,8 @@ struct StageWorker::Impl {
   std::vector<torch::Tensor> parameters;
   std::vector<torch::Tensor> buffers;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
+  /// Bound once the replica's gradients are summed across processes.
+  GradientBuckets buckets;
   bool draws = false;         ///< some unit draws random numbers (dropout)
   std::uint64_t forwards = 0; ///< done so far, to seed the next one's draws
   /// Per micro-batch in flight: the input (a leaf that collects its gradient) and the

@@ -16,10 +16,10 @@ namespace actorpipe::transport {
 struct TensorTransport::Group {
   c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
   std::string name;
-  /// The flat buffer of its all-reduces, by element type, kept from one to the next: a
-  /// fresh one each time paid for its pages again, a large part of a large all-reduce's
-  /// time (bench/transport_bench). A group's collectives run one at a time, as every
-  /// member must call them in order.
+  /// The flat buffer of its all-reduces over tensors apart, by element type, kept from
+  /// one to the next: a fresh one each time paid for its pages again, a large part of a
+  /// large all-reduce's time (bench/transport_bench). A group's collectives run one at
+  /// a time, as every member must call them in order.
   std::map<c10::ScalarType, at::Tensor> flat;
 };
 
@@ -164,15 +164,31 @@ std::shared_ptr<TensorTransport::Group> TensorTransport::group(const std::string
   return group;
 }
 
+train::Payload TensorTransport::as_one_buffer(const std::vector<train::Payload>& tensors) {
+  if (tensors.empty()) return nullptr;
+  const at::Tensor& first = tensors.front()->tensor;
+  std::int64_t next = first.storage_offset();
+  for (const auto& payload : tensors) {
+    const at::Tensor& t = payload->tensor;
+    if (!t.is_contiguous() || t.scalar_type() != first.scalar_type() || !t.storage().is_alias_of(first.storage()) ||
+        t.storage_offset() != next)
+      return nullptr;
+    next += t.numel();
+  }
+  return train::wrap(first.as_strided({next - first.storage_offset()}, {1}, first.storage_offset()));
+}
+
 void TensorTransport::all_reduce_sum(Group& group, const std::vector<train::Payload>& tensors) {
   if (tensors.empty()) return;
   // One collective over one flat buffer, however many tensors (a stage's parameters):
   // Gloo's ring pays its latency per collective, which costs more than the copies in
-  // and out (measured in bench/transport_bench). A lone contiguous tensor goes as it is.
-  const bool alone = tensors.size() == 1 && tensors.front()->tensor.is_contiguous();
+  // and out (measured in bench/transport_bench). Tensors that already lie one after
+  // the other in one buffer (a stage's gradient buckets), or a lone one, go as they are.
   std::vector<at::Tensor> flat;
+  const train::Payload whole = as_one_buffer(tensors);
+  const bool alone = whole != nullptr;
   if (alone) {
-    flat.push_back(tensors.front()->tensor);
+    flat.push_back(whole->tensor);
   } else {
     std::int64_t total = 0;
     for (const auto& payload : tensors)
