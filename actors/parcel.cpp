@@ -17,12 +17,28 @@ Parcel pack(train::Payload payload, const Route& route) {
   return parcel;
 }
 
-train::Payload open(Parcel& parcel, transport::TensorTransport* transport) {
-  if (!parcel.remote) return std::move(parcel.payload);
+Incoming open(Parcel& parcel, transport::TensorTransport* transport) {
+  Incoming incoming;
+  if (!parcel.remote) {
+    incoming.payload_ = std::move(parcel.payload);
+    return incoming;
+  }
   if (transport == nullptr)
     throw std::runtime_error("a tensor from rank " + std::to_string(parcel.ticket.from) +
                              " arrived at a process without a tensor transport");
-  return transport->receive(parcel.ticket);
+  incoming.arrival_ = transport->post_receive(parcel.ticket);
+  incoming.transport_ = transport;
+  return incoming;
+}
+
+bool Incoming::landed() const { return !arrival_ || transport_->landed(*arrival_); }
+
+train::Payload Incoming::take() {
+  if (arrival_) {
+    payload_ = transport_->take(*arrival_);
+    arrival_.reset();
+  }
+  return std::move(payload_);
 }
 
 } // namespace actorpipe::actors

@@ -46,10 +46,29 @@ struct Parcel {
 /// posted to the route's rank now (send() never waits for the receiver).
 Parcel pack(train::Payload payload, const Route& route = {});
 
-/// The tensor in `parcel`: its payload, or the bytes its ticket names, taken in through
-/// `transport` (blocking until they are in). Throws std::runtime_error for a remote
-/// parcel with no transport to take it in, or a transfer that fails.
-train::Payload open(Parcel& parcel, transport::TensorTransport* transport);
+/// A parcel's tensor, on hand or on its way in.
+class Incoming {
+public:
+  Incoming() = default;
+  /// Whether take() would return at once.
+  bool landed() const;
+  /// The tensor, once its bytes are in. Throws std::runtime_error for a transfer that
+  /// fails.
+  train::Payload take();
+
+private:
+  friend Incoming open(Parcel& parcel, transport::TensorTransport* transport);
+  train::Payload payload_;
+  std::shared_ptr<transport::TensorTransport::Arrival> arrival_;
+  transport::TensorTransport* transport_ = nullptr;
+};
+
+/// The tensor in `parcel`: its payload, or the bytes its ticket names, whose receive
+/// through `transport` is posted now and waited for by take(). A stage thus handles
+/// its next messages while bytes land, rather than wait in one for bytes still on
+/// their way. Throws std::runtime_error for a remote parcel with no transport to take
+/// it in.
+Incoming open(Parcel& parcel, transport::TensorTransport* transport);
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, Parcel& x) {
   // Saved: a pointer never leaves its process. Loaded: what came is a ticket.

@@ -42,8 +42,8 @@ struct StageState {
   StageLinks links;
   std::size_t cursor = 0; ///< the next action of this step
   std::uint64_t step = 1;
-  std::map<Key, train::Payload> inputs, gradients;
-  std::map<Key, std::pair<train::Payload, double>> labels;
+  std::map<Key, Incoming> inputs, gradients;
+  std::map<Key, std::pair<Incoming, double>> labels;
   double loss_sum = 0; ///< Σ loss × samples over this step's micro-batches (last stage)
   bool syncing = false;
   bool failed = false;
@@ -92,7 +92,7 @@ void fail(StageActor self, const std::string& during, const std::string& what) {
 /// as `what` of micro-batch `micro` of `step`; false when it could not be taken in
 /// (reported).
 bool take(StageActor self, Parcel& parcel, const char* what, std::uint64_t step, std::uint64_t micro,
-          std::map<Key, train::Payload>& into) {
+          std::map<Key, Incoming>& into) {
   try {
     into[{step, micro}] = open(parcel, self->state.config.transport);
   } catch (const std::exception& e) {
@@ -129,6 +129,39 @@ bool ready(const StageState& st, const Action& a) {
   const Key key{st.step, a.micro_batch};
   if (a.op == Op::forward) return st.inputs.count(key) && (!st.last() || st.labels.count(key));
   return st.last() || st.gradients.count(key);
+}
+
+/// What action `a` computes on: its input and labels, or the gradient from the next stage.
+struct TakenIn {
+  train::Payload input, labels, gradient;
+  double scale = 1; ///< the labels' micro-batch's share of the batch
+};
+
+/// Whether every byte of `a`'s tensors from other processes has landed.
+bool landed(const StageState& st, const Action& a) {
+  const Key key{st.step, a.micro_batch};
+  if (a.op == Op::forward) return st.inputs.at(key).landed() && (!st.last() || st.labels.at(key).first.landed());
+  return st.last() || st.gradients.at(key).landed();
+}
+
+/// `a`'s tensors, out of the stage's keeping; waits for bytes still on their way in.
+TakenIn take_in(StageState& st, const Action& a) {
+  const Key key{st.step, a.micro_batch};
+  TakenIn taken;
+  if (a.op == Op::forward) {
+    taken.input = st.inputs.at(key).take();
+    st.inputs.erase(key);
+    if (st.last()) {
+      auto& [labels, scale] = st.labels.at(key);
+      taken.labels = labels.take();
+      taken.scale = scale;
+      st.labels.erase(key);
+    }
+  } else if (!st.last()) {
+    taken.gradient = st.gradients.at(key).take();
+    st.gradients.erase(key);
+  }
+  return taken;
 }
 
 /// On an emulated device, waits until the action has taken its modelled time (dilated),
@@ -172,7 +205,7 @@ void note_stash(StageState& st) {
     st.config.trace->peak_stashed = std::max(st.config.trace->peak_stashed, st.config.computation->stashed());
 }
 
-void run_action(StageActor self, const Action& a) {
+void run_action(StageActor self, const Action& a, TakenIn taken) {
   auto& st = self->state;
   train::StageComputation& computation = *st.config.computation;
   if (st.config.inject_failure && st.config.inject_failure->stage == st.config.stage &&
@@ -186,20 +219,15 @@ void run_action(StageActor self, const Action& a) {
   }
   const auto started = Clock::now();
   const double cpu_started = st.config.trace ? thread_cpu_us() : -1;
-  const Key key{st.step, a.micro_batch};
   const auto micro = static_cast<std::uint64_t>(a.micro_batch);
   if (a.op == Op::forward) {
-    const train::Payload input = std::move(st.inputs[key]);
-    st.inputs.erase(key);
     if (st.last()) {
-      const auto [labels, scale] = st.labels[key];
-      st.labels.erase(key);
-      st.loss_sum += computation.forward_loss(a.micro_batch, input, labels, scale) * a.size;
+      st.loss_sum += computation.forward_loss(a.micro_batch, taken.input, taken.labels, taken.scale) * a.size;
       note_stash(st);
       pad(st, a, started);
       record(st, SpanKind::forward, a.micro_batch, started, cpu_started);
     } else {
-      train::Payload output = computation.forward(a.micro_batch, input);
+      train::Payload output = computation.forward(a.micro_batch, taken.input);
       note_stash(st);
       pad(st, a, started);
       record(st, SpanKind::forward, a.micro_batch, started, cpu_started);
@@ -211,12 +239,7 @@ void run_action(StageActor self, const Action& a) {
     }
     return;
   }
-  train::Payload gradient;
-  if (!st.last()) {
-    gradient = std::move(st.gradients[key]);
-    st.gradients.erase(key);
-  }
-  train::Payload input_gradient = computation.backward(a.micro_batch, gradient);
+  train::Payload input_gradient = computation.backward(a.micro_batch, taken.gradient);
   pad(st, a, started);
   record(st, SpanKind::backward, a.micro_batch, started, cpu_started);
   if (!st.first()) {
@@ -383,12 +406,24 @@ void advance(StageActor self) {
   for (;;) {
     while (st.cursor < actions.size() && ready(st, actions[st.cursor])) {
       const Action& a = actions[st.cursor];
+      // Bytes still on their way in are part of the wait, not of the action.
+      if (!st.waiting_since && !landed(st, a)) st.waiting_since = Clock::now();
+      TakenIn taken;
+      try {
+        taken = take_in(st, a);
+      } catch (const std::exception& e) {
+        fail(self,
+             std::string(a.op == Op::forward ? "taking in the input" : "taking in the gradient") + " of micro-batch " +
+                 std::to_string(a.micro_batch),
+             first_line(e));
+        return;
+      }
       if (st.waiting_since) {
         record(st, SpanKind::wait, a.micro_batch, *st.waiting_since);
         st.waiting_since.reset();
       }
       try {
-        run_action(self, a);
+        run_action(self, a, std::move(taken));
       } catch (const std::exception& e) {
         fail(self,
              std::string(a.op == Op::forward ? "forward" : "backward") + " of micro-batch " +

@@ -117,6 +117,7 @@ Status run_worker(const WorkerOptions& options) {
   tensors.host = *here; // the coordinator, and the other workers, connect to it there
   tensors.rank = order->rank;
   tensors.world = order->world;
+  tensors.compute_threads = order->stages * order->pipelines;
   auto transport = transport::TensorTransport::open(tensors);
   ACTORPIPE_TRY(transport);
   ACTORPIPE_TRY((*transport)->join());

@@ -8,8 +8,11 @@
 #include "train/tensor_box.hpp"
 #include "transport/tensor_transport.hpp"
 
+#include <filesystem>
 #include <functional>
 #include <thread>
+
+#include <sched.h>
 
 using namespace actorpipe;
 using namespace actorpipe::transport;
@@ -17,9 +20,10 @@ using namespace actorpipe::transport;
 namespace {
 
 /// `world` ranks, joined: rank 0 hosts the store on a free port, the others connect.
-std::vector<std::unique_ptr<TensorTransport>> joined(std::size_t world) {
+std::vector<std::unique_ptr<TensorTransport>> joined(std::size_t world, std::size_t compute_threads = 0) {
   std::vector<std::unique_ptr<TensorTransport>> ranks(world);
   TransportOptions options;
+  options.compute_threads = compute_threads;
   options.store = {"127.0.0.1", 0};
   options.world = world;
   options.timeout = std::chrono::seconds(30);
@@ -55,6 +59,14 @@ void each_rank(std::size_t world, const std::function<void(std::size_t)>& work) 
     threads.emplace_back(work, r);
   for (auto& thread : threads)
     thread.join();
+}
+
+/// How many of this process's threads run under SCHED_IDLE.
+std::size_t idle_threads() {
+  std::size_t idle = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task"))
+    if (::sched_getscheduler(std::stoi(task.path().filename().string())) == SCHED_IDLE) ++idle;
+  return idle;
 }
 
 } // namespace
@@ -145,6 +157,32 @@ BOOST_AUTO_TEST_CASE(tensors_that_lie_one_after_another_in_one_buffer_are_summed
   });
   for (const torch::Tensor& summed : buffers)
     BOOST_TEST(torch::equal(summed, torch::full({11}, 3.0f)));
+}
+
+BOOST_AUTO_TEST_CASE(receives_posted_ahead_are_taken_in_any_order_and_one_never_taken_is_let_go) {
+  auto ranks = joined(2);
+  std::vector<TensorTicket> tickets;
+  for (const float value : {1.0f, 2.0f, 3.0f})
+    tickets.push_back(ranks[0]->send(train::wrap(torch::full({1000}, value)), 1));
+  auto first = ranks[1]->post_receive(tickets[0]);
+  auto second = ranks[1]->post_receive(tickets[1]);
+  auto never = ranks[1]->post_receive(tickets[2]); // its receiver gave up: the run ended
+  BOOST_TEST(torch::equal(ranks[1]->take(*second)->tensor, torch::full({1000}, 2.0f)));
+  BOOST_TEST(ranks[1]->landed(*second));
+  BOOST_TEST(torch::equal(ranks[1]->take(*first)->tensor, torch::full({1000}, 1.0f)));
+  never.reset();
+  ranks[0]->flush(); // its bytes land in the buffer the transport kept
+  ranks.clear();
+}
+
+BOOST_AUTO_TEST_CASE(gloos_loop_yields_to_compute_only_where_stages_crowd_the_cores) {
+  const std::size_t before = idle_threads();
+  {
+    auto ranks = joined(2);
+    BOOST_TEST(idle_threads() == before);
+  }
+  auto ranks = joined(2, 1000);             // a thousand stage threads: more than any machine's cores
+  BOOST_TEST(idle_threads() == before + 2); // one loop per rank
 }
 
 BOOST_AUTO_TEST_CASE(a_rank_outside_the_world_is_refused) {

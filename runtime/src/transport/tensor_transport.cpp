@@ -1,5 +1,6 @@
 #include "transport/tensor_transport.hpp"
 
+#include "train/cores.hpp"
 #include "train/tensor_box.hpp"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -7,9 +8,13 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <deque>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
+
+#include <sched.h>
 
 namespace actorpipe::transport {
 
@@ -23,7 +28,16 @@ struct TensorTransport::Group {
   std::map<c10::ScalarType, at::Tensor> flat;
 };
 
+struct TensorTransport::Arrival {
+  c10::intrusive_ptr<c10d::Work> work;
+  std::vector<at::Tensor> tensors; ///< the one tensor the bytes land in
+  std::uint32_t from = 0;
+};
+
 struct TensorTransport::State {
+  /// Receives posted and not yet taken. First, so that their buffers outlive the
+  /// process groups that may still write into them.
+  std::map<const Arrival*, std::shared_ptr<Arrival>> posted;
   c10::intrusive_ptr<c10d::TCPStore> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> world;
   std::shared_ptr<::gloo::transport::Device> device;
@@ -82,7 +96,21 @@ Result<std::unique_ptr<TensorTransport>> TensorTransport::open(const TransportOp
 
 Status TensorTransport::join() {
   try {
-    state_->device = c10d::ProcessGroupGloo::createDeviceForHostname(options_.host);
+    // The loop thread starts with the device and takes its scheduling from the thread
+    // that makes it.
+    std::exception_ptr failed;
+    std::thread([&] {
+      if (options_.compute_threads >= train::usable_cores().size()) {
+        const sched_param idle{};
+        ::sched_setscheduler(0, SCHED_IDLE, &idle); // refused: the loop runs as any thread
+      }
+      try {
+        state_->device = c10d::ProcessGroupGloo::createDeviceForHostname(options_.host);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    }).join();
+    if (failed) std::rethrow_exception(failed);
     state_->world = c10::make_intrusive<c10d::ProcessGroupGloo>(
         c10::make_intrusive<c10d::PrefixStore>("world", state_->store), static_cast<int>(options_.rank),
         static_cast<int>(options_.world), gloo_options(options_, state_->device));
@@ -119,20 +147,36 @@ TensorTicket TensorTransport::send(const train::Payload& payload, std::size_t to
   return ticket;
 }
 
-train::Payload TensorTransport::receive(const TensorTicket& ticket) {
-  std::vector<at::Tensor> tensors{
-      torch::empty(ticket.shape, torch::TensorOptions().dtype(static_cast<c10::ScalarType>(ticket.dtype)))};
+train::Payload TensorTransport::receive(const TensorTicket& ticket) { return take(*post_receive(ticket)); }
+
+std::shared_ptr<TensorTransport::Arrival> TensorTransport::post_receive(const TensorTicket& ticket) {
+  auto arrival = std::make_shared<Arrival>();
+  arrival->from = ticket.from;
+  arrival->tensors.push_back(
+      torch::empty(ticket.shape, torch::TensorOptions().dtype(static_cast<c10::ScalarType>(ticket.dtype))));
+  std::lock_guard<std::mutex> lock(state_->post);
   try {
-    c10::intrusive_ptr<c10d::Work> work;
-    {
-      std::lock_guard<std::mutex> lock(state_->post);
-      work = state_->world->recv(tensors, static_cast<int>(ticket.from), static_cast<int>(ticket.tag));
-    }
-    work->wait(options_.timeout);
+    arrival->work = state_->world->recv(arrival->tensors, static_cast<int>(ticket.from), static_cast<int>(ticket.tag));
   } catch (const std::exception& e) {
     throw std::runtime_error("receiving a tensor from rank " + std::to_string(ticket.from) + ": " + e.what());
   }
-  return train::wrap(tensors.front());
+  state_->posted.emplace(arrival.get(), arrival);
+  return arrival;
+}
+
+bool TensorTransport::landed(Arrival& arrival) { return arrival.work->isCompleted(); }
+
+train::Payload TensorTransport::take(Arrival& arrival) {
+  try {
+    arrival.work->wait(options_.timeout);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("receiving a tensor from rank " + std::to_string(arrival.from) + ": " + e.what());
+  }
+  {
+    std::lock_guard<std::mutex> lock(state_->post);
+    state_->posted.erase(&arrival);
+  }
+  return train::wrap(arrival.tensors.front());
 }
 
 std::shared_ptr<TensorTransport::Group> TensorTransport::group(const std::string& name,

@@ -7,7 +7,8 @@
 ///
 /// Point-to-point: send() posts the bytes and returns at once with a ticket (who sent
 /// what, under which tag), which the sender puts in the CAF message that tells the
-/// receiver; receive() takes the ticket and blocks until the bytes are in. A send never
+/// receiver; receive() takes the ticket and blocks until the bytes are in (or
+/// post_receive() posts the receive at once, to be waited for later). A send never
 /// waits for its receiver, so two stages sending to each other cannot deadlock.
 ///
 /// Collectives run over a group of ranks (a stage index's processes, say), each group
@@ -44,6 +45,12 @@ struct TransportOptions {
   std::size_t world = 1;
   std::string host = "127.0.0.1";           ///< the address this process's connections bind to
   std::chrono::milliseconds timeout{60000}; ///< for the store and for each operation
+  /// The run's stage threads. Where they are as many as this process's cores or more,
+  /// Gloo's event loop thread (it reads arriving bytes into their buffers) runs only on
+  /// cores they leave idle (SCHED_IDLE): the loop retries, without sleeping, a
+  /// connection whose lock another thread holds, and on a crowded machine that thread
+  /// then waits for a core the retries take from it (docs/running.md).
+  std::size_t compute_threads = 0;
 };
 
 class TensorTransport {
@@ -73,6 +80,16 @@ public:
   /// The tensor `ticket` describes, once its bytes are in. Throws std::runtime_error
   /// naming the sender when the transfer fails or times out.
   train::Payload receive(const TensorTicket& ticket);
+
+  /// A receive posted ahead: its bytes land while the receiver does other work (a
+  /// stage takes in the next step's inputs while it computes this one's), and take()
+  /// waits only for what has not landed yet. The transport keeps the buffer until
+  /// taken, so bytes that land after their receiver gave up write into memory alive.
+  struct Arrival;
+  std::shared_ptr<Arrival> post_receive(const TensorTicket& ticket);
+  bool landed(Arrival& arrival);
+  /// As receive(); the transport lets go of the arrival.
+  train::Payload take(Arrival& arrival);
 
   /// A group of ranks for collectives: every member (and no other rank) makes it, each
   /// group in the same order on every member, with the same `name`.
