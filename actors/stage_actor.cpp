@@ -408,26 +408,21 @@ void advance(StageActor self) {
       const Action& a = actions[st.cursor];
       // Bytes still on their way in are part of the wait, not of the action.
       if (!st.waiting_since && !landed(st, a)) st.waiting_since = Clock::now();
-      TakenIn taken;
+      bool taking = true; // else computing
       try {
-        taken = take_in(st, a);
-      } catch (const std::exception& e) {
-        fail(self,
-             std::string(a.op == Op::forward ? "taking in the input" : "taking in the gradient") + " of micro-batch " +
-                 std::to_string(a.micro_batch),
-             first_line(e));
-        return;
-      }
-      if (st.waiting_since) {
-        record(st, SpanKind::wait, a.micro_batch, *st.waiting_since);
-        st.waiting_since.reset();
-      }
-      try {
+        TakenIn taken = take_in(st, a);
+        taking = false;
+        if (st.waiting_since) {
+          record(st, SpanKind::wait, a.micro_batch, *st.waiting_since);
+          st.waiting_since.reset();
+        }
         run_action(self, a, std::move(taken));
       } catch (const std::exception& e) {
+        const bool forward = a.op == Op::forward;
         fail(self,
-             std::string(a.op == Op::forward ? "forward" : "backward") + " of micro-batch " +
-                 std::to_string(a.micro_batch),
+             std::string(taking ? (forward ? "taking in the input" : "taking in the gradient")
+                                : (forward ? "forward" : "backward")) +
+                 " of micro-batch " + std::to_string(a.micro_batch),
              first_line(e));
         return;
       }
