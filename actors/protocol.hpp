@@ -25,6 +25,10 @@
 /// `period` of its steps, and computes on meanwhile:
 ///   stage s of pipeline p ─average({p}, {n})→ stage s's averager, which moves the
 ///     snapshot and the centre towards each other ─synced(n, true)→ the stage
+///   (in a run of several processes, the stage asks stage s's averager relay in the
+///   coordinator, which passes each move, in the order the asks came, to the averager
+///   of stage s in every process with replicas of it: the mover's process moves, the
+///   others follow)
 ///   run ─settle→ job ─settle→ every stage, answered once it has no change to take:
 ///     before the run evaluates or saves the parameters
 /// With a parameter server, a stage pushes after its backward, taking no step:
