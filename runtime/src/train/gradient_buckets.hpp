@@ -17,7 +17,9 @@ public:
   /// where they do not share one element type and device.
   bool bind(std::vector<torch::Tensor>& parameters);
 
-  /// After the optimizer step: the gradients become zeroed views of the other buffer.
+  /// After the optimizer step: the gradients become zeroed views of the other buffer
+  /// (a parameter no backward reaches then steps on zero, as after zero_grad() in a
+  /// single-device loop, instead of being skipped).
   /// Two buffers take turns because the replicas of a group read the summed gradient
   /// of the first replica, which the others may still be stepping on while the first
   /// starts accumulating its next one; they have all stepped before the first's step
