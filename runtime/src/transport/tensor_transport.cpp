@@ -230,8 +230,8 @@ void TensorTransport::all_reduce_sum(Group& group, const std::vector<train::Payl
   // the other in one buffer (a stage's gradient buckets), or a lone one, go as they are.
   std::vector<at::Tensor> flat;
   const train::Payload whole = as_one_buffer(tensors);
-  const bool alone = whole != nullptr;
-  if (alone) {
+  const bool in_place = whole != nullptr;
+  if (in_place) {
     flat.push_back(whole->tensor);
   } else {
     std::int64_t total = 0;
@@ -253,7 +253,7 @@ void TensorTransport::all_reduce_sum(Group& group, const std::vector<train::Payl
   } catch (const std::exception& e) {
     throw std::runtime_error("all-reduce in group '" + group.name + "': " + e.what());
   }
-  if (alone) return;
+  if (in_place) return;
   torch::NoGradGuard no_grad;
   std::int64_t at = 0;
   for (const auto& payload : tensors) {

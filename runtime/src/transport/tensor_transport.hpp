@@ -84,7 +84,7 @@ public:
   /// A receive posted ahead: its bytes land while the receiver does other work (a
   /// stage takes in the next step's inputs while it computes this one's), and take()
   /// waits only for what has not landed yet. The transport keeps the buffer until
-  /// taken, so bytes that land after their receiver gave up write into memory alive.
+  /// taken, so bytes that land after their receiver gave up write into live memory.
   struct Arrival;
   std::shared_ptr<Arrival> post_receive(const TensorTicket& ticket);
   bool landed(Arrival& arrival);
