@@ -112,6 +112,7 @@ StageConfig stage_config(const JobConfig& config, std::size_t p, std::size_t s, 
     if (config.elastic_period) stage.period = *config.elastic_period;
   }
   stage.transport = config.transport;
+  stage.make_rows = config.make_rows;
   return stage;
 }
 
@@ -136,7 +137,9 @@ void build(JobActor self, const JobConfig& config) {
     return config.processes ? config.processes->ranks[p][s] : 0;
   };
   const auto route = [&](std::size_t p, std::size_t s) {
-    return rank(p, s) == 0 ? Route{} : Route{config.transport, static_cast<std::size_t>(rank(p, s))};
+    return rank(p, s) == 0 ? Route{}
+                           : Route{config.transport, static_cast<std::size_t>(rank(p, s)),
+                                   config.processes->same_data.count(rank(p, s)) > 0};
   };
   for (std::size_t p = 0; p < P; ++p)
     for (std::size_t s = 0; s < S; ++s) {

@@ -27,6 +27,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <set>
 #include <functional>
 #include <map>
 #include <memory>
@@ -97,6 +98,8 @@ struct JobConfig {
   /// Takes in tensors from stages in other processes (StageConfig::transport); none in
   /// a run of one process.
   transport::TensorTransport* transport = nullptr;
+  /// A worker's: makes the rows of a batch parcels name (StageConfig::make_rows).
+  RowMaker make_rows;
   /// A run of several processes, whose coordinator this job is: stage s of pipeline p
   /// runs in the process of rank ranks[p][s], 0 being this one; the others' stage
   /// hosts spawned theirs (stages[p][s]) and wire them as the job says.
@@ -111,6 +114,10 @@ struct JobConfig {
     std::map<std::uint64_t, std::vector<averager_actor>> averagers;
     /// A parameter server: each host's copy of each stage's server, likewise.
     std::map<std::uint64_t, std::vector<server_copy_actor>> servers;
+    /// The ranks whose processes have the same training data as this one
+    /// (HostedStages::same_data): their pipelines' inputs and labels go as which rows
+    /// of a batch they are, and they make them.
+    std::set<std::uint64_t> same_data;
   };
   std::optional<Processes> processes;
 };

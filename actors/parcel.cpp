@@ -12,15 +12,25 @@ Parcel pack(train::Payload payload, const Route& route) {
     parcel.payload = std::move(payload);
     return parcel;
   }
-  parcel.ticket = route.transport->send(payload, route.rank);
   parcel.remote = true;
+  if (const train::BatchRows* rows = train::batch_rows(payload); rows && route.makes_rows) {
+    parcel.rows = *rows;
+    parcel.by_rows = true;
+    return parcel;
+  }
+  parcel.ticket = route.transport->send(payload, route.rank);
   return parcel;
 }
 
-Incoming open(Parcel& parcel, transport::TensorTransport* transport) {
+Incoming open(Parcel& parcel, transport::TensorTransport* transport, const RowMaker& make_rows) {
   Incoming incoming;
   if (!parcel.remote) {
     incoming.payload_ = std::move(parcel.payload);
+    return incoming;
+  }
+  if (parcel.by_rows) {
+    if (!make_rows) throw std::runtime_error("rows of a batch arrived at a process that has no data to make them from");
+    incoming.payload_ = make_rows(parcel.rows);
     return incoming;
   }
   if (transport == nullptr)

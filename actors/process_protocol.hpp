@@ -79,12 +79,15 @@ struct JobOrder {
   /// (InjectedFailure::Effect).
   std::uint64_t inject_stage = 0, inject_step = 0;
   std::uint8_t inject_effect = 0;
+  /// The coordinator's train::Session::data_fingerprint(): a worker whose data matches
+  /// makes its pipelines' batches itself.
+  std::uint64_t data_fingerprint = 0;
 };
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, JobOrder& x) {
   return f(caf::meta::type_name("job_order"), x.job_file, x.overrides, x.profile_toml, x.stages, x.pipelines,
            x.micro_batches, x.plan_json, x.rank, x.world, x.store_host, x.store_port, x.first_step, x.origin_ns,
-           x.placement, x.inject_stage, x.inject_step, x.inject_effect);
+           x.placement, x.inject_stage, x.inject_step, x.inject_effect, x.data_fingerprint);
 }
 
 /// What a host spawned: its stage actors in (pipeline, stage) order and, under
@@ -94,10 +97,11 @@ struct HostedStages {
   std::vector<stage_actor> stages;
   std::vector<averager_actor> averagers;
   std::vector<server_copy_actor> servers; ///< with a parameter server: its copy of each stage's, likewise
+  bool same_data = false;                 ///< its training data is the coordinator's (JobOrder::data_fingerprint)
 };
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, HostedStages& x) {
-  return f(caf::meta::type_name("hosted_stages"), x.stages, x.averagers, x.servers);
+  return f(caf::meta::type_name("hosted_stages"), x.stages, x.averagers, x.servers, x.same_data);
 }
 
 /// How the job wires one stage a worker runs: its neighbours and the ranks of their

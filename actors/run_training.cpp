@@ -128,7 +128,7 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   std::unique_ptr<actors::Coordination> coordination;
   if (coordinate) {
     auto started = actors::start_workers(system, *coordinate, job, plan, *placement, progress.step + 1, origin,
-                                         inject_failure, *hosts);
+                                         inject_failure, *hosts, session.data_fingerprint());
     ACTORPIPE_TRY(started);
     coordination = std::move(*started);
     auto spawned = actors::spawn_remote_stages(system, *coordination, *placement, plan);
@@ -142,7 +142,8 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
                                                         coordination->hosts,
                                                         coordinate->heartbeat_timeout,
                                                         std::move(spawned->averagers),
-                                                        std::move(spawned->servers)};
+                                                        std::move(spawned->servers),
+                                                        std::move(spawned->same_data)};
     job_config.transport = coordination->transport.get();
   }
   job_config.time_scale = time_scale;

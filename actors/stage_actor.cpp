@@ -94,7 +94,7 @@ void fail(StageActor self, const std::string& during, const std::string& what) {
 bool take(StageActor self, Parcel& parcel, const char* what, std::uint64_t step, std::uint64_t micro,
           std::map<Key, Incoming>& into) {
   try {
-    into[{step, micro}] = open(parcel, self->state.config.transport);
+    into[{step, micro}] = open(parcel, self->state.config.transport, self->state.config.make_rows);
   } catch (const std::exception& e) {
     fail(self, std::string("taking in ") + what + " of micro-batch " + std::to_string(micro), first_line(e));
     return false;
@@ -469,7 +469,7 @@ stage_actor::behavior_type stage_behavior(StageActor self, StageConfig config) {
       [=](labels_atom, std::uint64_t step, std::uint64_t micro, Parcel& labels, double scale) {
         auto& st = self->state;
         try {
-          st.labels[{step, micro}] = {open(labels, st.config.transport), scale};
+          st.labels[{step, micro}] = {open(labels, st.config.transport, st.config.make_rows), scale};
         } catch (const std::exception& e) {
           fail(self, "taking in labels of micro-batch " + std::to_string(micro), first_line(e));
           return;

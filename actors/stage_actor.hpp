@@ -81,6 +81,9 @@ struct StageConfig {
   /// Takes in the tensors that come from stages in other processes (StageLinks' routes
   /// name it); none in a run of one process.
   transport::TensorTransport* transport = nullptr;
+  /// Makes the rows of a batch that parcels from the coordinator name (a worker's own
+  /// data); none in a run of one process.
+  RowMaker make_rows;
   /// A thread of its own (it computes), bound to `core` on its first message; false
   /// leaves it to the scheduler, as the deterministic protocol tests need.
   bool detached = true;

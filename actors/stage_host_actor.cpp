@@ -135,6 +135,7 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
                    [serve = job.serve, s](const std::vector<std::size_t>& pushers) { serve(s, pushers); }, true});
           spawned.servers = st.servers;
         }
+        spawned.same_data = static_cast<bool>(job.make_rows);
         return spawned;
       },
       [=](wire_atom, const std::vector<StageWiring>& wirings) {

@@ -177,6 +177,12 @@ Status run_worker(const WorkerOptions& options) {
   setup.job.traces = &traces;
   setup.job.pin_threads = false;
   setup.job.failure = failure;
+  // With the coordinator's data, this process makes its pipelines' inputs and labels
+  // from the rows the coordinator names; else their bytes come.
+  if (session.data_fingerprint() == order->data_fingerprint)
+    setup.job.make_rows = [&session](const train::BatchRows& rows) { return session.rows(rows); };
+  else
+    say("its training data differs from the coordinator's: the batches' bytes come from there");
   setup.job.transport = transport->get();
   if (order->inject_step > 0)
     setup.job.inject_failure = InjectedFailure{order->inject_stage, order->inject_step,

@@ -13,10 +13,12 @@
 
 namespace actorpipe::actors {
 
-Result<std::unique_ptr<Coordination>>
-start_workers(caf::actor_system& system, const CoordinateOptions& coordinate, const JobSpec& job, const Plan& plan,
-              const std::vector<std::vector<std::uint64_t>>& placement, std::uint64_t first_step,
-              Clock::time_point origin, const std::optional<InjectedFailure>& inject, std::vector<std::string> hosts) {
+Result<std::unique_ptr<Coordination>> start_workers(caf::actor_system& system, const CoordinateOptions& coordinate,
+                                                    const JobSpec& job, const Plan& plan,
+                                                    const std::vector<std::vector<std::uint64_t>>& placement,
+                                                    std::uint64_t first_step, Clock::time_point origin,
+                                                    const std::optional<InjectedFailure>& inject,
+                                                    std::vector<std::string> hosts, std::uint64_t data_fingerprint) {
   JobOrder order;
   if (inject) {
     order.inject_stage = inject->stage;
@@ -33,6 +35,7 @@ start_workers(caf::actor_system& system, const CoordinateOptions& coordinate, co
   order.first_step = first_step;
   order.origin_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(origin.time_since_epoch()).count();
   order.placement = placement;
+  order.data_fingerprint = data_fingerprint;
   return actors::coordinate(system, coordinate, std::move(order), std::move(hosts));
 }
 
@@ -53,6 +56,7 @@ Result<RemoteStages> spawn_remote_stages(caf::actor_system& system, Coordination
                     remote.stages[p][s] = spawned.stages[next++];
               remote.averagers[rank] = std::move(spawned.averagers);
               remote.servers[rank] = std::move(spawned.servers);
+              if (spawned.same_data) remote.same_data.insert(rank);
             },
             [&](caf::error& e) {
               error = Error::run_failed("worker " + std::to_string(rank) +

@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,16 +31,19 @@ namespace actorpipe::actors {
 /// Listens for the workers, hands each its order (the job, the plan, its place:
 /// `placement` [pipeline][stage] → rank, on the machine `hosts` names) and waits until
 /// they are ready.
-Result<std::unique_ptr<Coordination>>
-start_workers(caf::actor_system& system, const CoordinateOptions& coordinate, const JobSpec& job, const Plan& plan,
-              const std::vector<std::vector<std::uint64_t>>& placement, std::uint64_t first_step,
-              Clock::time_point origin, const std::optional<InjectedFailure>& inject, std::vector<std::string> hosts);
+Result<std::unique_ptr<Coordination>> start_workers(caf::actor_system& system, const CoordinateOptions& coordinate,
+                                                    const JobSpec& job, const Plan& plan,
+                                                    const std::vector<std::vector<std::uint64_t>>& placement,
+                                                    std::uint64_t first_step, Clock::time_point origin,
+                                                    const std::optional<InjectedFailure>& inject,
+                                                    std::vector<std::string> hosts, std::uint64_t data_fingerprint);
 
 /// What the workers' hosts spawned.
 struct RemoteStages {
   std::vector<std::vector<stage_actor>> stages;                    ///< [p][s], empty where none is remote
   std::map<std::uint64_t, std::vector<averager_actor>> averagers;  ///< by rank: HostedStages::averagers
   std::map<std::uint64_t, std::vector<server_copy_actor>> servers; ///< by rank: HostedStages::servers
+  std::set<std::uint64_t> same_data;                               ///< ranks: HostedStages::same_data
 };
 
 /// Has each worker's host spawn its stages (and averagers).

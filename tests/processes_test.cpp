@@ -431,6 +431,60 @@ BOOST_AUTO_TEST_CASE(gradients_summed_across_processes_cross_as_one_buffer_and_e
     BOOST_TEST(torch::equal(first.impl().parameters[i], second.impl().parameters[i]));
 }
 
+BOOST_AUTO_TEST_CASE(a_process_with_the_same_data_makes_the_batch_rows_a_parcel_names_instead_of_their_bytes) {
+  test::ScratchDir dir;
+  const std::string text = text_of(job_file(dir, "1f1b"));
+  const auto p = test::quick_plan(dir, text);
+  auto coordinator = train::Session::open(p.job, p.plan);
+  auto worker = train::Session::open(p.job, p.plan);
+  REQUIRE_OK(coordinator);
+  REQUIRE_OK(worker);
+  BOOST_TEST((*coordinator)->data_fingerprint() == (*worker)->data_fingerprint());
+  auto other = train::Session::open(
+      test::quick_plan(dir, std::regex_replace(text, std::regex("samples = 512"), "samples = 480")).job, p.plan);
+  REQUIRE_OK(other);
+  BOOST_TEST((*other)->data_fingerprint() != (*coordinator)->data_fingerprint());
+
+  // The second pipeline's share of batch 3's labels, then its second micro-batch, cut
+  // as the job and the pipeline cut them.
+  const train::Batch batch = (*coordinator)->batch(0, 3);
+  const std::uint32_t half = batch.samples / 2;
+  const train::Payload share = train::split_rows(batch.labels, {half, batch.samples - half})[1];
+  const train::Payload micro = train::split_rows(share, {2, batch.samples - half - 2})[1];
+  const train::BatchRows* rows = train::batch_rows(micro);
+  BOOST_REQUIRE(rows);
+  BOOST_TEST(rows->epoch == 0u);
+  BOOST_TEST(rows->index == 3u);
+  BOOST_TEST(rows->first == half + 2);
+  BOOST_TEST(rows->count == batch.samples - half - 2);
+  BOOST_TEST(rows->labels);
+
+  // For a process that makes rows, a parcel is which rows; CAF carries them; that
+  // process makes the same tensor. For one that does not, its bytes go.
+  transport::TransportOptions options;
+  options.store = {"127.0.0.1", 0};
+  auto opened = transport::TensorTransport::open(options);
+  REQUIRE_OK(opened);
+  actors::Parcel named = actors::pack(micro, actors::Route{opened->get(), 1, true});
+  BOOST_TEST(named.by_rows);
+  BOOST_TEST((named.rows == *rows));
+  std::vector<char> bytes;
+  caf::binary_serializer sink{nullptr, bytes};
+  BOOST_REQUIRE(!sink(named));
+  actors::Parcel arrived;
+  caf::binary_deserializer source{nullptr, bytes};
+  BOOST_REQUIRE(!source(arrived));
+  BOOST_TEST(arrived.remote);
+  BOOST_TEST(arrived.by_rows);
+  const actors::RowMaker make = [&](const train::BatchRows& r) { return (*worker)->rows(r); };
+  actors::Incoming made = actors::open(arrived, nullptr, make);
+  BOOST_TEST(made.landed());
+  BOOST_TEST(torch::equal(made.take()->tensor, micro->tensor));
+  BOOST_CHECK_THROW(actors::open(arrived, nullptr), std::runtime_error); // no data to make them from
+  // Activations are no batch's rows: their bytes go.
+  BOOST_TEST(!train::batch_rows(train::wrap(torch::ones({2}))));
+}
+
 BOOST_AUTO_TEST_CASE(a_worker_with_a_wrong_token_is_refused_and_logged_with_its_address) {
   caf::actor_system_config coordinator_config, worker_config;
   for (auto* config : {&coordinator_config, &worker_config}) {

@@ -6,12 +6,19 @@
 
 namespace actorpipe::train {
 
+const BatchRows* batch_rows(const Payload& payload) { return payload && payload->rows ? &*payload->rows : nullptr; }
+
 std::vector<Payload> split_rows(const Payload& payload, const std::vector<std::uint32_t>& sizes) {
   std::vector<Payload> out;
   out.reserve(sizes.size());
   std::int64_t at = 0;
   for (std::uint32_t n : sizes) {
-    out.push_back(wrap(payload->tensor.narrow(0, at, n)));
+    TensorBox part{payload->tensor.narrow(0, at, n), payload->rows};
+    if (part.rows) {
+      part.rows->first += static_cast<std::uint32_t>(at);
+      part.rows->count = n;
+    }
+    out.push_back(std::make_shared<const TensorBox>(std::move(part)));
     at += n;
   }
   return out;

@@ -14,8 +14,22 @@ namespace actorpipe::train {
 struct TensorBox;
 using Payload = std::shared_ptr<const TensorBox>;
 
+/// Rows of one training batch (Session::batch): what a process with the same data
+/// makes itself (Session::rows), so that only where they are crosses processes.
+struct BatchRows {
+  std::uint64_t epoch = 0, index = 0; ///< the batch: Session::batch(epoch, index)
+  std::uint32_t first = 0, count = 0; ///< its rows [first, first + count)
+  bool labels = false;                ///< its labels, else its inputs
+
+  bool operator==(const BatchRows&) const = default;
+};
+
+/// Where `payload`'s rows come from when they are a batch's (Session::batch made it, or
+/// split_rows cut it from one); null otherwise.
+const BatchRows* batch_rows(const Payload& payload);
+
 /// Consecutive slices of `payload`'s rows (samples), `sizes[i]` rows each: views that
-/// share its storage.
+/// share its storage (and say which rows of a batch they are, where it does).
 std::vector<Payload> split_rows(const Payload& payload, const std::vector<std::uint32_t>& sizes);
 
 /// Bytes as a payload (a tensor of uint8), to send where tensors go; and back.

@@ -11,6 +11,9 @@
 #include "train/stage_worker_impl.hpp"
 #include "train/tensor_box.hpp"
 
+#include <cstring>
+#include <deque>
+#include <mutex>
 #include <sstream>
 #include <tuple>
 
@@ -22,8 +25,14 @@ struct Session::Data {
   DataSets data;
   std::vector<std::shared_ptr<const Model>> replicas;             ///< one model per pipeline
   std::vector<std::vector<std::unique_ptr<StageWorker>>> workers; ///< [pipeline][stage]
+  /// The epoch's sample order and the last batch made, which the driver and, in a
+  /// worker, the stage threads making rows share.
+  mutable std::mutex batching;
   mutable std::uint64_t order_epoch = ~0ULL;
   mutable std::vector<std::int64_t> order;
+  /// The last batches made, by (epoch, index), newest last: the driver runs up to two
+  /// steps ahead of the stages making rows.
+  mutable std::deque<std::pair<std::pair<std::uint64_t, std::uint64_t>, Batch>> made;
   int caller_threads = 1; ///< the opening thread's LibTorch threads, given back at the end
 };
 
@@ -78,14 +87,50 @@ Batch Session::batch(std::uint64_t epoch, std::uint64_t index) const {
   // The driver slices batches while the stage actors compute: an OpenMP team here
   // would spin on the cores they need.
   use_compute_threads(1);
+  const std::lock_guard lock(d_->batching);
+  for (const auto& [key, kept] : d_->made)
+    if (key == std::pair{epoch, index}) return kept;
   if (d_->order_epoch != epoch) {
     d_->order = epoch_order(d_->data.train.size(), d_->job.data.seed, epoch, d_->job.data.shuffle);
     d_->order_epoch = epoch;
   }
   const std::int64_t n = d_->plan.batch_size;
   const auto picked = torch::from_blob(d_->order.data() + index * n, {n}, torch::kLong).clone();
-  return {wrap(d_->data.train.inputs.index_select(0, picked)), wrap(d_->data.train.labels.index_select(0, picked)),
-          static_cast<std::uint32_t>(n)};
+  const auto rows = [&](bool labels) { return BatchRows{epoch, index, 0, static_cast<std::uint32_t>(n), labels}; };
+  Batch made{std::make_shared<const TensorBox>(TensorBox{d_->data.train.inputs.index_select(0, picked), rows(false)}),
+             std::make_shared<const TensorBox>(TensorBox{d_->data.train.labels.index_select(0, picked), rows(true)}),
+             static_cast<std::uint32_t>(n)};
+  d_->made.emplace_back(std::pair{epoch, index}, made);
+  if (d_->made.size() > 4) d_->made.pop_front();
+  return made;
+}
+
+Payload Session::rows(const BatchRows& rows) const {
+  const Batch made = batch(rows.epoch, rows.index);
+  const Payload& all = rows.labels ? made.labels : made.inputs;
+  return std::make_shared<const TensorBox>(TensorBox{all->tensor.narrow(0, rows.first, rows.count), rows});
+}
+
+std::uint64_t Session::data_fingerprint() const {
+  // FNV-1a over both tensors, eight bytes at a time: a data set of hundreds of MB
+  // takes a fraction of a second.
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  const auto mix = [&](std::uint64_t word) { hash = (hash ^ word) * 0x100000001b3ULL; };
+  for (const torch::Tensor& t : {d_->data.train.inputs, d_->data.train.labels}) {
+    const torch::Tensor dense = t.contiguous();
+    const auto* bytes = static_cast<const unsigned char*>(dense.data_ptr());
+    const std::size_t n = static_cast<std::size_t>(dense.numel()) * dense.element_size();
+    mix(n);
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      std::uint64_t word;
+      std::memcpy(&word, bytes + i, 8);
+      mix(word);
+    }
+    for (; i < n; ++i)
+      mix(bytes[i]);
+  }
+  return hash;
 }
 
 StageWorker& Session::worker(std::size_t pipeline, std::size_t stage) { return *d_->workers[pipeline][stage]; }

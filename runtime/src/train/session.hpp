@@ -48,7 +48,14 @@ public:
   std::uint64_t steps_per_epoch() const;
   std::int64_t train_samples() const;
   /// Batch `index` of epoch `epoch`: `plan.batch_size` samples in the epoch's order.
+  /// Its payloads say which batch they are (batch_rows()).
   Batch batch(std::uint64_t epoch, std::uint64_t index) const;
+  /// Those rows of a batch, made here: a worker process makes its pipelines' inputs
+  /// and labels itself instead of receiving their bytes. Safe from several threads.
+  Payload rows(const BatchRows& rows) const;
+  /// A hash of the training split's inputs and labels: processes whose fingerprints
+  /// match make the same batches.
+  std::uint64_t data_fingerprint() const;
 
   StageWorker& worker(std::size_t pipeline, std::size_t stage);
   /// The replicas of stage `stage`, one per pipeline.
