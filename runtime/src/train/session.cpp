@@ -25,7 +25,7 @@ struct Session::Data {
   DataSets data;
   std::vector<std::shared_ptr<const Model>> replicas;             ///< one model per pipeline
   std::vector<std::vector<std::unique_ptr<StageWorker>>> workers; ///< [pipeline][stage]
-  /// The epoch's sample order and the last batch made, which the driver and, in a
+  /// The epoch's sample order and the last batches made, which the driver and, in a
   /// worker, the stage threads making rows share.
   mutable std::mutex batching;
   mutable std::uint64_t order_epoch = ~0ULL;
