@@ -272,10 +272,10 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   // stages, which start on it as soon as they have stepped: batching and the messages
   // that carry it stay off the step's critical path. Pipelines that step on their own
   // get more steps ahead, so that a fast one finds work while a slow one finishes its
-  // share of an older step. Across processes, a step's inputs go two steps ahead: their
-  // bytes land in a worker only when Gloo's loop finds a free core there
-  // (transport::TransportOptions::compute_threads). Never past an evaluation, which
-  // with the checkpoint reads the parameters between steps.
+  // share of an older step. Across processes, a step's inputs go two steps ahead: a
+  // worker makes them, or their bytes land there, only when it has a free core (Gloo's
+  // loop yields to the stages: transport::TransportOptions::compute_threads). Never past
+  // an evaluation, which with the checkpoint reads the parameters between steps.
   std::deque<InFlight> in_flight;
   const std::size_t ahead = asynchronous ? 2 * plan.pipelines : coordination ? 2 : 1;
   auto previous_done = Clock::now();
