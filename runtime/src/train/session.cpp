@@ -84,8 +84,9 @@ std::uint64_t Session::steps_per_epoch() const {
 std::int64_t Session::train_samples() const { return d_->data.train.size(); }
 
 Batch Session::batch(std::uint64_t epoch, std::uint64_t index) const {
-  // The driver slices batches while the stage actors compute: an OpenMP team here
-  // would spin on the cores they need.
+  // The driver slices batches while the stage actors compute (in a worker, a stage
+  // thread making rows, whose next action sets its own count again): an OpenMP team
+  // here would spin on the cores they need.
   use_compute_threads(1);
   const std::lock_guard lock(d_->batching);
   for (const auto& [key, kept] : d_->made)
