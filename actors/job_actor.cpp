@@ -6,8 +6,8 @@
 #include "group_scheduler_actor.hpp"
 #include "heartbeat_actor.hpp"
 #include "parameter_server_actor.hpp"
-#include "server_copy_actor.hpp"
 #include "pipeline_actor.hpp"
+#include "server_copy_actor.hpp"
 #include "stage_actor.hpp"
 #include "sync_round.hpp"
 
@@ -16,7 +16,6 @@
 #include <caf/all.hpp>
 
 #include <algorithm>
-#include <deque>
 #include <map>
 #include <optional>
 
@@ -32,14 +31,6 @@ struct Pending {
   double loss_sum = 0;
 };
 
-/// A step's share for one pipeline, waiting for a pipeline to take it (asynchronous
-/// policies only).
-struct Share {
-  std::uint64_t step = 0;
-  std::size_t part = 0;
-  train::Payload inputs, labels;
-};
-
 /// Under an asynchronous policy a pipeline is handed a share only while it holds fewer
 /// than this many: one it computes and one its first stage starts on as soon as that
 /// one's step is done. Shares handed further ahead would be split evenly, and a faster
@@ -53,10 +44,8 @@ struct JobState {
   group_scheduler_actor scheduler;             ///< scheduled averaging only
   std::vector<parameter_server_actor> servers; ///< by stage index: a parameter server only
   bool asynchronous = false;                   ///< pipelines step on their own
-  std::vector<std::size_t> in_hand;            ///< by pipeline: shares handed and not yet done
-  std::size_t next_pipeline = 0;               ///< where the search for the least busy starts
-  std::deque<Share> waiting;                   ///< asynchronous: shares no pipeline has taken yet
-  std::vector<caf::actor_addr> built;          ///< every actor this job spawned, shut down with it
+  std::optional<ShareDealer> dealer;
+  std::vector<caf::actor_addr> built; ///< every actor this job spawned, shut down with it
   std::map<caf::actor_addr, std::string> names;
   std::shared_ptr<Failure> failure;
   std::map<std::uint64_t, Pending> steps;
@@ -78,10 +67,19 @@ void fail(JobActor self, const std::string& what) {
   for (auto& [step, pending] : st.steps)
     pending.reply.deliver(caf::make_error(caf::sec::runtime_error, what));
   st.steps.clear();
-  st.waiting.clear();
+  if (st.dealer) st.dealer->drop_queued();
 }
 
 } // namespace
+
+ShareDealer share_dealer(const JobConfig& config, std::size_t pipelines) {
+  if (!config.scheduling && !config.staleness && !config.elastic_period)
+    return ShareDealer(pipelines, ShareDealer::Order::in_turn);
+  const bool waits_for_all =
+      (config.scheduling && config.scheduling->force_every == 1) || (config.staleness && *config.staleness == 0);
+  return ShareDealer(pipelines, waits_for_all ? ShareDealer::Order::in_turn : ShareDealer::Order::least_busy,
+                     shares_ahead);
+}
 
 StageConfig stage_config(const JobConfig& config, std::size_t p, std::size_t s, const std::vector<int>& cores) {
   const Plan& plan = config.plan;
@@ -156,6 +154,7 @@ void build(JobActor self, const JobConfig& config) {
   for (auto n : plan.schedule.micro_batch_sizes)
     share += n;
   st.asynchronous = config.scheduling || config.staleness || config.elastic_period;
+  st.dealer.emplace(share_dealer(config, P));
   for (std::size_t p = 0; p < P; ++p) {
     // A pipeline stepping on its own steps on its share's mean gradient.
     st.pipelines.push_back(spawn_pipeline(self->system(), stages[p], plan.schedule.micro_batch_sizes,
@@ -164,7 +163,6 @@ void build(JobActor self, const JobConfig& config) {
     st.shares.push_back(share);
     watch(st.pipelines.back(), "pipeline " + std::to_string(p));
   }
-  st.in_hand.assign(P, 0);
   const job_actor job = caf::actor_cast<job_actor>(self);
   // By stage index: this process's averager (of its replicas of the stage, if any);
   // and [stage][pipeline], the averager of that replica's process.
@@ -309,39 +307,24 @@ void tell_idle(JobActor self, std::size_t p, bool idle) {
     self->send(server, idle_atom::value, std::uint64_t{p}, idle);
 }
 
-/// The pipeline the next share goes to: with lockstep rounds, each in turn; with an
-/// asynchronous policy, the one with the fewest shares in hand (the first such from
-/// where the last search ended, so ties rotate).
-std::size_t next_pipeline(JobActor self) {
-  auto& st = self->state;
-  const std::size_t P = st.pipelines.size();
-  std::size_t chosen = st.next_pipeline % P;
-  if (st.asynchronous)
-    for (std::size_t i = 1; i < P; ++i) {
-      const std::size_t p = (st.next_pipeline + i) % P;
-      if (st.in_hand[p] < st.in_hand[chosen]) chosen = p;
-    }
-  return chosen;
-}
-
-void hand_out(JobActor self);
+void deal(JobActor self);
 
 /// Hands pipeline p its share of a step. The group scheduler or parameter servers hear
 /// of a pipeline given work after it had none, and of one left with none.
-void hand(JobActor self, std::size_t p, Share share) {
+void hand(JobActor self, ShareDealer::Dealt dealt) {
   auto& st = self->state;
-  st.next_pipeline = p + 1;
-  if (st.in_hand[p]++ == 0) tell_idle(self, p, false);
-  const double weight = st.shares[share.part];
-  const std::uint64_t step = share.step;
-  self->request(st.pipelines[p], caf::infinite, step_atom::value, step, std::move(share.inputs),
-                std::move(share.labels))
+  const std::size_t p = dealt.pipeline;
+  if (dealt.had_none) tell_idle(self, p, false);
+  const double weight = st.shares[dealt.share.part];
+  const std::uint64_t step = dealt.share.step;
+  self->request(st.pipelines[p], caf::infinite, step_atom::value, step, std::move(dealt.share.inputs),
+                std::move(dealt.share.labels))
       .then(
           [=](double loss) {
             auto& st = self->state;
-            --st.in_hand[p];
-            hand_out(self); // before telling anyone it is idle: it may have work at once
-            if (st.in_hand[p] == 0) tell_idle(self, p, true);
+            st.dealer->done(p);
+            deal(self); // before telling anyone it is idle: it may have work at once
+            if (st.dealer->in_hand(p) == 0) tell_idle(self, p, true);
             const auto it = st.steps.find(step);
             if (it == st.steps.end()) return; // failed already
             it->second.loss_sum += loss * weight;
@@ -357,17 +340,10 @@ void hand(JobActor self, std::size_t p, Share share) {
           });
 }
 
-/// Asynchronous: hands waiting shares, oldest first, to the least busy pipelines while
-/// one of them holds fewer than `shares_ahead`.
-void hand_out(JobActor self) {
-  auto& st = self->state;
-  while (!st.waiting.empty()) {
-    const std::size_t p = next_pipeline(self);
-    if (st.in_hand[p] >= shares_ahead) return;
-    Share share = std::move(st.waiting.front());
-    st.waiting.pop_front();
-    hand(self, p, std::move(share));
-  }
+/// Hands out the shares the dealer lets go now.
+void deal(JobActor self) {
+  for (ShareDealer::Dealt& dealt : self->state.dealer->deal())
+    hand(self, std::move(dealt));
 }
 
 job_actor::behavior_type job_behavior(JobActor self, JobConfig config) {
@@ -406,14 +382,9 @@ job_actor::behavior_type job_behavior(JobActor self, JobConfig config) {
           auto& st = self->state;
           auto input_parts = train::split_rows(inputs, st.shares);
           auto label_parts = train::split_rows(labels, st.shares);
-          for (std::size_t part = 0; part < st.pipelines.size(); ++part) {
-            Share share{step, part, std::move(input_parts[part]), std::move(label_parts[part])};
-            if (st.asynchronous)
-              st.waiting.push_back(std::move(share));
-            else
-              hand(self, next_pipeline(self), std::move(share));
-          }
-          if (st.asynchronous) hand_out(self);
+          for (std::size_t part = 0; part < st.pipelines.size(); ++part)
+            st.dealer->add(Share{step, part, std::move(input_parts[part]), std::move(label_parts[part])});
+          deal(self);
         };
         if (st.unwired > 0)
           st.held.push_back(std::move(start));

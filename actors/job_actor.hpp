@@ -5,10 +5,8 @@
 /// stage index or, for an asynchronous policy, the group-scheduler actor with an
 /// averager actor per stage index, or a parameter-server actor per stage index),
 /// splits each batch into a share per pipeline and answers a step once all its shares
-/// are done, and a settle once no stage has an averaging to take. Lockstep policies give
-/// pipeline p the p-th share of every step; asynchronous ones keep each share until a
-/// pipeline holds fewer than two and give it to the one with the fewest in hand, so each
-/// pipeline takes shares at its own pace. It watches
+/// are done, and a settle once no stage has an averaging to take. Who takes which
+/// share is the ShareDealer's (share_dealer.hpp). It watches
 /// every actor it built: the first failure (an actor's report, or an actor that ended
 /// abnormally) fails the step in progress with a message naming the stage and
 /// micro-batch, so a run ends, it never hangs. Shutting the
@@ -17,6 +15,7 @@
 #include "injected_failure.hpp"
 #include "process_protocol.hpp"
 #include "protocol.hpp"
+#include "share_dealer.hpp"
 #include "stage_actor.hpp"
 #include "stage_trace.hpp"
 
@@ -123,6 +122,9 @@ struct JobConfig {
 };
 
 job_actor spawn_job(caf::actor_system& system, JobConfig config);
+
+/// How the job deals the shares of its steps under `config`'s policy.
+ShareDealer share_dealer(const JobConfig& config, std::size_t pipelines);
 
 /// What stage s of pipeline p is, in the run `config` describes (`cores`:
 /// train::usable_cores()): the job builds its stages from it, and so does a worker

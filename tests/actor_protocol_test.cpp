@@ -10,6 +10,7 @@
 #include "job_actor.hpp"
 #include "parameter_server_actor.hpp"
 #include "server_copy_actor.hpp"
+#include "share_dealer.hpp"
 #include "stage_actor.hpp"
 #include "sync_round.hpp"
 
@@ -780,3 +781,97 @@ CAF_TEST(a_tensor_from_another_process_without_a_transport_fails_the_stage_by_na
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()
+
+namespace {
+
+/// Who was dealt what: "p<pipeline> <step>.<part>", "+" where the pipeline held none.
+std::vector<std::string> dealt(std::vector<ShareDealer::Dealt> shares) {
+  std::vector<std::string> out;
+  for (const auto& d : shares)
+    out.push_back("p" + std::to_string(d.pipeline) + " " + std::to_string(d.share.step) + "." +
+                  std::to_string(d.share.part) + (d.had_none ? "+" : ""));
+  return out;
+}
+
+/// Queues step `step`'s shares for `pipelines` pipelines.
+void add_step(ShareDealer& dealer, std::uint64_t step, std::size_t pipelines) {
+  for (std::size_t part = 0; part < pipelines; ++part)
+    dealer.add(Share{step, part, nullptr, nullptr});
+}
+
+using Dealing = std::vector<std::string>;
+
+} // namespace
+
+CAF_TEST(a_lockstep_dealer_gives_pipeline_p_share_p_of_every_step_at_once) {
+  ShareDealer dealer(3, ShareDealer::Order::in_turn);
+  add_step(dealer, 1, 3);
+  add_step(dealer, 2, 3);
+  CAF_CHECK_EQUAL(dealt(dealer.deal()), (Dealing{"p0 1.0+", "p1 1.1+", "p2 1.2+", "p0 2.0", "p1 2.1", "p2 2.2"}));
+  CAF_CHECK_EQUAL(dealer.in_hand(1), 2u);
+}
+
+CAF_TEST(the_least_busy_take_shares_at_their_own_pace_while_in_turn_keeps_share_p_on_pipeline_p) {
+  // Two pipelines, two shares each in hand at most. Pipeline 0 is done with two shares
+  // before pipeline 1's first done is heard (a message from another process late).
+  const auto play = [](ShareDealer::Order order) {
+    ShareDealer dealer(2, order, 2);
+    std::vector<Dealing> rounds;
+    add_step(dealer, 1, 2);
+    add_step(dealer, 2, 2);
+    add_step(dealer, 3, 2);
+    rounds.push_back(dealt(dealer.deal()));
+    dealer.done(0);
+    rounds.push_back(dealt(dealer.deal()));
+    dealer.done(0);
+    rounds.push_back(dealt(dealer.deal()));
+    dealer.done(1);
+    rounds.push_back(dealt(dealer.deal()));
+    return rounds;
+  };
+  // The least busy: pipeline 0, the first with room, takes step 3's share 1 too.
+  CAF_CHECK_EQUAL(play(ShareDealer::Order::least_busy),
+                  (std::vector<Dealing>{{"p0 1.0+", "p1 1.1+", "p0 2.0", "p1 2.1"}, {"p0 3.0"}, {"p0 3.1"}, {}}));
+  // In turn: share 1 waits for pipeline 1, as where every round waits for every
+  // pipeline (it could not be computed sooner).
+  CAF_CHECK_EQUAL(play(ShareDealer::Order::in_turn),
+                  (std::vector<Dealing>{{"p0 1.0+", "p1 1.1+", "p0 2.0", "p1 2.1"}, {"p0 3.0"}, {}, {"p1 3.1"}}));
+}
+
+CAF_TEST(a_pipeline_done_with_everything_it_held_is_dealt_its_next_share_as_one_that_held_none) {
+  ShareDealer dealer(2, ShareDealer::Order::least_busy, 2);
+  add_step(dealer, 1, 2);
+  CAF_CHECK_EQUAL(dealt(dealer.deal()), (Dealing{"p0 1.0+", "p1 1.1+"}));
+  dealer.done(1);
+  CAF_CHECK_EQUAL(dealer.in_hand(1), 0u);
+  add_step(dealer, 2, 2);
+  // Pipeline 1 holds none: it goes first, and its scheduler is to hear it has work.
+  CAF_CHECK_EQUAL(dealt(dealer.deal()), (Dealing{"p1 2.0+", "p0 2.1"}));
+  // A run that failed drops what is queued.
+  add_step(dealer, 3, 2);
+  add_step(dealer, 4, 2);
+  CAF_CHECK_EQUAL(dealt(dealer.deal()), (Dealing{"p1 3.0"}));
+  dealer.drop_queued();
+  dealer.done(0);
+  CAF_CHECK(dealer.deal().empty());
+}
+
+CAF_TEST(shares_go_in_turn_where_every_round_waits_for_every_pipeline_and_to_the_least_busy_elsewhere) {
+  const auto order_of = [](const std::function<void(JobConfig&)>& policy) {
+    JobConfig config;
+    policy(config);
+    const ShareDealer dealer = share_dealer(config, 4);
+    return std::pair{dealer.order(), dealer.most_in_hand()};
+  };
+  using Order = ShareDealer::Order;
+  CAF_CHECK(order_of([](JobConfig&) {}) == std::pair{Order::in_turn, ShareDealer::unbounded});
+  CAF_CHECK(order_of([](JobConfig& c) { c.scheduling = GroupScheduling{}; }) ==
+            std::pair{Order::least_busy, std::size_t{2}});
+  CAF_CHECK(order_of([](JobConfig& c) {
+              c.scheduling = GroupScheduling{};
+              c.scheduling->force_every = 1;
+            }) == std::pair{Order::in_turn, std::size_t{2}});
+  CAF_CHECK(order_of([](JobConfig& c) { c.staleness = 0; }) == std::pair{Order::in_turn, std::size_t{2}});
+  CAF_CHECK(order_of([](JobConfig& c) { c.staleness = 3; }) == std::pair{Order::least_busy, std::size_t{2}});
+  CAF_CHECK(order_of([](JobConfig& c) { c.elastic_period = 1; }) == std::pair{Order::least_busy, std::size_t{2}});
+}
