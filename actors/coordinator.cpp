@@ -110,6 +110,7 @@ Result<std::unique_ptr<Coordination>> coordinate(caf::actor_system& system, cons
   tensors.host = options.listen.host;
   tensors.rank = 0;
   tensors.world = options.workers + 1;
+  // It hosts no stages, but its local workers' stage threads share its machine.
   tensors.compute_threads = order.stages * order.pipelines;
   auto opened = transport::TensorTransport::open(tensors);
   ACTORPIPE_TRY(opened);

@@ -81,7 +81,24 @@ ShareDealer share_dealer(const JobConfig& config, std::size_t pipelines) {
                      shares_ahead);
 }
 
-StageConfig stage_config(const JobConfig& config, std::size_t p, std::size_t s, const std::vector<int>& cores) {
+std::vector<std::vector<std::optional<int>>> stage_cores(const JobConfig& config,
+                                                         const std::function<bool(std::size_t, std::size_t)>& here,
+                                                         const std::vector<int>& usable) {
+  const std::size_t P = config.plan.pipelines, S = config.plan.stages.size();
+  std::vector<std::vector<std::optional<int>>> cores(P, std::vector<std::optional<int>>(S));
+  if (!config.pin_threads || !config.detached) return cores;
+  std::size_t count = 0;
+  for (std::size_t p = 0; p < P; ++p)
+    for (std::size_t s = 0; s < S; ++s)
+      count += here(p, s) ? 1 : 0;
+  std::size_t index = 0;
+  for (std::size_t p = 0; p < P; ++p)
+    for (std::size_t s = 0; s < S; ++s)
+      if (here(p, s)) cores[p][s] = train::stage_core(usable, index++, count);
+  return cores;
+}
+
+StageConfig stage_config(const JobConfig& config, std::size_t p, std::size_t s, std::optional<int> core) {
   const Plan& plan = config.plan;
   const std::size_t P = plan.pipelines, S = plan.stages.size();
   StageConfig stage;
@@ -98,7 +115,7 @@ StageConfig stage_config(const JobConfig& config, std::size_t p, std::size_t s, 
   }
   stage.origin = config.origin;
   stage.inject_failure = config.inject_failure;
-  if (config.pin_threads && config.detached) stage.core = train::stage_core(cores, p * S + s, P * S);
+  stage.core = core;
   stage.detached = config.detached;
   if (p < config.emulated.size()) stage.emulated = config.emulated[p][s];
   if (config.step_ahead && P > 1)
@@ -128,7 +145,6 @@ void build(JobActor self, const JobConfig& config) {
     self->monitor(actor);
     st.built.push_back(actor.address());
   };
-  const std::vector<int> cores = train::usable_cores();
   std::vector<std::vector<stage_actor>> stages(P);
   // Stage s of pipeline p's process: 0 is this one.
   const auto rank = [&](std::size_t p, std::size_t s) -> std::uint64_t {
@@ -139,6 +155,8 @@ void build(JobActor self, const JobConfig& config) {
                            : Route{config.transport, static_cast<std::size_t>(rank(p, s)),
                                    config.processes->same_data.count(rank(p, s)) > 0};
   };
+  const auto cores = stage_cores(
+      config, [&](std::size_t p, std::size_t s) { return rank(p, s) == 0; }, train::usable_cores());
   for (std::size_t p = 0; p < P; ++p)
     for (std::size_t s = 0; s < S; ++s) {
       const std::string name = "stage " + std::to_string(s) + " of pipeline " + std::to_string(p);
@@ -147,7 +165,7 @@ void build(JobActor self, const JobConfig& config) {
         watch(stages[p].back(), name + " (worker process " + std::to_string(rank(p, s)) + ")");
         continue;
       }
-      stages[p].push_back(spawn_stage(self->system(), stage_config(config, p, s, cores)));
+      stages[p].push_back(spawn_stage(self->system(), stage_config(config, p, s, cores[p][s])));
       watch(stages[p].back(), name);
     }
   std::uint32_t share = 0;

@@ -126,9 +126,17 @@ job_actor spawn_job(caf::actor_system& system, JobConfig config);
 /// How the job deals the shares of its steps under `config`'s policy.
 ShareDealer share_dealer(const JobConfig& config, std::size_t pipelines);
 
-/// What stage s of pipeline p is, in the run `config` describes (`cores`:
-/// train::usable_cores()): the job builds its stages from it, and so does a worker
-/// process the stages it hosts.
-StageConfig stage_config(const JobConfig& config, std::size_t p, std::size_t s, const std::vector<int>& cores);
+/// The core each stage of this process is bound to, by [pipeline][stage]: the stages
+/// `here` (this process's) share `usable` (train::usable_cores()) as train::stage_core()
+/// has them, numbered in pipeline-major order among themselves; none without
+/// JobConfig::pin_threads.
+std::vector<std::vector<std::optional<int>>> stage_cores(const JobConfig& config,
+                                                         const std::function<bool(std::size_t, std::size_t)>& here,
+                                                         const std::vector<int>& usable);
+
+/// What stage s of pipeline p is, in the run `config` describes, bound to `core`
+/// (stage_cores()): the job builds its stages from it, and so does a worker process the
+/// stages it hosts.
+StageConfig stage_config(const JobConfig& config, std::size_t p, std::size_t s, std::optional<int> core);
 
 } // namespace actorpipe::actors

@@ -89,13 +89,14 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
       [=](spawn_atom) {
         auto& st = self->state;
         const JobConfig& job = st.config.setup->job;
-        const std::vector<int> cores = train::usable_cores();
+        const auto cores = stage_cores(
+            job, [&](std::size_t p, std::size_t s) { return mine(st.config, p, s); }, train::usable_cores());
         const std::size_t P = job.plan.pipelines, S = job.plan.stages.size();
         HostedStages spawned;
         for (std::size_t p = 0; p < P; ++p)
           for (std::size_t s = 0; s < S; ++s)
             if (mine(st.config, p, s)) {
-              st.stages[{p, s}] = spawn_stage(self->system(), stage_config(job, p, s, cores));
+              st.stages[{p, s}] = spawn_stage(self->system(), stage_config(job, p, s, cores[p][s]));
               spawned.stages.push_back(st.stages[{p, s}]);
             }
         // This process's stage actors of stage s, by pipeline (empty elsewhere), if any.

@@ -13,6 +13,8 @@
 #include <actorpipe/report.hpp>
 #include <actorpipe/tuning.hpp>
 
+#include "launch/core_list.hpp"
+#include "train/cores.hpp"
 #include "transport/tensor_transport.hpp"
 
 #include <caf/all.hpp>
@@ -72,6 +74,18 @@ Status run_worker(const WorkerOptions& options) {
   const auto say = [&](const std::string& line) {
     if (options.log) options.log(line);
   };
+  // Before any thread starts, so that all of them run on the cores given.
+  const bool bound = !options.cores.empty();
+  if (bound) {
+    const std::vector<int> usable = train::usable_cores();
+    for (const int core : options.cores)
+      if (!std::binary_search(usable.begin(), usable.end(), core))
+        return Error::bad_input("--cpus " + launch::core_list_text(options.cores) + ": core " + std::to_string(core) +
+                                " is not one this process may run on (" + launch::core_list_text(usable) + ")");
+    if (!train::bind_process_to(options.cores))
+      return Error::run_failed("cannot bind this process to cores " + launch::core_list_text(options.cores));
+    say("bound to cores " + launch::core_list_text(options.cores));
+  }
   caf::actor_system_config config;
   load_control_plane(config, options.tls);
   config.set("scheduler.policy", caf::atom("sharing"));
@@ -105,7 +119,7 @@ Status run_worker(const WorkerOptions& options) {
   ACTORPIPE_TRY(opened);
   train::Session& session = **opened;
   RunOptions run;
-  run.pin_threads = false; // the processes of one server share its cores; the OS places
+  run.pin_threads = bound; // unbound, the processes of one server share its cores: the OS places
   auto prepared = prepare_run(job, plan, run, session);
   ACTORPIPE_TRY(prepared);
   RunSetup& setup = **prepared;
@@ -117,7 +131,9 @@ Status run_worker(const WorkerOptions& options) {
   tensors.host = *here; // the coordinator, and the other workers, connect to it there
   tensors.rank = order->rank;
   tensors.world = order->world;
-  tensors.compute_threads = order->stages * order->pipelines;
+  tensors.compute_threads = 0; // this process's stage threads
+  for (const auto& pipeline : order->placement)
+    tensors.compute_threads += static_cast<std::size_t>(std::count(pipeline.begin(), pipeline.end(), order->rank));
   auto transport = transport::TensorTransport::open(tensors);
   ACTORPIPE_TRY(transport);
   ACTORPIPE_TRY((*transport)->join());
@@ -175,7 +191,7 @@ Status run_worker(const WorkerOptions& options) {
   setup.job.origin =
       Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(order->origin_ns)));
   setup.job.traces = &traces;
-  setup.job.pin_threads = false;
+  setup.job.pin_threads = bound;
   setup.job.failure = failure;
   // With the coordinator's data, this process makes its pipelines' inputs and labels
   // from the rows the coordinator names; else their bytes come.

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace actorpipe::actors {
 
@@ -24,6 +25,11 @@ struct WorkerOptions {
   /// How long to keep trying to reach the coordinator: a launcher starts a run's
   /// processes together, and the workers may be up before the coordinator listens.
   std::chrono::seconds connect_timeout{60};
+  /// The cores this process and its stages run on (`--cpus`; `launch` gives each of its
+  /// workers an even share of the machine's): its stage threads are then bound among
+  /// them as one process binds them among all. Empty: where it was started, the stages
+  /// placed by the operating system, as processes that share the cores need.
+  std::vector<int> cores;
   /// Progress lines (joined, planned, ready) on stderr in the CLI.
   std::function<void(const std::string& line)> log;
 };

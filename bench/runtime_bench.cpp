@@ -8,7 +8,8 @@
 ///               shares of the batch (synchronous data parallelism without averaging);
 ///   processes   the default job as it is under `actorpipe run` (one process) and under
 ///               `actorpipe launch --nprocs 2` and `--nprocs 4` (its stages in worker
-///               processes, tensors between them through c10d), and both again with
+///               processes, tensors between them through c10d; `--nprocs 2` also with
+///               the workers sharing every core, `--bind none`), and both again with
 ///               `sdpipe` for sync, in interleaved rounds: samples/s against the one
 ///               process's with the same sync, of the same round;
 ///   per hop     a tiny MLP, one micro-batch of 4 samples, through 8 stages and through
@@ -180,9 +181,10 @@ int main(int argc, char** argv) {
     const std::vector<Runner> commands{
         {"actorpipe run (one process)", "run", {}, 0},
         {"actorpipe launch --nprocs 2", "launch --nprocs 2", {}, 0},
+        {"actorpipe launch --nprocs 2 --bind none", "launch --nprocs 2 --bind none", {}, 0},
         {"actorpipe launch --nprocs 4", "launch --nprocs 4", {}, 0},
-        {"actorpipe run, sync sdpipe", "run", {"plan.sync=sdpipe"}, 3},
-        {"actorpipe launch --nprocs 2, sync sdpipe", "launch --nprocs 2", {"plan.sync=sdpipe"}, 3}};
+        {"actorpipe run, sync sdpipe", "run", {"plan.sync=sdpipe"}, 4},
+        {"actorpipe launch --nprocs 2, sync sdpipe", "launch --nprocs 2", {"plan.sync=sdpipe"}, 4}};
     std::vector<std::vector<Rate>> measured(commands.size());
     std::vector<std::vector<double>> ratios(commands.size()); // against the baseline, same round
     for (std::uint64_t round = 0; round < rounds; ++round)

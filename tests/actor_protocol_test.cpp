@@ -875,3 +875,25 @@ CAF_TEST(shares_go_in_turn_where_every_round_waits_for_every_pipeline_and_to_the
   CAF_CHECK(order_of([](JobConfig& c) { c.staleness = 3; }) == std::pair{Order::least_busy, std::size_t{2}});
   CAF_CHECK(order_of([](JobConfig& c) { c.elastic_period = 1; }) == std::pair{Order::least_busy, std::size_t{2}});
 }
+
+CAF_TEST(a_process_binds_its_own_stages_among_its_cores_numbered_among_themselves) {
+  JobConfig config; // stage threads of their own, bound where they outnumber the cores
+  config.plan.pipelines = 2;
+  config.plan.stages.resize(2);
+  const std::vector<int> two{4, 6};
+  // One process with all four: pipeline neighbours share a core.
+  const auto all = stage_cores(
+      config, [](std::size_t, std::size_t) { return true; }, two);
+  CAF_CHECK(all == (std::vector<std::vector<std::optional<int>>>{{4, 4}, {6, 6}}));
+  // A worker with pipeline 1's two stages on two cores: a core each, placed by the
+  // system; on one core, both there. The others are not its to bind.
+  const auto pipeline_1 = [](std::size_t p, std::size_t) { return p == 1; };
+  const std::optional<int> none;
+  CAF_CHECK(stage_cores(config, pipeline_1, two) ==
+            (std::vector<std::vector<std::optional<int>>>{{none, none}, {none, none}}));
+  CAF_CHECK(stage_cores(config, pipeline_1, {6}) ==
+            (std::vector<std::vector<std::optional<int>>>{{none, none}, {6, 6}}));
+  config.pin_threads = false;
+  CAF_CHECK(stage_cores(config, pipeline_1, {6}) ==
+            (std::vector<std::vector<std::optional<int>>>{{none, none}, {none, none}}));
+}

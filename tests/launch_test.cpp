@@ -1,8 +1,10 @@
 // Multi-process runs without processes: where a process stands as flags and launchers
-// (torchrun, Slurm, Open MPI) say, and the job's token file.
+// (torchrun, Slurm, Open MPI) say, the job's token file, and the cores local workers
+// are bound to.
 #define BOOST_TEST_MODULE launch
 #include <boost/test/unit_test.hpp>
 
+#include "launch/core_list.hpp"
 #include "launch/job_token.hpp"
 #include "launch/placement.hpp"
 #include "launch/process_place.hpp"
@@ -232,4 +234,58 @@ BOOST_AUTO_TEST_CASE(the_cluster_file_names_the_machine_of_each_process) {
     BOOST_TEST(contains(refused.error().message, message), refused.error().message);
     BOOST_TEST(contains(refused.error().message, "servers[0].host"), refused.error().message);
   }
+}
+
+BOOST_AUTO_TEST_CASE(core_lists_read_as_taskset_writes_them_and_are_written_back_alike) {
+  const auto read = [](const std::string& text) {
+    auto cores = parse_core_list(text, "--cpus");
+    BOOST_REQUIRE_MESSAGE(cores.ok(), text);
+    return *cores;
+  };
+  BOOST_TEST(read("0-3,8") == (std::vector<int>{0, 1, 2, 3, 8}), boost::test_tools::per_element());
+  BOOST_TEST(read("5,1,1,2-3") == (std::vector<int>{1, 2, 3, 5}), boost::test_tools::per_element());
+  BOOST_TEST(read("1023") == (std::vector<int>{1023}), boost::test_tools::per_element());
+  for (const std::string text : {"0-3,8", "5", "0,2,4-6", "1-2,4-5,7"})
+    BOOST_TEST(core_list_text(read(text)) == text);
+  BOOST_TEST(core_list_text({1, 2, 3, 5}) == "1-3,5");
+  for (const auto& [text, why] :
+       std::vector<std::pair<std::string, std::string>>{{"", "'' is not a core"},
+                                                        {"a", "'a' is not a core"},
+                                                        {"1,", "'' is not a core"},
+                                                        {"1-", "'1-' is not a core"},
+                                                        {"-2", "'-2' is not a core"},
+                                                        {" 1", "' 1' is not a core"},
+                                                        {"1024", "each below 1024"},
+                                                        {"4-2", "the range '4-2' runs backwards"}}) {
+    const auto refused = parse_core_list(text, "--cpus");
+    BOOST_REQUIRE_MESSAGE(!refused.ok(), text);
+    BOOST_TEST((refused.error().code == ErrorCode::bad_input));
+    BOOST_TEST(contains(refused.error().message, "--cpus '" + text + "': "), refused.error().message);
+    BOOST_TEST(contains(refused.error().message, why), refused.error().message);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(even_shares_keep_workers_on_cores_of_their_own_and_share_only_when_they_outnumber_them) {
+  const std::vector<int> eight{0, 1, 2, 3, 4, 5, 6, 7};
+  BOOST_TEST(even_share(eight, 0, 3) == (std::vector<int>{0, 1}), boost::test_tools::per_element());
+  BOOST_TEST(even_share(eight, 1, 3) == (std::vector<int>{2, 3, 4}), boost::test_tools::per_element());
+  BOOST_TEST(even_share(eight, 2, 3) == (std::vector<int>{5, 6, 7}), boost::test_tools::per_element());
+  BOOST_TEST(even_share(eight, 0, 1) == eight, boost::test_tools::per_element());
+  // Every core in exactly one share, shares within one core of each other in size.
+  for (std::size_t shares = 1; shares <= 8; ++shares) {
+    std::vector<int> all;
+    std::size_t least = 8, most = 0;
+    for (std::size_t k = 0; k < shares; ++k) {
+      const std::vector<int> share = even_share(eight, k, shares);
+      all.insert(all.end(), share.begin(), share.end());
+      least = std::min(least, share.size());
+      most = std::max(most, share.size());
+    }
+    BOOST_TEST(all == eight, boost::test_tools::per_element());
+    BOOST_TEST(most - least <= 1u);
+  }
+  // A container's cores, fewer than the workers: one each, in turn.
+  const std::vector<int> two{2, 5};
+  for (std::size_t k = 0; k < 4; ++k)
+    BOOST_TEST(even_share(two, k, 4) == (std::vector<int>{k % 2 == 0 ? 2 : 5}), boost::test_tools::per_element());
 }

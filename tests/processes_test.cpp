@@ -11,10 +11,12 @@
 #include <actorpipe/profile_io.hpp>
 
 #include "base/input_file.hpp"
+#include "launch/core_list.hpp"
 #include "control_channel.hpp"
 #include "coordinator.hpp"
 #include "process_protocol.hpp"
 #include "run_setup.hpp"
+#include "train/cores.hpp"
 #include "train/replica_sync.hpp"
 #include "train/session.hpp"
 #include "train/stage_worker.hpp"
@@ -85,6 +87,18 @@ std::set<std::string> traced_processes(const std::string& path) {
   for (const std::uint64_t pid : spanned)
     found.insert(names[pid]);
   return found;
+}
+
+/// The cores each worker of a launch said it is bound to, from the launch's stderr.
+std::vector<std::vector<int>> bound_cores(const std::string& err) {
+  std::vector<std::vector<int>> shares;
+  const std::regex said("bound to cores ([0-9,-]+)");
+  for (std::sregex_iterator it(err.begin(), err.end(), said), end; it != end; ++it) {
+    auto cores = launch::parse_core_list((*it)[1].str(), "the worker's line");
+    BOOST_REQUIRE_MESSAGE(cores.ok(), err);
+    shares.push_back(*cores);
+  }
+  return shares;
 }
 
 /// `job` run by `launch --nprocs N` for `steps` steps, into a folder of `dir` named
@@ -209,8 +223,30 @@ BOOST_AUTO_TEST_CASE(launched_workers_train_as_one_process_does) {
         for (int rank = 1; rank <= processes; ++rank)
           workers.insert("worker process " + std::to_string(rank));
         BOOST_TEST(traced_processes(out + "/trace.json") == workers, boost::test_tools::per_element());
+        // Each worker on cores of its own while there are enough to go round.
+        const std::vector<std::vector<int>> shares = bound_cores(run.err);
+        BOOST_TEST(shares.size() == static_cast<std::size_t>(processes), run.err);
+        const std::vector<int> usable = train::usable_cores();
+        std::multiset<int> taken;
+        for (const std::vector<int>& share : shares)
+          for (const int core : share) {
+            BOOST_TEST(std::binary_search(usable.begin(), usable.end(), core));
+            taken.insert(core);
+          }
+        if (usable.size() >= static_cast<std::size_t>(processes))
+          BOOST_TEST(std::set<int>(taken.begin(), taken.end()).size() == taken.size(), run.err);
       }
   }
+  // Left where they start, the workers share every core, and train alike.
+  const std::string job = job_file(dir, "1f1b");
+  auto loaded = load_job(job);
+  REQUIRE_OK(loaded);
+  const std::string out = (dir.path() / "unbound").string();
+  const auto run = test::run_cli("launch --nprocs 2 --bind none " + job + " --steps 10 -o " + out);
+  BOOST_REQUIRE_MESSAGE(run.status == 0, run.err);
+  BOOST_TEST(bound_cores(run.err).empty(), run.err);
+  BOOST_TEST(test::relative_difference(test::checkpoint_parameters(out + "/checkpoint.pt", 2),
+                                       test::single_process(*loaded, 10)) < 1e-5);
 }
 
 BOOST_AUTO_TEST_CASE(lockstep_averaging_runs_across_processes_as_in_one) {
@@ -758,6 +794,17 @@ BOOST_AUTO_TEST_CASE(bad_launch_and_worker_flags_are_named_with_exit_status_2) {
   const auto no_time = test::run_cli("launch --nprocs 2 " + job + " --heartbeat-timeout 0" + out);
   BOOST_TEST(no_time.status == 2);
   BOOST_TEST(contains(no_time.err, "--heartbeat-timeout"), no_time.err);
+  const auto backwards =
+      test::run_cli("worker --coordinator 127.0.0.1:1 --token-file " + token + " --cpus 3-1 --connect-timeout 1");
+  BOOST_TEST(backwards.status == 2);
+  BOOST_TEST(contains(backwards.err, "--cpus '3-1': the range '3-1' runs backwards"), backwards.err);
+  const auto not_ours =
+      test::run_cli("worker --coordinator 127.0.0.1:1 --token-file " + token + " --cpus 1023 --connect-timeout 1");
+  BOOST_TEST(not_ours.status == 2);
+  BOOST_TEST(contains(not_ours.err, "--cpus 1023: core 1023 is not one this process may run on"), not_ours.err);
+  const auto bind_what = test::run_cli("launch --nprocs 2 --bind sockets " + job + out);
+  BOOST_TEST(bind_what.status == 2);
+  BOOST_TEST(contains(bind_what.err, "--bind"), bind_what.err);
   const auto nowhere = test::run_cli("worker --token-file " + dir.write("t", "x"));
   BOOST_TEST(nowhere.status == 2);
   BOOST_TEST(contains(nowhere.err, "no coordinator: give --coordinator HOST:PORT"), nowhere.err);

@@ -40,6 +40,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <malloc.h>
 #include <map>
 #include <set>
@@ -1031,6 +1032,37 @@ BOOST_AUTO_TEST_CASE(stage_actors_that_outnumber_the_cores_share_them_in_pipelin
   }).join();
   BOOST_TEST(bound);
   BOOST_TEST(ran_on == usable.back());
+}
+
+BOOST_AUTO_TEST_CASE(a_process_bound_to_cores_binds_the_threads_it_has_and_those_it_starts_later) {
+  const auto cores_of = [](pthread_t thread) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    std::vector<int> cores;
+    if (pthread_getaffinity_np(thread, sizeof set, &set) == 0)
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set)) cores.push_back(c);
+    return cores;
+  };
+  const std::vector<int> usable = train::usable_cores(), last{usable.back()};
+  // A thread that was there before, which reports its cores once the binding is done.
+  std::promise<void> binding_done;
+  std::promise<std::vector<int>> earlier_cores;
+  std::thread earlier([&, done = binding_done.get_future()] {
+    done.wait();
+    earlier_cores.set_value(cores_of(pthread_self()));
+  });
+  BOOST_TEST_REQUIRE(train::bind_process_to(last));
+  binding_done.set_value();
+  BOOST_TEST(earlier_cores.get_future().get() == last, boost::test_tools::per_element());
+  earlier.join();
+  BOOST_TEST(train::usable_cores() == last, boost::test_tools::per_element());
+  std::vector<int> later_cores;
+  std::thread([&] { later_cores = cores_of(pthread_self()); }).join();
+  BOOST_TEST(later_cores == last, boost::test_tools::per_element());
+  // Back to where it was, for the tests after this one.
+  BOOST_TEST_REQUIRE(train::bind_process_to(usable));
+  BOOST_TEST(train::usable_cores() == usable, boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(freed_memory_is_kept_for_the_next_micro_batch) {

@@ -1,6 +1,8 @@
 #include "local_launch.hpp"
 
+#include "launch/core_list.hpp"
 #include "launch/job_token.hpp"
+#include "train/cores.hpp"
 
 #include <cstdlib>
 #include <filesystem>
@@ -56,6 +58,14 @@ Result<std::unique_ptr<LocalLaunch>> LocalLaunch::prepare(const LaunchArguments&
   const std::string token_file = launch->folder_ + "/token";
   if (auto written = launch::write_token_file(token_file, c.token); !written) return written.error();
   launch->local_ = local;
+  if (arguments.bind == "cores") {
+    // Each its own cores, as MPI launchers bind their ranks: the stage threads of two
+    // workers sharing every core cost each other caches and switches between processes
+    // (docs/running.md, "Several processes").
+    const std::vector<int> cores = train::usable_cores();
+    for (std::size_t i = 0; i < local; ++i)
+      launch->cores_.push_back(launch::even_share(cores, i, local));
+  }
   LocalLaunch* self = launch.get();
   // The local workers present the same certificate as this process.
   std::vector<std::string> flags;
@@ -70,7 +80,7 @@ Result<std::unique_ptr<LocalLaunch>> LocalLaunch::prepare(const LaunchArguments&
     if (elsewhere > 0) std::cerr << ", waiting for " << elsewhere << " from elsewhere";
     std::cerr << "\n";
     if (n == 0) return;
-    if (auto started = self->workers_.start(n, gate.text(), token_file, flags); !started)
+    if (auto started = self->workers_.start(n, gate.text(), token_file, flags, self->cores_); !started)
       std::cerr << "actorpipe: " << started.error().message << "\n";
   };
   return launch;

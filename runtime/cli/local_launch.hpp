@@ -34,6 +34,9 @@ struct LaunchArguments {
   launch::TlsFiles tls;           ///< TLS on the control plane; none: plain TCP
   std::uint32_t restart = 0;      ///< restarts after a lost worker
   double heartbeat_timeout = 3.0; ///< seconds a worker may stay silent
+  /// `--bind`: "cores" gives each local worker an even share of this process's cores
+  /// (launch::even_share), "none" leaves them where they start.
+  std::string bind = "cores";
 };
 
 class LocalLaunch {
@@ -58,7 +61,8 @@ private:
   actors::CoordinateOptions coordinate_;
   LocalWorkers workers_;
   std::string folder_;
-  std::size_t local_ = 0; ///< workers started here
+  std::size_t local_ = 0;               ///< workers started here
+  std::vector<std::vector<int>> cores_; ///< by local worker: its share (`--bind cores`), else none
   std::size_t starts_ = 0;
 };
 

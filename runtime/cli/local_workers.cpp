@@ -1,5 +1,7 @@
 #include "local_workers.hpp"
 
+#include "launch/core_list.hpp"
+
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -37,11 +39,12 @@ void stop(const std::vector<pid_t>& pids) {
 LocalWorkers::~LocalWorkers() { stop(pids_); }
 
 Status LocalWorkers::start(std::size_t count, const std::string& coordinator, const std::string& token_file,
-                           const std::vector<std::string>& flags) {
+                           const std::vector<std::string>& flags, const std::vector<std::vector<int>>& cores) {
   for (std::size_t i = 0; i < count; ++i) {
     std::vector<std::string> words{"/proc/self/exe", "worker",       "--coordinator",
                                    coordinator,      "--token-file", token_file};
     words.insert(words.end(), flags.begin(), flags.end());
+    if (i < cores.size() && !cores[i].empty()) words.insert(words.end(), {"--cpus", launch::core_list_text(cores[i])});
     std::vector<char*> argv;
     for (auto& word : words)
       argv.push_back(word.data());

@@ -22,9 +22,10 @@ public:
   LocalWorkers& operator=(const LocalWorkers&) = delete;
 
   /// Starts `count` workers of the coordinator at `coordinator` ("HOST:PORT"), with
-  /// `flags` added to their command lines.
+  /// `flags` added to their command lines; worker i bound to cores[i] (`--cpus`) where
+  /// `cores` has it and it is not empty.
   Status start(std::size_t count, const std::string& coordinator, const std::string& token_file,
-               const std::vector<std::string>& flags = {});
+               const std::vector<std::string>& flags = {}, const std::vector<std::vector<int>>& cores = {});
 
   /// Waits for the workers to end, at most `seconds`; the ones that did not are
   /// stopped. A worker that failed is named in the error. Then there are none: start()

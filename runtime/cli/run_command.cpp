@@ -252,6 +252,11 @@ void add_run_command(CLI::App& app, CommonOptions& common, Run& run) {
       ->add_option("--heartbeat-timeout", launched->launch.heartbeat_timeout,
                    "seconds a worker may leave a heartbeat unanswered before it counts as lost (default 3)")
       ->check(CLI::Range(0.1, 3600.0));
+  launch
+      ->add_option("--bind", launched->launch.bind,
+                   "cores: each worker started here runs on an even share of this process's cores, its stage "
+                   "threads bound among them (the default); none: the workers share every core")
+      ->check(CLI::IsMember({"cores", "none"}));
   launch->callback([&run, &common, launched] { run = [&common, launched] { return run_job(*launched, common); }; });
 }
 

@@ -3,6 +3,7 @@
 
 #include "commands.hpp"
 
+#include "launch/core_list.hpp"
 #include "launch/job_token.hpp"
 #include "launch/process_place.hpp"
 #include "launch/tls_files.hpp"
@@ -20,6 +21,7 @@ struct WorkerArguments {
   launch::TlsFiles tls;
   std::optional<std::string> token_file;
   std::uint32_t connect_timeout = 60;
+  std::string cpus; ///< `--cpus LIST`; empty: as started
 };
 
 int run_worker(const WorkerArguments& a) {
@@ -39,6 +41,12 @@ int run_worker(const WorkerArguments& a) {
   auto token = launch::worker_token(a.token_file, std::getenv(launch::token_variable));
   if (!token) return report(token.error());
   if (auto tls = launch::check_tls_files(a.tls); !tls) return report(tls.error());
+  std::vector<int> cores;
+  if (!a.cpus.empty()) {
+    auto parsed = launch::parse_core_list(a.cpus, "--cpus");
+    if (!parsed) return report(parsed.error());
+    cores = std::move(*parsed);
+  }
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   actors::WorkerOptions options;
@@ -47,6 +55,7 @@ int run_worker(const WorkerArguments& a) {
   options.tls = a.tls;
   options.host_name = host;
   options.connect_timeout = std::chrono::seconds(a.connect_timeout);
+  options.cores = std::move(cores);
   options.log = [](const std::string& line) { std::cerr << "actorpipe worker: " << line << "\n"; };
   const Status done = actors::run_worker(options);
   if (!done) return report(done.error());
@@ -77,6 +86,9 @@ void add_worker_command(CLI::App& app, Run& run) {
       ->add_option("--connect-timeout", args->connect_timeout,
                    "seconds to keep trying to reach the coordinator, which may start after its workers (default 60)")
       ->check(CLI::Range(std::uint32_t{1}, std::uint32_t{3600}));
+  command->add_option("--cpus", args->cpus,
+                      "the cores this worker and its stages run on, as taskset -c lists them (0-3,8); its stage "
+                      "threads are bound among them as `run` binds them (default: where it was started, unbound)");
   add_tls_options(*command, args->tls);
   command->callback([&run, args] { run = [args] { return run_worker(*args); }; });
 }

@@ -5,6 +5,9 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <string>
 #include <thread>
 
 #include <pthread.h>
@@ -50,6 +53,24 @@ bool bind_thread_to_all(const std::vector<int>& cores) {
 } // namespace
 
 bool bind_thread_to(int core) { return bind_thread_to_all({core}); }
+
+bool bind_process_to(const std::vector<int>& cores) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int core : cores)
+    CPU_SET(core, &set);
+  if (cores.empty()) return false;
+  // A thread inherits its creator's mask: those there now are bound one by one (by
+  // their ids in /proc/self/task), and every thread they start is bound with them.
+  bool bound = true;
+  std::error_code error;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", error)) {
+    const pid_t id = static_cast<pid_t>(std::stol(task.path().filename().string()));
+    const bool done = ::sched_setaffinity(id, sizeof set, &set) == 0 || errno == ESRCH; // ESRCH: it ended meanwhile
+    bound = done && bound;
+  }
+  return !error && bound;
+}
 
 CoreBinding::CoreBinding(const std::vector<int>& cores) {
   cpu_set_t set;

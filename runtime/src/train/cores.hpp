@@ -28,6 +28,11 @@ std::optional<int> stage_core(const std::vector<int>& cores, std::size_t index, 
 /// False when the system refuses; the thread then runs where it did.
 bool bind_thread_to(int core);
 
+/// Binds every thread of this process, and the threads they start later, to `cores`
+/// (a worker process given its share of a machine's cores). False when the system
+/// refuses for one of them.
+bool bind_process_to(const std::vector<int>& cores);
+
 /// Binds the calling thread to `cores` for as long as it lives, then gives the thread
 /// back the cores it could run on before (its affinity mask).
 class CoreBinding {

@@ -45,7 +45,7 @@ struct TransportOptions {
   std::size_t world = 1;
   std::string host = "127.0.0.1";           ///< the address this process's connections bind to
   std::chrono::milliseconds timeout{60000}; ///< for the store and for each operation
-  /// The run's stage threads. Where they are as many as this process's cores or more,
+  /// This process's stage threads. Where they are as many as its cores or more,
   /// Gloo's event loop thread (it reads arriving bytes into their buffers) runs only on
   /// cores they leave idle (SCHED_IDLE): the loop retries, without sleeping, a
   /// connection whose lock another thread holds, and on a crowded machine that thread
