@@ -115,7 +115,11 @@ Status run_worker(const WorkerOptions& options) {
   ACTORPIPE_TRY(planned);
   const JobSpec& job = planned->first;
   const Plan& plan = planned->second;
-  auto opened = train::Session::open(job, plan);
+  std::size_t stages_here = 0;
+  for (const auto& pipeline : order->placement)
+    stages_here += static_cast<std::size_t>(std::count(pipeline.begin(), pipeline.end(), order->rank));
+  // Bound, its cores are its stages' alone; else every stage of the run shares them.
+  auto opened = train::Session::open(job, plan, nullptr, bound ? stages_here : 0);
   ACTORPIPE_TRY(opened);
   train::Session& session = **opened;
   RunOptions run;
@@ -131,9 +135,7 @@ Status run_worker(const WorkerOptions& options) {
   tensors.host = *here; // the coordinator, and the other workers, connect to it there
   tensors.rank = order->rank;
   tensors.world = order->world;
-  tensors.compute_threads = 0; // this process's stage threads
-  for (const auto& pipeline : order->placement)
-    tensors.compute_threads += static_cast<std::size_t>(std::count(pipeline.begin(), pipeline.end(), order->rank));
+  tensors.compute_threads = stages_here;
   auto transport = transport::TensorTransport::open(tensors);
   ACTORPIPE_TRY(transport);
   ACTORPIPE_TRY((*transport)->join());

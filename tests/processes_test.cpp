@@ -467,6 +467,20 @@ BOOST_AUTO_TEST_CASE(gradients_summed_across_processes_cross_as_one_buffer_and_e
     BOOST_TEST(torch::equal(first.impl().parameters[i], second.impl().parameters[i]));
 }
 
+BOOST_AUTO_TEST_CASE(a_bound_workers_stages_share_its_cores_among_themselves_alone) {
+  // A worker bound to its share of the cores holds 2 of the plan's 4 stages: each
+  // computes with half its cores, not a quarter (which would leave half of them idle).
+  test::ScratchDir dir;
+  const auto p = test::quick_plan(dir, text_of(job_file(dir, "1f1b")));
+  const int cores = static_cast<int>(train::usable_cores().size());
+  auto all = train::Session::open(p.job, p.plan);
+  auto two = train::Session::open(p.job, p.plan, nullptr, 2);
+  REQUIRE_OK(all);
+  REQUIRE_OK(two);
+  BOOST_TEST((*all)->worker(1, 1).setup().threads == std::max(1, cores / 4));
+  BOOST_TEST((*two)->worker(1, 1).setup().threads == std::max(1, cores / 2));
+}
+
 BOOST_AUTO_TEST_CASE(a_process_with_the_same_data_makes_the_batch_rows_a_parcel_names_instead_of_their_bytes) {
   test::ScratchDir dir;
   const std::string text = text_of(job_file(dir, "1f1b"));

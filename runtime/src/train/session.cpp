@@ -40,7 +40,7 @@ Session::Session() : d_(std::make_unique<Data>()) {}
 Session::~Session() { use_compute_threads(d_->caller_threads); }
 
 Result<std::unique_ptr<Session>> Session::open(const JobSpec& job, const Plan& plan,
-                                               std::shared_ptr<const TrainingData> data) {
+                                               std::shared_ptr<const TrainingData> data, std::size_t stages_here) {
   std::unique_ptr<Session> session(new Session());
   Data& d = *session->d_;
   d.job = job;
@@ -69,7 +69,7 @@ Result<std::unique_ptr<Session>> Session::open(const JobSpec& job, const Plan& p
                        plan.stages[s].begin,
                        plan.stages[s].end,
                        job.train,
-                       compute_threads_for(plan.pipelines * plan.stages.size()),
+                       compute_threads_for(stages_here > 0 ? stages_here : plan.pipelines * plan.stages.size()),
                        job.job.seed};
       d.workers.back().push_back(std::make_unique<StageWorker>(d.replicas.back(), setup));
     }

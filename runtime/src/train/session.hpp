@@ -41,8 +41,11 @@ struct Progress {
 class Session {
 public:
   /// Builds the replicas and workers for `plan`, over `data` (loaded now when null).
+  /// Each stage computes with an even share of this process's cores among `stages_here`
+  /// stage actors (0: every stage of the plan; a worker process counts its own).
   static Result<std::unique_ptr<Session>> open(const JobSpec& job, const Plan& plan,
-                                               std::shared_ptr<const TrainingData> data = nullptr);
+                                               std::shared_ptr<const TrainingData> data = nullptr,
+                                               std::size_t stages_here = 0);
   ~Session();
 
   std::uint64_t steps_per_epoch() const;
