@@ -74,7 +74,7 @@ Status run_worker(const WorkerOptions& options) {
   const auto say = [&](const std::string& line) {
     if (options.log) options.log(line);
   };
-  // Before any thread starts, so that all of them run on the cores given.
+  // Before the actor system starts its threads: they take the binding with them.
   const bool bound = !options.cores.empty();
   if (bound) {
     const std::vector<int> usable = train::usable_cores();

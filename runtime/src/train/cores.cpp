@@ -16,15 +16,32 @@
 
 namespace actorpipe::train {
 
+namespace {
+
+cpu_set_t set_of(const std::vector<int>& cores) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int core : cores)
+    CPU_SET(core, &set);
+  return set;
+}
+
+std::vector<int> cores_in(const cpu_set_t& set) {
+  std::vector<int> cores;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cores.push_back(c);
+  return cores;
+}
+
+} // namespace
+
 std::vector<int> usable_cores() {
   std::vector<int> cores;
   cpu_set_t set;
   CPU_ZERO(&set);
   // The main thread's mask (its id is the process's), whichever thread asks: a stage
   // thread's own is its one bound core.
-  if (sched_getaffinity(getpid(), sizeof set, &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) cores.push_back(c);
+  if (sched_getaffinity(getpid(), sizeof set, &set) == 0) cores = cores_in(set);
   if (cores.empty())
     for (unsigned c = 0; c < std::max(1u, std::thread::hardware_concurrency()); ++c)
       cores.push_back(static_cast<int>(c));
@@ -43,10 +60,7 @@ std::optional<int> stage_core(const std::vector<int>& cores, std::size_t index, 
 namespace {
 
 bool bind_thread_to_all(const std::vector<int>& cores) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int core : cores)
-    CPU_SET(core, &set);
+  const cpu_set_t set = set_of(cores);
   return !cores.empty() && pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
 }
 
@@ -55,11 +69,8 @@ bool bind_thread_to_all(const std::vector<int>& cores) {
 bool bind_thread_to(int core) { return bind_thread_to_all({core}); }
 
 bool bind_process_to(const std::vector<int>& cores) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int core : cores)
-    CPU_SET(core, &set);
   if (cores.empty()) return false;
+  const cpu_set_t set = set_of(cores);
   // A thread inherits its creator's mask: those there now are bound one by one (by
   // their ids in /proc/self/task), and every thread they start is bound with them.
   bool bound = true;
@@ -75,9 +86,7 @@ bool bind_process_to(const std::vector<int>& cores) {
 CoreBinding::CoreBinding(const std::vector<int>& cores) {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (pthread_getaffinity_np(pthread_self(), sizeof set, &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) before_.push_back(c);
+  if (pthread_getaffinity_np(pthread_self(), sizeof set, &set) == 0) before_ = cores_in(set);
   bind_thread_to_all(cores);
 }
 
