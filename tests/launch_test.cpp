@@ -284,8 +284,10 @@ BOOST_AUTO_TEST_CASE(even_shares_keep_workers_on_cores_of_their_own_and_share_on
     BOOST_TEST(all == eight, boost::test_tools::per_element());
     BOOST_TEST(most - least <= 1u);
   }
-  // A container's cores, fewer than the workers: one each, in turn.
+  // A container's cores, fewer than the workers: one each, consecutive workers (a
+  // pipeline's neighbouring stages) on one core.
   const std::vector<int> two{2, 5};
   for (std::size_t k = 0; k < 4; ++k)
-    BOOST_TEST(even_share(two, k, 4) == (std::vector<int>{k % 2 == 0 ? 2 : 5}), boost::test_tools::per_element());
+    BOOST_TEST(even_share(two, k, 4) == (std::vector<int>{k < 2 ? 2 : 5}), boost::test_tools::per_element());
+  BOOST_TEST(even_share(two, 2, 3) == (std::vector<int>{5}), boost::test_tools::per_element());
 }

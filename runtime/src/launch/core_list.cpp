@@ -63,7 +63,7 @@ std::string core_list_text(const std::vector<int>& cores) {
 std::vector<int> even_share(const std::vector<int>& cores, std::size_t k, std::size_t shares) {
   if (cores.empty() || shares == 0) return {};
   const std::size_t n = cores.size();
-  if (shares > n) return {cores[k % n]};
+  if (shares > n) return {cores[k * n / shares]};
   const std::size_t first = k * n / shares, end = (k + 1) * n / shares;
   return std::vector<int>(cores.begin() + static_cast<std::ptrdiff_t>(first),
                           cores.begin() + static_cast<std::ptrdiff_t>(end));

@@ -25,7 +25,9 @@ std::string core_list_text(const std::vector<int>& cores);
 
 /// Share `k` of `shares` even shares of `cores` (ascending): consecutive runs whose sizes
 /// differ by one at most, so that processes on one machine keep out of each other's
-/// cores; with more shares than cores, core k mod their number, shared.
+/// cores. With more shares than cores, one core each, consecutive shares on one core:
+/// consecutive workers hold a pipeline's neighbouring stages (launch::place_stages), which
+/// then take turns on it, as one process binds its stage actors (train::shared_core()).
 std::vector<int> even_share(const std::vector<int>& cores, std::size_t k, std::size_t shares);
 
 } // namespace actorpipe::launch
