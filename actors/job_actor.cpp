@@ -44,8 +44,8 @@ struct JobState {
   group_scheduler_actor scheduler;             ///< scheduled averaging only
   std::vector<parameter_server_actor> servers; ///< by stage index: a parameter server only
   bool asynchronous = false;                   ///< pipelines step on their own
-  std::optional<ShareDealer> dealer;
-  std::vector<caf::actor_addr> built; ///< every actor this job spawned, shut down with it
+  std::optional<ShareDealer> dealer;           ///< who takes each share (share_dealer())
+  std::vector<caf::actor_addr> built;          ///< every actor this job spawned, shut down with it
   std::map<caf::actor_addr, std::string> names;
   std::shared_ptr<Failure> failure;
   std::map<std::uint64_t, Pending> steps;
@@ -73,8 +73,7 @@ void fail(JobActor self, const std::string& what) {
 } // namespace
 
 ShareDealer share_dealer(const JobConfig& config, std::size_t pipelines) {
-  if (!config.scheduling && !config.staleness && !config.elastic_period)
-    return ShareDealer(pipelines, ShareDealer::Order::in_turn);
+  if (!config.asynchronous()) return ShareDealer(pipelines, ShareDealer::Order::in_turn);
   const bool waits_for_all =
       (config.scheduling && config.scheduling->force_every == 1) || (config.staleness && *config.staleness == 0);
   return ShareDealer(pipelines, waits_for_all ? ShareDealer::Order::in_turn : ShareDealer::Order::least_busy,
@@ -171,7 +170,7 @@ void build(JobActor self, const JobConfig& config) {
   std::uint32_t share = 0;
   for (auto n : plan.schedule.micro_batch_sizes)
     share += n;
-  st.asynchronous = config.scheduling || config.staleness || config.elastic_period;
+  st.asynchronous = config.asynchronous();
   st.dealer.emplace(share_dealer(config, P));
   for (std::size_t p = 0; p < P; ++p) {
     // A pipeline stepping on its own steps on its share's mean gradient.

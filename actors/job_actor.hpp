@@ -79,6 +79,9 @@ struct JobConfig {
   /// A parameter server's staleness bound (SyncRound::staleness): asynchronous too, with
   /// a parameter-server actor per stage index that steps on pushed gradients (`serve`).
   std::optional<std::uint64_t> staleness;
+  /// Whether the pipelines step on their own (scheduled averaging, a parameter server,
+  /// asynchronous elastic averaging), else in lockstep rounds.
+  bool asynchronous() const { return scheduling || staleness || elastic_period; }
   /// Stage s's server steps on these pipelines' replicas' gradients (each its share of
   /// a batch's), which take its weights (with `staleness`).
   std::function<void(std::size_t stage, const std::vector<std::size_t>& pushers)> serve;

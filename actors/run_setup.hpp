@@ -23,7 +23,7 @@ struct RunSetup {
   JobConfig job;
   double time_scale = 1; ///< modelled ms per wall ms (1 / dilation on emulated devices)
 
-  bool asynchronous() const { return job.scheduling || job.staleness || job.elastic_period; }
+  bool asynchronous() const { return job.asynchronous(); }
 };
 
 /// The setup of `plan` over `session`'s workers. Errors name the job's key: a sync

@@ -153,7 +153,7 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   job_config.inject_failure = inject_failure;
   job_config.pin_threads = options.pin_threads;
   job_config.failure = failure;
-  const bool asynchronous = job_config.scheduling || job_config.staleness || job_config.elastic_period;
+  const bool asynchronous = job_config.asynchronous();
   actors::job_actor job_actor = actors::spawn_job(system, std::move(job_config));
   // The driver's own actor, which must be gone before the system can wait for the rest.
   auto self = std::make_unique<caf::scoped_actor>(system);
