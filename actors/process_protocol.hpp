@@ -82,12 +82,15 @@ struct JobOrder {
   /// The coordinator's train::Session::data_fingerprint(): a worker whose data matches
   /// makes its pipelines' batches itself.
   std::uint64_t data_fingerprint = 0;
+  /// RunOptions::pin_threads (`--no-pin`: false): whether a worker bound to cores binds
+  /// its stage threads among them.
+  bool pin_threads = true;
 };
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, JobOrder& x) {
   return f(caf::meta::type_name("job_order"), x.job_file, x.overrides, x.profile_toml, x.stages, x.pipelines,
            x.micro_batches, x.plan_json, x.rank, x.world, x.store_host, x.store_port, x.first_step, x.origin_ns,
-           x.placement, x.inject_stage, x.inject_step, x.inject_effect, x.data_fingerprint);
+           x.placement, x.inject_stage, x.inject_step, x.inject_effect, x.data_fingerprint, x.pin_threads);
 }
 
 /// What a host spawned: its stage actors in (pipeline, stage) order and, under

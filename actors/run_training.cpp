@@ -128,7 +128,7 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   std::unique_ptr<actors::Coordination> coordination;
   if (coordinate) {
     auto started = actors::start_workers(system, *coordinate, job, plan, *placement, progress.step + 1, origin,
-                                         inject_failure, *hosts, session.data_fingerprint());
+                                         inject_failure, *hosts, session.data_fingerprint(), options.pin_threads);
     ACTORPIPE_TRY(started);
     coordination = std::move(*started);
     auto spawned = actors::spawn_remote_stages(system, *coordination, *placement, plan);

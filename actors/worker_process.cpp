@@ -123,7 +123,10 @@ Status run_worker(const WorkerOptions& options) {
   ACTORPIPE_TRY(opened);
   train::Session& session = **opened;
   RunOptions run;
-  run.pin_threads = bound; // unbound, the processes of one server share its cores: the OS places
+  // Unbound, the processes of one server share its cores: the OS places their threads.
+  const bool pin = bound && order->pin_threads;
+  if (bound && !pin) say("its stage threads placed by the system within its cores (--no-pin)");
+  run.pin_threads = pin;
   auto prepared = prepare_run(job, plan, run, session);
   ACTORPIPE_TRY(prepared);
   RunSetup& setup = **prepared;
@@ -193,7 +196,7 @@ Status run_worker(const WorkerOptions& options) {
   setup.job.origin =
       Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(order->origin_ns)));
   setup.job.traces = &traces;
-  setup.job.pin_threads = bound;
+  setup.job.pin_threads = pin;
   setup.job.failure = failure;
   // With the coordinator's data, this process makes its pipelines' inputs and labels
   // from the rows the coordinator names; else their bytes come.

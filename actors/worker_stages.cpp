@@ -13,12 +13,11 @@
 
 namespace actorpipe::actors {
 
-Result<std::unique_ptr<Coordination>> start_workers(caf::actor_system& system, const CoordinateOptions& coordinate,
-                                                    const JobSpec& job, const Plan& plan,
-                                                    const std::vector<std::vector<std::uint64_t>>& placement,
-                                                    std::uint64_t first_step, Clock::time_point origin,
-                                                    const std::optional<InjectedFailure>& inject,
-                                                    std::vector<std::string> hosts, std::uint64_t data_fingerprint) {
+Result<std::unique_ptr<Coordination>>
+start_workers(caf::actor_system& system, const CoordinateOptions& coordinate, const JobSpec& job, const Plan& plan,
+              const std::vector<std::vector<std::uint64_t>>& placement, std::uint64_t first_step,
+              Clock::time_point origin, const std::optional<InjectedFailure>& inject, std::vector<std::string> hosts,
+              std::uint64_t data_fingerprint, bool pin_threads) {
   JobOrder order;
   if (inject) {
     order.inject_stage = inject->stage;
@@ -36,6 +35,7 @@ Result<std::unique_ptr<Coordination>> start_workers(caf::actor_system& system, c
   order.origin_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(origin.time_since_epoch()).count();
   order.placement = placement;
   order.data_fingerprint = data_fingerprint;
+  order.pin_threads = pin_threads;
   return actors::coordinate(system, coordinate, std::move(order), std::move(hosts));
 }
 

@@ -245,8 +245,20 @@ BOOST_AUTO_TEST_CASE(launched_workers_train_as_one_process_does) {
   const auto run = test::run_cli("launch --nprocs 2 --bind none " + job + " --steps 10 -o " + out);
   BOOST_REQUIRE_MESSAGE(run.status == 0, run.err);
   BOOST_TEST(bound_cores(run.err).empty(), run.err);
-  BOOST_TEST(test::relative_difference(test::checkpoint_parameters(out + "/checkpoint.pt", 2),
-                                       test::single_process(*loaded, 10)) < 1e-5);
+  const auto reference = test::single_process(*loaded, 10);
+  BOOST_TEST(test::relative_difference(test::checkpoint_parameters(out + "/checkpoint.pt", 2), reference) < 1e-5);
+  // Bound, but --no-pin: each worker leaves its stage threads to the system within its
+  // cores, as `run --no-pin` does within all.
+  const std::string unpinned = (dir.path() / "unpinned").string();
+  const auto no_pin = test::run_cli("launch --nprocs 2 --no-pin " + job + " --steps 10 -o " + unpinned);
+  BOOST_REQUIRE_MESSAGE(no_pin.status == 0, no_pin.err);
+  BOOST_TEST(bound_cores(no_pin.err).size() == 2u, no_pin.err);
+  std::size_t told = 0;
+  for (std::size_t at = 0; (at = no_pin.err.find("placed by the system within its cores", at)) != std::string::npos;
+       ++at)
+    ++told;
+  BOOST_TEST(told == 2u, no_pin.err);
+  BOOST_TEST(test::relative_difference(test::checkpoint_parameters(unpinned + "/checkpoint.pt", 2), reference) < 1e-5);
 }
 
 BOOST_AUTO_TEST_CASE(lockstep_averaging_runs_across_processes_as_in_one) {
