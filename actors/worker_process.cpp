@@ -142,7 +142,7 @@ Status run_worker(const WorkerOptions& options) {
   auto transport = transport::TensorTransport::open(tensors);
   ACTORPIPE_TRY(transport);
   ACTORPIPE_TRY((*transport)->join());
-  // The process groups of each stage index, by their ranks: that of all its processes,
+  // The groups of each stage index, by their ranks: that of all its processes,
   // made now in stage order by every member alike; a round's smaller ones (ad-psgd's
   // pairs) made by their members as they first meet. Each stage's rounds run one at a
   // time, so a stage's groups need a lock only against the others' reading the map.

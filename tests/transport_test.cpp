@@ -130,6 +130,40 @@ BOOST_AUTO_TEST_CASE(a_group_sums_over_its_members_only) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_group_sums_each_element_type_one_collective_after_another_and_names_one_it_cannot) {
+  auto ranks = joined(2);
+  const std::vector<torch::ScalarType> types{torch::kFloat32, torch::kFloat64, torch::kFloat16,
+                                             torch::kInt64,   torch::kInt32,   torch::kUInt8};
+  std::vector<std::vector<torch::Tensor>> held(2);
+  std::vector<torch::Tensor> large(2);
+  std::vector<std::string> refused(2);
+  each_rank(2, [&](std::size_t r) {
+    auto group = ranks[r]->group("stage-0", {0, 1});
+    for (const torch::ScalarType type : types) {
+      held[r].push_back(torch::arange(7, torch::kFloat64).add(double(10 * r)).to(type));
+      ranks[r]->all_reduce_sum(*group, {train::wrap(held[r].back())});
+    }
+    // More than a few of Gloo's segments, each element its own value.
+    large[r] = torch::arange(1 << 20, torch::kFloat32).mul(float(r + 1));
+    ranks[r]->all_reduce_sum(*group, {train::wrap(large[r])});
+    try {
+      ranks[r]->all_reduce_sum(*group, {train::wrap(torch::ones({3}, torch::kBool))});
+    } catch (const std::runtime_error& e) {
+      refused[r] = e.what();
+    }
+  });
+  const torch::Tensor sum = torch::arange(7, torch::kFloat64).mul(2).add(10.0);
+  for (std::size_t r = 0; r < 2; ++r) {
+    for (std::size_t t = 0; t < types.size(); ++t) {
+      BOOST_TEST(held[r][t].scalar_type() == types[t]);
+      BOOST_TEST(torch::equal(held[r][t].to(torch::kFloat64), sum), "type " << c10::toString(types[t]));
+    }
+    BOOST_TEST(torch::equal(large[r], torch::arange(1 << 20, torch::kFloat32).mul(3.0f)));
+    BOOST_TEST(refused[r].find("Bool") != std::string::npos, refused[r]);
+    BOOST_TEST(refused[r].find("stage-0") != std::string::npos, refused[r]);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(tensors_that_lie_one_after_another_in_one_buffer_are_summed_there) {
   // A stage's gradient buckets: views of one buffer, in order, go as that buffer.
   const torch::Tensor buffer = torch::arange(11, torch::kFloat32);

@@ -7,6 +7,10 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <gloo/allreduce.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+
 #include <deque>
 #include <exception>
 #include <map>
@@ -19,7 +23,15 @@
 namespace actorpipe::transport {
 
 struct TensorTransport::Group {
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
+  /// Gloo's context over the members, met through the job's store as c10d's Gloo
+  /// process group meets. Its collectives run on the thread that calls them: the
+  /// process group hands each to a worker thread of its own and back, and on cores the
+  /// stages keep busy those hand-offs cost more than the collective's own work (a
+  /// stage's all-reduce under `launch --nprocs 2` took 1.2 core-ms a step in Gloo's
+  /// threads through the process group, 0.5 without: docs/running.md).
+  std::shared_ptr<::gloo::rendezvous::Context> context;
+  std::uint32_t next_tag = 0; ///< the same on every member: they call in the same order
+  std::mutex calling;         ///< one collective at a time, as every member must call them in order
   std::string name;
   /// The flat buffer of its all-reduces over tensors apart, by element type, kept from
   /// one to the next: a fresh one each time paid for its pages again, a large part of a
@@ -57,6 +69,26 @@ gloo_options(const TransportOptions& options, const std::shared_ptr<::gloo::tran
   gloo->timeout = options.timeout;
   gloo->threads = 1;
   return gloo;
+}
+
+template <typename T> void sum_into_as(::gloo::AllreduceOptions& sum, at::Tensor& tensor) {
+  sum.setOutput<T>(static_cast<T*>(tensor.data_ptr()), static_cast<std::size_t>(tensor.numel()));
+  sum.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, std::size_t)>(&::gloo::sum<T>));
+}
+
+/// Sets `sum` to add up `tensor` (contiguous) in place, by its element type, as c10d's
+/// Gloo process group does for the types it sums.
+void sum_into(::gloo::AllreduceOptions& sum, at::Tensor& tensor) {
+  switch (tensor.scalar_type()) {
+  case at::kFloat: return sum_into_as<float>(sum, tensor);
+  case at::kDouble: return sum_into_as<double>(sum, tensor);
+  case at::kHalf: return sum_into_as<::gloo::float16>(sum, tensor);
+  case at::kLong: return sum_into_as<std::int64_t>(sum, tensor);
+  case at::kInt: return sum_into_as<std::int32_t>(sum, tensor);
+  case at::kChar: return sum_into_as<std::int8_t>(sum, tensor);
+  case at::kByte: return sum_into_as<std::uint8_t>(sum, tensor);
+  default: throw std::runtime_error(std::string("cannot sum tensors of type ") + c10::toString(tensor.scalar_type()));
+  }
 }
 
 std::string store_text(const TransportOptions& options) { return "the tensor store at " + options.store.text(); }
@@ -199,9 +231,10 @@ std::shared_ptr<TensorTransport::Group> TensorTransport::group(const std::string
     client.waitWorkers = false;
     client.timeout = options_.timeout;
     auto store = c10::make_intrusive<c10d::TCPStore>(options_.store.host, client);
-    group->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(
-        c10::make_intrusive<c10d::PrefixStore>("group/" + name, store), mine, static_cast<int>(ranks.size()),
-        gloo_options(options_, state_->device));
+    c10d::ProcessGroupGloo::GlooStore meeting(c10::make_intrusive<c10d::PrefixStore>("group/" + name, store));
+    group->context = std::make_shared<::gloo::rendezvous::Context>(mine, static_cast<int>(ranks.size()));
+    group->context->setTimeout(options_.timeout);
+    group->context->connectFullMesh(meeting, state_->device);
   } catch (const std::exception& e) {
     throw std::runtime_error("group '" + name + "': " + e.what());
   }
@@ -249,7 +282,12 @@ void TensorTransport::all_reduce_sum(Group& group, const std::vector<train::Payl
     }
   }
   try {
-    group.gloo->allreduce(flat)->wait(options_.timeout);
+    std::lock_guard<std::mutex> lock(group.calling);
+    ::gloo::AllreduceOptions sum(group.context);
+    sum_into(sum, flat.front());
+    sum.setTag(group.next_tag++);
+    sum.setTimeout(options_.timeout);
+    ::gloo::allreduce(sum);
   } catch (const std::exception& e) {
     throw std::runtime_error("all-reduce in group '" + group.name + "': " + e.what());
   }

@@ -12,8 +12,9 @@
 /// waits for its receiver, so two stages sending to each other cannot deadlock.
 ///
 /// Collectives run over a group of ranks (a stage index's processes, say), each group
-/// its own c10d process group: collectives of one group run in the order its members
-/// call them, and groups do not wait on each other.
+/// its own Gloo context, met through the same store: collectives of one group run in
+/// the order its members call them, on the calling thread, and groups do not wait on
+/// each other.
 
 #include "launch/process_place.hpp"
 #include "train/payload.hpp"
