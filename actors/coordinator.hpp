@@ -37,6 +37,9 @@ struct CoordinateOptions {
   /// A worker silent this long is lost (heartbeat_actor.hpp); so is one whose
   /// connection closes.
   std::chrono::milliseconds heartbeat_timeout{3000};
+  /// A worker one of whose stages works on one step this long (its thread stuck while
+  /// the process answers heartbeats) is lost too; 0: no limit.
+  std::chrono::milliseconds stall_timeout{600000};
   /// After a lost worker, the run starts its workers again (`on_listening` is called
   /// again) and resumes from the last checkpoint it wrote, at most this many times.
   std::uint32_t restarts = 0;

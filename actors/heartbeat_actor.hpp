@@ -5,7 +5,9 @@
 /// that dies closes its connections and its stages' links say so at once; one that
 /// hangs (stopped, swapping, deadlocked in its event loop) keeps them open, and only
 /// its silence tells. A host that leaves a heartbeat unanswered for the timeout fails
-/// the run, named with the stages it runs.
+/// the run, named with the stages it runs; so does one that answers that a stage of its
+/// has worked on one step for `stall_timeout` (its thread stuck while the process is
+/// fine).
 
 #include "job_actor.hpp"
 #include "process_protocol.hpp"
@@ -24,8 +26,9 @@ struct HeartbeatConfig {
   std::map<std::uint64_t, stage_host_actor> hosts; ///< by rank
   std::map<std::uint64_t, std::string> names;      ///< by rank: "worker process 2 (stage 1 of pipeline 0)"
   std::chrono::milliseconds timeout{3000};
-  job_actor job;                    ///< told of a silent host
-  std::shared_ptr<Failure> failure; ///< marked: a worker was lost
+  std::chrono::milliseconds stall_timeout{0}; ///< 0: no limit
+  job_actor job;                              ///< told of a silent host
+  std::shared_ptr<Failure> failure;           ///< marked: a worker was lost
 };
 
 using heartbeat_actor = caf::typed_actor<caf::reacts_to<tick_atom>>;

@@ -112,6 +112,11 @@ StageConfig stage_config(const JobConfig& config, std::size_t p, std::size_t s, 
     stage.trace->pipeline = p;
     stage.trace->stage = s;
   }
+  if (config.activities) {
+    stage.activity = &(*config.activities)[p * S + s];
+    stage.activity->pipeline = p;
+    stage.activity->stage = s;
+  }
   stage.origin = config.origin;
   stage.inject_failure = config.inject_failure;
   stage.core = core;
@@ -271,7 +276,8 @@ void build(JobActor self, const JobConfig& config) {
                                        st.servers.empty() ? parameter_server_actor{} : st.servers[s]});
   st.unwired = wirings.size();
   if (config.processes) {
-    HeartbeatConfig heartbeat{config.processes->hosts, {}, config.processes->heartbeat_timeout, job, st.failure};
+    HeartbeatConfig heartbeat{config.processes->hosts,         {},  config.processes->heartbeat_timeout,
+                              config.processes->stall_timeout, job, st.failure};
     for (const auto& [host, wiring] : wirings) {
       std::string stages;
       for (const StageWiring& w : wiring)

@@ -26,6 +26,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <set>
 #include <functional>
 #include <map>
@@ -91,6 +92,8 @@ struct JobConfig {
   std::uint64_t first_step = 1;              ///< the run's number of the first step (> 1 after a resume)
   Clock::time_point origin;                  ///< time zero of the trace
   std::vector<StageTrace>* traces = nullptr; ///< one per pipeline × stage (p · S + s); none: no trace
+  /// Likewise, what a worker's stage host watches (stage_activity.hpp); none: nothing.
+  std::deque<StageActivity>* activities = nullptr;
   std::optional<InjectedFailure> inject_failure;
   bool pin_threads = true; ///< RunOptions::pin_threads
   /// Stage actors on threads of their own, as a run has them; false
@@ -111,6 +114,9 @@ struct JobConfig {
     std::map<std::uint64_t, stage_host_actor> hosts;
     /// A host silent this long is taken for lost (heartbeat_actor.hpp).
     std::chrono::milliseconds heartbeat_timeout{3000};
+    /// A stage that works on one step this long is taken for stuck, its worker for
+    /// lost (stage_activity.hpp); 0: no limit.
+    std::chrono::milliseconds stall_timeout{0};
     /// Scheduled averaging: each host's averager of each stage index (empty where it
     /// holds no replica), by rank; the group scheduler tells them of groups.
     std::map<std::uint64_t, std::vector<averager_actor>> averagers;

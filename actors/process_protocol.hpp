@@ -135,14 +135,15 @@ template <class Inspector> typename Inspector::result_type inspect(Inspector& f,
   return f(caf::meta::type_name("stage_trace"), x.pipeline, x.stage, x.keep_steps, x.spans, x.peak_stashed);
 }
 
-/// A worker's stage host.
-using stage_host_actor =
-    caf::typed_actor<caf::replies_to<spawn_atom>::with<HostedStages>,
-                     caf::replies_to<wire_atom, std::vector<StageWiring>>::with<bool>,
-                     caf::replies_to<restore_atom, std::vector<transport::TensorTicket>>::with<bool>,
-                     caf::replies_to<collect_atom, std::uint64_t>::with<std::vector<transport::TensorTicket>>,
-                     caf::replies_to<trace_atom>::with<std::vector<StageTrace>>,
-                     caf::replies_to<finish_atom, bool>::with<bool>, caf::replies_to<heartbeat_atom>::with<bool>>;
+/// A worker's stage host. A heartbeat carries the longest a stage may work on one step
+/// (ms; 0: no limit) and is answered with what is stuck past it, if anything (empty:
+/// nothing).
+using stage_host_actor = caf::typed_actor<
+    caf::replies_to<spawn_atom>::with<HostedStages>, caf::replies_to<wire_atom, std::vector<StageWiring>>::with<bool>,
+    caf::replies_to<restore_atom, std::vector<transport::TensorTicket>>::with<bool>,
+    caf::replies_to<collect_atom, std::uint64_t>::with<std::vector<transport::TensorTicket>>,
+    caf::replies_to<trace_atom>::with<std::vector<StageTrace>>, caf::replies_to<finish_atom, bool>::with<bool>,
+    caf::replies_to<heartbeat_atom, std::uint64_t>::with<std::string>>;
 
 /// The coordinator's gate: a worker's join (token, host name, process id), then its
 /// ready (rank, stage host).

@@ -141,6 +141,7 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
                                                         std::move(spawned->stages),
                                                         coordination->hosts,
                                                         coordinate->heartbeat_timeout,
+                                                        coordinate->stall_timeout,
                                                         std::move(spawned->averagers),
                                                         std::move(spawned->servers),
                                                         std::move(spawned->same_data)};

@@ -15,6 +15,7 @@
 #include <caf/all.hpp>
 
 #include <csignal>
+#include <future>
 #include <cstdlib>
 
 #include <map>
@@ -107,6 +108,7 @@ bool take(StageActor self, Parcel& parcel, const char* what, std::uint64_t step,
 bool finish_step(StageActor self, bool stepped) {
   auto& st = self->state;
   if (!stepped) {
+    const BusyScope busy(st.config.activity, st.step);
     const auto started = Clock::now();
     try {
       st.config.computation->step();
@@ -207,6 +209,9 @@ void note_stash(StageState& st) {
 
 void run_action(StageActor self, const Action& a, TakenIn taken) {
   auto& st = self->state;
+  // Its own work only: a wait for bytes or for a collective's peers ends with the
+  // transport's timeout, and a peer stuck at work is that peer's to report.
+  const BusyScope busy(st.config.activity, st.step);
   train::StageComputation& computation = *st.config.computation;
   if (st.config.inject_failure && st.config.inject_failure->stage == st.config.stage &&
       st.config.inject_failure->step == st.step && st.cursor == 0) {
@@ -214,6 +219,7 @@ void run_action(StageActor self, const Action& a, TakenIn taken) {
     switch (st.config.inject_failure->effect) {
     case Effect::exit_process: std::_Exit(3);           // as a killed process: nothing flushed, nothing said
     case Effect::hang_process: ::raise(SIGSTOP); break; // every thread stops; its sockets stay open
+    case Effect::stall_thread: std::promise<void>().get_future().wait(); break; // never fulfilled
     case Effect::throw_error: throw std::runtime_error("injected failure");
     }
   }
@@ -351,6 +357,7 @@ bool ask(StageActor self) {
   }
   // The group scheduler hears every step; an averager, every `period`.
   const bool asking = st.links.scheduler || st.step % st.config.period == 0;
+  const BusyScope busy(st.config.activity, st.step);
   const auto started = Clock::now();
   try {
     st.config.computation->step();

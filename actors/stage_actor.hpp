@@ -5,6 +5,7 @@
 
 #include "injected_failure.hpp"
 #include "protocol.hpp"
+#include "stage_activity.hpp"
 #include "stage_trace.hpp"
 
 #include <actorpipe/schedule.hpp>
@@ -32,8 +33,9 @@ struct StageConfig {
   std::size_t pipeline = 0;
   std::size_t stage = 0;
   std::size_t stages = 1;
-  std::uint64_t first_step = 1; ///< the run's number of the first step (> 1 after a resume)
-  StageTrace* trace = nullptr;  ///< none: no spans are recorded
+  std::uint64_t first_step = 1;      ///< the run's number of the first step (> 1 after a resume)
+  StageTrace* trace = nullptr;       ///< none: no spans are recorded
+  StageActivity* activity = nullptr; ///< set while the actor works; none: nobody watches
   Clock::time_point origin;
   std::optional<InjectedFailure> inject_failure;
   /// A core shared with the pipeline neighbours (more stage actors than cores): the

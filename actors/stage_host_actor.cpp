@@ -185,7 +185,19 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
         self->quit();
         return true;
       },
-      [](heartbeat_atom) { return true; },
+      [=](heartbeat_atom, std::uint64_t stall_ms) -> std::string {
+        // Answered on the host's own thread: a stage whose thread is stuck is seen
+        // from here, not by its silence.
+        auto& st = self->state;
+        if (stall_ms == 0 || !st.config.activities) return {};
+        const std::size_t S = st.config.setup->job.plan.stages.size();
+        const auto now = Clock::now();
+        for (const auto& [key, stage] : st.stages)
+          if (auto stuck = stuck_text((*st.config.activities)[key.first * S + key.second], now,
+                                      std::chrono::milliseconds(stall_ms)))
+            return *stuck;
+        return {};
+      },
       [=](trace_atom) {
         auto& st = self->state;
         std::vector<StageTrace> kept;

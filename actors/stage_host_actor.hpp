@@ -8,10 +8,12 @@
 
 #include "process_protocol.hpp"
 #include "run_setup.hpp"
+#include "stage_activity.hpp"
 
 #include <caf/fwd.hpp>
 
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 namespace actorpipe::actors {
@@ -22,7 +24,8 @@ struct StageHostConfig {
   std::size_t rank = 0;
   std::vector<std::vector<std::uint64_t>> placement; ///< [pipeline][stage]: the rank that runs it
   transport::TensorTransport* transport = nullptr;
-  std::vector<StageTrace>* traces = nullptr; ///< p · S + s, as the job config's
+  std::vector<StageTrace>* traces = nullptr;       ///< p · S + s, as the job config's
+  std::deque<StageActivity>* activities = nullptr; ///< likewise; none: nothing to watch
 };
 
 stage_host_actor spawn_stage_host(caf::actor_system& system, StageHostConfig config);

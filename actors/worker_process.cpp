@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
@@ -196,6 +197,8 @@ Status run_worker(const WorkerOptions& options) {
   setup.job.origin =
       Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(order->origin_ns)));
   setup.job.traces = &traces;
+  std::deque<StageActivity> activities(P * S); // what heartbeats look at: a stage stuck at work
+  setup.job.activities = &activities;
   setup.job.pin_threads = pin;
   setup.job.failure = failure;
   // With the coordinator's data, this process makes its pipelines' inputs and labels
@@ -208,8 +211,8 @@ Status run_worker(const WorkerOptions& options) {
   if (order->inject_step > 0)
     setup.job.inject_failure = InjectedFailure{order->inject_stage, order->inject_step,
                                                static_cast<InjectedFailure::Effect>(order->inject_effect)};
-  stage_host_actor host =
-      spawn_stage_host(system, {&setup, &session, order->rank, order->placement, transport->get(), &traces});
+  stage_host_actor host = spawn_stage_host(
+      system, {&setup, &session, order->rank, order->placement, transport->get(), &traces, &activities});
   self->monitor(host);
   self->monitor(*gate);
   self->send(*gate, ready_atom::value, order->rank, host);

@@ -46,8 +46,17 @@ struct FakeStage final : train::StageComputation {
   bool fail_step = false;
   std::map<std::size_t, train::Payload> seen; ///< the input of each micro-batch's latest forward
   std::set<std::size_t> held;                 ///< micro-batches forwarded and not yet backward
+  /// Where set, each action first logs what the stage's activity says meanwhile:
+  /// "busy with 1" (step 1) or "idle".
+  const StageActivity* watched = nullptr;
+
+  void log_activity() {
+    if (!watched) return;
+    log->push_back(watched->busy_since_ns.load() != 0 ? "busy with " + std::to_string(watched->step.load()) : "idle");
+  }
 
   train::Payload forward(std::size_t micro, const train::Payload& input) override {
+    log_activity();
     log->push_back(name + " F" + std::to_string(micro));
     if (fail_forward == micro) throw std::runtime_error("scripted failure");
     seen[micro] = input;
@@ -55,6 +64,7 @@ struct FakeStage final : train::StageComputation {
     return input;
   }
   double forward_loss(std::size_t micro, const train::Payload& input, const train::Payload&, double) override {
+    log_activity();
     log->push_back(name + " F" + std::to_string(micro));
     if (fail_forward == micro) throw std::runtime_error("scripted failure");
     if (end_in_forward) throw 1;
@@ -63,12 +73,14 @@ struct FakeStage final : train::StageComputation {
     return input->tensor.item<double>();
   }
   train::Payload backward(std::size_t micro, const train::Payload&) override {
+    log_activity();
     log->push_back(name + " B" + std::to_string(micro));
     held.erase(micro);
     return train::wrap(torch::zeros({1}));
   }
   std::size_t stashed() const override { return held.size(); }
   void step() override {
+    log_activity();
     log->push_back(name + " step");
     if (fail_step) throw std::runtime_error("scripted optimizer failure");
   }
@@ -163,8 +175,9 @@ struct fixture : test_coordinator_fixture<> {
   }
 
   /// Stage s of `stages` of pipeline p, on the scheduler, running `schedule`'s actions.
-  stage_actor stage(std::size_t p, std::size_t s, const Schedule& schedule) {
+  stage_actor stage(std::size_t p, std::size_t s, const Schedule& schedule, StageActivity* activity = nullptr) {
     StageConfig config;
+    config.activity = activity;
     config.computation = &fake(p, s);
     config.actions = schedule.stages[s];
     config.pipeline = p;
@@ -311,6 +324,51 @@ CAF_TEST(an_optimizer_failure_is_reported_as_the_optimizer_step) {
   run();
   CAF_CHECK_EQUAL(log.size(), 3u);
   CAF_CHECK_EQUAL(failures.size(), 1u);
+}
+
+CAF_TEST(a_stage_is_marked_busy_while_it_computes_and_idle_while_it_waits_for_its_next_message) {
+  const Schedule one = gpipe_schedule(1, {2});
+  StageActivity activity;
+  fake(0, 0).watched = &activity;
+  auto only = stage(0, 0, one, &activity);
+  connect({only});
+  CAF_CHECK_EQUAL(activity.busy_since_ns.load(), 0);
+  for (const std::uint64_t step : {1u, 2u}) {
+    self->send(only, labels_atom::value, step, std::uint64_t{0}, parcel(0), 1.0);
+    self->send(only, forward_atom::value, step, std::uint64_t{0}, parcel(1));
+    run();
+    // Waiting for the next step's inputs is not work: a watchdog must not count it.
+    CAF_CHECK_EQUAL(activity.busy_since_ns.load(), 0);
+  }
+  CAF_CHECK_EQUAL(
+      log, (std::vector<std::string>{"busy with 1", "p0s0 F0", "busy with 1", "p0s0 B0", "busy with 1", "p0s0 step",
+                                     "busy with 2", "p0s0 F0", "busy with 2", "p0s0 B0", "busy with 2", "p0s0 step"}));
+}
+
+CAF_TEST(a_stage_busy_past_the_limit_is_stuck_and_work_within_work_keeps_the_first_start) {
+  using namespace std::chrono_literals;
+  StageActivity activity;
+  activity.pipeline = 3;
+  activity.stage = 1;
+  CAF_CHECK(!stuck_text(activity, Clock::now() + 1h, 1s)); // idle: never stuck
+  {
+    const BusyScope work(&activity, 57);
+    const std::int64_t since = activity.busy_since_ns.load();
+    CAF_REQUIRE(since != 0);
+    {
+      const BusyScope within(&activity, 58);
+      CAF_CHECK_EQUAL(activity.busy_since_ns.load(), since);
+      CAF_CHECK_EQUAL(activity.step.load(), 57u);
+    }
+    CAF_CHECK_EQUAL(activity.busy_since_ns.load(), since); // the work goes on
+    const Clock::time_point start{Clock::duration(since)};
+    CAF_CHECK(!stuck_text(activity, start + 59s, 60s));
+    const auto stuck = stuck_text(activity, start + 61s, 60s);
+    CAF_REQUIRE(stuck.has_value());
+    CAF_CHECK_EQUAL(*stuck, "stage 1 of pipeline 3 has worked on step 57 for 61.0 s without finishing");
+  }
+  CAF_CHECK_EQUAL(activity.busy_since_ns.load(), 0);
+  const BusyScope unwatched(nullptr, 1); // a stage nobody watches: nothing to mark
 }
 
 CAF_TEST(the_next_steps_inputs_arriving_early_wait_for_this_step) {

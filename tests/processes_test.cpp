@@ -750,6 +750,33 @@ BOOST_AUTO_TEST_CASE(a_hung_worker_is_found_by_its_silence_and_named_with_its_st
   BOOST_TEST(!contains(run.out, "trained"));
 }
 
+BOOST_AUTO_TEST_CASE(a_stage_stuck_at_work_in_a_live_worker_is_named_and_a_restart_takes_the_run_on) {
+  test::ScratchDir dir;
+  const std::string job = job_file(dir, "1f1b");
+  auto loaded = load_job(job);
+  REQUIRE_OK(loaded);
+  // Stage 1's threads block for good in their first action of step 4; their processes
+  // go on answering heartbeats, and only the stages' own activity tells.
+  const std::string stall = " --steps 10 --inject-failure 1:4:stall --stall-timeout 1 -o ";
+  const auto run = test::run_cli("launch --nprocs 2 " + job + stall + (dir.path() / "run").string());
+  BOOST_TEST(run.status == 1, run.err);
+  BOOST_TEST(contains(run.err, "actorpipe: worker process "), run.err);
+  BOOST_TEST(contains(run.err, "): stage 1 of pipeline "), run.err);
+  BOOST_TEST(contains(run.err, "has worked on step 4 for "), run.err);
+  BOOST_TEST(contains(run.err, "without finishing (its thread is stuck)"), run.err);
+  BOOST_TEST(contains(run.err, "the last completed step is "), run.err);
+  BOOST_TEST(!contains(run.err, "did not answer a heartbeat"), run.err);
+  BOOST_TEST(!contains(run.out, "trained"));
+  // The fault strikes once: the restarted workers train on from the start.
+  const std::string out = (dir.path() / "restarted").string();
+  const auto restarted = test::run_cli("launch --nprocs 2 " + job + stall + out + " --restart 1");
+  BOOST_REQUIRE_MESSAGE(restarted.status == 0, restarted.err);
+  BOOST_TEST(contains(restarted.err, "(its thread is stuck)"), restarted.err);
+  BOOST_TEST(contains(restarted.out, "trained 10 steps"), restarted.out);
+  BOOST_TEST(test::relative_difference(test::checkpoint_parameters(out + "/checkpoint.pt", 2),
+                                       test::single_process(*loaded, 10)) < 1e-5);
+}
+
 BOOST_AUTO_TEST_CASE(two_servers_joined_by_a_slow_link_train_as_one_process_does,
                      *boost::unit_test::precondition(can_make_namespaces)) {
   test::ScratchDir dir;
@@ -817,6 +844,12 @@ BOOST_AUTO_TEST_CASE(bad_launch_and_worker_flags_are_named_with_exit_status_2) {
   const auto hang_here = test::run_cli("run " + job + " --inject-failure 0:1:hang" + out);
   BOOST_TEST(hang_here.status == 2);
   BOOST_TEST(contains(hang_here.err, "found '0:1:hang'"), hang_here.err);
+  const auto stall_here = test::run_cli("run " + job + " --inject-failure 0:1:stall" + out);
+  BOOST_TEST(stall_here.status == 2);
+  BOOST_TEST(contains(stall_here.err, "found '0:1:stall'"), stall_here.err);
+  const auto stall_before = test::run_cli("launch --nprocs 2 " + job + " --stall-timeout -1" + out);
+  BOOST_TEST(stall_before.status == 2);
+  BOOST_TEST(contains(stall_before.err, "--stall-timeout"), stall_before.err);
   const auto no_time = test::run_cli("launch --nprocs 2 " + job + " --heartbeat-timeout 0" + out);
   BOOST_TEST(no_time.status == 2);
   BOOST_TEST(contains(no_time.err, "--heartbeat-timeout"), no_time.err);

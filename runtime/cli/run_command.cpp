@@ -42,23 +42,25 @@ std::string duration(double seconds) {
   return std::to_string(s) + "s";
 }
 
-/// "STAGE:STEP" or, in a run of several processes, "STAGE:STEP:exit" or
-/// "STAGE:STEP:hang" → InjectedFailure.
+/// "STAGE:STEP" or, in a run of several processes, "STAGE:STEP:exit",
+/// "STAGE:STEP:hang" or "STAGE:STEP:stall" → InjectedFailure.
 Result<actors::InjectedFailure> parse_failure(const std::string& text, const Plan& plan, bool processes) {
   using Effect = actors::InjectedFailure::Effect;
   actors::InjectedFailure f;
   unsigned long stage = 0, step = 0;
   char rest = 0;
   std::string form = text;
-  for (const auto& [suffix, effect] : {std::pair{":exit", Effect::exit_process}, {":hang", Effect::hang_process}})
-    if (processes && form.size() > 5 && form.substr(form.size() - 5) == suffix) {
+  for (const auto& [suffix, effect] : {std::pair<std::string, Effect>{":exit", Effect::exit_process},
+                                       {":hang", Effect::hang_process},
+                                       {":stall", Effect::stall_thread}})
+    if (processes && form.size() > suffix.size() && form.ends_with(suffix)) {
       f.effect = effect;
-      form.resize(form.size() - 5);
+      form.resize(form.size() - suffix.size());
     }
   if (std::sscanf(form.c_str(), "%lu:%lu%c", &stage, &step, &rest) != 2 || step == 0)
     return Error::bad_input("--inject-failure: expected STAGE:STEP (step ≥ 1)" +
-                            std::string(processes ? ", STAGE:STEP:exit or STAGE:STEP:hang" : "") + ", found '" + text +
-                            "'");
+                            std::string(processes ? ", STAGE:STEP:exit, STAGE:STEP:hang or STAGE:STEP:stall" : "") +
+                            ", found '" + text + "'");
   if (stage >= plan.stages.size())
     return Error::bad_input("--inject-failure: the plan has no stage " + std::to_string(stage) + " (stages 0.." +
                             std::to_string(plan.stages.size() - 1) + ")");
@@ -214,7 +216,8 @@ void add_run_options(CLI::App* command, const std::shared_ptr<RunArguments>& arg
   command
       ->add_option("--inject-failure", args->inject_failure,
                    "testing aid: make stage STAGE throw in step STEP (STAGE:STEP); under launch, STAGE:STEP:exit "
-                   "ends the worker process there instead, and STAGE:STEP:hang stops it (SIGSTOP)")
+                   "ends the worker process there instead, STAGE:STEP:hang stops it (SIGSTOP), and STAGE:STEP:stall "
+                   "blocks the stage's thread for good")
       ->group("Testing");
 }
 
@@ -252,6 +255,11 @@ void add_run_command(CLI::App& app, CommonOptions& common, Run& run) {
       ->add_option("--heartbeat-timeout", launched->launch.heartbeat_timeout,
                    "seconds a worker may leave a heartbeat unanswered before it counts as lost (default 3)")
       ->check(CLI::Range(0.1, 3600.0));
+  launch
+      ->add_option("--stall-timeout", launched->launch.stall_timeout,
+                   "seconds a stage may work on one step (a forward, a backward, a collective it waits in) before "
+                   "its worker counts as lost, its thread stuck (default 600; 0: no limit)")
+      ->check(CLI::Range(0.0, 86400.0));
   launch
       ->add_option("--bind", launched->launch.bind,
                    "cores: each worker started here runs on an even share of this process's cores, its stage "
