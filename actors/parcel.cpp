@@ -8,16 +8,20 @@ namespace actorpipe::actors {
 
 Parcel pack(train::Payload payload, const Route& route) {
   Parcel parcel;
+  const train::BatchRows* rows = train::batch_rows(payload);
+  if (route.transport != nullptr && rows && route.makes_rows) {
+    parcel.remote = true;
+    parcel.rows = *rows;
+    parcel.by_rows = true;
+    return parcel;
+  }
+  if (payload && !train::has_tensor(payload))
+    throw std::logic_error("rows of a batch made without its tensors went where nobody makes them");
   if (route.transport == nullptr) {
     parcel.payload = std::move(payload);
     return parcel;
   }
   parcel.remote = true;
-  if (const train::BatchRows* rows = train::batch_rows(payload); rows && route.makes_rows) {
-    parcel.rows = *rows;
-    parcel.by_rows = true;
-    return parcel;
-  }
   parcel.ticket = route.transport->send(payload, route.rank);
   return parcel;
 }

@@ -155,6 +155,12 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   job_config.pin_threads = options.pin_threads;
   job_config.failure = failure;
   const bool asynchronous = job_config.asynchronous();
+  // Where every worker makes its batches from the rows they are, this process only
+  // names them: making their tensors here would cost a copy of each batch a step.
+  bool rows_only = job_config.processes && job_config.processes->same_data.size() == coordinate->workers;
+  if (rows_only)
+    for (const auto& ranks : *placement)
+      rows_only = rows_only && std::count(ranks.begin(), ranks.end(), std::uint64_t{0}) == 0;
   actors::job_actor job_actor = actors::spawn_job(system, std::move(job_config));
   // The driver's own actor, which must be gone before the system can wait for the rest.
   auto self = std::make_unique<caf::scoped_actor>(system);
@@ -256,7 +262,8 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   // not yet answered.
   auto send_step = [&](std::uint64_t later) {
     const std::uint64_t at = progress.index + later - 1; // into the current epoch
-    const train::Batch batch = session.batch(progress.epoch + at / per_epoch, at % per_epoch);
+    const std::uint64_t epoch = progress.epoch + at / per_epoch, index = at % per_epoch;
+    const train::Batch batch = rows_only ? session.batch_rows_only(epoch, index) : session.batch(epoch, index);
     auto handle = (*self)->request(job_actor, caf::infinite, actors::step_atom::value, progress.step + later,
                                    batch.inputs, batch.labels);
     return std::make_pair(std::move(handle), Clock::now());

@@ -545,6 +545,22 @@ BOOST_AUTO_TEST_CASE(a_process_with_the_same_data_makes_the_batch_rows_a_parcel_
   BOOST_CHECK_THROW(actors::open(arrived, nullptr), std::runtime_error); // no data to make them from
   // Activations are no batch's rows: their bytes go.
   BOOST_TEST(!train::batch_rows(train::wrap(torch::ones({2}))));
+
+  // A coordinator whose workers all make their rows names the batch without making it:
+  // cut alike, it packs into the same parcel; anywhere else it cannot go.
+  const train::Batch named_only = (*coordinator)->batch_rows_only(0, 3);
+  BOOST_TEST(named_only.samples == batch.samples);
+  BOOST_TEST(!train::has_tensor(named_only.labels));
+  BOOST_TEST(train::has_tensor(batch.labels));
+  const train::Payload bare = train::split_rows(train::split_rows(named_only.labels, {half, batch.samples - half})[1],
+                                                {2, batch.samples - half - 2})[1];
+  BOOST_TEST(!train::has_tensor(bare));
+  const actors::Parcel same = actors::pack(bare, actors::Route{opened->get(), 1, true});
+  BOOST_TEST(same.by_rows);
+  BOOST_TEST((same.rows == *rows));
+  BOOST_CHECK_THROW(actors::pack(bare, actors::Route{opened->get(), 1, false}), std::logic_error);
+  BOOST_CHECK_THROW(actors::pack(bare, actors::Route{}), std::logic_error);
+  BOOST_TEST(train::batch_rows(named_only.inputs)->labels == false);
 }
 
 BOOST_AUTO_TEST_CASE(a_worker_with_a_wrong_token_is_refused_and_logged_with_its_address) {

@@ -8,12 +8,14 @@ namespace actorpipe::train {
 
 const BatchRows* batch_rows(const Payload& payload) { return payload && payload->rows ? &*payload->rows : nullptr; }
 
+bool has_tensor(const Payload& payload) { return payload && payload->tensor.defined(); }
+
 std::vector<Payload> split_rows(const Payload& payload, const std::vector<std::uint32_t>& sizes) {
   std::vector<Payload> out;
   out.reserve(sizes.size());
   std::int64_t at = 0;
   for (std::uint32_t n : sizes) {
-    TensorBox part{payload->tensor.narrow(0, at, n), payload->rows};
+    TensorBox part{payload->tensor.defined() ? payload->tensor.narrow(0, at, n) : torch::Tensor(), payload->rows};
     if (part.rows) {
       part.rows->first += static_cast<std::uint32_t>(at);
       part.rows->count = n;

@@ -28,8 +28,13 @@ struct BatchRows {
 /// split_rows cut it from one); null otherwise.
 const BatchRows* batch_rows(const Payload& payload);
 
+/// Whether `payload` holds a tensor: false for a batch that only says which rows it is
+/// (Session::batch_rows_only).
+bool has_tensor(const Payload& payload);
+
 /// Consecutive slices of `payload`'s rows (samples), `sizes[i]` rows each: views that
-/// share its storage (and say which rows of a batch they are, where it does).
+/// share its storage (and say which rows of a batch they are, where it does). A batch
+/// with no tensor (Session::batch_rows_only) gives slices that only say which rows.
 std::vector<Payload> split_rows(const Payload& payload, const std::vector<std::uint32_t>& sizes);
 
 /// Bytes as a payload (a tensor of uint8), to send where tensors go; and back.

@@ -106,6 +106,14 @@ Batch Session::batch(std::uint64_t epoch, std::uint64_t index) const {
   return made;
 }
 
+Batch Session::batch_rows_only(std::uint64_t epoch, std::uint64_t index) const {
+  const auto n = static_cast<std::uint32_t>(d_->plan.batch_size);
+  const auto rows = [&](bool labels) {
+    return std::make_shared<const TensorBox>(TensorBox{torch::Tensor(), BatchRows{epoch, index, 0, n, labels}});
+  };
+  return {rows(false), rows(true), n};
+}
+
 Payload Session::rows(const BatchRows& rows) const {
   const Batch made = batch(rows.epoch, rows.index);
   const Payload& all = rows.labels ? made.labels : made.inputs;

@@ -53,6 +53,9 @@ public:
   /// Batch `index` of epoch `epoch`: `plan.batch_size` samples in the epoch's order.
   /// Its payloads say which batch they are (batch_rows()).
   Batch batch(std::uint64_t epoch, std::uint64_t index) const;
+  /// The same batch as which rows it is, with no tensors: for a coordinator whose
+  /// workers all make their batches themselves (rows()), which would never read them.
+  Batch batch_rows_only(std::uint64_t epoch, std::uint64_t index) const;
   /// Those rows of a batch, made here: a worker process makes its pipelines' inputs
   /// and labels itself instead of receiving their bytes. Safe from several threads.
   Payload rows(const BatchRows& rows) const;
