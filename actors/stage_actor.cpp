@@ -15,8 +15,8 @@
 #include <caf/all.hpp>
 
 #include <csignal>
-#include <future>
 #include <cstdlib>
+#include <future>
 
 #include <map>
 #include <optional>

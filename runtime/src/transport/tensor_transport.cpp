@@ -257,6 +257,7 @@ train::Payload TensorTransport::as_one_buffer(const std::vector<train::Payload>&
 
 void TensorTransport::all_reduce_sum(Group& group, const std::vector<train::Payload>& tensors) {
   if (tensors.empty()) return;
+  std::lock_guard<std::mutex> lock(group.calling); // its flat buffer too
   // One collective over one flat buffer, however many tensors (a stage's parameters):
   // Gloo's ring pays its latency per collective, which costs more than the copies in
   // and out (measured in bench/transport_bench). Tensors that already lie one after
@@ -282,7 +283,6 @@ void TensorTransport::all_reduce_sum(Group& group, const std::vector<train::Payl
     }
   }
   try {
-    std::lock_guard<std::mutex> lock(group.calling);
     ::gloo::AllreduceOptions sum(group.context);
     sum_into(sum, flat.front());
     sum.setTag(group.next_tag++);
