@@ -37,7 +37,7 @@ struct CoordinateOptions {
   /// A worker silent this long is lost (heartbeat_actor.hpp); so is one whose
   /// connection closes.
   std::chrono::milliseconds heartbeat_timeout{3000};
-  /// A worker one of whose stages works on one step this long (its thread stuck while
+  /// A worker one of whose stages spends this long on one piece of its work (stuck while
   /// the process answers heartbeats) is lost too; 0: no limit.
   std::chrono::milliseconds stall_timeout{600000};
   /// After a lost worker, the run starts its workers again (`on_listening` is called

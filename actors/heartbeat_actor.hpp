@@ -6,7 +6,7 @@
 /// hangs (stopped, swapping, deadlocked in its event loop) keeps them open, and only
 /// its silence tells. A host that leaves a heartbeat unanswered for the timeout fails
 /// the run, named with the stages it runs; so does one that answers that a stage of its
-/// has worked on one step for `stall_timeout` (its thread stuck while the process is
+/// has spent `stall_timeout` on one piece of its work (its thread stuck while the process is
 /// fine).
 
 #include "job_actor.hpp"

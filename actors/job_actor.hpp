@@ -114,7 +114,7 @@ struct JobConfig {
     std::map<std::uint64_t, stage_host_actor> hosts;
     /// A host silent this long is taken for lost (heartbeat_actor.hpp).
     std::chrono::milliseconds heartbeat_timeout{3000};
-    /// A stage that works on one step this long is taken for stuck, its worker for
+    /// A stage that spends this long on one piece of its work is taken for stuck, its worker for
     /// lost (stage_activity.hpp); 0: no limit.
     std::chrono::milliseconds stall_timeout{0};
     /// Scheduled averaging: each host's averager of each stage index (empty where it

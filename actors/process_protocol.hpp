@@ -135,7 +135,7 @@ template <class Inspector> typename Inspector::result_type inspect(Inspector& f,
   return f(caf::meta::type_name("stage_trace"), x.pipeline, x.stage, x.keep_steps, x.spans, x.peak_stashed);
 }
 
-/// A worker's stage host. A heartbeat carries the longest a stage may work on one step
+/// A worker's stage host. A heartbeat carries the longest a stage may spend on one piece of its work
 /// (ms; 0: no limit) and is answered with what is stuck past it, if anything (empty:
 /// nothing).
 using stage_host_actor = caf::typed_actor<

@@ -257,8 +257,8 @@ void add_run_command(CLI::App& app, CommonOptions& common, Run& run) {
       ->check(CLI::Range(0.1, 3600.0));
   launch
       ->add_option("--stall-timeout", launched->launch.stall_timeout,
-                   "seconds a stage may work on one step (a forward, a backward, a collective it waits in) before "
-                   "its worker counts as lost, its thread stuck (default 600; 0: no limit)")
+                   "seconds a stage may spend on one piece of its own work (a forward, a backward, an optimizer "
+                   "step) before its worker counts as lost, its thread stuck (default 600; 0: no limit)")
       ->check(CLI::Range(0.0, 86400.0));
   launch
       ->add_option("--bind", launched->launch.bind,

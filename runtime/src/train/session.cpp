@@ -97,10 +97,11 @@ Batch Session::batch(std::uint64_t epoch, std::uint64_t index) const {
   }
   const std::int64_t n = d_->plan.batch_size;
   const auto picked = torch::from_blob(d_->order.data() + index * n, {n}, torch::kLong).clone();
-  const auto rows = [&](bool labels) { return BatchRows{epoch, index, 0, static_cast<std::uint32_t>(n), labels}; };
-  Batch made{std::make_shared<const TensorBox>(TensorBox{d_->data.train.inputs.index_select(0, picked), rows(false)}),
-             std::make_shared<const TensorBox>(TensorBox{d_->data.train.labels.index_select(0, picked), rows(true)}),
-             static_cast<std::uint32_t>(n)};
+  const Batch named = batch_rows_only(epoch, index);
+  Batch made{
+      std::make_shared<const TensorBox>(TensorBox{d_->data.train.inputs.index_select(0, picked), named.inputs->rows}),
+      std::make_shared<const TensorBox>(TensorBox{d_->data.train.labels.index_select(0, picked), named.labels->rows}),
+      named.samples};
   d_->made.emplace_back(std::pair{epoch, index}, made);
   if (d_->made.size() > 4) d_->made.pop_front();
   return made;
