@@ -35,11 +35,8 @@ struct CoordinateOptions {
   std::function<void(const launch::Endpoint& gate)> on_listening;
   std::chrono::seconds join_timeout{120}; ///< for every worker to be ready
   /// A worker silent this long is lost (heartbeat_actor.hpp); so is one whose
-  /// connection closes.
+  /// connection closes, and one with a stage stuck past RunOptions::stall_timeout.
   std::chrono::milliseconds heartbeat_timeout{3000};
-  /// A worker one of whose stages spends this long on one piece of its work (stuck while
-  /// the process answers heartbeats) is lost too; 0: no limit.
-  std::chrono::milliseconds stall_timeout{600000};
   /// After a lost worker, the run starts its workers again (`on_listening` is called
   /// again) and resumes from the last checkpoint it wrote, at most this many times.
   std::uint32_t restarts = 0;

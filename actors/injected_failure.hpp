@@ -20,9 +20,9 @@ struct InjectedFailure {
     /// `STAGE:STEP:hang`: its process stops (SIGSTOP), as a hung worker that keeps its
     /// connections open, which only heartbeats tell from a slow one
     hang_process,
-    /// `STAGE:STEP:stall` (a run of several processes): the stage's thread blocks for
-    /// good in its action, as one stuck in a kernel or a deadlock, while its process
-    /// answers heartbeats; only the stage's own activity tells (stage_activity.hpp)
+    /// `STAGE:STEP:stall`: the stage's thread blocks for good in its action, as one
+    /// stuck in a kernel or a deadlock, while its process (a worker's answers
+    /// heartbeats) goes on; only the stage's own activity tells (stage_activity.hpp)
     stall_thread,
   };
   std::size_t stage = 0;

@@ -9,6 +9,7 @@
 #include "pipeline_actor.hpp"
 #include "server_copy_actor.hpp"
 #include "stage_actor.hpp"
+#include "stall_watchdog_actor.hpp"
 #include "sync_round.hpp"
 
 #include "train/cores.hpp"
@@ -276,8 +277,8 @@ void build(JobActor self, const JobConfig& config) {
                                        st.servers.empty() ? parameter_server_actor{} : st.servers[s]});
   st.unwired = wirings.size();
   if (config.processes) {
-    HeartbeatConfig heartbeat{config.processes->hosts,         {},  config.processes->heartbeat_timeout,
-                              config.processes->stall_timeout, job, st.failure};
+    HeartbeatConfig heartbeat{config.processes->hosts, {},  config.processes->heartbeat_timeout,
+                              config.stall_timeout,    job, st.failure};
     for (const auto& [host, wiring] : wirings) {
       std::string stages;
       for (const StageWiring& w : wiring)
@@ -286,6 +287,14 @@ void build(JobActor self, const JobConfig& config) {
       heartbeat.names[host] = "worker process " + std::to_string(host) + " (" + stages + ")";
     }
     st.built.push_back(spawn_heartbeat(self->system(), std::move(heartbeat)).address());
+  }
+  if (config.activities && config.stall_timeout.count() > 0) {
+    StallWatchdogConfig watchdog{{}, config.stall_timeout, job, st.failure};
+    for (std::size_t p = 0; p < P; ++p)
+      for (std::size_t s = 0; s < S; ++s)
+        if (rank(p, s) == 0) watchdog.stages.push_back(&(*config.activities)[p * S + s]);
+    if (!watchdog.stages.empty())
+      st.built.push_back(spawn_stall_watchdog(self->system(), std::move(watchdog)).address());
   }
   for (auto& [host, wiring] : wirings)
     self->request(config.processes->hosts.at(host), caf::infinite, wire_atom::value, std::move(wiring))

@@ -49,6 +49,9 @@ struct Failure {
   /// A worker process was lost (its connection gone, or silent past the heartbeat
   /// timeout), rather than a stage failing: what a restart is for.
   bool worker_lost = false;
+  /// A stage of this process is stuck at its work (stall_watchdog_actor.hpp): its thread
+  /// never ends, so neither does its actor, and the run cannot wait for it.
+  bool stage_stuck = false;
 };
 
 struct JobConfig {
@@ -92,8 +95,13 @@ struct JobConfig {
   std::uint64_t first_step = 1;              ///< the run's number of the first step (> 1 after a resume)
   Clock::time_point origin;                  ///< time zero of the trace
   std::vector<StageTrace>* traces = nullptr; ///< one per pipeline × stage (p · S + s); none: no trace
-  /// Likewise, what a worker's stage host watches (stage_activity.hpp); none: nothing.
+  /// Likewise, what a stage's thread is at (stage_activity.hpp), which this process's
+  /// stall watchdog or a worker's stage host watches; none: nothing is.
   std::deque<StageActivity>* activities = nullptr;
+  /// A stage that spends this long on one piece of its own work is taken for stuck
+  /// (stage_activity.hpp): here it fails the run; in a worker, it loses the worker.
+  /// 0: no limit.
+  std::chrono::milliseconds stall_timeout{0};
   std::optional<InjectedFailure> inject_failure;
   bool pin_threads = true; ///< RunOptions::pin_threads
   /// Stage actors on threads of their own, as a run has them; false
@@ -114,9 +122,6 @@ struct JobConfig {
     std::map<std::uint64_t, stage_host_actor> hosts;
     /// A host silent this long is taken for lost (heartbeat_actor.hpp).
     std::chrono::milliseconds heartbeat_timeout{3000};
-    /// A stage that spends this long on one piece of its work is taken for stuck, its worker for
-    /// lost (stage_activity.hpp); 0: no limit.
-    std::chrono::milliseconds stall_timeout{0};
     /// Scheduled averaging: each host's averager of each stage index (empty where it
     /// holds no replica), by rank; the group scheduler tells them of groups.
     std::map<std::uint64_t, std::vector<averager_actor>> averagers;

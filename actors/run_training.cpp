@@ -75,9 +75,13 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
                             " already; the run asks for " + std::to_string(total));
 
   const auto origin = Clock::now();
-  std::vector<actors::StageTrace> traces(plan.pipelines * plan.stages.size());
+  // What the stage actors write to and read from lives on the heap: a stage stuck at
+  // its work may still use it, and the run then leaves it to that stage (shut_down).
+  auto traces_kept = std::make_unique<std::vector<actors::StageTrace>>(plan.pipelines * plan.stages.size());
+  std::vector<actors::StageTrace>& traces = *traces_kept;
   for (actors::StageTrace& t : traces)
     t.keep_steps = job.output.trace_steps;
+  auto activities = std::make_unique<std::deque<actors::StageActivity>>(plan.pipelines * plan.stages.size());
   auto prepared = actors::prepare_run(job, plan, options, session);
   ACTORPIPE_TRY(prepared);
   actors::RunSetup& setup = **prepared;
@@ -121,7 +125,8 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
     actors::load_control_plane(config, coordinate->tls);
     actors::add_process_message_types(config);
   }
-  caf::actor_system system{config};
+  auto system_kept = std::make_unique<caf::actor_system>(config);
+  caf::actor_system& system = *system_kept;
   auto failure = std::make_shared<actors::Failure>();
   actors::JobConfig& job_config = setup.job;
   // A run of several processes: the workers run every stage; this one the job.
@@ -141,7 +146,6 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
                                                         std::move(spawned->stages),
                                                         coordination->hosts,
                                                         coordinate->heartbeat_timeout,
-                                                        coordinate->stall_timeout,
                                                         std::move(spawned->averagers),
                                                         std::move(spawned->servers),
                                                         std::move(spawned->same_data)};
@@ -151,6 +155,8 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   job_config.first_step = progress.step + 1;
   job_config.origin = origin;
   job_config.traces = &traces;
+  job_config.activities = activities.get();
+  job_config.stall_timeout = options.stall_timeout;
   job_config.inject_failure = inject_failure;
   job_config.pin_threads = options.pin_threads;
   job_config.failure = failure;
@@ -164,6 +170,10 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   actors::job_actor job_actor = actors::spawn_job(system, std::move(job_config));
   // The driver's own actor, which must be gone before the system can wait for the rest.
   auto self = std::make_unique<caf::scoped_actor>(system);
+  auto stage_stuck = [&] {
+    std::lock_guard<std::mutex> lock(failure->mutex);
+    return failure->stage_stuck;
+  };
   // However this scope ends (an exception from a callback or from LibTorch included),
   // the job and its actors end before anything they write to (the traces) goes.
   auto shut_down = [&] {
@@ -190,6 +200,17 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
     }
     self.reset();
     job_actor = nullptr;
+    if (stage_stuck()) {
+      // Its thread never ends, nor does its actor: waiting for it would hang the run.
+      // The actor system, the session, the run's setup, the traces and activities the
+      // stage may still use are left to it (RunOptions::stall_timeout).
+      (void)system_kept.release();
+      (void)traces_kept.release();
+      (void)activities.release();
+      (void)prepared->release();
+      (void)opened->release();
+      return;
+    }
     system.await_all_actors_done();
   };
   struct OnExit {
@@ -300,8 +321,9 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
                             std::lock_guard<std::mutex> lock(failure->mutex);
                             error = Error::run_failed(failure->what.empty() ? "the run failed" : failure->what);
                             attempt.worker_lost = failure->worker_lost;
-                            // A worker lost: where the run stands, and what a resume starts from.
-                            if (coordination)
+                            // A worker lost, or a stage stuck: where the run stands, and what
+                            // a resume starts from.
+                            if (coordination || failure->stage_stuck)
                               error->message +=
                                   "; the last completed step is " + std::to_string(progress.step) +
                                   (progress.step > 0 && std::filesystem::exists(options.output_dir + "/checkpoint.pt")
@@ -365,6 +387,10 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   // The job shuts down every actor it built.
   shut_down();
   metrics.close();
+  // A stuck stage's actors never all end: their spans cannot be read.
+  if (stage_stuck())
+    return Error::run_failed((error ? error->message : "a stage's thread is stuck") +
+                             "; trace.json is not written: the stuck stage's record of its spans is still in use");
   if (auto s = write_file_atomically(
           options.output_dir + "/trace.json",
           actors::trace_of(traces, plan, job.cluster, time_scale, placement ? &*placement : nullptr));

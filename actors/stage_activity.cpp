@@ -19,4 +19,11 @@ std::optional<std::string> stuck_text(const StageActivity& activity, Clock::time
          " s without finishing";
 }
 
+std::optional<std::string> first_stuck(const std::vector<const StageActivity*>& watched, Clock::time_point now,
+                                       std::chrono::milliseconds limit) {
+  for (const StageActivity* activity : watched)
+    if (auto stuck = stuck_text(*activity, now, limit)) return stuck;
+  return std::nullopt;
+}
+
 } // namespace actorpipe::actors

@@ -1,9 +1,10 @@
 #pragma once
 
 /// Whether a stage actor's thread is at work and since when, for a watchdog on another
-/// thread (a worker's stage host, answering heartbeats) to tell a stage stuck in its
-/// work (a kernel that never returns, a deadlock) from one waiting for its next
-/// message. Heartbeats alone miss it: the worker's other threads still answer them.
+/// thread (a worker's stage host answering heartbeats, or the stall watchdog of the
+/// process that runs the job) to tell a stage stuck in its work (a kernel that never
+/// returns, a deadlock) from one waiting for its next message. Heartbeats alone miss
+/// it: the worker's other threads still answer them.
 
 #include "stage_trace.hpp"
 
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace actorpipe::actors {
 
@@ -47,5 +49,9 @@ private:
 /// `activity` has been busy for `limit` or longer at `now`; nothing otherwise.
 std::optional<std::string> stuck_text(const StageActivity& activity, Clock::time_point now,
                                       std::chrono::milliseconds limit);
+
+/// stuck_text() of the first of `watched` that is stuck; nothing where none is.
+std::optional<std::string> first_stuck(const std::vector<const StageActivity*>& watched, Clock::time_point now,
+                                       std::chrono::milliseconds limit);
 
 } // namespace actorpipe::actors

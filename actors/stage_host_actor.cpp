@@ -191,12 +191,10 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
         auto& st = self->state;
         if (stall_ms == 0 || !st.config.activities) return {};
         const std::size_t S = st.config.setup->job.plan.stages.size();
-        const auto now = Clock::now();
+        std::vector<const StageActivity*> watched;
         for (const auto& [key, stage] : st.stages)
-          if (auto stuck = stuck_text((*st.config.activities)[key.first * S + key.second], now,
-                                      std::chrono::milliseconds(stall_ms)))
-            return *stuck;
-        return {};
+          watched.push_back(&(*st.config.activities)[key.first * S + key.second]);
+        return first_stuck(watched, Clock::now(), std::chrono::milliseconds(stall_ms)).value_or("");
       },
       [=](trace_atom) {
         auto& st = self->state;

@@ -12,6 +12,7 @@
 #include "server_copy_actor.hpp"
 #include "share_dealer.hpp"
 #include "stage_actor.hpp"
+#include "stall_watchdog_actor.hpp"
 #include "sync_round.hpp"
 
 #include "train/stage_computation.hpp"
@@ -369,6 +370,37 @@ CAF_TEST(a_stage_busy_past_the_limit_is_stuck_and_work_within_work_keeps_the_fir
   }
   CAF_CHECK_EQUAL(activity.busy_since_ns.load(), 0);
   const BusyScope unwatched(nullptr, 1); // a stage nobody watches: nothing to mark
+}
+
+CAF_TEST(the_stall_watchdog_fails_the_job_once_a_stage_of_its_process_is_stuck_and_not_before) {
+  using namespace std::chrono_literals;
+  std::deque<StageActivity> activities(2);
+  activities[1].pipeline = 1;
+  activities[1].stage = 1;
+  auto marked = std::make_shared<Failure>();
+  spawned.push_back(
+      caf::actor_cast<caf::actor>(spawn_stall_watchdog(sys, {{&activities[0], &activities[1]}, 60s, job, marked})));
+  // The watchdog looks at once, then every quarter of the limit.
+  sched.run();
+  CAF_CHECK(failures.empty());
+  // Stage 1 of pipeline 1 goes into step 7's work, 59 s ago: within the limit.
+  activities[1].step = 7;
+  activities[1].busy_since_ns = (Clock::now() - 59s).time_since_epoch().count();
+  sched.clock().advance_time(15s);
+  sched.run();
+  CAF_CHECK(failures.empty());
+  CAF_CHECK(!marked->stage_stuck);
+  // Still at it past the limit: the job is told, once, and the run marked.
+  activities[1].busy_since_ns = (Clock::now() - 61s).time_since_epoch().count();
+  sched.clock().advance_time(15s);
+  sched.run();
+  CAF_REQUIRE_EQUAL(failures.size(), 1u);
+  CAF_CHECK(failures[0].starts_with("stage 1 of pipeline 1 has worked on step 7 for 61."));
+  CAF_CHECK(failures[0].ends_with(" s without finishing (its thread is stuck)"));
+  CAF_CHECK(marked->stage_stuck);
+  sched.clock().advance_time(15s);
+  sched.run();
+  CAF_CHECK_EQUAL(failures.size(), 1u);
 }
 
 CAF_TEST(the_next_steps_inputs_arriving_early_wait_for_this_step) {

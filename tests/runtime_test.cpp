@@ -836,6 +836,31 @@ BOOST_AUTO_TEST_CASE(a_failing_stage_ends_the_run_naming_it) {
   BOOST_TEST(test::contains(no_stage.err, "--inject-failure: the plan has no stage 9"), no_stage.err);
 }
 
+BOOST_AUTO_TEST_CASE(a_stage_stuck_at_its_work_ends_the_run_naming_it_and_the_last_completed_step) {
+  test::ScratchDir dir;
+  const std::string job = dir.write(
+      "job.toml",
+      job_toml("mlp", "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [12]\nclasses = 5\n", 2, 2, "1f1b"));
+  // Stage 1's threads block for good in step 4: nothing fails, everything waits.
+  const std::string out = (dir.path() / "run").string();
+  const auto r = test::run_cli("run " + job + " --steps 10 --inject-failure 1:4:stall --stall-timeout 1 -o " + out);
+  BOOST_TEST(r.status == 1, r.err);
+  BOOST_TEST(test::contains(r.err, "actorpipe: stage 1 of pipeline "), r.err);
+  BOOST_TEST(test::contains(r.err, " has worked on step 4 for "), r.err);
+  BOOST_TEST(test::contains(r.err, " without finishing (its thread is stuck); the last completed step is 3"), r.err);
+  BOOST_TEST(test::contains(r.err, "trace.json is not written"), r.err);
+  BOOST_TEST(!test::contains(r.out, "trained"));
+  std::ifstream metrics(out + "/metrics.jsonl");
+  std::size_t steps = 0;
+  for (std::string line; std::getline(metrics, line);)
+    steps += test::contains(line, "\"kind\":\"step\"") ? 1 : 0;
+  BOOST_TEST(steps == 3u);
+  BOOST_TEST(!std::filesystem::exists(out + "/trace.json"));
+  const auto negative = test::run_cli("run " + job + " --stall-timeout -1 -o " + out);
+  BOOST_TEST(negative.status == 2);
+  BOOST_TEST(test::contains(negative.err, "--stall-timeout"), negative.err);
+}
+
 BOOST_AUTO_TEST_CASE(a_missing_data_file_is_bad_input_naming_it) {
   test::ScratchDir dir;
   const std::string job = dir.write(

@@ -34,7 +34,6 @@ struct LaunchArguments {
   launch::TlsFiles tls;           ///< TLS on the control plane; none: plain TCP
   std::uint32_t restart = 0;      ///< restarts after a lost worker
   double heartbeat_timeout = 3.0; ///< seconds a worker may stay silent
-  double stall_timeout = 600.0;   ///< seconds a stage may spend on one piece of its work; 0: no limit
   /// `--bind`: "cores" gives each local worker an even share of this process's cores
   /// (launch::even_share), "none" leaves them where they start.
   std::string bind = "cores";

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdio>
 #include <iostream>
+#include <tuple>
 #include <unistd.h>
 
 namespace actorpipe::cli {
@@ -32,7 +33,8 @@ struct RunArguments {
   std::string resume, output, inject_failure;
   bool json = false;
   bool no_pin = false;
-  LaunchArguments launch; ///< nprocs 0: `run`, one process
+  double stall_timeout = 600.0; ///< seconds a stage may spend on one piece of its work; 0: no limit
+  LaunchArguments launch;       ///< nprocs 0: `run`, one process
 };
 
 std::string duration(double seconds) {
@@ -42,25 +44,27 @@ std::string duration(double seconds) {
   return std::to_string(s) + "s";
 }
 
-/// "STAGE:STEP" or, in a run of several processes, "STAGE:STEP:exit",
-/// "STAGE:STEP:hang" or "STAGE:STEP:stall" → InjectedFailure.
+/// "STAGE:STEP", "STAGE:STEP:stall" or, in a run of several processes, "STAGE:STEP:exit"
+/// or "STAGE:STEP:hang" → InjectedFailure.
 Result<actors::InjectedFailure> parse_failure(const std::string& text, const Plan& plan, bool processes) {
   using Effect = actors::InjectedFailure::Effect;
   actors::InjectedFailure f;
   unsigned long stage = 0, step = 0;
   char rest = 0;
   std::string form = text;
-  for (const auto& [suffix, effect] : {std::pair<std::string, Effect>{":exit", Effect::exit_process},
-                                       {":hang", Effect::hang_process},
-                                       {":stall", Effect::stall_thread}})
-    if (processes && form.size() > suffix.size() && form.ends_with(suffix)) {
+  // Ending or stopping a process is for workers only.
+  for (const auto& [suffix, effect, anywhere] :
+       {std::tuple<std::string, Effect, bool>{":exit", Effect::exit_process, false},
+        {":hang", Effect::hang_process, false},
+        {":stall", Effect::stall_thread, true}})
+    if ((processes || anywhere) && form.size() > suffix.size() && form.ends_with(suffix)) {
       f.effect = effect;
       form.resize(form.size() - suffix.size());
     }
   if (std::sscanf(form.c_str(), "%lu:%lu%c", &stage, &step, &rest) != 2 || step == 0)
-    return Error::bad_input("--inject-failure: expected STAGE:STEP (step ≥ 1)" +
-                            std::string(processes ? ", STAGE:STEP:exit, STAGE:STEP:hang or STAGE:STEP:stall" : "") +
-                            ", found '" + text + "'");
+    return Error::bad_input("--inject-failure: expected STAGE:STEP (step ≥ 1), " +
+                            std::string(processes ? "STAGE:STEP:exit, STAGE:STEP:hang or " : "") +
+                            "STAGE:STEP:stall, found '" + text + "'");
   if (stage >= plan.stages.size())
     return Error::bad_input("--inject-failure: the plan has no stage " + std::to_string(stage) + " (stages 0.." +
                             std::to_string(plan.stages.size() - 1) + ")");
@@ -89,6 +93,7 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
   options.epochs = a.epochs.value_or(0);
   options.resume = a.resume;
   options.pin_threads = !a.no_pin;
+  options.stall_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(a.stall_timeout * 1000.0));
   options.data = loaded->data;
   options.plugins = &loaded->plugins;
   options.output_dir = !a.output.empty() ? a.output : !a.resume.empty() ? a.resume : job.output.dir;
@@ -214,10 +219,16 @@ void add_run_options(CLI::App* command, const std::shared_ptr<RunArguments>& arg
                     "leave stage threads where the operating system puts them (by default, when stage actors "
                     "outnumber the cores, pipeline neighbours are bound to a shared core)");
   command
+      ->add_option("--stall-timeout", args->stall_timeout,
+                   "seconds a stage may spend on one piece of its own work (a forward, a backward, an optimizer "
+                   "step) before its thread counts as stuck: the run fails, or under launch its worker counts as lost "
+                   "(default 600; 0: no limit)")
+      ->check(CLI::Range(0.0, 86400.0));
+  command
       ->add_option("--inject-failure", args->inject_failure,
-                   "testing aid: make stage STAGE throw in step STEP (STAGE:STEP); under launch, STAGE:STEP:exit "
-                   "ends the worker process there instead, STAGE:STEP:hang stops it (SIGSTOP), and STAGE:STEP:stall "
-                   "blocks the stage's thread for good")
+                   "testing aid: make stage STAGE throw in step STEP (STAGE:STEP); STAGE:STEP:stall blocks the "
+                   "stage's thread there for good instead; under launch, STAGE:STEP:exit ends the worker process "
+                   "there, and STAGE:STEP:hang stops it (SIGSTOP)")
       ->group("Testing");
 }
 
@@ -255,11 +266,6 @@ void add_run_command(CLI::App& app, CommonOptions& common, Run& run) {
       ->add_option("--heartbeat-timeout", launched->launch.heartbeat_timeout,
                    "seconds a worker may leave a heartbeat unanswered before it counts as lost (default 3)")
       ->check(CLI::Range(0.1, 3600.0));
-  launch
-      ->add_option("--stall-timeout", launched->launch.stall_timeout,
-                   "seconds a stage may spend on one piece of its own work (a forward, a backward, an optimizer "
-                   "step) before its worker counts as lost, its thread stuck (default 600; 0: no limit)")
-      ->check(CLI::Range(0.0, 86400.0));
   launch
       ->add_option("--bind", launched->launch.bind,
                    "cores: each worker started here runs on an even share of this process's cores, its stage "

@@ -12,6 +12,7 @@
 #include <actorpipe/plan.hpp>
 #include <actorpipe/tuning.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -65,6 +66,12 @@ struct RunOptions {
   /// Where the plan's sync policy (plan.sync) is found: the registry the plan was made
   /// with; null: the default folders and the job's plan.plugin_path.
   const PluginRegistry* plugins = nullptr;
+  /// A stage that spends this long on one piece of its own work (a forward, a backward,
+  /// an optimizer step) is stuck, and the run fails, naming it. Its thread cannot be
+  /// stopped: the run then returns without waiting for it, leaving it the memory it may
+  /// still use (the process should end soon after). In a run of several processes, its
+  /// worker counts as lost instead. 0: no limit.
+  std::chrono::milliseconds stall_timeout{std::chrono::minutes(10)};
   /// Asked after every step; once it says true, the run finishes the step already
   /// handed to the stages, writes a checkpoint there and returns, `stopped` set (an
   /// interrupt, say: `--resume` then goes on as if nothing had happened).
