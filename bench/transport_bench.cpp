@@ -12,10 +12,12 @@
 ///                   train/gradient_buckets.hpp, which go as they are) or apart, as
 ///                   parameters and centres are (copied into one buffer and back).
 /// Each row is the median of its repetitions, after one warm-up; a repetition times
-/// both ways of a row one after the other.
+/// both ways of a row one after the other. Both processes keep the memory they free,
+/// as a run's processes do (train.retain_memory).
 ///   build/bench/transport_bench [--repeats N]   (N: 15)
 
 #include "base/text_table.hpp"
+#include "train/freed_memory.hpp"
 #include "train/tensor_box.hpp"
 #include "transport/tensor_transport.hpp"
 
@@ -225,6 +227,9 @@ int main(int argc, char** argv) {
     if (std::string(argv[i]) == "--repeats") repeats = std::max(1, std::atoi(argv[i + 1]));
   // Ports from the process id: two benches at once do not collide.
   const auto base = static_cast<std::uint16_t>(20000 + (::getpid() % 20000));
+  // Both processes keep the memory they free, as a run's do (train.retain_memory, on by
+  // default): a received tensor's pages are then not faulted in afresh each time.
+  train::retain_freed_memory();
   // Forked before LibTorch starts a thread.
   const pid_t child = ::fork();
   must(child >= 0, "fork");
