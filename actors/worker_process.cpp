@@ -140,6 +140,9 @@ Status run_worker(const WorkerOptions& options) {
   tensors.rank = order->rank;
   tensors.world = order->world;
   tensors.compute_threads = stages_here;
+  // Every copy of an asynchronous elastic centre, or of a parameter server, takes part
+  // in every move, its process's stages computing meanwhile.
+  tensors.follows_others = setup.job.elastic_period.has_value() || setup.job.staleness.has_value();
   auto transport = transport::TensorTransport::open(tensors);
   ACTORPIPE_TRY(transport);
   ACTORPIPE_TRY((*transport)->join());

@@ -10,8 +10,9 @@
 ///               `actorpipe launch --nprocs 2` and `--nprocs 4` (its stages in worker
 ///               processes, tensors between them through c10d; `--nprocs 2` also with
 ///               the workers sharing every core, `--bind none`), and both again with
-///               `sdpipe` for sync, in interleaved rounds: samples/s against the one
-///               process's with the same sync, of the same round;
+///               `sdpipe`, asynchronous `elastic` and `parameter-server` for sync, in
+///               interleaved rounds: samples/s against the one process's with the same
+///               sync, of the same round;
 ///   per hop     a tiny MLP, one micro-batch of 4 samples, through 8 stages and through
 ///               1: the extra step time over the 14 extra hops (7 forward, 7 backward),
 ///               which also counts each extra stage's own autograd and optimizer calls;
@@ -178,13 +179,18 @@ int main(int argc, char** argv) {
       std::vector<std::string> sets;
       std::size_t baseline;
     };
+    const std::vector<std::string> elastic{"plan.sync=elastic", "plan.options.elastic.asynchronous=true"};
     const std::vector<Runner> commands{
         {"actorpipe run (one process)", "run", {}, 0},
         {"actorpipe launch --nprocs 2", "launch --nprocs 2", {}, 0},
         {"actorpipe launch --nprocs 2 --bind none", "launch --nprocs 2 --bind none", {}, 0},
         {"actorpipe launch --nprocs 4", "launch --nprocs 4", {}, 0},
         {"actorpipe run, sync sdpipe", "run", {"plan.sync=sdpipe"}, 4},
-        {"actorpipe launch --nprocs 2, sync sdpipe", "launch --nprocs 2", {"plan.sync=sdpipe"}, 4}};
+        {"actorpipe launch --nprocs 2, sync sdpipe", "launch --nprocs 2", {"plan.sync=sdpipe"}, 4},
+        {"actorpipe run, asynchronous elastic", "run", elastic, 6},
+        {"actorpipe launch --nprocs 2, asynchronous elastic", "launch --nprocs 2", elastic, 6},
+        {"actorpipe run, parameter server", "run", {"plan.sync=parameter-server"}, 8},
+        {"actorpipe launch --nprocs 2, parameter server", "launch --nprocs 2", {"plan.sync=parameter-server"}, 8}};
     std::vector<std::vector<Rate>> measured(commands.size());
     std::vector<std::vector<double>> ratios(commands.size()); // against the baseline, same round
     for (std::uint64_t round = 0; round < rounds; ++round)

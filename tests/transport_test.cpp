@@ -20,10 +20,12 @@ using namespace actorpipe::transport;
 namespace {
 
 /// `world` ranks, joined: rank 0 hosts the store on a free port, the others connect.
-std::vector<std::unique_ptr<TensorTransport>> joined(std::size_t world, std::size_t compute_threads = 0) {
+std::vector<std::unique_ptr<TensorTransport>> joined(std::size_t world, std::size_t compute_threads = 0,
+                                                     bool follows_others = false) {
   std::vector<std::unique_ptr<TensorTransport>> ranks(world);
   TransportOptions options;
   options.compute_threads = compute_threads;
+  options.follows_others = follows_others;
   options.store = {"127.0.0.1", 0};
   options.world = world;
   options.timeout = std::chrono::seconds(30);
@@ -209,10 +211,15 @@ BOOST_AUTO_TEST_CASE(receives_posted_ahead_are_taken_in_any_order_and_one_never_
   ranks.clear();
 }
 
-BOOST_AUTO_TEST_CASE(gloos_loop_yields_to_compute_only_where_stages_crowd_the_cores) {
+BOOST_AUTO_TEST_CASE(gloos_loop_yields_to_compute_only_where_stages_crowd_the_cores_and_wait_for_each_other) {
   const std::size_t before = idle_threads();
   {
     auto ranks = joined(2);
+    BOOST_TEST(idle_threads() == before);
+  }
+  {
+    // Copies that follow the others' moves take their bytes in while the stages compute.
+    auto ranks = joined(2, 1000, true);
     BOOST_TEST(idle_threads() == before);
   }
   auto ranks = joined(2, 1000);             // a thousand stage threads: more than any machine's cores

@@ -132,7 +132,7 @@ Status TensorTransport::join() {
     // that makes it.
     std::exception_ptr failed;
     std::thread([&] {
-      if (options_.compute_threads >= train::usable_cores().size()) {
+      if (!options_.follows_others && options_.compute_threads >= train::usable_cores().size()) {
         const sched_param idle{};
         ::sched_setscheduler(0, SCHED_IDLE, &idle); // refused: the loop runs as any thread
       }
