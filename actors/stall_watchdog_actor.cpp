@@ -4,6 +4,8 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
+
 namespace actorpipe::actors {
 
 namespace {
@@ -30,7 +32,8 @@ stall_watchdog_actor::behavior_type stall_watchdog_behavior(StallWatchdog self, 
           self->quit();
           return;
         }
-        self->delayed_send(self, st.config.limit / 4, tick_atom::value);
+        // Not busier than every 10 ms, however short the limit.
+        self->delayed_send(self, std::max(st.config.limit / 4, std::chrono::milliseconds(10)), tick_atom::value);
       },
   };
 }

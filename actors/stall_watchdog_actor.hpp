@@ -1,11 +1,11 @@
 #pragma once
 
 /// The stall watchdog of the process that runs a job's stages itself (`actorpipe run`):
-/// looks at its stages' activity (stage_activity.hpp) about four times per limit, and
-/// fails the run when one has spent the limit on one piece of its own work, its thread
-/// stuck. Nothing else would: the stuck stage never answers, and the others wait for it
-/// without end. Stages in worker processes are watched through their hosts' heartbeats
-/// (heartbeat_actor.hpp).
+/// looks at its stages' activity (stage_activity.hpp) four times per limit (every 10 ms
+/// at most), and fails the run when one has spent the limit on one piece of its own
+/// work, its thread stuck. Nothing else would: the stuck stage never answers, and the
+/// others wait for it without end. Stages in worker processes are watched through their
+/// hosts' heartbeats (heartbeat_actor.hpp).
 
 #include "job_actor.hpp"
 #include "stage_activity.hpp"
