@@ -497,7 +497,12 @@ actorpipe.write_json("second.json", second)
   BOOST_TEST(contains(failed, "script.lua:2: no more"), failed);
   BOOST_TEST(contains(failed, "the run stopped after step"), failed);
   BOOST_TEST(contains(script_error(dir, "actorpipe.run(..., { step = 3 })\n", with_args({job})),
-                      "run: unknown option 'step' (steps, epochs, output, resume, pin, on_step, on_evaluation)"));
+                      "run: unknown option 'step' (steps, epochs, output, resume, pin, stall_timeout, on_step, "
+                      "on_evaluation)"));
+  BOOST_TEST(contains(script_error(dir, "actorpipe.run(..., { steps = 2, stall_timeout = -1 })\n", with_args({job})),
+                      "run: option 'stall_timeout' must be seconds from 0 to 86400"));
+  BOOST_TEST(contains(script_error(dir, "actorpipe.run(..., { stall_timeout = 'soon' })\n", with_args({job})),
+                      "run: option 'stall_timeout' must be a number, not a string"));
 }
 
 BOOST_AUTO_TEST_CASE(plots_are_drawn_and_bad_chart_data_is_named) {

@@ -147,11 +147,12 @@ struct Callbacks {
 
 /// run(job [, options]): trains the job; what `actorpipe run --json` prints.
 /// Options: steps, epochs, output (a folder in the script's; default the job's name),
-/// resume (such a folder), pin, on_step(m), on_evaluation(e).
+/// resume (such a folder), pin, stall_timeout (seconds), on_step(m), on_evaluation(e).
 Result<int> run_fn(lua_State* L) {
   constexpr const char* name = "run";
   lua_settop(L, 2);
-  ACTORPIPE_TRY(check_keys(L, 2, name, {"steps", "epochs", "output", "resume", "pin", "on_step", "on_evaluation"}));
+  ACTORPIPE_TRY(check_keys(
+      L, 2, name, {"steps", "epochs", "output", "resume", "pin", "stall_timeout", "on_step", "on_evaluation"}));
   const Ref options_ref(L, 2);
   lua_pushnil(L);
   lua_replace(L, 2); // not overrides of the job
@@ -170,6 +171,15 @@ Result<int> run_fn(lua_State* L) {
   auto pin = option(L, opts, name, "pin", LUA_TBOOLEAN);
   ACTORPIPE_TRY(pin);
   options.pin_threads = !*pin || lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  auto stall = option(L, opts, name, "stall_timeout", LUA_TNUMBER);
+  ACTORPIPE_TRY(stall);
+  if (*stall) {
+    const double seconds = lua_tonumber(L, -1);
+    if (!(seconds >= 0 && seconds <= 86400))
+      return Error::bad_input(std::string(name) + ": option 'stall_timeout' must be seconds from 0 to 86400");
+    options.stall_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
+  }
   lua_pop(L, 1);
   auto output = string_option(L, opts, name, "output");
   ACTORPIPE_TRY(output);
