@@ -140,9 +140,11 @@ Status run_worker(const WorkerOptions& options) {
   tensors.rank = order->rank;
   tensors.world = order->world;
   tensors.compute_threads = stages_here;
-  // Every copy of an asynchronous elastic centre, or of a parameter server, takes part
-  // in every move, its process's stages computing meanwhile.
-  tensors.follows_others = setup.job.elastic_period.has_value() || setup.job.staleness.has_value();
+  // Every copy of an asynchronous elastic centre, or of a parameter server that steps on
+  // each push as it comes, takes part in every move, its process's stages computing
+  // meanwhile. A server with staleness 0 gathers a push from every pipeline first: its
+  // copies meet at each step as a lockstep round's members do.
+  tensors.follows_others = setup.job.elastic_period.has_value() || (setup.job.staleness && *setup.job.staleness > 0);
   auto transport = transport::TensorTransport::open(tensors);
   ACTORPIPE_TRY(transport);
   ACTORPIPE_TRY((*transport)->join());

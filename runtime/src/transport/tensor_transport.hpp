@@ -53,8 +53,8 @@ struct TransportOptions {
   /// then waits for a core the retries take from it (docs/running.md).
   std::size_t compute_threads = 0;
   /// Whether this process joins collectives for moves its stages take no part in (its
-  /// copy of an asynchronous elastic centre, or of a parameter server, following
-  /// another process's move), at times its stages compute on. The loop must then take
+  /// copy of an asynchronous elastic centre, or of a parameter server that steps on each
+  /// push, following another process's move), at times its stages compute on. The loop must then take
   /// those bytes in while they compute, and runs as any thread however many they are:
   /// on cores the stages never leave idle, the move waited until they ran out of work.
   bool follows_others = false;
