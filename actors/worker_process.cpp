@@ -221,7 +221,8 @@ Status run_worker(const WorkerOptions& options) {
   self->monitor(host);
   self->monitor(*gate);
   self->send(*gate, ready_atom::value, order->rank, host);
-  say("rank " + std::to_string(order->rank) + " ready");
+  say("rank " + std::to_string(order->rank) + " ready (Gloo's loop " +
+      ((*transport)->loop_yields() ? "on cores its stages leave idle" : "as any thread") + ")");
   // Until the coordinator ends the run (it shuts the host down) or goes away.
   Status ended = Ok{};
   bool done = false;

@@ -104,11 +104,18 @@ std::vector<std::vector<int>> bound_cores(const std::string& err) {
 /// `job` run by `launch --nprocs N` for `steps` steps, into a folder of `dir` named
 /// after `name` and N, which it returns; a failed run fails the test case.
 std::string launched(const test::ScratchDir& dir, const std::string& job, const std::string& name, int processes,
-                     int steps) {
+                     int steps, bool follows_others = false) {
   const std::string out = (dir.path() / (name + std::to_string(processes))).string();
   const auto run = test::run_cli("launch --nprocs " + std::to_string(processes) + " " + job + " --steps " +
                                  std::to_string(steps) + " -o " + out);
   BOOST_REQUIRE_MESSAGE(run.status == 0, run.err);
+  // Each worker says where Gloo's loop runs, in a line of its own.
+  for (int rank = 1; rank <= processes; ++rank) {
+    const std::string ready = "actorpipe worker: rank " + std::to_string(rank) + " ready (Gloo's loop ";
+    BOOST_TEST((contains(run.err, ready + "as any thread)\n") ||
+                (!follows_others && contains(run.err, ready + "on cores its stages leave idle)\n"))),
+               run.err);
+  }
   return out;
 }
 
@@ -128,11 +135,14 @@ void launches_train_as_one_process(const test::ScratchDir& dir, const std::strin
 }
 
 /// `launch --nprocs 2` and `4` of `job` for a policy whose result depends on timing
-/// (pipelines stepping on their own): each run ends, and its loss falls.
-void launches_and_trains(const test::ScratchDir& dir, const std::string& job, const std::string& name) {
+/// (pipelines stepping on their own): each run ends, and its loss falls. Where every
+/// worker `follows_others` (asynchronous elastic averaging, a parameter server that
+/// steps on each push), each says that its Gloo loop runs as any thread.
+void launches_and_trains(const test::ScratchDir& dir, const std::string& job, const std::string& name,
+                         bool follows_others = false) {
   for (const int processes : {2, 4})
     BOOST_TEST_CONTEXT(processes << " worker processes") {
-      const std::string out = launched(dir, job, name, processes, 60);
+      const std::string out = launched(dir, job, name, processes, 60, follows_others);
       std::vector<double> losses;
       std::ifstream metrics(out + "/metrics.jsonl");
       for (std::string line; std::getline(metrics, line);)
@@ -316,7 +326,7 @@ BOOST_AUTO_TEST_CASE(asynchronous_elastic_averaging_runs_across_processes) {
                       dir.write("elastic.toml", text_of(job_file(dir, "1f1b")) +
                                                     "sync = \"elastic\"\n[plan.options.elastic]\nasynchronous = "
                                                     "true\ntau = 2\n"),
-                      "elastic");
+                      "elastic", true);
 }
 
 BOOST_AUTO_TEST_CASE(a_parameter_server_runs_across_processes) {
@@ -330,7 +340,7 @@ BOOST_AUTO_TEST_CASE(a_parameter_server_runs_across_processes) {
   launches_train_as_one_process(
       dir, dir.write("server-0.toml", text + "[plan.options.parameter-server]\nstaleness = 0\n"), "server-0");
   // With the default bound each push is applied as it comes: timing decides.
-  launches_and_trains(dir, dir.write("server.toml", text), "server");
+  launches_and_trains(dir, dir.write("server.toml", text), "server", true);
 }
 
 namespace {

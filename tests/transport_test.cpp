@@ -216,14 +216,18 @@ BOOST_AUTO_TEST_CASE(gloos_loop_yields_to_compute_only_where_stages_crowd_the_co
   {
     auto ranks = joined(2);
     BOOST_TEST(idle_threads() == before);
+    BOOST_TEST(!ranks[0]->loop_yields());
   }
   {
     // Copies that follow the others' moves take their bytes in while the stages compute.
     auto ranks = joined(2, 1000, true);
     BOOST_TEST(idle_threads() == before);
+    BOOST_TEST(!ranks[1]->loop_yields());
   }
   auto ranks = joined(2, 1000);             // a thousand stage threads: more than any machine's cores
   BOOST_TEST(idle_threads() == before + 2); // one loop per rank
+  BOOST_TEST(ranks[0]->loop_yields());
+  BOOST_TEST(ranks[1]->loop_yields());
 }
 
 BOOST_AUTO_TEST_CASE(a_rank_outside_the_world_is_refused) {

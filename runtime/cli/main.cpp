@@ -14,7 +14,7 @@
 namespace actorpipe::cli {
 
 int report(const Error& error) {
-  std::cerr << "actorpipe: " << error.message << "\n";
+  std::cerr << ("actorpipe: " + error.message + "\n"); // one write: a launch's workers share stderr
   return exit_status(error.code);
 }
 

@@ -56,7 +56,8 @@ int run_worker(const WorkerArguments& a) {
   options.host_name = host;
   options.connect_timeout = std::chrono::seconds(a.connect_timeout);
   options.cores = std::move(cores);
-  options.log = [](const std::string& line) { std::cerr << "actorpipe worker: " << line << "\n"; };
+  // One write a line: the workers of one launch share its standard error.
+  options.log = [](const std::string& line) { std::cerr << ("actorpipe worker: " + line + "\n"); };
   const Status done = actors::run_worker(options);
   if (!done) return report(done.error());
   return 0;

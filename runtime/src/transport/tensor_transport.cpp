@@ -50,6 +50,7 @@ struct TensorTransport::State {
   /// Receives posted and not yet taken. First, so that their buffers outlive the
   /// process groups that may still write into them.
   std::map<const Arrival*, std::shared_ptr<Arrival>> posted;
+  bool loop_yields = false; ///< Gloo's loop runs under SCHED_IDLE
   c10::intrusive_ptr<c10d::TCPStore> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> world;
   std::shared_ptr<::gloo::transport::Device> device;
@@ -134,7 +135,7 @@ Status TensorTransport::join() {
     std::thread([&] {
       if (!options_.follows_others && options_.compute_threads >= train::usable_cores().size()) {
         const sched_param idle{};
-        ::sched_setscheduler(0, SCHED_IDLE, &idle); // refused: the loop runs as any thread
+        state_->loop_yields = ::sched_setscheduler(0, SCHED_IDLE, &idle) == 0; // refused: it runs as any thread
       }
       try {
         state_->device = c10d::ProcessGroupGloo::createDeviceForHostname(options_.host);
@@ -154,6 +155,8 @@ Status TensorTransport::join() {
 }
 
 std::uint16_t TensorTransport::store_port() const { return state_->store->getPort(); }
+
+bool TensorTransport::loop_yields() const { return state_->loop_yields; }
 
 TensorTicket TensorTransport::send(const train::Payload& payload, std::size_t to) {
   torch::Tensor tensor = payload->tensor.contiguous();

@@ -78,6 +78,9 @@ public:
   std::size_t rank() const { return options_.rank; }
   std::size_t world() const { return options_.world; }
   std::uint16_t store_port() const;
+  /// Whether Gloo's loop runs only on cores the stages leave idle (SCHED_IDLE; see
+  /// TransportOptions::compute_threads), once joined.
+  bool loop_yields() const;
 
   /// Posts `payload`'s tensor (on the CPU, contiguous: a copy is made where it is not)
   /// to rank `to` and returns its ticket at once; the transport keeps the tensor until
