@@ -54,9 +54,8 @@ Result<std::unique_ptr<LocalLaunch>> LocalLaunch::prepare(const LaunchArguments&
   c.restarts = arguments.restart;
   c.tls = arguments.tls;
   c.heartbeat_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(arguments.heartbeat_timeout * 1000.0));
-  c.log = [](const std::string& line) {
-    std::cerr << ("actorpipe: " + line + "\n");
-  }; // one write: workers share stderr
+  // One write a line: the workers started here share this process's standard error.
+  c.log = [](const std::string& line) { std::cerr << ("actorpipe: " + line + "\n"); };
   const std::string token_file = launch->folder_ + "/token";
   if (auto written = launch::write_token_file(token_file, c.token); !written) return written.error();
   launch->local_ = local;
