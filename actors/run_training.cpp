@@ -116,7 +116,9 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   std::ofstream metrics(metrics_path, std::ios::app);
   if (!metrics) return Error::run_failed(metrics_path + ": cannot write");
 
-  caf::actor_system_config config;
+  // On the heap, as the system that keeps referring to it (shut_down).
+  auto config_kept = std::make_unique<caf::actor_system_config>();
+  caf::actor_system_config& config = *config_kept;
   // The stage actors compute on threads of their own; the job and
   // pipeline actors left to the scheduler are light. Idle workers block instead of
   // polling (work stealing polls every 50 µs), which would take cores from compute.
@@ -202,8 +204,10 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
     job_actor = nullptr;
     if (stage_stuck()) {
       // Its thread never ends, nor does its actor: waiting for it would hang the run.
-      // The actor system, the session, the run's setup, the traces and activities the
-      // stage may still use are left to it (RunOptions::stall_timeout).
+      // The actor system (and its config, which its threads read as they end), the
+      // session, the run's setup, the traces and activities the stage may still use are
+      // left to it (RunOptions::stall_timeout).
+      (void)config_kept.release();
       (void)system_kept.release();
       (void)traces_kept.release();
       (void)activities.release();
