@@ -38,6 +38,13 @@ struct TensorTransport::Group {
   /// large all-reduce's time (bench/transport_bench). A group's collectives run one at
   /// a time, as every member must call them in order.
   std::map<c10::ScalarType, at::Tensor> flat;
+  /// The last all-reduce's options, kept until the next: they own the unbound buffers
+  /// over its tensor, and destroying one waits, yielding, until Gloo's loop has let go
+  /// of it. Right after the collective the loop usually still holds it, preempted as it
+  /// woke the caller, and on cores the stages keep busy it ran late: each stage thread
+  /// yielded some 4,000 times a second under `launch --nprocs 2`, against 170 with the
+  /// options kept (docs/running.md, Collectives on the caller's thread).
+  std::unique_ptr<::gloo::AllreduceOptions> last;
 };
 
 struct TensorTransport::Arrival {
@@ -286,11 +293,12 @@ void TensorTransport::all_reduce_sum(Group& group, const std::vector<train::Payl
     }
   }
   try {
-    ::gloo::AllreduceOptions sum(group.context);
-    sum_into(sum, flat.front());
-    sum.setTag(group.next_tag++);
-    sum.setTimeout(options_.timeout);
-    ::gloo::allreduce(sum);
+    auto sum = std::make_unique<::gloo::AllreduceOptions>(group.context);
+    sum_into(*sum, flat.front());
+    sum->setTag(group.next_tag++);
+    sum->setTimeout(options_.timeout);
+    ::gloo::allreduce(*sum);
+    group.last = std::move(sum);
   } catch (const std::exception& e) {
     throw std::runtime_error("all-reduce in group '" + group.name + "': " + e.what());
   }
