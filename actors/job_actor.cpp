@@ -40,6 +40,7 @@ constexpr std::size_t shares_ahead = 2;
 
 struct JobState {
   std::vector<pipeline_actor> pipelines;
+  std::vector<Route> to_pipelines; ///< by pipeline: how its shares reach it (another process: as rows)
   std::vector<stage_actor> stages; ///< every pipeline's, scheduled averaging only (they settle)
   std::vector<std::uint32_t> shares;
   group_scheduler_actor scheduler;             ///< scheduled averaging only
@@ -179,11 +180,24 @@ void build(JobActor self, const JobConfig& config) {
   st.asynchronous = config.asynchronous();
   st.dealer.emplace(share_dealer(config, P));
   for (std::size_t p = 0; p < P; ++p) {
-    // A pipeline stepping on its own steps on its share's mean gradient.
-    st.pipelines.push_back(spawn_pipeline(self->system(), stages[p], plan.schedule.micro_batch_sizes,
-                                          st.asynchronous ? share : plan.batch_size, config.first_step, route(p, 0),
-                                          route(p, S - 1)));
     st.shares.push_back(share);
+    if (config.processes && p < config.processes->pipelines.size() && config.processes->pipelines[p]) {
+      // Spawned by the worker that runs all its stages, which makes its shares' rows.
+      st.pipelines.push_back(config.processes->pipelines[p]);
+      st.to_pipelines.push_back(route(p, 0));
+      watch(st.pipelines.back(),
+            "pipeline " + std::to_string(p) + " (worker process " + std::to_string(rank(p, 0)) + ")");
+      continue;
+    }
+    // A pipeline stepping on its own steps on its share's mean gradient.
+    st.pipelines.push_back(spawn_pipeline(self->system(), {stages[p],
+                                                           plan.schedule.micro_batch_sizes,
+                                                           st.asynchronous ? share : plan.batch_size,
+                                                           config.first_step,
+                                                           route(p, 0),
+                                                           route(p, S - 1),
+                                                           {}}));
+    st.to_pipelines.emplace_back();
     watch(st.pipelines.back(), "pipeline " + std::to_string(p));
   }
   const job_actor job = caf::actor_cast<job_actor>(self);
@@ -349,8 +363,19 @@ void hand(JobActor self, ShareDealer::Dealt dealt) {
   if (dealt.had_none) tell_idle(self, p, false);
   const double weight = st.shares[dealt.share.part];
   const std::uint64_t step = dealt.share.step;
-  self->request(st.pipelines[p], caf::infinite, step_atom::value, step, std::move(dealt.share.inputs),
-                std::move(dealt.share.labels))
+  // A pipeline here takes the share as it is: only rows where its stages make them.
+  const auto parcel = [route = st.to_pipelines[p]](train::Payload payload) {
+    return route.transport ? pack(std::move(payload), route) : Parcel{std::move(payload)};
+  };
+  Parcel inputs, labels;
+  try {
+    inputs = parcel(std::move(dealt.share.inputs));
+    labels = parcel(std::move(dealt.share.labels));
+  } catch (const std::exception& e) {
+    fail(self, "pipeline " + std::to_string(p) + ": " + e.what());
+    return;
+  }
+  self->request(st.pipelines[p], caf::infinite, step_atom::value, step, std::move(inputs), std::move(labels))
       .then(
           [=](double loss) {
             auto& st = self->state;

@@ -1,7 +1,8 @@
 #pragma once
 
 /// The job actor: builds the run's actors from a plan (a stage actor per pipeline ×
-/// stage, a pipeline actor per pipeline, and with several pipelines a SyncRound per
+/// stage and a pipeline actor per pipeline, but for those worker processes spawned,
+/// and with several pipelines a SyncRound per
 /// stage index or, for an asynchronous policy, the group-scheduler actor with an
 /// averager actor per stage index, or a parameter-server actor per stage index),
 /// splits each batch into a share per pipeline and answers a step once all its shares
@@ -131,6 +132,9 @@ struct JobConfig {
     /// (HostedStages::same_data): their pipelines' inputs and labels go as which rows
     /// of a batch they are, and they make them.
     std::set<std::uint64_t> same_data;
+    /// By pipeline: the one a worker spawned, as it runs all its stages and makes its
+    /// rows (HostedStages::pipelines); none: the job spawns it here.
+    std::vector<pipeline_actor> pipelines;
   };
   std::optional<Processes> processes;
 };

@@ -2,8 +2,12 @@
 
 /// The pipeline actor: cuts its share of each batch into the plan's micro-batches,
 /// feeds them to the first stage, routes their labels to the last, and answers the
-/// step with the share's mean loss once every stage has stepped.
+/// step with the share's mean loss once every stage has stepped. It runs in the process
+/// of its stages where they all run in one worker process that makes its batches'
+/// rows: a step then costs one message between the processes and its answer, not one
+/// per micro-batch and stage.
 
+#include "parcel.hpp"
 #include "protocol.hpp"
 
 #include <caf/fwd.hpp>
@@ -13,14 +17,20 @@
 
 namespace actorpipe::actors {
 
-/// `micro_batch_sizes`: the plan's, in feeding order; `batch_size`: the samples each
-/// micro-batch's loss is a share of (the whole batch over all pipelines, so that the
-/// gradients summed over the pipelines are the batch mean's; or the pipeline's own
-/// share, for a policy whose pipelines step on their own); `first_step`: the number of
-/// the pipeline's first step, which it counts on from; `to_first`, `to_last`: how
-/// inputs and labels reach the first and last stage (in another process: c10d).
-pipeline_actor spawn_pipeline(caf::actor_system& system, std::vector<stage_actor> stages,
-                              std::vector<std::uint32_t> micro_batch_sizes, std::uint32_t batch_size,
-                              std::uint64_t first_step, Route to_first = {}, Route to_last = {});
+struct PipelineConfig {
+  std::vector<stage_actor> stages;
+  std::vector<std::uint32_t> micro_batch_sizes; ///< the plan's, in feeding order
+  /// The samples each micro-batch's loss is a share of: the whole batch over all
+  /// pipelines, so that the gradients summed over the pipelines are the batch mean's;
+  /// or the pipeline's own share, for a policy whose pipelines step on their own.
+  std::uint32_t batch_size = 0;
+  std::uint64_t first_step = 1; ///< the number of the pipeline's first step, which it counts on from
+  Route to_first, to_last;      ///< how inputs and labels reach the first and last stage
+  /// Makes the rows a share's parcels name, in a worker process (JobConfig::make_rows);
+  /// within the job's process its parcels hold the tensors.
+  RowMaker make_rows;
+};
+
+pipeline_actor spawn_pipeline(caf::actor_system& system, PipelineConfig config);
 
 } // namespace actorpipe::actors

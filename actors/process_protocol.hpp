@@ -2,8 +2,8 @@
 
 /// The messages between the processes of a run (CAF's middleman carries them; tensors
 /// go through c10d as Parcels' tickets, parcel.hpp). The coordinator (rank 0) runs the
-/// job and pipeline actors; each worker process runs a stage host, which spawns the
-/// stage actors the plan's placement gives it and wires them as the job says:
+/// job actor; each worker process runs a stage host, which spawns the stage actors
+/// the plan's placement gives it and wires them as the job says:
 ///
 ///   worker ─join(token, host name, pid)→ coordinator gate ─→ the JobOrder, its rank one
 ///     whose devices the cluster file puts on that host, or on any (or an error: a
@@ -11,8 +11,10 @@
 ///     place left is refused)
 ///   worker, having loaded the job, planned it alike and joined the tensor transport
 ///     ─ready(rank, host)→ gate
-///   coordinator ─spawn→ host ─→ its stage actors, in (pipeline, stage) order, and
-///     under scheduled or asynchronous elastic averaging its averager of each stage
+///   coordinator ─spawn→ host ─→ its stage actors, in (pipeline, stage) order; the
+///     pipeline actor of each pipeline all of whose stages it runs, where it makes the
+///     batches' rows (the job then sends it a step's share as rows, and hears back once
+///     a step); and under scheduled or asynchronous elastic averaging its averager of each stage
 ///     index it holds replicas of (the coordinator's group scheduler tells them of the
 ///     groups with members there; its averager relay of a stage, of every elastic move);
 ///     with a parameter server, its copy of each stage's server (the coordinator's
@@ -101,10 +103,13 @@ struct HostedStages {
   std::vector<averager_actor> averagers;
   std::vector<server_copy_actor> servers; ///< with a parameter server: its copy of each stage's, likewise
   bool same_data = false;                 ///< its training data is the coordinator's (JobOrder::data_fingerprint)
+  /// By pipeline: the pipeline actor of each pipeline whose stages all run here, where
+  /// it makes its batches' rows (same_data); empty for the others.
+  std::vector<pipeline_actor> pipelines;
 };
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, HostedStages& x) {
-  return f(caf::meta::type_name("hosted_stages"), x.stages, x.averagers, x.servers, x.same_data);
+  return f(caf::meta::type_name("hosted_stages"), x.stages, x.averagers, x.servers, x.same_data, x.pipelines);
 }
 
 /// How the job wires one stage a worker runs: its neighbours and the ranks of their

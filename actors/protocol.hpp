@@ -41,9 +41,10 @@
 ///
 /// `n` is the run's step number: the run queues step n + 1 while step n runs, so a
 /// stage may hold inputs of both. Tensors travel as Payload handles within the job
-/// actor and pipelines, and between stages (and from a pipeline to its stages) as
-/// Parcels (parcel.hpp): between actors of one process a pointer, never a copy; to
-/// another process, a ticket for bytes that c10d carries.
+/// actor, and from the job to its pipelines, from a pipeline to its stages and between
+/// stages as Parcels (parcel.hpp): between actors of one process a pointer, never a
+/// copy; to another process, a ticket for bytes that c10d carries, or which rows of a
+/// batch they are.
 
 #include "parcel.hpp"
 #include "train/payload.hpp"
@@ -76,9 +77,13 @@ using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using settle_atom = caf::atom_constant<caf::atom("settle")>;
 using serve_atom = caf::atom_constant<caf::atom("serve")>;
 
-/// Trains one step of the whole batch (job) or of a pipeline's share (pipeline):
-/// (step, inputs, labels) → the mean loss over those samples.
+/// Trains one step of the whole batch (job): (step, inputs, labels) → the mean loss
+/// over those samples.
 using step_signature = caf::replies_to<step_atom, std::uint64_t, train::Payload, train::Payload>::with<double>;
+
+/// Trains a pipeline's share of a step, likewise. Parcels: a pipeline whose stages all
+/// run in one worker process runs there too, and is sent which rows its share is.
+using share_signature = caf::replies_to<step_atom, std::uint64_t, Parcel, Parcel>::with<double>;
 
 /// Answers once no stage has an averaging to take (scheduled averaging; at once
 /// otherwise): the run settles before it evaluates or saves the parameters.
@@ -90,7 +95,7 @@ using job_actor = caf::typed_actor<step_signature, settle_signature, caf::reacts
 /// A pipeline: steps of its share; (step, stage, Σ loss × samples) from each stage once
 /// it has stepped.
 using pipeline_actor =
-    caf::typed_actor<step_signature, caf::reacts_to<done_atom, std::uint64_t, std::uint64_t, double>>;
+    caf::typed_actor<share_signature, caf::reacts_to<done_atom, std::uint64_t, std::uint64_t, double>>;
 
 /// The group scheduler (SDPipe): asks (stage, pipeline, that pipeline's step), a
 /// pipeline's work running out or resuming (pipeline, idle), and its own timer (stage,

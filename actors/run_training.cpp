@@ -150,7 +150,8 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
                                                         coordinate->heartbeat_timeout,
                                                         std::move(spawned->averagers),
                                                         std::move(spawned->servers),
-                                                        std::move(spawned->same_data)};
+                                                        std::move(spawned->same_data),
+                                                        std::move(spawned->pipelines)};
     job_config.transport = coordination->transport.get();
   }
   job_config.time_scale = time_scale;

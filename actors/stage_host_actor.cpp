@@ -3,6 +3,7 @@
 #include "stage_host_actor.hpp"
 
 #include "averager_actor.hpp"
+#include "pipeline_actor.hpp"
 #include "server_copy_actor.hpp"
 #include "stage_actor.hpp"
 #include "sync_round.hpp"
@@ -24,12 +25,41 @@ struct StageHostState {
   std::map<std::pair<std::size_t, std::size_t>, stage_actor> stages; ///< by (pipeline, stage)
   std::vector<averager_actor> averagers;  ///< scheduled or elastic averaging: by stage index, where it holds replicas
   std::vector<server_copy_actor> servers; ///< a parameter server: its copies, likewise
+  std::vector<pipeline_actor> pipelines;  ///< by pipeline: those whose stages all run here (HostedStages)
   static inline const char* name = "stage host";
 };
 
 using StageHost = stage_host_actor::stateful_pointer<StageHostState>;
 
 bool mine(const StageHostConfig& config, std::size_t p, std::size_t s) { return config.placement[p][s] == config.rank; }
+
+/// "rank 1 runs pipeline 0 with its pipeline actor", "rank 1 runs pipelines 0, 1 with
+/// their pipeline actors", or "rank 3 runs stage 1 of pipeline 0; stage 1 of pipeline
+/// 1": what a worker's log says once it has spawned.
+std::string what_it_runs(const StageHostConfig& config, const std::vector<pipeline_actor>& pipelines) {
+  std::vector<std::size_t> whole;
+  std::string parts;
+  for (std::size_t p = 0; p < config.placement.size(); ++p) {
+    if (p < pipelines.size() && pipelines[p]) {
+      whole.push_back(p);
+      continue;
+    }
+    std::vector<std::size_t> here;
+    for (std::size_t s = 0; s < config.placement[p].size(); ++s)
+      if (mine(config, p, s)) here.push_back(s);
+    if (here.empty()) continue;
+    std::string part = here.size() == 1 ? "stage " : "stages ";
+    for (std::size_t i = 0; i < here.size(); ++i)
+      part += (i == 0 ? "" : ", ") + std::to_string(here[i]);
+    parts += (parts.empty() ? "" : "; ") + part + " of pipeline " + std::to_string(p);
+  }
+  std::string runs;
+  for (std::size_t i = 0; i < whole.size(); ++i)
+    runs += (i == 0 ? (whole.size() == 1 ? "pipeline " : "pipelines ") : ", ") + std::to_string(whole[i]);
+  if (!whole.empty()) runs += whole.size() == 1 ? " with its pipeline actor" : " with their pipeline actors";
+  if (!parts.empty()) runs += (runs.empty() ? "" : "; ") + parts;
+  return "rank " + std::to_string(config.rank) + " runs " + (runs.empty() ? "no stage" : runs);
+}
 
 /// The stages of this process, wired: routes to neighbours elsewhere go through the
 /// transport; the replicas of a stage index here share a sync round, whose sync (the
@@ -61,7 +91,7 @@ void wire(StageHost self, const std::vector<StageWiring>& wirings) {
     StageLinks links;
     links.previous = w.previous;
     links.next = w.next;
-    links.pipeline = w.owner;
+    links.pipeline = w.pipeline < st.pipelines.size() && st.pipelines[w.pipeline] ? st.pipelines[w.pipeline] : w.owner;
     links.job = w.job;
     links.sync = rounds.count(w.stage) ? rounds[w.stage] : nullptr;
     if (links.sync) links.replicas = replicas[w.stage];
@@ -83,6 +113,8 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
       if (averager) self->send_exit(averager, exit.reason);
     for (const server_copy_actor& server : self->state.servers)
       if (server) self->send_exit(server, exit.reason);
+    for (const pipeline_actor& pipeline : self->state.pipelines)
+      if (pipeline) self->send_exit(pipeline, exit.reason);
     self->quit(exit.reason);
   });
   return {
@@ -137,6 +169,28 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
           spawned.servers = st.servers;
         }
         spawned.same_data = static_cast<bool>(job.make_rows);
+        // A pipeline whose stages all run here runs here too, where it makes its rows:
+        // its stages' reports and its micro-batches then stay in this process.
+        st.pipelines.resize(P);
+        for (std::size_t p = 0; p < P && spawned.same_data; ++p) {
+          std::vector<stage_actor> stages;
+          for (std::size_t s = 0; s < S && mine(st.config, p, s); ++s)
+            stages.push_back(st.stages[{p, s}]);
+          if (stages.size() < S) continue;
+          std::uint32_t share = 0;
+          for (auto n : job.plan.schedule.micro_batch_sizes)
+            share += n;
+          st.pipelines[p] = spawn_pipeline(
+              self->system(), {std::move(stages),
+                               job.plan.schedule.micro_batch_sizes,
+                               job.asynchronous() ? share : static_cast<std::uint32_t>(job.plan.batch_size),
+                               job.first_step,
+                               {},
+                               {},
+                               job.make_rows});
+        }
+        spawned.pipelines = st.pipelines;
+        if (st.config.say) st.config.say(what_it_runs(st.config, st.pipelines));
         return spawned;
       },
       [=](wire_atom, const std::vector<StageWiring>& wirings) {
@@ -182,6 +236,8 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
           if (averager) self->send_exit(averager, caf::exit_reason::user_shutdown);
         for (const server_copy_actor& server : self->state.servers)
           if (server) self->send_exit(server, caf::exit_reason::user_shutdown);
+        for (const pipeline_actor& pipeline : self->state.pipelines)
+          if (pipeline) self->send_exit(pipeline, caf::exit_reason::user_shutdown);
         self->quit();
         return true;
       },

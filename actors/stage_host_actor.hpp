@@ -14,6 +14,8 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <string>
 #include <vector>
 
 namespace actorpipe::actors {
@@ -26,6 +28,8 @@ struct StageHostConfig {
   transport::TensorTransport* transport = nullptr;
   std::vector<StageTrace>* traces = nullptr;       ///< p · S + s, as the job config's
   std::deque<StageActivity>* activities = nullptr; ///< likewise; none: nothing to watch
+  /// The worker's log: as it spawns them, the host says what it runs.
+  std::function<void(const std::string&)> say;
 };
 
 stage_host_actor spawn_stage_host(caf::actor_system& system, StageHostConfig config);

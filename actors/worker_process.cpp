@@ -217,7 +217,7 @@ Status run_worker(const WorkerOptions& options) {
     setup.job.inject_failure = InjectedFailure{order->inject_stage, order->inject_step,
                                                static_cast<InjectedFailure::Effect>(order->inject_effect)};
   stage_host_actor host = spawn_stage_host(
-      system, {&setup, &session, order->rank, order->placement, transport->get(), &traces, &activities});
+      system, {&setup, &session, order->rank, order->placement, transport->get(), &traces, &activities, say});
   self->monitor(host);
   self->monitor(*gate);
   self->send(*gate, ready_atom::value, order->rank, host);

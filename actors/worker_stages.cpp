@@ -57,6 +57,9 @@ Result<RemoteStages> spawn_remote_stages(caf::actor_system& system, Coordination
               remote.averagers[rank] = std::move(spawned.averagers);
               remote.servers[rank] = std::move(spawned.servers);
               if (spawned.same_data) remote.same_data.insert(rank);
+              remote.pipelines.resize(plan.pipelines);
+              for (std::size_t p = 0; p < spawned.pipelines.size() && p < plan.pipelines; ++p)
+                if (spawned.pipelines[p]) remote.pipelines[p] = std::move(spawned.pipelines[p]);
             },
             [&](caf::error& e) {
               error = Error::run_failed("worker " + std::to_string(rank) +

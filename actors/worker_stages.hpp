@@ -43,6 +43,7 @@ struct RemoteStages {
   std::map<std::uint64_t, std::vector<averager_actor>> averagers;  ///< by rank: HostedStages::averagers
   std::map<std::uint64_t, std::vector<server_copy_actor>> servers; ///< by rank: HostedStages::servers
   std::set<std::uint64_t> same_data;                               ///< ranks: HostedStages::same_data
+  std::vector<pipeline_actor> pipelines; ///< by pipeline: HostedStages::pipelines (empty: none there)
 };
 
 /// Has each worker's host spawn its stages (and averagers).

@@ -9,6 +9,7 @@
 #include "group_scheduler_actor.hpp"
 #include "job_actor.hpp"
 #include "parameter_server_actor.hpp"
+#include "pipeline_actor.hpp"
 #include "server_copy_actor.hpp"
 #include "share_dealer.hpp"
 #include "stage_actor.hpp"
@@ -105,7 +106,7 @@ job_actor::behavior_type job_double(job_actor::pointer, std::vector<std::string>
 /// Answers no step; takes the stages' reports (which the tests `expect`).
 pipeline_actor::behavior_type pipeline_double(pipeline_actor::pointer) {
   return {
-      [](step_atom, std::uint64_t, train::Payload&, train::Payload&) -> caf::result<double> {
+      [](step_atom, std::uint64_t, Parcel&, Parcel&) -> caf::result<double> {
         return caf::make_error(caf::sec::unexpected_message);
       },
       [](done_atom, std::uint64_t, std::uint64_t, double) {},
@@ -853,6 +854,78 @@ CAF_TEST(only_a_parcels_ticket_crosses_processes) {
   std::vector<char> refused;
   caf::binary_serializer local_sink{nullptr, refused};
   CAF_CHECK(local_sink(parcel(1)) == caf::sec::invalid_argument);
+}
+
+CAF_TEST(a_pipeline_sent_which_rows_its_share_is_makes_them_and_feeds_its_stages_their_micro_batches) {
+  // As in a worker: its share comes as rows (as over the wire), its stages get pointers.
+  const Schedule gpipe = gpipe_schedule(2, {1, 1});
+  auto first = stage(0, 0, gpipe);
+  auto last = stage(0, 1, gpipe);
+  std::vector<train::BatchRows> made;
+  PipelineConfig config;
+  config.stages = {first, last};
+  config.micro_batch_sizes = {1, 1};
+  config.batch_size = 4;
+  // Row r of the data is r, its label r + 100.
+  config.make_rows = [&made](const train::BatchRows& rows) -> train::Payload {
+    made.push_back(rows);
+    const auto first = static_cast<double>(rows.first);
+    return train::wrap(torch::arange(first, first + rows.count, torch::kFloat64).view({-1, 1}) +
+                       (rows.labels ? 100 : 0));
+  };
+  pipeline_actor pipeline = spawn_pipeline(sys, config);
+  spawned.push_back(caf::actor_cast<caf::actor>(pipeline));
+  for (std::size_t s = 0; s < 2; ++s)
+    self->send(config.stages[s], connect_atom::value,
+               StageLinks{s > 0 ? first : stage_actor{},
+                          s == 0 ? last : stage_actor{},
+                          pipeline,
+                          nullptr,
+                          {},
+                          group_scheduler_actor{},
+                          job});
+  run();
+  const auto as_rows = [](bool labels) {
+    Parcel rows;
+    rows.remote = true;
+    rows.by_rows = true;
+    rows.rows = {2, 5, 10, 2, labels};
+    return rows;
+  };
+  self->send(pipeline, step_atom::value, std::uint64_t{1}, as_rows(false), as_rows(true));
+  run();
+  CAF_REQUIRE_EQUAL(made.size(), 2u);
+  CAF_CHECK(made[0] == (train::BatchRows{2, 5, 10, 2, false}));
+  CAF_CHECK(made[1] == (train::BatchRows{2, 5, 10, 2, true}));
+  // Micro-batch m is row 10 + m, through both stages.
+  for (std::size_t m = 0; m < 2; ++m)
+    for (std::size_t s = 0; s < 2; ++s) {
+      CAF_REQUIRE(fake(0, s).seen.count(m));
+      CAF_CHECK_EQUAL(fake(0, s).seen[m]->tensor.item<double>(), 10.0 + m);
+    }
+  CAF_CHECK_EQUAL(log, (std::vector<std::string>{"p0s0 F0", "p0s0 F1", "p0s1 F0", "p0s1 F1", "p0s1 B0", "p0s1 B1",
+                                                 "p0s1 step", "p0s0 B0", "p0s0 B1", "p0s0 step"}));
+  CAF_CHECK(failures.empty());
+}
+
+CAF_TEST(a_pipeline_without_rows_to_make_them_from_refuses_the_step) {
+  PipelineConfig config;
+  config.stages = {stage(0, 0, gpipe_schedule(1, {1}))};
+  config.micro_batch_sizes = {1};
+  config.batch_size = 1;
+  pipeline_actor pipeline = spawn_pipeline(sys, config);
+  spawned.push_back(caf::actor_cast<caf::actor>(pipeline));
+  Parcel rows;
+  rows.remote = true;
+  rows.by_rows = true;
+  rows.rows = {0, 0, 0, 1, false};
+  std::optional<std::string> refused;
+  auto answer = self->request(pipeline, caf::infinite, step_atom::value, std::uint64_t{1}, rows, rows);
+  run();
+  answer.receive([](double) {}, [&](caf::error& e) { refused = sys.render(e); });
+  CAF_REQUIRE(refused.has_value());
+  CAF_CHECK(refused->find("making its share of a batch") != std::string::npos);
+  CAF_CHECK(log.empty());
 }
 
 CAF_TEST(a_tensor_from_another_process_without_a_transport_fails_the_stage_by_name) {

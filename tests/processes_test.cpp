@@ -101,10 +101,15 @@ std::vector<std::vector<int>> bound_cores(const std::string& err) {
   return shares;
 }
 
+/// Where a launch wrote its output, and what it said on stderr.
+struct Launched {
+  std::string out, err;
+};
+
 /// `job` run by `launch --nprocs N` for `steps` steps, into a folder of `dir` named
-/// after `name` and N, which it returns; a failed run fails the test case.
-std::string launched(const test::ScratchDir& dir, const std::string& job, const std::string& name, int processes,
-                     int steps, bool follows_others = false) {
+/// after `name` and N; a failed run fails the test case.
+Launched launched(const test::ScratchDir& dir, const std::string& job, const std::string& name, int processes,
+                  int steps, bool follows_others = false) {
   const std::string out = (dir.path() / (name + std::to_string(processes))).string();
   const auto run = test::run_cli("launch --nprocs " + std::to_string(processes) + " " + job + " --steps " +
                                  std::to_string(steps) + " -o " + out);
@@ -116,7 +121,24 @@ std::string launched(const test::ScratchDir& dir, const std::string& job, const 
                 (!follows_others && contains(run.err, ready + "on cores its stages leave idle)\n"))),
                run.err);
   }
-  return out;
+  return {out, run.err};
+}
+
+/// What each of a launch's `processes` workers said it runs (its stderr `err`). With 2
+/// workers each runs whole pipelines, their pipeline actors too: the job sends each a
+/// step's share as rows, once. With 4 and a job of 2 pipelines, each runs a stage and
+/// the job the pipelines.
+void workers_say_what_they_run(const std::string& err, int processes) {
+  for (int rank = 1; rank <= processes; ++rank) {
+    const std::regex said("actorpipe worker: rank " + std::to_string(rank) + " runs ([^\n]*)\n");
+    std::smatch line;
+    BOOST_TEST_REQUIRE(std::regex_search(err, line, said), err);
+    if (processes == 2)
+      BOOST_TEST(std::regex_match(line[1].str(), std::regex("pipelines? [0-9, ]+ with (its|their) pipeline actors?")),
+                 line[1]);
+    if (processes == 4 && contains(err, "2 stages × 2 pipelines"))
+      BOOST_TEST(std::regex_match(line[1].str(), std::regex("stage [01] of pipeline [01]")), line[1]);
+  }
 }
 
 /// `job` (2 stages) for 10 steps under `actorpipe run`, then under `launch` with 2 and
@@ -128,9 +150,10 @@ void launches_train_as_one_process(const test::ScratchDir& dir, const std::strin
   BOOST_REQUIRE_MESSAGE(reference.status == 0, reference.err);
   for (const int processes : {2, 4})
     BOOST_TEST_CONTEXT(processes << " worker processes") {
-      const std::string out = launched(dir, job, name, processes, 10);
-      BOOST_TEST(test::relative_difference(test::checkpoint_parameters(out + "/checkpoint.pt", 2),
+      const Launched run = launched(dir, job, name, processes, 10);
+      BOOST_TEST(test::relative_difference(test::checkpoint_parameters(run.out + "/checkpoint.pt", 2),
                                            test::checkpoint_parameters(one + "/checkpoint.pt", 2)) < 1e-5);
+      workers_say_what_they_run(run.err, processes);
     }
 }
 
@@ -142,7 +165,7 @@ void launches_and_trains(const test::ScratchDir& dir, const std::string& job, co
                          bool follows_others = false) {
   for (const int processes : {2, 4})
     BOOST_TEST_CONTEXT(processes << " worker processes") {
-      const std::string out = launched(dir, job, name, processes, 60, follows_others);
+      const std::string out = launched(dir, job, name, processes, 60, follows_others).out;
       std::vector<double> losses;
       std::ifstream metrics(out + "/metrics.jsonl");
       for (std::string line; std::getline(metrics, line);)
@@ -228,6 +251,7 @@ BOOST_AUTO_TEST_CASE(launched_workers_train_as_one_process_does) {
         BOOST_TEST(contains(run.err, "starting " + std::to_string(processes) + " workers"));
         BOOST_TEST(contains(run.out, "trained 10 steps"));
         BOOST_TEST(test::relative_difference(test::checkpoint_parameters(out + "/checkpoint.pt", 2), reference) < 1e-5);
+        workers_say_what_they_run(run.err, processes);
         // One trace, a process track per worker, each with its stages' spans.
         std::set<std::string> workers;
         for (int rank = 1; rank <= processes; ++rank)
