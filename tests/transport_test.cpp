@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <numeric>
 #include <thread>
 
 #include <sched.h>
@@ -164,6 +165,27 @@ BOOST_AUTO_TEST_CASE(a_group_sums_each_element_type_one_collective_after_another
     BOOST_TEST(refused[r].find("Bool") != std::string::npos, refused[r]);
     BOOST_TEST(refused[r].find("stage-0") != std::string::npos, refused[r]);
   }
+}
+
+BOOST_AUTO_TEST_CASE(groups_of_two_three_and_four_sum_every_element_whichever_way_gloo_goes) {
+  // 2 and 4 members halve and double, 3 go round the ring; an odd length leaves the
+  // chunks uneven.
+  for (const std::size_t members : {2u, 3u, 4u})
+    BOOST_TEST_CONTEXT(members << " members") {
+      auto ranks = joined(members);
+      const std::int64_t length = (1 << 18) + 3;
+      std::vector<torch::Tensor> held(members);
+      each_rank(members, [&](std::size_t r) {
+        std::vector<std::size_t> all(members);
+        std::iota(all.begin(), all.end(), std::size_t{0});
+        auto group = ranks[r]->group("stage-0", all);
+        held[r] = torch::arange(length, torch::kFloat64).mul(double(r + 1));
+        ranks[r]->all_reduce_sum(*group, {train::wrap(held[r])});
+      });
+      const double factor = static_cast<double>(members * (members + 1) / 2);
+      for (std::size_t r = 0; r < members; ++r)
+        BOOST_TEST(torch::equal(held[r], torch::arange(length, torch::kFloat64).mul(factor)), "rank " << r);
+    }
 }
 
 BOOST_AUTO_TEST_CASE(tensors_that_lie_one_after_another_in_one_buffer_are_summed_there) {

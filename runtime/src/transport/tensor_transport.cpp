@@ -297,6 +297,13 @@ void TensorTransport::all_reduce_sum(Group& group, const std::vector<train::Payl
     sum_into(*sum, flat.front());
     sum->setTag(group.next_tag++);
     sum->setTimeout(options_.timeout);
+    // A group of 2^k members halves and doubles: k exchanges each way, not the ring's
+    // 2(n − 1) segments, for the same bytes. Each segment the caller waits for is a
+    // wake-up of Gloo's loop and of the caller, which on cores the stages keep busy
+    // cost more than the ring's overlap of sums with transfers saves
+    // (docs/running.md, Collectives on the caller's thread).
+    const auto members = static_cast<unsigned>(group.context->size);
+    if ((members & (members - 1)) == 0) sum->setAlgorithm(::gloo::AllreduceOptions::Algorithm::BCUBE);
     ::gloo::allreduce(*sum);
     group.last = std::move(sum);
   } catch (const std::exception& e) {
