@@ -35,8 +35,9 @@ std::string trace_of(const std::vector<StageTrace>& traces, const Plan& plan, co
                  (placement ? "pipeline " + std::to_string(t.pipeline) + ", " : std::string()) + "stage " +
                      std::to_string(t.stage) + " (" + cluster.devices[device].name + ")");
     for (const auto& span : t.spans) {
-      // Sync and the optimizer step are the whole step's, not a micro-batch's.
-      const bool whole_step = span.kind == SpanKind::sync || span.kind == SpanKind::step;
+      // Sync, the optimizer step and stuck work are the whole step's, not a micro-batch's.
+      const bool whole_step =
+          span.kind == SpanKind::sync || span.kind == SpanKind::step || span.kind == SpanKind::stuck;
       const char* kind = to_string(span.kind);
       trace.span(pid, tid, std::string(kind) + (whole_step ? "" : " " + std::to_string(span.micro_batch)), kind,
                  span.start_us * time_scale, span.duration_us * time_scale, span.step,
@@ -44,6 +45,21 @@ std::string trace_of(const std::vector<StageTrace>& traces, const Plan& plan, co
     }
   }
   return trace.finish();
+}
+
+std::vector<StageTrace> traces_of_stuck_run(const std::vector<StageTrace>& traces,
+                                            const std::deque<StageActivity>& activities, Clock::time_point origin,
+                                            Clock::time_point now, std::chrono::milliseconds limit) {
+  std::vector<StageTrace> copies(traces.begin(), traces.end()); // each under its record's lock
+  for (std::size_t i = 0; i < copies.size() && i < activities.size(); ++i) {
+    const StageActivity& activity = activities[i];
+    const std::int64_t since = activity.busy_since_ns.load(std::memory_order_acquire);
+    const Clock::time_point began{Clock::duration(since)};
+    if (since == 0 || now - began < limit) continue;
+    copies[i].spans.push_back({SpanKind::stuck, activity.step.load(std::memory_order_relaxed), 0,
+                               microseconds_since(origin, began), microseconds_since(began, now)});
+  }
+  return copies;
 }
 
 std::string metrics_up_to(const std::string& path, std::uint64_t step) {

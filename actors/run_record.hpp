@@ -1,15 +1,18 @@
 #pragma once
 
 /// What a run leaves for its users besides the parameters, made from what it recorded:
-/// the Perfetto trace of its stage actors' spans, and the metrics file a resumed run
-/// starts from.
+/// the Perfetto trace of its stage actors' spans (also of a run a stuck stage ended),
+/// and the metrics file a resumed run starts from.
 
+#include "stage_activity.hpp"
 #include "stage_trace.hpp"
 
 #include <actorpipe/cluster_spec.hpp>
 #include <actorpipe/plan.hpp>
 
+#include <chrono>
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -20,6 +23,14 @@ namespace actorpipe::actors {
 /// Times are modelled time: wall time × `time_scale`.
 std::string trace_of(const std::vector<StageTrace>& traces, const Plan& plan, const ClusterSpec& cluster,
                      double time_scale, const std::vector<std::vector<std::uint64_t>>* placement);
+
+/// Copies of `traces` as they are now, where a stage's thread is stuck at its work and
+/// its actor never ends: each stage that `activities` (p · S + s, as the traces) shows
+/// busy for `limit` or longer at `now` gains a `stuck` span from when it began its work
+/// to `now`, with the step it was at.
+std::vector<StageTrace> traces_of_stuck_run(const std::vector<StageTrace>& traces,
+                                            const std::deque<StageActivity>& activities, Clock::time_point origin,
+                                            Clock::time_point now, std::chrono::milliseconds limit);
 
 /// The lines of a run's metrics.jsonl up to and including step `step`: what a resume
 /// from a checkpoint at that step keeps. A line cut short by a killed process, and the

@@ -82,6 +82,7 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   for (actors::StageTrace& t : traces)
     t.keep_steps = job.output.trace_steps;
   auto activities = std::make_unique<std::deque<actors::StageActivity>>(plan.pipelines * plan.stages.size());
+  std::deque<actors::StageActivity>* activity_records = activities.get(); // still there once left to a stuck stage
   auto prepared = actors::prepare_run(job, plan, options, session);
   ACTORPIPE_TRY(prepared);
   actors::RunSetup& setup = **prepared;
@@ -392,15 +393,18 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   // The job shuts down every actor it built.
   shut_down();
   metrics.close();
-  // A stuck stage's actors never all end: their spans cannot be read.
-  if (stage_stuck())
-    return Error::run_failed((error ? error->message : "a stage's thread is stuck") +
-                             "; trace.json is not written: the stuck stage's record of its spans is still in use");
-  if (auto s = write_file_atomically(
-          options.output_dir + "/trace.json",
-          actors::trace_of(traces, plan, job.cluster, time_scale, placement ? &*placement : nullptr));
+  // A stuck stage's actors never all end: the trace is made of their records as they
+  // are, with the work the stuck stage never finished.
+  const bool stuck = stage_stuck();
+  const std::vector<actors::StageTrace> stuck_traces =
+      stuck ? actors::traces_of_stuck_run(traces, *activity_records, origin, Clock::now(), options.stall_timeout)
+            : std::vector<actors::StageTrace>{};
+  if (auto s = write_file_atomically(options.output_dir + "/trace.json",
+                                     actors::trace_of(stuck ? stuck_traces : traces, plan, job.cluster, time_scale,
+                                                      placement ? &*placement : nullptr));
       !s && !error)
     error = std::move(s).error();
+  if (stuck) return Error::run_failed(error ? error->message : "a stage's thread is stuck");
   if (error) return *std::move(error);
   summary.steps = progress.step;
   summary.epochs = progress.epoch;

@@ -203,8 +203,7 @@ void transfer(StageActor self, const stage_actor& neighbour, const Route& route,
 /// After a forward: the most activations the stage has held at once, for the run's
 /// summary.
 void note_stash(StageState& st) {
-  if (st.config.trace)
-    st.config.trace->peak_stashed = std::max(st.config.trace->peak_stashed, st.config.computation->stashed());
+  if (st.config.trace) st.config.trace->held(st.config.computation->stashed());
 }
 
 void run_action(StageActor self, const Action& a, TakenIn taken) {
