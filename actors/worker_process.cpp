@@ -192,6 +192,14 @@ Status run_worker(const WorkerOptions& options) {
          [&](std::size_t s, const std::vector<std::size_t>& pipelines, const std::vector<train::Payload>& tensors) {
            const std::vector<std::size_t> ranks = ranks_of(s, pipelines);
            if (ranks.size() > 1) (*transport)->all_reduce_sum(*group_of(s, ranks), tensors);
+         },
+         [&](std::size_t s, std::size_t p) -> std::size_t { return order->placement[p][s]; },
+         [&](std::size_t s, const std::vector<std::size_t>& pipelines, std::size_t root,
+             const std::vector<train::Payload>& tensors) {
+           const std::vector<std::size_t> ranks = ranks_of(s, pipelines);
+           const auto at = std::find(ranks.begin(), ranks.end(), order->placement[root][s]);
+           if (ranks.size() > 1 && at != ranks.end())
+             (*transport)->broadcast(*group_of(s, ranks), static_cast<std::size_t>(at - ranks.begin()), tensors);
          }});
 
   std::vector<StageTrace> traces(P * S);

@@ -397,6 +397,49 @@ private:
   std::uint64_t round_ = 0;
 };
 
+/// One of the processes that threads play: its session and its run's setup, made from
+/// `p` (`prepare`, where given, changes the session first).
+struct PlayedProcess {
+  std::unique_ptr<train::Session> session;
+  std::unique_ptr<actors::RunSetup> setup;
+};
+
+PlayedProcess played(const test::MeasuredPlan& p, const std::function<void(train::Session&)>& prepare = {}) {
+  PlayedProcess made;
+  auto opened = train::Session::open(p.job, p.plan);
+  REQUIRE_OK(opened);
+  made.session = std::move(*opened);
+  if (prepare) prepare(*made.session);
+  auto prepared = actors::prepare_run(p.job, p.plan, RunOptions{}, *made.session);
+  REQUIRE_OK(prepared);
+  made.setup = std::move(*prepared);
+  return made;
+}
+
+/// A replica's parameters, copied.
+std::vector<torch::Tensor> parameters_of(train::StageWorker& replica) {
+  std::vector<torch::Tensor> copied;
+  for (const torch::Tensor& t : replica.impl().parameters)
+    copied.push_back(t.detach().clone());
+  return copied;
+}
+
+/// What `side`'s policy trains of stage s, copied: with_model() puts it (an elastic
+/// centre, a server's weights) in pipeline 0's replica for the while.
+std::vector<torch::Tensor> model_of(PlayedProcess& side, std::size_t s) {
+  std::vector<torch::Tensor> copied;
+  side.setup->sync->with_model([&] { copied = parameters_of(side.session->worker(0, s)); });
+  return copied;
+}
+
+/// Equal to the bit, and not empty.
+bool same_tensors(const std::vector<torch::Tensor>& x, const std::vector<torch::Tensor>& y) {
+  bool equal = x.size() == y.size() && !x.empty();
+  for (std::size_t i = 0; equal && i < x.size(); ++i)
+    equal = torch::equal(x[i], y[i]);
+  return equal;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_CASE(asynchronous_elastic_centres_in_two_processes_move_as_one) {
@@ -411,25 +454,16 @@ BOOST_AUTO_TEST_CASE(asynchronous_elastic_centres_in_two_processes_move_as_one) 
   other_seed.job.seed += 1;
   auto different = train::Session::open(other_seed, p.plan);
   REQUIRE_OK(different);
-  struct Process {
-    std::unique_ptr<train::Session> session;
-    std::unique_ptr<actors::RunSetup> setup;
-  };
+  // Pipeline 1 starts elsewhere than pipeline 0 (and the centre, made from pipeline 0).
   const auto process = [&] {
-    Process made;
-    auto opened = train::Session::open(p.job, p.plan);
-    REQUIRE_OK(opened);
-    made.session = std::move(*opened);
-    // Pipeline 1 starts elsewhere than pipeline 0 (and the centre, made from pipeline 0).
-    for (std::size_t s = 0; s < p.plan.stages.size(); ++s)
-      made.session->worker(1, s).load_state_bytes((*different)->worker(0, s).state_bytes());
-    auto prepared = actors::prepare_run(p.job, p.plan, RunOptions{}, *made.session);
-    REQUIRE_OK(prepared);
-    made.setup = std::move(*prepared);
+    PlayedProcess made = played(p, [&](train::Session& session) {
+      for (std::size_t s = 0; s < p.plan.stages.size(); ++s)
+        session.worker(1, s).load_state_bytes((*different)->worker(0, s).state_bytes());
+    });
     BOOST_REQUIRE(made.setup->job.elastic_period);
     return made;
   };
-  Process one = process(), a = process(), b = process();
+  PlayedProcess one = process(), a = process(), b = process();
   std::vector<TwoSidedSum> sums(p.plan.stages.size());
   for (auto [side, pipeline] : {std::pair{&a, std::size_t{0}}, std::pair{&b, std::size_t{1}}})
     side->setup->sync->span_processes({[pipeline = pipeline](std::size_t, std::size_t q) { return q == pipeline; },
@@ -447,31 +481,106 @@ BOOST_AUTO_TEST_CASE(asynchronous_elastic_centres_in_two_processes_move_as_one) 
       move(*a.setup->sync, s, pipeline, pipeline == 0);
       other.join();
     }
-  // Parameters, copied: with_model() puts the centre in pipeline 0's replica for the while.
-  const auto parameters = [](train::StageWorker& replica) {
-    std::vector<torch::Tensor> copied;
-    for (const torch::Tensor& t : replica.impl().parameters)
-      copied.push_back(t.detach().clone());
-    return copied;
-  };
-  const auto centre = [&](Process& side, std::size_t s) {
-    std::vector<torch::Tensor> copied;
-    side.setup->sync->with_model([&] { copied = parameters(side.session->worker(0, s)); });
-    return copied;
-  };
-  const auto same = [](const std::vector<torch::Tensor>& x, const std::vector<torch::Tensor>& y) {
-    bool equal = x.size() == y.size() && !x.empty();
-    for (std::size_t i = 0; equal && i < x.size(); ++i)
-      equal = torch::equal(x[i], y[i]);
-    return equal;
-  };
   for (std::size_t s = 0; s < p.plan.stages.size(); ++s)
     BOOST_TEST_CONTEXT("stage " << s) {
-      BOOST_TEST(same(centre(a, s), centre(one, s)));
-      BOOST_TEST(same(centre(b, s), centre(one, s)));
-      BOOST_TEST(!same(centre(one, s), parameters(one.session->worker(0, s)))); // the centre moved
-      BOOST_TEST(same(parameters(a.session->worker(0, s)), parameters(one.session->worker(0, s))));
-      BOOST_TEST(same(parameters(b.session->worker(1, s)), parameters(one.session->worker(1, s))));
+      BOOST_TEST(same_tensors(model_of(a, s), model_of(one, s)));
+      BOOST_TEST(same_tensors(model_of(b, s), model_of(one, s)));
+      BOOST_TEST(!same_tensors(model_of(one, s), parameters_of(one.session->worker(0, s)))); // the centre moved
+      BOOST_TEST(same_tensors(parameters_of(a.session->worker(0, s)), parameters_of(one.session->worker(0, s))));
+      BOOST_TEST(same_tensors(parameters_of(b.session->worker(1, s)), parameters_of(one.session->worker(1, s))));
+    }
+}
+
+namespace {
+
+/// Two processes' broadcast, played by two threads: each call waits for the other
+/// side's, and the side that is not the root gets the root's tensors.
+class TwoSidedBroadcast {
+public:
+  void operator()(const std::vector<train::Payload>& mine, bool root) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!first_) {
+      first_ = &mine;
+      first_root_ = root;
+      const std::uint64_t round = round_;
+      met_.wait(lock, [&] { return round_ != round; });
+      return;
+    }
+    const auto& from = root ? mine : *first_;
+    const auto& to = root ? *first_ : mine;
+    for (std::size_t i = 0; i < mine.size(); ++i)
+      to[i]->tensor.copy_(from[i]->tensor);
+    roots_ += (root ? 1 : 0) + (first_root_ ? 1 : 0);
+    first_ = nullptr;
+    ++round_;
+    met_.notify_all();
+  }
+  std::uint64_t rounds() const { return round_; }
+  std::uint64_t roots() const { return roots_; } ///< one a round, where both sides agree
+
+private:
+  std::mutex mutex_;
+  std::condition_variable met_;
+  const std::vector<train::Payload>* first_ = nullptr;
+  bool first_root_ = false;
+  std::uint64_t round_ = 0, roots_ = 0;
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_parameter_servers_copies_in_two_processes_step_as_one_on_pushes_sent_from_their_pushers) {
+  // Pipeline 0's replica in process A, pipeline 1's in B, each keeping a copy of each
+  // stage's server; one process's run holds both. A push from one process's pipelines
+  // alone goes from there to the other as it is (no sum with the other's zeros); a push
+  // from both is summed. Every copy, and each pusher, ends as in the one process, to the
+  // bit.
+  test::ScratchDir dir;
+  const auto p = test::quick_plan(dir, text_of(job_file(dir, "1f1b")) + "sync = \"parameter-server\"\n");
+  const auto process = [&] {
+    PlayedProcess made = played(p);
+    BOOST_REQUIRE(made.setup->job.staleness);
+    return made;
+  };
+  PlayedProcess one = process(), a = process(), b = process();
+  const std::size_t S = p.plan.stages.size();
+  std::vector<TwoSidedSum> sums(S);
+  std::vector<TwoSidedBroadcast> broadcasts(S);
+  for (auto [side, pipeline] : {std::pair{&a, std::size_t{0}}, std::pair{&b, std::size_t{1}}})
+    side->setup->sync->span_processes(
+        {[pipeline = pipeline](std::size_t, std::size_t q) { return q == pipeline; },
+         [&sums](std::size_t s, const std::vector<std::size_t>&, const std::vector<train::Payload>& t) { sums[s](t); },
+         [](std::size_t, std::size_t q) { return q; },
+         [&broadcasts, pipeline = pipeline](std::size_t s, const std::vector<std::size_t>&, std::size_t root,
+                                            const std::vector<train::Payload>& t) {
+           broadcasts[s](t, root == pipeline);
+         }});
+  // Pipeline q's gradient of push k: its own values, on every replica that holds it.
+  const auto push = [](PlayedProcess& side, std::size_t s, std::size_t q, int k) {
+    for (torch::Tensor& parameter : side.session->worker(q, s).impl().parameters)
+      parameter.mutable_grad() = torch::full_like(parameter, 0.01 * (k + 1) * (q + 1));
+  };
+  const std::vector<std::vector<std::size_t>> decisions{{0}, {1}, {0, 1}, {1}};
+  for (std::size_t s = 0; s < S; ++s)
+    for (std::size_t k = 0; k < decisions.size(); ++k) {
+      for (const std::size_t q : decisions[k]) {
+        push(one, s, q, static_cast<int>(k));
+        push(q == 0 ? a : b, s, q, static_cast<int>(k));
+      }
+      one.setup->sync->serve(s, decisions[k]);
+      std::thread other([&] { b.setup->sync->serve(s, decisions[k]); });
+      a.setup->sync->serve(s, decisions[k]);
+      other.join();
+    }
+  for (std::size_t s = 0; s < S; ++s)
+    BOOST_TEST_CONTEXT("stage " << s) {
+      // Three pushes from one process each went as a broadcast (gradients, then which
+      // parameters had one), from the pusher's side; the one from both, as sums.
+      BOOST_TEST(broadcasts[s].rounds() == 6u);
+      BOOST_TEST(broadcasts[s].roots() == 6u);
+      BOOST_TEST(same_tensors(model_of(a, s), model_of(one, s)));
+      BOOST_TEST(same_tensors(model_of(b, s), model_of(one, s)));
+      BOOST_TEST(same_tensors(parameters_of(a.session->worker(0, s)), parameters_of(one.session->worker(0, s))));
+      BOOST_TEST(same_tensors(parameters_of(b.session->worker(1, s)), parameters_of(one.session->worker(1, s))));
     }
 }
 

@@ -188,6 +188,34 @@ BOOST_AUTO_TEST_CASE(groups_of_two_three_and_four_sum_every_element_whichever_wa
     }
 }
 
+BOOST_AUTO_TEST_CASE(a_broadcast_gives_every_member_the_roots_tensors_of_any_type) {
+  auto ranks = joined(3);
+  // Member 1 of the group (rank 2) is the root; tensors apart, of two types, and a
+  // tensor alone.
+  std::vector<std::vector<torch::Tensor>> held(3);
+  std::vector<std::string> refused(3);
+  each_rank(3, [&](std::size_t r) {
+    if (r == 1) return;
+    auto group = ranks[r]->group("stage-0", {0, 2});
+    const float mark = r == 2 ? 7.0f : -1.0f;
+    held[r] = {torch::full({2, 3}, mark), torch::full({5}, mark).to(torch::kInt64),
+               torch::arange(1 << 16, torch::kFloat64).mul(double(mark))};
+    ranks[r]->broadcast(*group, 1, {train::wrap(held[r][0]), train::wrap(held[r][1])});
+    ranks[r]->broadcast(*group, 1, {train::wrap(held[r][2])});
+    try {
+      ranks[r]->broadcast(*group, 2, {train::wrap(held[r][0])});
+    } catch (const std::logic_error& e) {
+      refused[r] = e.what();
+    }
+  });
+  for (std::size_t r : {0u, 2u}) {
+    BOOST_TEST(torch::equal(held[r][0], torch::full({2, 3}, 7.0f)), "rank " << r);
+    BOOST_TEST(torch::equal(held[r][1], torch::full({5}, 7, torch::kInt64)), "rank " << r);
+    BOOST_TEST(torch::equal(held[r][2], torch::arange(1 << 16, torch::kFloat64).mul(7.0)), "rank " << r);
+    BOOST_TEST(refused[r].find("no member 2") != std::string::npos, refused[r]);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(tensors_that_lie_one_after_another_in_one_buffer_are_summed_there) {
   // A stage's gradient buckets: views of one buffer, in order, go as that buffer.
   const torch::Tensor buffer = torch::arange(11, torch::kFloat32);

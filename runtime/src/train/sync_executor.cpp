@@ -7,6 +7,7 @@
 #include "sync/stepping.hpp"
 
 #include <numeric>
+#include <set>
 #include <stdexcept>
 
 namespace actorpipe::train {
@@ -233,9 +234,20 @@ void SyncExecutor::serve(std::size_t stage, const std::vector<std::size_t>& push
   }
   if (!across_) return servers_[stage]->serve(group, batch_share_);
   // Every process with replicas of the stage keeps a copy of its server and steps it
-  // on every push, in one order.
-  servers_[stage]->serve(group, batch_share_,
-                         [&](const std::vector<Payload>& tensors) { across_->sum(stage, every_pipeline(), tensors); });
+  // on every push, in one order, on the pushers' gradients summed over the processes.
+  // Pushers of one process alone: theirs are the sum, sent from there as they are.
+  std::set<std::size_t> from;
+  if (across_->process && across_->broadcast)
+    for (const std::size_t p : pushers)
+      from.insert(across_->process(stage, p));
+  const std::vector<std::size_t> every = every_pipeline();
+  if (from.size() == 1)
+    servers_[stage]->serve(group, batch_share_, [&](const std::vector<Payload>& tensors) {
+      across_->broadcast(stage, every, pushers.front(), tensors);
+    });
+  else
+    servers_[stage]->serve(group, batch_share_,
+                           [&](const std::vector<Payload>& tensors) { across_->sum(stage, every, tensors); });
 }
 
 void SyncExecutor::with_model(const std::function<void()>& use) {

@@ -8,11 +8,13 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <gloo/allreduce.h>
+#include <gloo/broadcast.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 
 #include <deque>
 #include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -38,13 +40,14 @@ struct TensorTransport::Group {
   /// large all-reduce's time (bench/transport_bench). A group's collectives run one at
   /// a time, as every member must call them in order.
   std::map<c10::ScalarType, at::Tensor> flat;
-  /// The last all-reduce's options, kept until the next: they own the unbound buffers
+  /// The last collective's options, kept until the next: they own the unbound buffers
   /// over its tensor, and destroying one waits, yielding, until Gloo's loop has let go
   /// of it. Right after the collective the loop usually still holds it, preempted as it
   /// woke the caller, and on cores the stages keep busy it ran late: each stage thread
   /// yielded some 4,000 times a second under `launch --nprocs 2`, against 170 with the
   /// options kept (docs/running.md, Collectives on the caller's thread).
-  std::unique_ptr<::gloo::AllreduceOptions> last;
+  std::unique_ptr<::gloo::AllreduceOptions> last_sum;
+  std::unique_ptr<::gloo::BroadcastOptions> last_broadcast;
 };
 
 struct TensorTransport::Arrival {
@@ -265,59 +268,97 @@ train::Payload TensorTransport::as_one_buffer(const std::vector<train::Payload>&
   return train::wrap(first.as_strided({next - first.storage_offset()}, {1}, first.storage_offset()));
 }
 
+namespace {
+
+/// Runs `collective` on `tensors` as one flat 1-D tensor: where they already lie one
+/// after the other in one buffer (a stage's gradient buckets), or a lone one, that;
+/// else `group`'s buffer for their element type, copied into before and out of after.
+/// One collective over one buffer, however many tensors (a stage's parameters): Gloo
+/// pays its latency per collective, which costs more than the copies (measured in
+/// bench/transport_bench). The caller holds the group's lock.
+void as_flat(TensorTransport::Group& group, const std::vector<train::Payload>& tensors,
+             const std::function<void(at::Tensor&)>& collective);
+
+} // namespace
+
 void TensorTransport::all_reduce_sum(Group& group, const std::vector<train::Payload>& tensors) {
   if (tensors.empty()) return;
   std::lock_guard<std::mutex> lock(group.calling); // its flat buffer too
-  // One collective over one flat buffer, however many tensors (a stage's parameters):
-  // Gloo's ring pays its latency per collective, which costs more than the copies in
-  // and out (measured in bench/transport_bench). Tensors that already lie one after
-  // the other in one buffer (a stage's gradient buckets), or a lone one, go as they are.
-  std::vector<at::Tensor> flat;
-  const train::Payload whole = as_one_buffer(tensors);
-  const bool in_place = whole != nullptr;
-  if (in_place) {
-    flat.push_back(whole->tensor);
-  } else {
-    std::int64_t total = 0;
-    for (const auto& payload : tensors)
-      total += payload->tensor.numel();
-    at::Tensor& kept = group.flat[tensors.front()->tensor.scalar_type()];
-    if (!kept.defined() || kept.numel() < total) kept = torch::empty({total}, tensors.front()->tensor.options());
-    flat.push_back(kept.narrow(0, 0, total));
-    torch::NoGradGuard no_grad;
-    std::int64_t at = 0;
-    for (const auto& payload : tensors) {
-      const at::Tensor& from = payload->tensor;
-      flat.front().narrow(0, at, from.numel()).view_as(from).copy_(from);
-      at += from.numel();
+  as_flat(group, tensors, [&](at::Tensor& flat) {
+    try {
+      auto sum = std::make_unique<::gloo::AllreduceOptions>(group.context);
+      sum_into(*sum, flat);
+      sum->setTag(group.next_tag++);
+      sum->setTimeout(options_.timeout);
+      // A group of 2^k members halves and doubles: k exchanges each way, not the ring's
+      // 2(n − 1) segments, for the same bytes. Each segment the caller waits for is a
+      // wake-up of Gloo's loop and of the caller, which on cores the stages keep busy
+      // cost more than the ring's overlap of sums with transfers saves
+      // (docs/running.md, Collectives on the caller's thread).
+      const auto members = static_cast<unsigned>(group.context->size);
+      if ((members & (members - 1)) == 0) sum->setAlgorithm(::gloo::AllreduceOptions::Algorithm::BCUBE);
+      ::gloo::allreduce(*sum);
+      group.last_sum = std::move(sum);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("all-reduce in group '" + group.name + "': " + e.what());
     }
+  });
+}
+
+void TensorTransport::broadcast(Group& group, std::size_t root, const std::vector<train::Payload>& tensors) {
+  if (tensors.empty()) return;
+  if (root >= static_cast<std::size_t>(group.context->size))
+    throw std::logic_error("group '" + group.name + "' has no member " + std::to_string(root) + " to broadcast from");
+  std::lock_guard<std::mutex> lock(group.calling);
+  as_flat(group, tensors, [&](at::Tensor& flat) {
+    try {
+      // Bytes: the root's are the others', whatever their type.
+      auto copy = std::make_unique<::gloo::BroadcastOptions>(group.context);
+      copy->setOutput(static_cast<std::uint8_t*>(flat.data_ptr()), static_cast<std::size_t>(flat.nbytes()));
+      copy->setRoot(static_cast<int>(root));
+      copy->setTag(group.next_tag++);
+      copy->setTimeout(options_.timeout);
+      ::gloo::broadcast(*copy);
+      group.last_broadcast = std::move(copy);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("broadcast in group '" + group.name + "': " + e.what());
+    }
+  });
+}
+
+namespace {
+
+void as_flat(TensorTransport::Group& group, const std::vector<train::Payload>& tensors,
+             const std::function<void(at::Tensor&)>& collective) {
+  const train::Payload whole = TensorTransport::as_one_buffer(tensors);
+  if (whole) {
+    at::Tensor flat = whole->tensor;
+    collective(flat);
+    return;
   }
-  try {
-    auto sum = std::make_unique<::gloo::AllreduceOptions>(group.context);
-    sum_into(*sum, flat.front());
-    sum->setTag(group.next_tag++);
-    sum->setTimeout(options_.timeout);
-    // A group of 2^k members halves and doubles: k exchanges each way, not the ring's
-    // 2(n − 1) segments, for the same bytes. Each segment the caller waits for is a
-    // wake-up of Gloo's loop and of the caller, which on cores the stages keep busy
-    // cost more than the ring's overlap of sums with transfers saves
-    // (docs/running.md, Collectives on the caller's thread).
-    const auto members = static_cast<unsigned>(group.context->size);
-    if ((members & (members - 1)) == 0) sum->setAlgorithm(::gloo::AllreduceOptions::Algorithm::BCUBE);
-    ::gloo::allreduce(*sum);
-    group.last = std::move(sum);
-  } catch (const std::exception& e) {
-    throw std::runtime_error("all-reduce in group '" + group.name + "': " + e.what());
-  }
-  if (in_place) return;
+  std::int64_t total = 0;
+  for (const auto& payload : tensors)
+    total += payload->tensor.numel();
+  at::Tensor& kept = group.flat[tensors.front()->tensor.scalar_type()];
+  if (!kept.defined() || kept.numel() < total) kept = torch::empty({total}, tensors.front()->tensor.options());
+  at::Tensor flat = kept.narrow(0, 0, total);
   torch::NoGradGuard no_grad;
   std::int64_t at = 0;
   for (const auto& payload : tensors) {
+    const at::Tensor& from = payload->tensor;
+    flat.narrow(0, at, from.numel()).view_as(from).copy_(from);
+    at += from.numel();
+  }
+  collective(flat);
+  at = 0;
+  for (const auto& payload : tensors) {
     torch::Tensor target = payload->tensor;
-    target.copy_(flat.front().narrow(0, at, target.numel()).view_as(target));
+    target.copy_(flat.narrow(0, at, target.numel()).view_as(target));
     at += target.numel();
   }
 }
+
+} // namespace
 
 void TensorTransport::flush() {
   std::deque<c10::intrusive_ptr<c10d::Work>> in_flight;

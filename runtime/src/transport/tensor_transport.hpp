@@ -110,9 +110,14 @@ public:
   /// place. Same shapes, same order on every member.
   void all_reduce_sum(Group& group, const std::vector<train::Payload>& tensors);
 
+  /// Gives every member of `group` the `tensors` of its member `root` (an index among
+  /// the group's ranks), in place. Same shapes, same order on every member.
+  void broadcast(Group& group, std::size_t root, const std::vector<train::Payload>& tensors);
+
   /// The tensors as one 1-D tensor, where each lies right after the one before in one
   /// buffer (a stage's gradient buckets, train/gradient_buckets.hpp); empty where they
-  /// do not. all_reduce_sum() sums such tensors in that buffer, with no copies.
+  /// do not. all_reduce_sum() and broadcast() move such tensors in that buffer, with no
+  /// copies.
   static train::Payload as_one_buffer(const std::vector<train::Payload>& tensors);
 
   /// Blocks until every send posted so far is delivered (before the process ends).
