@@ -397,6 +397,39 @@ private:
   std::uint64_t round_ = 0;
 };
 
+/// Two processes' broadcast, played by two threads: each call waits for the other
+/// side's, and the side that is not the root gets the root's tensors.
+class TwoSidedBroadcast {
+public:
+  void operator()(const std::vector<train::Payload>& mine, bool root) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!first_) {
+      first_ = &mine;
+      first_root_ = root;
+      const std::uint64_t round = round_;
+      met_.wait(lock, [&] { return round_ != round; });
+      return;
+    }
+    const auto& from = root ? mine : *first_;
+    const auto& to = root ? *first_ : mine;
+    for (std::size_t i = 0; i < mine.size(); ++i)
+      to[i]->tensor.copy_(from[i]->tensor);
+    roots_ += (root ? 1 : 0) + (first_root_ ? 1 : 0);
+    first_ = nullptr;
+    ++round_;
+    met_.notify_all();
+  }
+  std::uint64_t rounds() const { return round_; }
+  std::uint64_t roots() const { return roots_; } ///< one a round, where both sides agree
+
+private:
+  std::mutex mutex_;
+  std::condition_variable met_;
+  const std::vector<train::Payload>* first_ = nullptr;
+  bool first_root_ = false;
+  std::uint64_t round_ = 0, roots_ = 0;
+};
+
 /// One of the processes that threads play: its session and its run's setup, made from
 /// `p` (`prepare`, where given, changes the session first).
 struct PlayedProcess {
@@ -445,7 +478,7 @@ bool same_tensors(const std::vector<torch::Tensor>& x, const std::vector<torch::
 BOOST_AUTO_TEST_CASE(asynchronous_elastic_centres_in_two_processes_move_as_one) {
   // Pipeline 0's replica in process A, pipeline 1's in B, each keeping a copy of the
   // stage's centre; one process's run holds both. Each pipeline moves with the centre
-  // in turn: the mover sums its move into the other's copy (which follows), so both
+  // in turn: the mover sends its move to the other's copy (which follows), so both
   // copies, and each replica, end as in the one process, to the bit.
   test::ScratchDir dir;
   const auto p = test::quick_plan(dir, text_of(job_file(dir, "1f1b")) +
@@ -465,10 +498,16 @@ BOOST_AUTO_TEST_CASE(asynchronous_elastic_centres_in_two_processes_move_as_one) 
   };
   PlayedProcess one = process(), a = process(), b = process();
   std::vector<TwoSidedSum> sums(p.plan.stages.size());
+  std::vector<TwoSidedBroadcast> broadcasts(p.plan.stages.size());
   for (auto [side, pipeline] : {std::pair{&a, std::size_t{0}}, std::pair{&b, std::size_t{1}}})
-    side->setup->sync->span_processes({[pipeline = pipeline](std::size_t, std::size_t q) { return q == pipeline; },
-                                       [&sums](std::size_t s, const std::vector<std::size_t>&,
-                                               const std::vector<train::Payload>& t) { sums[s](t); }});
+    side->setup->sync->span_processes(
+        {[pipeline = pipeline](std::size_t, std::size_t q) { return q == pipeline; },
+         [&sums](std::size_t s, const std::vector<std::size_t>&, const std::vector<train::Payload>& t) { sums[s](t); },
+         [](std::size_t, std::size_t q) { return q; },
+         [&broadcasts, pipeline = pipeline](std::size_t s, const std::vector<std::size_t>&, std::size_t root,
+                                            const std::vector<train::Payload>& t) {
+           broadcasts[s](t, root == pipeline);
+         }});
   const auto move = [](train::SyncExecutor& sync, std::size_t s, std::size_t pipeline, bool mine) {
     if (mine) sync.snapshot(s, pipeline);
     sync.average(s, {pipeline});
@@ -483,6 +522,9 @@ BOOST_AUTO_TEST_CASE(asynchronous_elastic_centres_in_two_processes_move_as_one) 
     }
   for (std::size_t s = 0; s < p.plan.stages.size(); ++s)
     BOOST_TEST_CONTEXT("stage " << s) {
+      // Each of the three moves went from the mover's side to the other's.
+      BOOST_TEST(broadcasts[s].rounds() == 3u);
+      BOOST_TEST(broadcasts[s].roots() == 3u);
       BOOST_TEST(same_tensors(model_of(a, s), model_of(one, s)));
       BOOST_TEST(same_tensors(model_of(b, s), model_of(one, s)));
       BOOST_TEST(!same_tensors(model_of(one, s), parameters_of(one.session->worker(0, s)))); // the centre moved
@@ -490,43 +532,6 @@ BOOST_AUTO_TEST_CASE(asynchronous_elastic_centres_in_two_processes_move_as_one) 
       BOOST_TEST(same_tensors(parameters_of(b.session->worker(1, s)), parameters_of(one.session->worker(1, s))));
     }
 }
-
-namespace {
-
-/// Two processes' broadcast, played by two threads: each call waits for the other
-/// side's, and the side that is not the root gets the root's tensors.
-class TwoSidedBroadcast {
-public:
-  void operator()(const std::vector<train::Payload>& mine, bool root) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (!first_) {
-      first_ = &mine;
-      first_root_ = root;
-      const std::uint64_t round = round_;
-      met_.wait(lock, [&] { return round_ != round; });
-      return;
-    }
-    const auto& from = root ? mine : *first_;
-    const auto& to = root ? *first_ : mine;
-    for (std::size_t i = 0; i < mine.size(); ++i)
-      to[i]->tensor.copy_(from[i]->tensor);
-    roots_ += (root ? 1 : 0) + (first_root_ ? 1 : 0);
-    first_ = nullptr;
-    ++round_;
-    met_.notify_all();
-  }
-  std::uint64_t rounds() const { return round_; }
-  std::uint64_t roots() const { return roots_; } ///< one a round, where both sides agree
-
-private:
-  std::mutex mutex_;
-  std::condition_variable met_;
-  const std::vector<train::Payload>* first_ = nullptr;
-  bool first_root_ = false;
-  std::uint64_t round_ = 0, roots_ = 0;
-};
-
-} // namespace
 
 BOOST_AUTO_TEST_CASE(a_parameter_servers_copies_in_two_processes_step_as_one_on_pushes_sent_from_their_pushers) {
   // Pipeline 0's replica in process A, pipeline 1's in B, each keeping a copy of each

@@ -190,10 +190,15 @@ void SyncExecutor::average(std::size_t stage, const std::vector<std::size_t>& pi
     ElasticCentre& centre = *centres_.at(stage);
     if (!across_) return snapshots_.at(stage).at(p).move_with(centre, *elastic_alpha_);
     // Every process with replicas of the stage keeps a copy of its centre and hears of
-    // every move, in one order: the mover's process sums its move in, the others
-    // nothing.
+    // every move, in one order: the mover's process sends its move to the others (or,
+    // without a broadcast, sums it in, the others adding nothing).
     const std::vector<std::size_t> every = every_pipeline();
-    const SumAcross across = [&](const std::vector<Payload>& tensors) { across_->sum(stage, every, tensors); };
+    const SumAcross across = [&](const std::vector<Payload>& tensors) {
+      if (across_->broadcast)
+        across_->broadcast(stage, every, p, tensors);
+      else
+        across_->sum(stage, every, tensors);
+    };
     if (across_->local(stage, p))
       snapshots_.at(stage).at(p).move_with(centre, *elastic_alpha_, across);
     else

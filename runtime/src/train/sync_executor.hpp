@@ -51,9 +51,10 @@ public:
   /// (ad-psgd's pairs too) or elastic move (every process keeping a copy of the stage's
   /// centre); so do scheduled averaging's groups (average(), called by the averager of
   /// each process that holds a member).
-  /// A parameter server's push from one process's pipelines alone goes from there to
-  /// the others as it is (`broadcast`, from the process of `root`'s replica), where the
-  /// sum would add the others' zeros; `process` says whose a replica is.
+  /// An asynchronous elastic move, and a parameter server's push from one process's
+  /// pipelines alone, go from there to the others as they are (`broadcast`, from the
+  /// process of `root`'s replica), where the sum would add the others' zeros; `process`
+  /// says whose a replica is.
   struct Across {
     std::function<bool(std::size_t stage, std::size_t pipeline)> local;
     std::function<void(std::size_t stage, const std::vector<std::size_t>& pipelines, const std::vector<Payload>&)> sum;
