@@ -449,6 +449,21 @@ PlayedProcess played(const test::MeasuredPlan& p, const std::function<void(train
   return made;
 }
 
+/// `a` holds pipeline 0's replicas, `b` pipeline 1's: their sums and broadcasts across
+/// the two, by stage, go through `sums` and `broadcasts`.
+void span_two_processes(PlayedProcess& a, PlayedProcess& b, std::vector<TwoSidedSum>& sums,
+                        std::vector<TwoSidedBroadcast>& broadcasts) {
+  for (auto [side, pipeline] : {std::pair{&a, std::size_t{0}}, std::pair{&b, std::size_t{1}}})
+    side->setup->sync->span_processes(
+        {[pipeline = pipeline](std::size_t, std::size_t q) { return q == pipeline; },
+         [&sums](std::size_t s, const std::vector<std::size_t>&, const std::vector<train::Payload>& t) { sums[s](t); },
+         [](std::size_t, std::size_t q) { return q; },
+         [&broadcasts, pipeline = pipeline](std::size_t s, const std::vector<std::size_t>&, std::size_t root,
+                                            const std::vector<train::Payload>& t) {
+           broadcasts[s](t, root == pipeline);
+         }});
+}
+
 /// A replica's parameters, copied.
 std::vector<torch::Tensor> parameters_of(train::StageWorker& replica) {
   std::vector<torch::Tensor> copied;
@@ -499,15 +514,7 @@ BOOST_AUTO_TEST_CASE(asynchronous_elastic_centres_in_two_processes_move_as_one) 
   PlayedProcess one = process(), a = process(), b = process();
   std::vector<TwoSidedSum> sums(p.plan.stages.size());
   std::vector<TwoSidedBroadcast> broadcasts(p.plan.stages.size());
-  for (auto [side, pipeline] : {std::pair{&a, std::size_t{0}}, std::pair{&b, std::size_t{1}}})
-    side->setup->sync->span_processes(
-        {[pipeline = pipeline](std::size_t, std::size_t q) { return q == pipeline; },
-         [&sums](std::size_t s, const std::vector<std::size_t>&, const std::vector<train::Payload>& t) { sums[s](t); },
-         [](std::size_t, std::size_t q) { return q; },
-         [&broadcasts, pipeline = pipeline](std::size_t s, const std::vector<std::size_t>&, std::size_t root,
-                                            const std::vector<train::Payload>& t) {
-           broadcasts[s](t, root == pipeline);
-         }});
+  span_two_processes(a, b, sums, broadcasts);
   const auto move = [](train::SyncExecutor& sync, std::size_t s, std::size_t pipeline, bool mine) {
     if (mine) sync.snapshot(s, pipeline);
     sync.average(s, {pipeline});
@@ -550,15 +557,7 @@ BOOST_AUTO_TEST_CASE(a_parameter_servers_copies_in_two_processes_step_as_one_on_
   const std::size_t S = p.plan.stages.size();
   std::vector<TwoSidedSum> sums(S);
   std::vector<TwoSidedBroadcast> broadcasts(S);
-  for (auto [side, pipeline] : {std::pair{&a, std::size_t{0}}, std::pair{&b, std::size_t{1}}})
-    side->setup->sync->span_processes(
-        {[pipeline = pipeline](std::size_t, std::size_t q) { return q == pipeline; },
-         [&sums](std::size_t s, const std::vector<std::size_t>&, const std::vector<train::Payload>& t) { sums[s](t); },
-         [](std::size_t, std::size_t q) { return q; },
-         [&broadcasts, pipeline = pipeline](std::size_t s, const std::vector<std::size_t>&, std::size_t root,
-                                            const std::vector<train::Payload>& t) {
-           broadcasts[s](t, root == pipeline);
-         }});
+  span_two_processes(a, b, sums, broadcasts);
   // Pipeline q's gradient of push k: its own values, on every replica that holds it.
   const auto push = [](PlayedProcess& side, std::size_t s, std::size_t q, int k) {
     for (torch::Tensor& parameter : side.session->worker(q, s).impl().parameters)
