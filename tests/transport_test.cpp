@@ -190,18 +190,20 @@ BOOST_AUTO_TEST_CASE(groups_of_two_three_and_four_sum_every_element_whichever_wa
 
 BOOST_AUTO_TEST_CASE(a_broadcast_gives_every_member_the_roots_tensors_of_any_type) {
   auto ranks = joined(3);
-  // Member 1 of the group (rank 2) is the root; tensors apart, of two types, and a
-  // tensor alone.
+  // Member 1 of the group (rank 2) is the root: two float tensors apart, then an
+  // int64 one, then a large float64 one alone.
   std::vector<std::vector<torch::Tensor>> held(3);
   std::vector<std::string> refused(3);
   each_rank(3, [&](std::size_t r) {
     if (r == 1) return;
     auto group = ranks[r]->group("stage-0", {0, 2});
-    const float mark = r == 2 ? 7.0f : -1.0f;
-    held[r] = {torch::full({2, 3}, mark), torch::full({5}, mark).to(torch::kInt64),
+    const std::int64_t mark = r == 2 ? 7 : -1;
+    held[r] = {torch::full({2, 3}, float(mark)), torch::full({5}, float(mark)),
+               torch::full({4}, (std::int64_t{1} << 40) + mark, torch::kInt64),
                torch::arange(1 << 16, torch::kFloat64).mul(double(mark))};
     ranks[r]->broadcast(*group, 1, {train::wrap(held[r][0]), train::wrap(held[r][1])});
     ranks[r]->broadcast(*group, 1, {train::wrap(held[r][2])});
+    ranks[r]->broadcast(*group, 1, {train::wrap(held[r][3])});
     try {
       ranks[r]->broadcast(*group, 2, {train::wrap(held[r][0])});
     } catch (const std::logic_error& e) {
@@ -210,8 +212,9 @@ BOOST_AUTO_TEST_CASE(a_broadcast_gives_every_member_the_roots_tensors_of_any_typ
   });
   for (std::size_t r : {0u, 2u}) {
     BOOST_TEST(torch::equal(held[r][0], torch::full({2, 3}, 7.0f)), "rank " << r);
-    BOOST_TEST(torch::equal(held[r][1], torch::full({5}, 7, torch::kInt64)), "rank " << r);
-    BOOST_TEST(torch::equal(held[r][2], torch::arange(1 << 16, torch::kFloat64).mul(7.0)), "rank " << r);
+    BOOST_TEST(torch::equal(held[r][1], torch::full({5}, 7.0f)), "rank " << r);
+    BOOST_TEST(torch::equal(held[r][2], torch::full({4}, (std::int64_t{1} << 40) + 7, torch::kInt64)), "rank " << r);
+    BOOST_TEST(torch::equal(held[r][3], torch::arange(1 << 16, torch::kFloat64).mul(7.0)), "rank " << r);
     BOOST_TEST(refused[r].find("no member 2") != std::string::npos, refused[r]);
   }
 }

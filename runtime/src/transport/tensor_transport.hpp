@@ -106,12 +106,13 @@ public:
   struct Group;
   std::shared_ptr<Group> group(const std::string& name, const std::vector<std::size_t>& ranks);
 
-  /// Sums each of `tensors` over the members of `group` (this rank one of them), in
-  /// place. Same shapes, same order on every member.
+  /// Sums each of `tensors` (of one element type) over the members of `group` (this
+  /// rank one of them), in place. Same shapes, same order on every member.
   void all_reduce_sum(Group& group, const std::vector<train::Payload>& tensors);
 
-  /// Gives every member of `group` the `tensors` of its member `root` (an index among
-  /// the group's ranks), in place. Same shapes, same order on every member.
+  /// Gives every member of `group` the `tensors` (of one element type, any) of its
+  /// member `root` (an index among the group's ranks), in place. Same shapes, same
+  /// order on every member.
   void broadcast(Group& group, std::size_t root, const std::vector<train::Payload>& tensors);
 
   /// The tensors as one 1-D tensor, where each lies right after the one before in one
