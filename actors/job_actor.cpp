@@ -99,6 +99,23 @@ std::vector<std::vector<std::optional<int>>> stage_cores(const JobConfig& config
   return cores;
 }
 
+PipelineConfig pipeline_config(const JobConfig& config, std::vector<stage_actor> stages, Route to_first,
+                               Route to_last) {
+  PipelineConfig pipeline;
+  pipeline.stages = std::move(stages);
+  pipeline.micro_batch_sizes = config.plan.schedule.micro_batch_sizes;
+  std::uint32_t share = 0;
+  for (auto n : pipeline.micro_batch_sizes)
+    share += n;
+  // A pipeline stepping on its own steps on its share's mean gradient.
+  pipeline.batch_size = config.asynchronous() ? share : static_cast<std::uint32_t>(config.plan.batch_size);
+  pipeline.first_step = config.first_step;
+  pipeline.to_first = to_first;
+  pipeline.to_last = to_last;
+  pipeline.make_rows = config.make_rows;
+  return pipeline;
+}
+
 StageConfig stage_config(const JobConfig& config, std::size_t p, std::size_t s, std::optional<int> core) {
   const Plan& plan = config.plan;
   const std::size_t P = plan.pipelines, S = plan.stages.size();
@@ -189,14 +206,8 @@ void build(JobActor self, const JobConfig& config) {
             "pipeline " + std::to_string(p) + " (worker process " + std::to_string(rank(p, 0)) + ")");
       continue;
     }
-    // A pipeline stepping on its own steps on its share's mean gradient.
-    st.pipelines.push_back(spawn_pipeline(self->system(), {stages[p],
-                                                           plan.schedule.micro_batch_sizes,
-                                                           st.asynchronous ? share : plan.batch_size,
-                                                           config.first_step,
-                                                           route(p, 0),
-                                                           route(p, S - 1),
-                                                           {}}));
+    st.pipelines.push_back(
+        spawn_pipeline(self->system(), pipeline_config(config, stages[p], route(p, 0), route(p, S - 1))));
     st.to_pipelines.emplace_back();
     watch(st.pipelines.back(), "pipeline " + std::to_string(p));
   }

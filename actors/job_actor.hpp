@@ -14,6 +14,7 @@
 /// job down shuts down all of them.
 
 #include "injected_failure.hpp"
+#include "pipeline_actor.hpp"
 #include "process_protocol.hpp"
 #include "protocol.hpp"
 #include "share_dealer.hpp"
@@ -156,5 +157,12 @@ std::vector<std::vector<std::optional<int>>> stage_cores(const JobConfig& config
 /// (stage_cores()): the job builds its stages from it, and so does a worker process the
 /// stages it hosts.
 StageConfig stage_config(const JobConfig& config, std::size_t p, std::size_t s, std::optional<int> core);
+
+/// What a pipeline over `stages` is, in the run `config` describes, with its inputs and
+/// labels reaching its first and last stage as `to_first` and `to_last` say: the job
+/// builds its pipelines from it, and so does a worker that runs all of a pipeline's
+/// stages (which makes its rows: JobConfig::make_rows).
+PipelineConfig pipeline_config(const JobConfig& config, std::vector<stage_actor> stages, Route to_first = {},
+                               Route to_last = {});
 
 } // namespace actorpipe::actors

@@ -3,6 +3,7 @@
 #include "stage_host_actor.hpp"
 
 #include "averager_actor.hpp"
+#include "job_actor.hpp"
 #include "pipeline_actor.hpp"
 #include "server_copy_actor.hpp"
 #include "stage_actor.hpp"
@@ -176,18 +177,8 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
           std::vector<stage_actor> stages;
           for (std::size_t s = 0; s < S && mine(st.config, p, s); ++s)
             stages.push_back(st.stages[{p, s}]);
-          if (stages.size() < S) continue;
-          std::uint32_t share = 0;
-          for (auto n : job.plan.schedule.micro_batch_sizes)
-            share += n;
-          st.pipelines[p] = spawn_pipeline(
-              self->system(), {std::move(stages),
-                               job.plan.schedule.micro_batch_sizes,
-                               job.asynchronous() ? share : static_cast<std::uint32_t>(job.plan.batch_size),
-                               job.first_step,
-                               {},
-                               {},
-                               job.make_rows});
+          if (stages.size() == S)
+            st.pipelines[p] = spawn_pipeline(self->system(), pipeline_config(job, std::move(stages)));
         }
         spawned.pipelines = st.pipelines;
         if (st.config.say) st.config.say(what_it_runs(st.config, st.pipelines));
