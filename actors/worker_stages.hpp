@@ -46,7 +46,8 @@ struct RemoteStages {
   std::vector<pipeline_actor> pipelines; ///< by pipeline: HostedStages::pipelines (empty: none there)
 };
 
-/// Has each worker's host spawn its stages (and averagers).
+/// Has each worker's host spawn its stages (and averagers, server copies, and the pipeline
+/// actors of the pipelines whole there).
 Result<RemoteStages> spawn_remote_stages(caf::actor_system& system, Coordination& coordination,
                                          const std::vector<std::vector<std::uint64_t>>& placement, const Plan& plan);
 
