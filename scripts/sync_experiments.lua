@@ -10,6 +10,8 @@
 --       auto 0.6
 --   actorpipe script scripts/sync_experiments.lua configs/experiments/gpt-hetero.toml 120 \
 --       allreduce,sdpipe,elastic:asynchronous=true:alpha=0.25+afp+tuned,parameter-server,ad-psgd auto 2.8
+--   actorpipe script scripts/sync_experiments.lua configs/experiments/fashion-mnist-hetero.toml 600 \
+--       allreduce,sdpipe,allreduce+tuned,sdpipe+tuned auto 0.6
 --
 -- 600 steps are 1.3 epochs of the CNN's data: after 300, the final accuracy of a policy
 -- whose pipelines step alone still moved by about a point from one run to the next.
@@ -22,7 +24,12 @@
 -- `[plan.options.NAME]` would set them), `+SCHEDULER` (the job's scheduler otherwise)
 -- and `+tuned` (the number of pipelines, and so of stages in each, and of micro-batches
 -- "auto", chosen by measured runs of 24 steps: plan.tune = "profile"):
--- `elastic:asynchronous=true+afp+tuned` is AvgPipe's combination.
+-- `elastic:asynchronous=true+afp+tuned` is AvgPipe's combination. A tuned policy is
+-- compared with the first policy as the job plans it, and with that policy tuned too
+-- (`allreduce+tuned`) where it is listed: each at the shape that suits it. On the
+-- heterogeneous cluster these differ: lockstep all-reduce waits for the slowest
+-- pipeline, and is fastest on the four new devices alone; sdpipe's pipelines step
+-- alone, and it is fastest with a pipeline on every device.
 --
 -- Writes sync.csv (a row per policy and straggler setting), plans.csv, sync_samples.svg,
 -- sync_time_to_target.svg, sync_losses.svg and a run folder per row into the output
@@ -32,7 +39,7 @@ local job_file = actorpipe.args[1] or "configs/experiments/fashion-mnist-hetero.
 local steps = tonumber(actorpipe.args[2] or "600")
 local policies = {}
 for name in string.gmatch(actorpipe.args[3] or
-  "allreduce,sdpipe,elastic,elastic:asynchronous=true+afp+tuned,parameter-server,ad-psgd",
+  "allreduce,sdpipe,elastic,parameter-server,ad-psgd,allreduce+tuned,sdpipe+tuned,elastic:asynchronous=true+afp+tuned",
   "[^,]+") do
   policies[#policies + 1] = name
 end
@@ -130,13 +137,30 @@ end
 local csv = actorpipe.write_csv("sync.csv", rows,
   { "sync", "stragglers", "samples_per_s", "predicted_samples_per_s", "median_step_ms", "ms_to_target", "final_loss", "test_accuracy", "shape" })
 
--- Each policy against the first (allreduce, the synchronous reference), per setting.
+-- Each policy against the first (allreduce, the synchronous reference), per setting;
+-- and a tuned policy also against the reference tuned (`allreduce+tuned`, where it is
+-- listed), which had the same chance to pick the shape that suits it.
+local function compare(row, base, label, how)
+  local times = "time to target not reached by both"
+  if row.ms_to_target > 0 and base.ms_to_target > 0 then
+    times = string.format("%.2fx the time to target", row.ms_to_target / base.ms_to_target)
+  end
+  print(string.format("%s against %s%s, %s: %.2fx samples/s, %s, accuracy %+.2f points", row.sync, base.sync, how,
+    label, row.samples_per_s / base.samples_per_s, times, 100 * (row.test_accuracy - base.test_accuracy)))
+end
+local reference_sync = policy_keys(policies[1])["plan.sync"]
+local first_tuned
+for p, policy in ipairs(policies) do
+  local keys = policy_keys(policy)
+  if not first_tuned and keys["plan.tune"] and keys["plan.sync"] == reference_sync then first_tuned = p end
+end
 for s, setting in ipairs(settings) do
-  local base = rows[(s - 1) * #policies + 1]
+  local function row_of(p) return rows[(s - 1) * #policies + p] end
   for p = 2, #policies do
-    local row = rows[(s - 1) * #policies + p]
-    print(string.format("%s against %s, %s: %.2fx samples/s, accuracy %+.2f points", row.sync, base.sync,
-      setting.label, row.samples_per_s / base.samples_per_s, 100 * (row.test_accuracy - base.test_accuracy)))
+    compare(row_of(p), row_of(1), setting.label, "")
+    if first_tuned and first_tuned > 1 and p ~= first_tuned and policy_keys(policies[p])["plan.tune"] then
+      compare(row_of(p), row_of(first_tuned), setting.label, " (both tuned)")
+    end
   end
 end
 

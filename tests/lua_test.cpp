@@ -18,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -102,6 +104,32 @@ std::string svg_text(const std::string& svg) {
     // Elements follow one another: a tag between references separates two texts.
     const auto next = it->position() + it->length();
     if (next < static_cast<std::ptrdiff_t>(svg.size()) && svg[static_cast<std::size_t>(next)] == '<') out += '|';
+  }
+  return out;
+}
+
+/// A text an SVG file places: where its anchor is, its size and what it says.
+struct PlacedText {
+  double x = 0, y = 0, size = 0;
+  std::string text;
+};
+
+/// The <text> elements of an SVG file that PLplot wrote, each placed by its transform.
+std::vector<PlacedText> svg_texts(const std::string& svg) {
+  std::vector<PlacedText> out;
+  const std::regex element("<text([^>]*)>([\\s\\S]*?)</text>");
+  const std::regex transform("matrix\\(([-0-9.e ]+)\\)"), size("font-size=\"([0-9.]+)\"");
+  for (std::sregex_iterator it(svg.begin(), svg.end(), element), end; it != end; ++it) {
+    const std::string attributes = (*it)[1].str(), body = (*it)[2].str();
+    std::smatch m, s;
+    if (!std::regex_search(attributes, m, transform) || !std::regex_search(attributes, s, size)) continue;
+    std::istringstream numbers(m[1].str());
+    double matrix[6] = {};
+    for (double& v : matrix)
+      numbers >> v;
+    out.push_back({matrix[4], matrix[5], std::stod(s[1].str()), svg_text(body)});
+    while (!out.back().text.empty() && out.back().text.back() == '|')
+      out.back().text.pop_back();
   }
   return out;
 }
@@ -521,6 +549,29 @@ actorpipe.plot_bars("bars.svg", { title = "Throughput", y_label = "samples/s", c
   for (const char* text : {"Throughput", "autopipe", "uniform", "|20|", "|12|"})
     BOOST_TEST(contains(bars, text), text << " in " << bars);
 
+  // Long category names, more than fit side by side: every one is written, and no two
+  // on one line meet (a character about half as wide as high).
+  const std::vector<std::string> names = {
+      "allreduce", "sdpipe",          "elastic",      "parameter-server",
+      "ad-psgd",   "allreduce+tuned", "sdpipe+tuned", "elastic:asynchronous=true+afp+tuned"};
+  std::string categories;
+  for (const std::string& name : names)
+    categories += "'" + name + "', ";
+  const std::string long_names = script_error(dir, "actorpipe.plot_bars('long.svg', { categories = { " + categories +
+                                                       "}, groups = { { label = 'a', values = { 1, 2, 3, 4, 5, 6, 7, "
+                                                       "8 } } } })\n");
+  BOOST_REQUIRE_MESSAGE(long_names.empty(), long_names);
+  std::vector<PlacedText> placed;
+  for (const PlacedText& text : svg_texts(read((dir.path() / "out/long.svg").string())))
+    if (std::find(names.begin(), names.end(), text.text) != names.end()) placed.push_back(text);
+  BOOST_REQUIRE(placed.size() == names.size());
+  for (std::size_t a = 0; a < placed.size(); ++a)
+    for (std::size_t b = a + 1; b < placed.size(); ++b)
+      if (std::abs(placed[a].y - placed[b].y) < 1) // one line
+        BOOST_TEST(std::abs(placed[a].x - placed[b].x) >=
+                       0.5 * placed[a].size * static_cast<double>(placed[a].text.size() + placed[b].text.size()) / 2,
+                   placed[a].text << " and " << placed[b].text << " meet");
+
   BOOST_TEST(
       contains(script_error(dir, "actorpipe.plot_lines('x.svg', { series = { { y = { 1, 0 } } }, log_y = true })\n"),
                "point 2 has y 0, which a logarithmic axis cannot show"));
@@ -574,8 +625,9 @@ BOOST_AUTO_TEST_CASE(the_scripts_of_scripts_run_on_small_settings) {
   // Sync policies without and with stragglers: a row each, every target reached; the
   // tuned combination names the shape it chose; the plan against uniform + sequential.
   // Stragglers delay by twice a micro-batch's simulated compute.
-  out = script("sync_experiments",
-               two_by_two_job + " 22 allreduce,sdpipe,elastic:asynchronous=true:tau=2+afp+tuned auto 100");
+  out = script("sync_experiments", two_by_two_job +
+                                       " 22 allreduce,sdpipe,allreduce+tuned,elastic:asynchronous=true:tau=2+afp+tuned "
+                                       "auto 100");
   std::smatch compute;
   BOOST_REQUIRE_MESSAGE(std::regex_search(printed, compute,
                                           std::regex("a micro-batch's compute: ([0-9.]+) ms \\(simulated\\); "
@@ -592,12 +644,26 @@ BOOST_AUTO_TEST_CASE(the_scripts_of_scripts_run_on_small_settings) {
   std::smatch predicted;
   BOOST_REQUIRE_MESSAGE(std::regex_search(sync, predicted, std::regex("\nsdpipe,,[0-9.e+]+,([0-9.e+]+),")), sync);
   BOOST_TEST(std::stod(predicted[1]) > 0);
-  BOOST_TEST(std::count(sync.begin(), sync.end(), '\n') == 7);
+  BOOST_TEST(std::count(sync.begin(), sync.end(), '\n') == 9);
   BOOST_TEST(contains(sync, "\nsdpipe,\"" + compute[2].str() + "\","), sync); // quoted: it holds a comma
   BOOST_TEST(!contains(sync, ",-1,"), sync); // a loss under 100 is reached after the first 20 steps
   BOOST_TEST(std::regex_search(
                  sync, std::regex("\nelastic:asynchronous=true:tau=2\\+afp\\+tuned,,[^\n]*,[1-4] x [1-4] x [0-9]+\n")),
              sync);
+  // Each policy against the first, in samples/s and time to target; a tuned one also
+  // against the first policy tuned, and only a tuned one.
+  for (const char* setting : {"no stragglers", "stragglers"}) {
+    const std::string against =
+        std::string(": [0-9.]+x samples/s, [0-9.]+x the time to target, accuracy [-+][0-9.]+ points\n");
+    BOOST_TEST(std::regex_search(printed, std::regex(std::string("\nsdpipe against allreduce, ") + setting + against)),
+               printed);
+    BOOST_TEST(std::regex_search(printed, std::regex(std::string("\nelastic:asynchronous=true:tau=2\\+afp\\+tuned "
+                                                                 "against allreduce\\+tuned \\(both tuned\\), ") +
+                                                     setting + against)),
+               printed);
+  }
+  BOOST_TEST(!contains(printed, "sdpipe against allreduce+tuned"), printed);
+  BOOST_TEST(!contains(printed, "allreduce+tuned against allreduce+tuned"), printed);
   const std::string plans = read(out + "/plans.csv");
   BOOST_TEST(plans.rfind("plan,samples_per_s,predicted_samples_per_s\n", 0) == 0u, plans);
   BOOST_TEST(contains(plans, "\nuniform + sequential,"), plans);

@@ -219,8 +219,25 @@ Status write_svg(const BarChart& chart, const std::string& path) {
   const double top = y.max + 0.12 * (y.max - y.min), bottom = y.min < 0 ? y.min * 1.05 : 0;
   const auto categories = static_cast<double>(chart.categories.size());
   const auto groups = static_cast<double>(chart.groups.size());
-  return draw_svg(path, 960, 600, [&] {
-    plvpor(0.1, plot_right(chart.groups), 0.16, 0.92); // the legend right of it
+  // Names wider than their category alternate between lines, as many as the longest
+  // needs, so that no two on one line meet; past four they are written smaller.
+  std::size_t longest = 0;
+  for (const std::string& name : chart.categories)
+    longest = std::max(longest, name.size());
+  constexpr int page_width = 960;
+  constexpr std::size_t most_lines = 4;
+  constexpr double name_scale = 0.9, px_per_char = 11.5; // PLplot writes them 21 px high at this scale
+  const double category_px = page_width * (plot_right(chart.groups) - 0.1) / categories;
+  const auto name_px = [&](double scale) {
+    return static_cast<double>(longest) * px_per_char * scale / name_scale + 12;
+  };
+  const auto lines =
+      std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(name_px(name_scale) / category_px)), 1, most_lines);
+  const double scale =
+      std::max(0.5, std::min(name_scale, name_scale * (most_lines * category_px - 12) / (name_px(name_scale) - 12)));
+  const double plot_bottom = 0.16 + 0.04 * static_cast<double>(lines > 2 ? lines - 2 : 0) * scale / name_scale;
+  return draw_svg(path, page_width, 600, [&] {
+    plvpor(0.1, plot_right(chart.groups), plot_bottom, 0.92); // the legend right of it
     plwind(0, categories, bottom, top);
     // Fixed-point values: PLplot's "(x10⁴)" for large ones would sit on the title.
     frame("bc", "bcnstvf", chart.title, "", chart.y_label, false);
@@ -237,18 +254,13 @@ Status write_svg(const BarChart& chart, const std::string& path) {
           plptex(x0 + width * 0.46, v + (v >= 0 ? 0.02 : -0.05) * (top - bottom), 1, 0, 0.5, number(v).c_str());
       }
     }
-    plschr(0, 0.9);
+    plschr(0, scale);
     plcol0(axes);
-    // Names too long for their category's width alternate between two lines.
-    std::size_t longest = 0;
-    for (const std::string& name : chart.categories)
-      longest = std::max(longest, name.size());
-    const double category_px = 960 * (plot_right(chart.groups) - 0.1) / categories;
-    const bool stagger = static_cast<double>(longest) * 8.5 > category_px;
     for (std::size_t c = 0; c < chart.categories.size(); ++c)
-      plmtex("b", stagger && c % 2 ? 2.7 : 1.5, (static_cast<double>(c) + 0.5) / categories, 0.5,
+      plmtex("b", 1.5 + 1.2 * static_cast<double>(c % lines), (static_cast<double>(c) + 0.5) / categories, 0.5,
              chart.categories[c].c_str());
-    plmtex("b", stagger ? 4.2 : 3.2, 0.5, 0.5, chart.x_label.c_str());
+    plschr(0, name_scale);
+    plmtex("b", (0.3 + 1.2 * static_cast<double>(lines)) * scale / name_scale + 1.7, 0.5, 0.5, chart.x_label.c_str());
     if (chart.groups.size() > 1 || !chart.groups.front().empty()) legend(chart.groups, true, true);
   });
 }
