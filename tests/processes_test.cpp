@@ -588,6 +588,41 @@ BOOST_AUTO_TEST_CASE(a_parameter_servers_copies_in_two_processes_step_as_one_on_
     }
 }
 
+BOOST_AUTO_TEST_CASE(a_parameter_server_stepping_on_each_push_alone_moves_a_batchs_worth_over_a_batchs_pushes) {
+  // Adam takes the gradient's scale out: its first steps on a constant gradient are each
+  // the learning rate long, whatever the gradient. A server steps on a push alone at
+  // the learning rate × the share of the batch the push is, so the two pipelines'
+  // pushes, one at a time, move it as far as one step on both: the learning rate, not
+  // twice it.
+  test::ScratchDir dir;
+  std::string text = text_of(job_file(dir, "1f1b"));
+  const std::string sgd = "optimizer = \"sgd\"\nlr = 0.05\nmomentum = 0.9\n";
+  BOOST_REQUIRE(text.find(sgd) != std::string::npos);
+  text.replace(text.find(sgd), sgd.size(), "optimizer = \"adam\"\nlr = 0.01\n");
+  const auto p = test::quick_plan(dir, text + "sync = \"parameter-server\"\n");
+  PlayedProcess alone = played(p), together = played(p);
+  const auto push = [](PlayedProcess& side, std::size_t s, std::size_t q) {
+    for (torch::Tensor& parameter : side.session->worker(q, s).impl().parameters)
+      parameter.mutable_grad() = torch::full_like(parameter, 0.5);
+  };
+  for (std::size_t s = 0; s < p.plan.stages.size(); ++s)
+    BOOST_TEST_CONTEXT("stage " << s) {
+      const std::vector<torch::Tensor> before = model_of(alone, s);
+      for (const std::size_t q : {0, 1}) {
+        push(alone, s, q);
+        alone.setup->sync->serve(s, {q});
+        push(together, s, q);
+      }
+      together.setup->sync->serve(s, {0, 1});
+      const std::vector<torch::Tensor> one_at_a_time = model_of(alone, s), both = model_of(together, s);
+      BOOST_REQUIRE(!before.empty());
+      for (std::size_t i = 0; i < before.size(); ++i) {
+        BOOST_TEST((before[i] - both[i] - 0.01).abs().max().item<double>() < 1e-5, "parameter " << i);
+        BOOST_TEST((before[i] - one_at_a_time[i] - 0.01).abs().max().item<double>() < 1e-5, "parameter " << i);
+      }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(gradients_summed_across_processes_cross_as_one_buffer_and_every_replica_steps_on_the_sum) {
   // Both pipelines' replicas of a stage in this process, another process's equal sums
   // doubling theirs. The first replica's gradients cross as views of one buffer; it

@@ -313,8 +313,9 @@ ServerWeights::ServerWeights(StageWorker& initial, const TrainOptions& train) : 
 ServerWeights::~ServerWeights() = default;
 ServerWeights::ServerWeights(ServerWeights&&) noexcept = default;
 
-void ServerWeights::serve(const std::vector<StageWorker*>& pushers, double weight, const SumAcross& across) {
-  if ((pushers.empty() && !across) || !impl_->optimizer) return;
+void ServerWeights::serve(const std::vector<StageWorker*>& pushers, std::size_t pushes, double share,
+                          const SumAcross& across) {
+  if ((pushers.empty() && !across) || pushes == 0 || !impl_->optimizer) return;
   torch::NoGradGuard no_grad;
   const std::size_t n = impl_->parameters.size();
   std::vector<torch::Tensor> sums(n);
@@ -347,10 +348,17 @@ void ServerWeights::serve(const std::vector<StageWorker*>& pushers, double weigh
       if (counted[static_cast<std::int64_t>(i)].item<double>() == 0) sums[i] = torch::Tensor();
   }
   for (std::size_t i = 0; i < n; ++i) {
-    if (sums[i].defined()) sums[i].mul_(weight);
+    if (sums[i].defined()) sums[i].mul_(1.0 / static_cast<double>(pushes));
     impl_->parameters[i].mutable_grad() = sums[i];
   }
+  std::vector<double> rates;
+  for (torch::optim::OptimizerParamGroup& group : impl_->optimizer->param_groups()) {
+    rates.push_back(group.options().get_lr());
+    group.options().set_lr(rates.back() * static_cast<double>(pushes) * share);
+  }
   impl_->optimizer->step();
+  for (std::size_t g = 0; g < rates.size(); ++g)
+    impl_->optimizer->param_groups()[g].options().set_lr(rates[g]);
   for (std::size_t i = 0; i < n; ++i) {
     impl_->parameters[i].mutable_grad() = torch::Tensor();
     for (StageWorker* r : pushers)

@@ -237,7 +237,7 @@ void SyncExecutor::serve(std::size_t stage, const std::vector<std::size_t>& push
     StageWorker& first = first_replica(stage);
     servers_[stage] = std::make_unique<ServerWeights>(first, first.setup().train);
   }
-  if (!across_) return servers_[stage]->serve(group, batch_share_);
+  if (!across_) return servers_[stage]->serve(group, pushers.size(), batch_share_);
   // Every process with replicas of the stage keeps a copy of its server and steps it
   // on every push, in one order, on the pushers' gradients summed over the processes.
   // Pushers of one process alone: theirs are the sum, sent from there as they are.
@@ -247,11 +247,11 @@ void SyncExecutor::serve(std::size_t stage, const std::vector<std::size_t>& push
       from.insert(across_->process(stage, p));
   const std::vector<std::size_t> every = every_pipeline();
   if (from.size() == 1)
-    servers_[stage]->serve(group, batch_share_, [&](const std::vector<Payload>& tensors) {
+    servers_[stage]->serve(group, pushers.size(), batch_share_, [&](const std::vector<Payload>& tensors) {
       across_->broadcast(stage, every, pushers.front(), tensors);
     });
   else
-    servers_[stage]->serve(group, batch_share_,
+    servers_[stage]->serve(group, pushers.size(), batch_share_,
                            [&](const std::vector<Payload>& tensors) { across_->sum(stage, every, tensors); });
 }
 
