@@ -623,6 +623,42 @@ BOOST_AUTO_TEST_CASE(a_parameter_server_stepping_on_each_push_alone_moves_a_batc
     }
 }
 
+BOOST_AUTO_TEST_CASE(a_parameter_server_stepping_on_each_push_alone_keeps_momentum_a_batchs_worth_of_pushes) {
+  // SGD with momentum 0.9: 30 batches of a constant gradient, then 30 of none, along
+  // which momentum carries the parameters on. Stepping on each of the two pipelines'
+  // pushes alone, the distance coasted is within 5% of stepping once on both; with
+  // momentum decaying by 0.9 at every push it would be half of it.
+  test::ScratchDir dir;
+  const auto p = test::quick_plan(dir, text_of(job_file(dir, "1f1b")) + "sync = \"parameter-server\"\n");
+  PlayedProcess alone = played(p), together = played(p);
+  const auto push = [](PlayedProcess& side, std::size_t s, std::size_t q, double value) {
+    for (torch::Tensor& parameter : side.session->worker(q, s).impl().parameters)
+      parameter.mutable_grad() = torch::full_like(parameter, value);
+  };
+  const std::size_t s = 0;
+  const auto batches = [&](int count, double value) {
+    for (int b = 0; b < count; ++b) {
+      for (const std::size_t q : {0, 1}) {
+        push(alone, s, q, value);
+        alone.setup->sync->serve(s, {q});
+        push(together, s, q, value);
+      }
+      together.setup->sync->serve(s, {0, 1});
+    }
+  };
+  batches(30, 0.5);
+  const std::vector<torch::Tensor> alone_at = model_of(alone, s), together_at = model_of(together, s);
+  batches(30, 0.0);
+  const std::vector<torch::Tensor> alone_end = model_of(alone, s), together_end = model_of(together, s);
+  BOOST_REQUIRE(!alone_at.empty());
+  for (std::size_t i = 0; i < alone_at.size(); ++i) {
+    const double coasted_alone = (alone_at[i] - alone_end[i]).mean().item<double>();
+    const double coasted_together = (together_at[i] - together_end[i]).mean().item<double>();
+    BOOST_TEST(coasted_together > 0, "parameter " << i);
+    BOOST_TEST(coasted_alone == coasted_together, "parameter " << i << boost::test_tools::tolerance(0.05));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(gradients_summed_across_processes_cross_as_one_buffer_and_every_replica_steps_on_the_sum) {
   // Both pipelines' replicas of a stage in this process, another process's equal sums
   // doubling theirs. The first replica's gradients cross as views of one buffer; it

@@ -351,14 +351,7 @@ void ServerWeights::serve(const std::vector<StageWorker*>& pushers, std::size_t 
     if (sums[i].defined()) sums[i].mul_(1.0 / static_cast<double>(pushes));
     impl_->parameters[i].mutable_grad() = sums[i];
   }
-  std::vector<double> rates;
-  for (torch::optim::OptimizerParamGroup& group : impl_->optimizer->param_groups()) {
-    rates.push_back(group.options().get_lr());
-    group.options().set_lr(rates.back() * static_cast<double>(pushes) * share);
-  }
-  impl_->optimizer->step();
-  for (std::size_t g = 0; g < rates.size(); ++g)
-    impl_->optimizer->param_groups()[g].options().set_lr(rates[g]);
+  step_fraction(*impl_->optimizer, static_cast<double>(pushes) * share);
   for (std::size_t i = 0; i < n; ++i) {
     impl_->parameters[i].mutable_grad() = torch::Tensor();
     for (StageWorker* r : pushers)

@@ -130,14 +130,14 @@ public:
   ServerWeights(ServerWeights&&) noexcept;
 
   /// One optimizer step on the mean of `pushes` replicas' gradients (each its own
-  /// share's mean), at the learning rate × the fraction of a batch they are (`pushes` ×
-  /// `share`): pushes of every pipeline make one batch's step, whether stepped on
-  /// together or one by one. For SGD that is the step on `pushes` × `share` of the
-  /// batch's gradient; an adaptive optimizer (Adam), which takes the gradient's scale
-  /// out, and weight decay, which adds to it, step a batch's worth too, not one per
-  /// push. The replicas drop their gradients and take the new parameters. With
-  /// `across`, `pushers` are this process's (maybe none) of the `pushes`: every process
-  /// keeps a copy of the server, which steps alike on the gradients summed over all.
+  /// share's mean), as the fraction of a whole step that they are of a batch (`pushes`
+  /// × `share`, step_fraction()): pushes of every pipeline make one batch's step,
+  /// whether stepped on together or one by one. Adam, which takes the gradient's scale
+  /// out, and weight decay so step a batch's worth over a batch's pushes, not one whole
+  /// step per push, and momentum forgets at a batch's pace. The replicas drop their gradients and
+  /// take the new parameters. With `across`, `pushers` are this process's (maybe none)
+  /// of the `pushes`: every process keeps a copy of the server, which steps alike on
+  /// the gradients summed over all.
   void serve(const std::vector<StageWorker*>& pushers, std::size_t pushes, double share, const SumAcross& across = {});
   /// Exchanges the server's parameters with `replica`'s (twice: as they were).
   void swap(StageWorker& replica);

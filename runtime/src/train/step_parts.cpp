@@ -2,6 +2,8 @@
 
 #include "train/step_parts.hpp"
 
+#include <cmath>
+
 namespace actorpipe::train {
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& parameters,
@@ -11,6 +13,28 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch:
         parameters, torch::optim::AdamOptions(options.lr).weight_decay(options.weight_decay));
   return std::make_unique<torch::optim::SGD>(
       parameters, torch::optim::SGDOptions(options.lr).momentum(options.momentum).weight_decay(options.weight_decay));
+}
+
+void step_fraction(torch::optim::Optimizer& optimizer, double fraction) {
+  if (std::abs(fraction - 1.0) < 1e-12) {
+    optimizer.step();
+    return;
+  }
+  std::vector<std::unique_ptr<torch::optim::OptimizerOptions>> whole;
+  for (torch::optim::OptimizerParamGroup& group : optimizer.param_groups()) {
+    whole.push_back(group.options().clone());
+    torch::optim::OptimizerOptions& options = group.options();
+    options.set_lr(options.get_lr() * fraction);
+    if (auto* sgd = dynamic_cast<torch::optim::SGDOptions*>(&options); sgd && sgd->momentum() > 0) {
+      // v ← μ v + (1 − d) g settles at (1 − d) g / (1 − μ): keep that, and μ per whole step.
+      const double momentum = std::pow(sgd->momentum(), fraction);
+      sgd->dampening(1.0 - (1.0 - sgd->dampening()) * (1.0 - momentum) / (1.0 - sgd->momentum()));
+      sgd->momentum(momentum);
+    }
+  }
+  optimizer.step();
+  for (std::size_t g = 0; g < whole.size(); ++g)
+    optimizer.param_groups()[g].set_options(std::move(whole[g]));
 }
 
 torch::Tensor mean_loss(const torch::Tensor& logits, const torch::Tensor& labels) {

@@ -17,6 +17,16 @@ namespace actorpipe::train {
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& parameters,
                                                         const TrainOptions& options);
 
+/// One step of `optimizer` as `fraction` (in (0, 1]) of a whole one, on gradients of a
+/// whole step's scale: a parameter server's step on some of a batch's pushes. The
+/// learning rate is × `fraction`, and SGD's momentum decays by its factor to the power
+/// `fraction`, taking the gradient in proportion: steps that add up to 1 move as far,
+/// and forget as fast, as one whole step on the same gradient once it has settled.
+/// Adam's moving averages stay per step: decaying them by the fraction too left the
+/// gpt experiment's parameter server at a higher test loss (docs/running.md). The
+/// options are as they were afterwards; a fraction of 1 is the whole step.
+void step_fraction(torch::optim::Optimizer& optimizer, double fraction);
+
 /// Mean cross-entropy of logits [..., classes] against labels [...]: per sample for
 /// the classifiers, per position for gpt.
 torch::Tensor mean_loss(const torch::Tensor& logits, const torch::Tensor& labels);
