@@ -1,19 +1,25 @@
--- gpipe, 1f1b and sliced-1f1b on one job: the simulator's step time, bubble and peak
--- memory beside the step time measured in a short real run of each.
+-- gpipe, 1f1b, sliced-1f1b and afp on one job: the simulator's step time, bubble and
+-- peak memory beside a short real run of each: its step time, samples/s and the most
+-- micro-batches whose activations each stage held at once.
 --
---   actorpipe script scripts/compare_schedules.lua [JOB] [STEPS]
+--   actorpipe script scripts/compare_schedules.lua [JOB] [STEPS] [SCHEDULES]
 --   actorpipe script scripts/compare_schedules.lua configs/fashion-mnist.toml 60
+--   actorpipe script scripts/compare_schedules.lua configs/experiments/gpt-hetero.toml 120 1f1b,afp,gpipe
 --
 -- Writes schedules.csv, schedules.svg and a run folder per schedule into the output
 -- folder (runs/compare_schedules unless --output says otherwise).
 
 local job_file = actorpipe.args[1] or "configs/fashion-mnist.toml"
 local steps = tonumber(actorpipe.args[2] or "40")
-local schedules = { "gpipe", "1f1b", "sliced-1f1b" }
+local schedules = {}
+for name in string.gmatch(actorpipe.args[3] or "gpipe,1f1b,sliced-1f1b,afp", "[^,]+") do
+  schedules[#schedules + 1] = name
+end
 
 local job = actorpipe.load_job(job_file)
 local rows = {}
-print(string.format("%-12s %14s %14s %8s %14s", "schedule", "simulated ms", "measured ms", "bubble", "peak memory"))
+print(string.format("%-12s %14s %14s %10s %8s %14s %s", "schedule", "simulated ms", "measured ms", "samples/s", "bubble",
+  "peak memory", "stashed by stage"))
 for _, schedule in ipairs(schedules) do
   local this = actorpipe.with(job, { ["plan.scheduler"] = schedule })
   local simulated = actorpipe.simulate(this)
@@ -21,21 +27,25 @@ for _, schedule in ipairs(schedules) do
   for _, stage in ipairs(simulated.stages) do bubble = bubble + stage.bubble / #simulated.stages end
   for _, device in ipairs(simulated.devices) do peak = math.max(peak, device.peak_memory_bytes) end
   local run = actorpipe.run(this, { steps = steps, output = schedule })
+  local stashed = table.concat(run.peak_stashed, " ")
   rows[#rows + 1] = {
     schedule = schedule,
     simulated_ms = simulated.iteration_time_ms,
     measured_ms = run.median_step_ms,
     predicted_here_ms = run.predicted_step_ms,
+    samples_per_s = run.samples_per_s,
     bubble = bubble,
     peak_memory_bytes = peak,
+    peak_stashed = stashed,
     final_loss = run.final_loss,
   }
-  print(string.format("%-12s %14.2f %14.2f %8.3f %11.1f MB", schedule, simulated.iteration_time_ms,
-    run.median_step_ms, bubble, peak / 1e6))
+  print(string.format("%-12s %14.2f %14.2f %10.0f %8.3f %11.1f MB %s", schedule, simulated.iteration_time_ms,
+    run.median_step_ms, run.samples_per_s, bubble, peak / 1e6, stashed))
 end
 
 local csv = actorpipe.write_csv("schedules.csv", rows,
-  { "schedule", "simulated_ms", "predicted_here_ms", "measured_ms", "bubble", "peak_memory_bytes", "final_loss" })
+  { "schedule", "simulated_ms", "predicted_here_ms", "measured_ms", "samples_per_s", "bubble", "peak_memory_bytes",
+    "peak_stashed", "final_loss" })
 local predicted, measured, names = {}, {}, {}
 for i, row in ipairs(rows) do
   names[i] = row.schedule
