@@ -228,13 +228,10 @@ Status write_svg(const BarChart& chart, const std::string& path) {
   constexpr std::size_t most_lines = 4;
   constexpr double name_scale = 0.9, px_per_char = 11.5; // PLplot writes them 21 px high at this scale
   const double category_px = page_width * (plot_right(chart.groups) - 0.1) / categories;
-  const auto name_px = [&](double scale) {
-    return static_cast<double>(longest) * px_per_char * scale / name_scale + 12;
-  };
-  const auto lines =
-      std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(name_px(name_scale) / category_px)), 1, most_lines);
+  const double name_px = static_cast<double>(longest) * px_per_char + 12; // with a gap to the next
+  const auto lines = std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(name_px / category_px)), 1, most_lines);
   const double scale =
-      std::max(0.5, std::min(name_scale, name_scale * (most_lines * category_px - 12) / (name_px(name_scale) - 12)));
+      std::max(0.5, std::min(name_scale, name_scale * (most_lines * category_px - 12) / (name_px - 12)));
   const double plot_bottom = 0.16 + 0.04 * static_cast<double>(lines > 2 ? lines - 2 : 0) * scale / name_scale;
   return draw_svg(path, page_width, 600, [&] {
     plvpor(0.1, plot_right(chart.groups), plot_bottom, 0.92); // the legend right of it
