@@ -108,26 +108,30 @@ std::string svg_text(const std::string& svg) {
   return out;
 }
 
-/// A text an SVG file places: where its anchor is, its size and what it says.
+/// A text an SVG file places: where its anchor is (and which end of it that is), its
+/// size and what it says.
 struct PlacedText {
   double x = 0, y = 0, size = 0;
-  std::string text;
+  std::string anchor, text;
 };
 
 /// The <text> elements of an SVG file that PLplot wrote, each placed by its transform.
 std::vector<PlacedText> svg_texts(const std::string& svg) {
   std::vector<PlacedText> out;
   const std::regex element("<text([^>]*)>([\\s\\S]*?)</text>");
-  const std::regex transform("matrix\\(([-0-9.e ]+)\\)"), size("font-size=\"([0-9.]+)\"");
+  const std::regex transform("matrix\\(([-0-9.e ]+)\\)"), size("font-size=\"([0-9.]+)\""),
+      anchor("text-anchor=\"([a-z]+)\"");
   for (std::sregex_iterator it(svg.begin(), svg.end(), element), end; it != end; ++it) {
     const std::string attributes = (*it)[1].str(), body = (*it)[2].str();
-    std::smatch m, s;
-    if (!std::regex_search(attributes, m, transform) || !std::regex_search(attributes, s, size)) continue;
+    std::smatch m, s, a;
+    if (!std::regex_search(attributes, m, transform) || !std::regex_search(attributes, s, size) ||
+        !std::regex_search(attributes, a, anchor))
+      continue;
     std::istringstream numbers(m[1].str());
     double matrix[6] = {};
     for (double& v : matrix)
       numbers >> v;
-    out.push_back({matrix[4], matrix[5], std::stod(s[1].str()), svg_text(body)});
+    out.push_back({matrix[4], matrix[5], std::stod(s[1].str()), a[1].str(), svg_text(body)});
     while (!out.back().text.empty() && out.back().text.back() == '|')
       out.back().text.pop_back();
   }
@@ -557,13 +561,20 @@ actorpipe.plot_bars("bars.svg", { title = "Throughput", y_label = "samples/s", c
   std::string categories;
   for (const std::string& name : names)
     categories += "'" + name + "', ";
-  const std::string long_names = script_error(dir, "actorpipe.plot_bars('long.svg', { categories = { " + categories +
-                                                       "}, groups = { { label = 'a', values = { 1, 2, 3, 4, 5, 6, 7, "
-                                                       "8 } } } })\n");
+  const std::string long_names =
+      script_error(dir, "actorpipe.plot_bars('long.svg', { categories = { " + categories +
+                            "}, groups = { { label = 'no stragglers', values = { 1, 2, 3, 4, 5, 6, 7, 8 } }, "
+                            "{ label = 'stragglers', values = { 8, 7, 6, 5, 4, 3, 2, 1 } } } })\n");
   BOOST_REQUIRE_MESSAGE(long_names.empty(), long_names);
   std::vector<PlacedText> placed;
-  for (const PlacedText& text : svg_texts(read((dir.path() / "out/long.svg").string())))
+  const std::string long_svg = read((dir.path() / "out/long.svg").string());
+  for (const PlacedText& text : svg_texts(long_svg)) {
     if (std::find(names.begin(), names.end(), text.text) != names.end()) placed.push_back(text);
+    // The legend's texts, and the box around them, stay on the 960-wide page.
+    if (text.anchor == "start")
+      BOOST_TEST(text.x + 0.55 * text.size * static_cast<double>(text.text.size()) + 10 <= 960, text.text);
+  }
+  BOOST_TEST(contains(long_svg, "width=\"960pt\""));
   BOOST_REQUIRE(placed.size() == names.size());
   for (std::size_t a = 0; a < placed.size(); ++a)
     for (std::size_t b = a + 1; b < placed.size(); ++b)

@@ -99,7 +99,7 @@ double plot_right(const std::vector<std::string>& labels) {
   std::size_t longest = 0;
   for (const std::string& label : labels)
     longest = std::max(longest, label.size());
-  return std::max(0.55, 0.82 - 0.0085 * static_cast<double>(longest > 14 ? longest - 14 : 0));
+  return std::max(0.55, 0.79 - 0.0085 * static_cast<double>(longest > 14 ? longest - 14 : 0));
 }
 
 /// A legend inside the top right corner of the plot, or beside it, right of the plot;
