@@ -149,17 +149,17 @@ local function compare(row, base, label, how)
     label, row.samples_per_s / base.samples_per_s, times, 100 * (row.test_accuracy - base.test_accuracy)))
 end
 local reference_sync = policy_keys(policies[1])["plan.sync"]
-local first_tuned
+local tuned_reference
 for p, policy in ipairs(policies) do
   local keys = policy_keys(policy)
-  if not first_tuned and keys["plan.tune"] and keys["plan.sync"] == reference_sync then first_tuned = p end
+  if not tuned_reference and keys["plan.tune"] and keys["plan.sync"] == reference_sync then tuned_reference = p end
 end
 for s, setting in ipairs(settings) do
   local function row_of(p) return rows[(s - 1) * #policies + p] end
   for p = 2, #policies do
     compare(row_of(p), row_of(1), setting.label, "")
-    if first_tuned and first_tuned > 1 and p ~= first_tuned and policy_keys(policies[p])["plan.tune"] then
-      compare(row_of(p), row_of(first_tuned), setting.label, " (both tuned)")
+    if tuned_reference and tuned_reference > 1 and p ~= tuned_reference and policy_keys(policies[p])["plan.tune"] then
+      compare(row_of(p), row_of(tuned_reference), setting.label, " (both tuned)")
     end
   end
 end

@@ -134,10 +134,10 @@ public:
   /// × `share`, step_fraction()): pushes of every pipeline make one batch's step,
   /// whether stepped on together or one by one. Adam, which takes the gradient's scale
   /// out, and weight decay so step a batch's worth over a batch's pushes, not one whole
-  /// step per push, and momentum forgets at a batch's pace. The replicas drop their gradients and
-  /// take the new parameters. With `across`, `pushers` are this process's (maybe none)
-  /// of the `pushes`: every process keeps a copy of the server, which steps alike on
-  /// the gradients summed over all.
+  /// step per push, and momentum forgets at a batch's pace. The replicas drop their
+  /// gradients and take the new parameters. With `across`, `pushers` are this
+  /// process's (maybe none) of the `pushes`: every process keeps a copy of the server,
+  /// which steps alike on the gradients summed over all.
   void serve(const std::vector<StageWorker*>& pushers, std::size_t pushes, double share, const SumAcross& across = {});
   /// Exchanges the server's parameters with `replica`'s (twice: as they were).
   void swap(StageWorker& replica);
