@@ -20,13 +20,8 @@ inline ModelProfile synthetic_chain(std::size_t blocks) {
     block.name = "b" + std::to_string(b);
     block.sub_blocks = {{"attention", 0.4 * scale, 0.8 * scale, 1 << 20, 4 << 20, 1 << 16},
                         {"mlp", 0.6 * scale, 1.2 * scale, 1 << 20, 8 << 20, 1 << 16}};
-    for (const SubBlock& s : block.sub_blocks) {
-      block.forward_ms += s.forward_ms;
-      block.backward_ms += s.backward_ms;
-      block.parameter_bytes += s.parameter_bytes;
-      block.stash_bytes_per_sample += s.stash_bytes_per_sample;
-    }
-    block.output_bytes = 1 << 20;
+    for (const SubBlock& s : block.sub_blocks)
+      block.add(s);
     p.blocks.push_back(block);
   }
   return p;

@@ -291,12 +291,8 @@ ModelProfile random_profile(std::mt19937& random, std::size_t blocks) {
     for (const char* half : {"attention", "mlp"}) {
       SubBlock sub{half, time(random), time(random), 1000, 1000, 10};
       block.sub_blocks.push_back(sub);
-      block.forward_ms += sub.forward_ms;
-      block.backward_ms += sub.backward_ms;
-      block.parameter_bytes += sub.parameter_bytes;
-      block.stash_bytes_per_sample += sub.stash_bytes_per_sample;
+      block.add(sub);
     }
-    block.output_bytes = 1000;
     p.blocks.push_back(block);
   }
   return p;

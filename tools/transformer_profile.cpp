@@ -96,13 +96,8 @@ ModelProfile make(const Shape& s) {
     slice.stash_bytes_per_sample = static_cast<std::uint64_t>(L * slice_V * 2 + L * h * 2);
     head.sub_blocks.push_back(slice);
   }
-  for (const SubBlock& sub : head.sub_blocks) {
-    head.forward_ms += sub.forward_ms;
-    head.backward_ms += sub.backward_ms;
-    head.parameter_bytes += sub.parameter_bytes;
-    head.stash_bytes_per_sample += sub.stash_bytes_per_sample;
-  }
-  head.output_bytes = head.sub_blocks.back().output_bytes;
+  for (const SubBlock& sub : head.sub_blocks)
+    head.add(sub);
   p.blocks.push_back(head);
   return p;
 }

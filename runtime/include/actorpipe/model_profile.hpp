@@ -48,6 +48,19 @@ struct Block {
   std::vector<SubBlock> sub_blocks;
   double forward_fixed_ms = 0;
   double backward_fixed_ms = 0;
+
+  /// Counts `sub`, the block's next part, into its figures: its times and bytes add
+  /// up, and the block now ends where `sub` does. A profile reader and the profiler
+  /// build a block from its parts this way, and validate() checks a block against it.
+  void add(const SubBlock& sub) {
+    forward_ms += sub.forward_ms;
+    backward_ms += sub.backward_ms;
+    forward_fixed_ms += sub.forward_fixed_ms;
+    backward_fixed_ms += sub.backward_fixed_ms;
+    parameter_bytes += sub.parameter_bytes;
+    stash_bytes_per_sample += sub.stash_bytes_per_sample;
+    output_bytes = sub.output_bytes;
+  }
 };
 
 /// A place the model can be cut: before sub-block `sub` of block `block`.

@@ -49,8 +49,7 @@ Status ModelProfile::validate() const {
       return Error::bad_input(where + "forward_fixed_ms and backward_fixed_ms must lie between 0 and the block's "
                                       "forward_ms and backward_ms");
     if (block.sub_blocks.empty()) continue;
-    double forward = 0, backward = 0, forward_fixed = 0, backward_fixed = 0;
-    std::uint64_t parameters = 0, stash = 0;
+    Block sums;
     for (std::size_t s = 0; s < block.sub_blocks.size(); ++s) {
       const SubBlock& sub = block.sub_blocks[s];
       const std::string sub_where =
@@ -60,19 +59,15 @@ Status ModelProfile::validate() const {
       if (bad_fixed(sub))
         return Error::bad_input(sub_where + "forward_fixed_ms and backward_fixed_ms must lie between 0 and the "
                                             "sub-block's forward_ms and backward_ms");
-      forward += sub.forward_ms;
-      backward += sub.backward_ms;
-      forward_fixed += sub.forward_fixed_ms;
-      backward_fixed += sub.backward_fixed_ms;
-      parameters += sub.parameter_bytes;
-      stash += sub.stash_bytes_per_sample;
+      sums.add(sub);
     }
-    if (!close(forward, block.forward_ms) || !close(backward, block.backward_ms) ||
-        !close(forward_fixed, block.forward_fixed_ms) || !close(backward_fixed, block.backward_fixed_ms))
+    if (!close(sums.forward_ms, block.forward_ms) || !close(sums.backward_ms, block.backward_ms) ||
+        !close(sums.forward_fixed_ms, block.forward_fixed_ms) ||
+        !close(sums.backward_fixed_ms, block.backward_fixed_ms))
       return Error::bad_input(where + "forward/backward times differ from the sums of its sub-blocks");
-    if (parameters != block.parameter_bytes || stash != block.stash_bytes_per_sample)
+    if (sums.parameter_bytes != block.parameter_bytes || sums.stash_bytes_per_sample != block.stash_bytes_per_sample)
       return Error::bad_input(where + "parameter or stash bytes differ from the sums of its sub-blocks");
-    if (block.sub_blocks.back().output_bytes != block.output_bytes)
+    if (sums.output_bytes != block.output_bytes)
       return Error::bad_input(where + "output bytes differ from those of its last sub-block");
   }
   return Ok{};

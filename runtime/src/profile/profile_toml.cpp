@@ -45,13 +45,7 @@ Result<Block> read_block(const toml::table& table, const std::string& path) {
       SubBlock sub;
       ACTORPIPE_TRY(read_figures(sub_reader, sub));
       ACTORPIPE_TRY(sub_reader.finish());
-      block.forward_ms += sub.forward_ms;
-      block.backward_ms += sub.backward_ms;
-      block.forward_fixed_ms += sub.forward_fixed_ms;
-      block.backward_fixed_ms += sub.backward_fixed_ms;
-      block.parameter_bytes += sub.parameter_bytes;
-      block.stash_bytes_per_sample += sub.stash_bytes_per_sample;
-      block.output_bytes = sub.output_bytes;
+      block.add(sub);
       block.sub_blocks.push_back(std::move(sub));
     }
   }

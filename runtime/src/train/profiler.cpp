@@ -274,13 +274,7 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
       // and output; intermediate buffers inside a unit are not seen from here.
       figures.stash_bytes_per_sample = (input_bytes[k] + output_bytes[k]) / static_cast<std::uint64_t>(n);
       if (block.has_sub_blocks) out.sub_blocks.at(ui) = figures;
-      out.forward_ms += figures.forward_ms;
-      out.backward_ms += figures.backward_ms;
-      out.forward_fixed_ms += figures.forward_fixed_ms;
-      out.backward_fixed_ms += figures.backward_fixed_ms;
-      out.parameter_bytes += figures.parameter_bytes;
-      out.stash_bytes_per_sample += figures.stash_bytes_per_sample;
-      out.output_bytes = figures.output_bytes;
+      out.add(figures);
     }
   }
   use_compute_threads(caller_threads);
