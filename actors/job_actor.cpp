@@ -49,6 +49,10 @@ struct JobState {
   std::optional<ShareDealer> dealer;           ///< who takes each share (share_dealer())
   std::vector<caf::actor_addr> built;          ///< every actor this job spawned, shut down with it
   std::map<caf::actor_addr, std::string> names;
+  /// Of the actors watched in other processes, the rank of each one's worker; and each
+  /// worker named with the stages it runs, for when it is lost.
+  std::map<caf::actor_addr, std::uint64_t> worker_of;
+  std::map<std::uint64_t, std::string> workers;
   std::shared_ptr<Failure> failure;
   std::map<std::uint64_t, Pending> steps;
   /// Stage hosts of other processes yet to say their stages are wired; steps that
@@ -163,7 +167,12 @@ void build(JobActor self, const JobConfig& config) {
   auto& st = self->state;
   const Plan& plan = config.plan;
   const std::size_t P = plan.pipelines, S = plan.stages.size();
-  auto watch = [&](const auto& actor, std::string name) {
+  // An actor in another process (`worker` > 0) is named with it.
+  auto watch = [&](const auto& actor, std::string name, std::uint64_t worker = 0) {
+    if (worker != 0) {
+      name += " (worker process " + std::to_string(worker) + ")";
+      st.worker_of[actor.address()] = worker;
+    }
     st.names[actor.address()] = std::move(name);
     self->monitor(actor);
     st.built.push_back(actor.address());
@@ -185,7 +194,7 @@ void build(JobActor self, const JobConfig& config) {
       const std::string name = "stage " + std::to_string(s) + " of pipeline " + std::to_string(p);
       if (rank(p, s) != 0) {
         stages[p].push_back(config.processes->stages[p][s]);
-        watch(stages[p].back(), name + " (worker process " + std::to_string(rank(p, s)) + ")");
+        watch(stages[p].back(), name, rank(p, s));
         continue;
       }
       stages[p].push_back(spawn_stage(self->system(), stage_config(config, p, s, cores[p][s])));
@@ -202,8 +211,7 @@ void build(JobActor self, const JobConfig& config) {
       // Spawned by the worker that runs all its stages, which makes its shares' rows.
       st.pipelines.push_back(config.processes->pipelines[p]);
       st.to_pipelines.push_back(route(p, 0));
-      watch(st.pipelines.back(),
-            "pipeline " + std::to_string(p) + " (worker process " + std::to_string(rank(p, 0)) + ")");
+      watch(st.pipelines.back(), "pipeline " + std::to_string(p), rank(p, 0));
       continue;
     }
     st.pipelines.push_back(
@@ -242,9 +250,7 @@ void build(JobActor self, const JobConfig& config) {
     if (config.processes)
       for (const auto& [host, by_stage] : config.processes->averagers)
         for (std::size_t s = 0; s < by_stage.size(); ++s)
-          if (by_stage[s])
-            watch(by_stage[s],
-                  "the averager of stage " + std::to_string(s) + " (worker process " + std::to_string(host) + ")");
+          if (by_stage[s]) watch(by_stage[s], "the averager of stage " + std::to_string(s), host);
     // Asynchronous elastic averaging over several processes: a stage asks its stage's
     // relay, which tells every process's averager of the stage.
     if (config.elastic_period && config.processes)
@@ -281,8 +287,7 @@ void build(JobActor self, const JobConfig& config) {
         for (const auto& [host, by_stage] : config.processes->servers)
           if (s < by_stage.size() && by_stage[s]) {
             copies.push_back(by_stage[s]);
-            watch(by_stage[s], "the parameter server copy of stage " + std::to_string(s) + " (worker process " +
-                                   std::to_string(host) + ")");
+            watch(by_stage[s], "the parameter server copy of stage " + std::to_string(s), host);
           }
       }
       st.servers.push_back(spawn_parameter_server(
@@ -309,8 +314,9 @@ void build(JobActor self, const JobConfig& config) {
       for (const StageWiring& w : wiring)
         stages += (stages.empty() ? "" : ", ") + std::string("stage ") + std::to_string(w.stage) + " of pipeline " +
                   std::to_string(w.pipeline);
-      heartbeat.names[host] = "worker process " + std::to_string(host) + " (" + stages + ")";
+      st.workers[host] = "worker process " + std::to_string(host) + " (" + stages + ")";
     }
+    heartbeat.names = st.workers;
     st.built.push_back(spawn_heartbeat(self->system(), std::move(heartbeat)).address());
   }
   if (config.activities && config.stall_timeout.count() > 0) {
@@ -421,8 +427,16 @@ job_actor::behavior_type job_behavior(JobActor self, JobConfig config) {
   self->set_down_handler([=](caf::down_msg& down) {
     if (down.reason == caf::exit_reason::user_shutdown || down.reason == caf::exit_reason::normal) return;
     if (down.reason == caf::exit_reason::remote_link_unreachable) {
-      std::lock_guard<std::mutex> lock(self->state.failure->mutex);
-      self->state.failure->worker_lost = true;
+      {
+        std::lock_guard<std::mutex> lock(self->state.failure->mutex);
+        self->state.failure->worker_lost = true;
+      }
+      // Every actor of that worker goes down with it: it is the worker that is named.
+      const auto& st = self->state;
+      if (const auto w = st.worker_of.find(down.source); w != st.worker_of.end() && st.workers.count(w->second)) {
+        fail(self, st.workers.at(w->second) + " is gone: its connection closed (the process ended, or was killed)");
+        return;
+      }
     }
     const auto it = self->state.names.find(down.source);
     fail(self, (it != self->state.names.end() ? it->second : std::string("an actor")) +

@@ -18,20 +18,38 @@ namespace actorpipe::cli {
 
 namespace {
 
+/// Kills a worker and reaps it.
+void kill_now(pid_t pid) {
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+}
+
+/// Whether worker `pid` has ended (reaped, its status in `status`). One that is stopped
+/// (SIGSTOP: hung) is killed now, as it would never end by itself and takes no other
+/// signal; it counts as ended well (status 0): its run reported it lost already.
+bool ended(pid_t pid, int& status) {
+  const pid_t done = ::waitpid(pid, &status, WNOHANG | WUNTRACED);
+  if (done != pid) return false;
+  if (WIFSTOPPED(status)) {
+    kill_now(pid);
+    status = 0;
+  }
+  return true;
+}
+
 /// Stops the workers that are still there: all are asked (SIGTERM) at once, and those
 /// still there a second later are killed.
 void stop(const std::vector<pid_t>& pids) {
   std::vector<pid_t> left;
   for (const pid_t pid : pids)
     if (::kill(pid, SIGTERM) == 0) left.push_back(pid);
+  int status = 0;
   for (int i = 0; i < 50 && !left.empty(); ++i) {
-    std::erase_if(left, [](pid_t pid) { return ::waitpid(pid, nullptr, WNOHANG) == pid; });
+    std::erase_if(left, [&](pid_t pid) { return ended(pid, status); });
     if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  for (const pid_t pid : left) {
-    ::kill(pid, SIGKILL); // a stopped (hung) process takes only this
-    ::waitpid(pid, nullptr, 0);
-  }
+  for (const pid_t pid : left)
+    kill_now(pid);
 }
 
 } // namespace
@@ -63,10 +81,10 @@ Status LocalWorkers::wait(double seconds) {
   std::vector<pid_t> left;
   for (std::size_t i = 0; i < pids_.size(); ++i) {
     int status = 0;
-    pid_t done = 0;
-    while ((done = ::waitpid(pids_[i], &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline)
+    bool done = false;
+    while (!(done = ended(pids_[i], status)) && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (done == 0) {
+    if (!done) {
       left.push_back(pids_[i]);
       continue;
     }
