@@ -239,7 +239,10 @@ Status run_worker(const WorkerOptions& options) {
     // The host ended on the coordinator's word, or the coordinator ended the run (its
     // gate's end may overtake the host's): both end the worker. A lost link does not.
     const bool finished = down.reason == caf::exit_reason::normal || down.reason == caf::exit_reason::user_shutdown;
-    if (!finished) ended = Error::run_failed(where + " went away: " + system.render(down.reason));
+    if (finished) return;
+    ended = Error::run_failed(where + (down.reason == caf::exit_reason::remote_link_unreachable
+                                           ? " is gone: its connection closed (the process ended, or was killed)"
+                                           : " went away: " + system.render(down.reason)));
   });
   caf::anon_send_exit(host, caf::exit_reason::user_shutdown);
   if (ended)
