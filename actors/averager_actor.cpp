@@ -3,6 +3,8 @@
 
 #include "averager_actor.hpp"
 
+#include "base/text.hpp"
+
 #include <caf/all.hpp>
 
 #include <string>
@@ -32,7 +34,7 @@ averager_actor::behavior_type averager_behavior(AveragerActor self, AveragerConf
           st.config.average(std::vector<std::size_t>(pipelines.begin(), pipelines.end()));
         } catch (const std::exception& e) {
           st.failed = true;
-          const std::string what = "averaging of stage " + std::to_string(st.config.stage) + ": " + e.what();
+          const std::string what = "averaging of stage " + std::to_string(st.config.stage) + ": " + text::message_of(e);
           if (st.config.job) self->send(st.config.job, failed_atom::value, what);
           self->quit(caf::make_error(caf::sec::runtime_error, what)); // its watcher hears
           return;

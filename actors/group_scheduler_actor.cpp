@@ -2,6 +2,7 @@
 
 #include "group_scheduler_actor.hpp"
 
+#include "base/text.hpp"
 #include "sync/group_scheduler.hpp"
 
 #include <caf/all.hpp>
@@ -95,7 +96,7 @@ template <class F> void guarded(SchedulerActor self, F&& f) {
     f();
   } catch (const std::exception& e) {
     self->state.failed = true;
-    self->send(self->state.config.job, failed_atom::value, std::string("group scheduler: ") + e.what());
+    self->send(self->state.config.job, failed_atom::value, std::string("group scheduler: ") + text::message_of(e));
   }
 }
 

@@ -12,6 +12,7 @@
 #include "stall_watchdog_actor.hpp"
 #include "sync_round.hpp"
 
+#include "base/text.hpp"
 #include "train/cores.hpp"
 
 #include <caf/all.hpp>
@@ -389,7 +390,7 @@ void hand(JobActor self, ShareDealer::Dealt dealt) {
     inputs = parcel(std::move(dealt.share.inputs));
     labels = parcel(std::move(dealt.share.labels));
   } catch (const std::exception& e) {
-    fail(self, "pipeline " + std::to_string(p) + ": " + e.what());
+    fail(self, "pipeline " + std::to_string(p) + ": " + text::message_of(e));
     return;
   }
   self->request(st.pipelines[p], caf::infinite, step_atom::value, step, std::move(inputs), std::move(labels))

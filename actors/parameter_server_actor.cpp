@@ -2,6 +2,7 @@
 
 #include "parameter_server_actor.hpp"
 
+#include "base/text.hpp"
 #include "sync/server_gate.hpp"
 
 #include <caf/all.hpp>
@@ -45,7 +46,7 @@ template <class Event> void handle(ServerActor self, Event&& event) {
   } catch (const std::exception& e) {
     st.failed = true;
     self->send(st.config.job, failed_atom::value,
-               "parameter server of stage " + std::to_string(st.config.stage) + ": " + e.what());
+               "parameter server of stage " + std::to_string(st.config.stage) + ": " + text::message_of(e));
   }
 }
 

@@ -2,6 +2,8 @@
 
 #include "pipeline_actor.hpp"
 
+#include "base/text.hpp"
+
 #include <caf/all.hpp>
 
 #include <map>
@@ -42,7 +44,8 @@ pipeline_actor::behavior_type pipeline_behavior(pipeline_actor::stateful_pointer
           inputs = open(inputs_parcel, nullptr, c.make_rows).take();
           labels = open(labels_parcel, nullptr, c.make_rows).take();
         } catch (const std::exception& e) {
-          return caf::make_error(caf::sec::runtime_error, std::string("making its share of a batch: ") + e.what());
+          return caf::make_error(caf::sec::runtime_error,
+                                 std::string("making its share of a batch: ") + text::message_of(e));
         }
         // Its own count: with an asynchronous policy a pipeline gets some of the run's
         // steps, not each; with a lockstep one both counts agree.

@@ -23,6 +23,7 @@
 #include "base/boundary.hpp"
 #include "base/folder_lock.hpp"
 #include "base/input_file.hpp"
+#include "base/text.hpp"
 #include "launch/placement.hpp"
 #include "sim/emulated_links.hpp"
 #include "sim/stage_figures.hpp"
@@ -259,9 +260,7 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
     try {
       with_model([&] { e = session.evaluate(); });
     } catch (const std::exception& ex) {
-      const std::string what = ex.what();
-      return Error::run_failed("evaluation after epoch " + std::to_string(epoch) + ": " +
-                               what.substr(0, what.find('\n')));
+      return Error::run_failed("evaluation after epoch " + std::to_string(epoch) + ": " + text::message_of(ex));
     }
     summary.test_accuracy = e.accuracy;
     summary.test_loss = e.loss;

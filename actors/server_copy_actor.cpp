@@ -3,6 +3,8 @@
 
 #include "server_copy_actor.hpp"
 
+#include "base/text.hpp"
+
 #include <caf/all.hpp>
 
 #include <string>
@@ -22,8 +24,9 @@ server_copy_actor::behavior_type copy_behavior(server_copy_actor::pointer self, 
               if (p >= config.stages.size()) throw std::logic_error("a decision with pipeline " + std::to_string(p));
           if (!apply.empty()) config.serve(std::vector<std::size_t>(apply.begin(), apply.end()));
         } catch (const std::exception& e) {
-          self->quit(caf::make_error(caf::sec::runtime_error,
-                                     "parameter server of stage " + std::to_string(config.stage) + ": " + e.what()));
+          self->quit(caf::make_error(caf::sec::runtime_error, "parameter server of stage " +
+                                                                  std::to_string(config.stage) + ": " +
+                                                                  text::message_of(e)));
           return;
         }
         for (std::size_t i = 0; i < answer.size(); ++i)

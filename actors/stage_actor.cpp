@@ -6,6 +6,7 @@
 
 #include "sync_round.hpp"
 
+#include "base/text.hpp"
 #include "sim/emulated_links.hpp"
 #include "sim/straggled_time.hpp"
 #include "train/cores.hpp"
@@ -27,12 +28,6 @@
 namespace actorpipe::actors {
 
 namespace {
-
-/// An exception's message without the C++ backtrace LibTorch appends to its own.
-std::string first_line(const std::exception& e) {
-  const std::string what = e.what();
-  return what.substr(0, what.find('\n'));
-}
 
 /// A micro-batch of a step: the next step's inputs and labels may arrive while this
 /// step still runs.
@@ -97,7 +92,7 @@ bool take(StageActor self, Parcel& parcel, const char* what, std::uint64_t step,
   try {
     into[{step, micro}] = open(parcel, self->state.config.transport, self->state.config.make_rows);
   } catch (const std::exception& e) {
-    fail(self, std::string("taking in ") + what + " of micro-batch " + std::to_string(micro), first_line(e));
+    fail(self, std::string("taking in ") + what + " of micro-batch " + std::to_string(micro), text::message_of(e));
     return false;
   }
   return true;
@@ -113,7 +108,7 @@ bool finish_step(StageActor self, bool stepped) {
     try {
       st.config.computation->step();
     } catch (const std::exception& e) {
-      fail(self, "optimizer step", first_line(e));
+      fail(self, "optimizer step", text::message_of(e));
       return false;
     }
     record(st, SpanKind::step, 0, started);
@@ -277,7 +272,7 @@ std::optional<bool> arrive(StageActor self) {
     try {
       if (st.config.step_ahead(st.step)) record(st, SpanKind::step, 0, started);
     } catch (const std::exception& e) {
-      fail(self, "sync", first_line(e));
+      fail(self, "sync", text::message_of(e));
       return std::nullopt;
     }
   }
@@ -287,7 +282,7 @@ std::optional<bool> arrive(StageActor self) {
   try {
     arrival = st.links.sync->arrive(st.step, st.config.pipeline);
   } catch (const std::exception& e) {
-    fail(self, "sync", first_line(e));
+    fail(self, "sync", text::message_of(e));
     return std::nullopt;
   }
   if (arrival == SyncRound::Arrival::waiting) return std::nullopt;
@@ -326,7 +321,7 @@ bool take_average(StageActor self) {
   try {
     if (st.config.correct) st.config.correct();
   } catch (const std::exception& e) {
-    fail(self, "sync", first_line(e));
+    fail(self, "sync", text::message_of(e));
     return false;
   }
   st.asked.reset();
@@ -362,7 +357,7 @@ bool ask(StageActor self) {
     st.config.computation->step();
     if (asking && st.config.snapshot) st.config.snapshot();
   } catch (const std::exception& e) {
-    fail(self, "optimizer step", first_line(e));
+    fail(self, "optimizer step", text::message_of(e));
     return false;
   }
   record(st, SpanKind::step, 0, started);
@@ -429,7 +424,7 @@ void advance(StageActor self) {
              std::string(taking ? (forward ? "taking in the input" : "taking in the gradient")
                                 : (forward ? "forward" : "backward")) +
                  " of micro-batch " + std::to_string(a.micro_batch),
-             first_line(e));
+             text::message_of(e));
         return;
       }
       ++st.cursor;
@@ -477,7 +472,7 @@ stage_actor::behavior_type stage_behavior(StageActor self, StageConfig config) {
         try {
           st.labels[{step, micro}] = {open(labels, st.config.transport, st.config.make_rows), scale};
         } catch (const std::exception& e) {
-          fail(self, "taking in labels of micro-batch " + std::to_string(micro), first_line(e));
+          fail(self, "taking in labels of micro-batch " + std::to_string(micro), text::message_of(e));
           return;
         }
         advance(self);

@@ -9,6 +9,7 @@
 #include "stage_actor.hpp"
 #include "sync_round.hpp"
 
+#include "base/text.hpp"
 #include "train/cores.hpp"
 #include "train/stage_worker.hpp"
 
@@ -197,7 +198,8 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
               st.config.session->worker(key.first, key.second)
                   .load_state_bytes(train::payload_text(st.config.transport->receive(tickets[next++])));
         } catch (const std::exception& e) {
-          return caf::make_error(caf::sec::runtime_error, std::string("restoring its stages' state: ") + e.what());
+          return caf::make_error(caf::sec::runtime_error,
+                                 std::string("restoring its stages' state: ") + text::message_of(e));
         }
         if (st.config.setup->sync) st.config.setup->sync->restored();
         return true;

@@ -5,6 +5,7 @@
 #include <actorpipe/profile_io.hpp>
 #include <actorpipe/report.hpp>
 
+#include "base/text.hpp"
 #include "train/payload.hpp"
 #include "train/session.hpp"
 #include "train/stage_worker.hpp"
@@ -89,7 +90,8 @@ Status pull_state(caf::scoped_actor& self, Coordination& coordination,
                 session.worker(0, s).load_state_bytes(
                     train::payload_text(coordination.transport->receive(tickets[next++])));
           } catch (const std::exception& e) {
-            pulled = Error::run_failed("the state of worker " + std::to_string(rank) + "'s stages: " + e.what());
+            pulled =
+                Error::run_failed("the state of worker " + std::to_string(rank) + "'s stages: " + text::message_of(e));
           }
         },
         [&](caf::error& e) {

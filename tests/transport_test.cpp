@@ -264,6 +264,22 @@ BOOST_AUTO_TEST_CASE(receives_posted_ahead_are_taken_in_any_order_and_one_never_
   ranks.clear();
 }
 
+BOOST_AUTO_TEST_CASE(a_rank_whose_peers_never_come_fails_to_join_in_one_line) {
+  TransportOptions options;
+  options.store = {"127.0.0.1", 0};
+  options.world = 2;
+  options.timeout = std::chrono::seconds(1);
+  auto alone = TensorTransport::open(options);
+  REQUIRE_OK(alone);
+  const Status status = (*alone)->join();
+  BOOST_REQUIRE(!status.ok());
+  const std::string& why = status.error().message;
+  BOOST_TEST(test::contains(why, "rank 0 could not join the others: "), why);
+  // The store's own reason, without the C++ backtrace LibTorch appends to it.
+  BOOST_TEST(why.size() > why.find("others: ") + 8, why);
+  BOOST_TEST(why.find('\n') == std::string::npos, why);
+}
+
 BOOST_AUTO_TEST_CASE(gloos_loop_yields_to_compute_only_where_stages_crowd_the_cores_and_wait_for_each_other) {
   const std::size_t before = idle_threads();
   {

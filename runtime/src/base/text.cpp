@@ -110,4 +110,9 @@ std::string toml_quote(std::string_view s) {
   return out + "\"";
 }
 
+std::string message_of(const std::exception& e) {
+  const std::string_view what = e.what();
+  return std::string(what.substr(0, what.find('\n')));
+}
+
 } // namespace actorpipe::text

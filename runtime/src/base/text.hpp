@@ -3,6 +3,7 @@
 /// Small text helpers shared by config readers and reports.
 
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,5 +31,9 @@ std::string_view trim(std::string_view s);
 
 /// `s` as a TOML basic string, quotes and escapes included.
 std::string toml_quote(std::string_view s);
+
+/// An exception's message for a user: its first line, without the C++ backtrace that
+/// LibTorch (and c10d) append to their errors' own.
+std::string message_of(const std::exception& e);
 
 } // namespace actorpipe::text

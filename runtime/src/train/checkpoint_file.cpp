@@ -1,5 +1,7 @@
 #include "train/checkpoint_file.hpp"
 
+#include "base/text.hpp"
+
 #include <torch/torch.h>
 #include <zlib.h>
 
@@ -45,8 +47,7 @@ Result<std::string> unseal_checkpoint(const std::string& file, const std::string
     sealed.read("crc32", crc);
     sealed.read("archive", archive);
   } catch (const std::exception& e) {
-    const std::string what = e.what();
-    return Error::bad_input(path + ": not an actorpipe checkpoint (" + what.substr(0, what.find('\n')) + ")");
+    return Error::bad_input(path + ": not an actorpipe checkpoint (" + text::message_of(e) + ")");
   }
   if (format.numel() != 1 || format.item<std::int64_t>() != format_version)
     return Error::bad_input(path + ": a checkpoint of another format than this actorpipe writes");

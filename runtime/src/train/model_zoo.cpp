@@ -3,8 +3,9 @@
 
 #include "train/model_zoo.hpp"
 
-#include "config/job_config.hpp"
 #include "base/input_file.hpp"
+#include "base/text.hpp"
+#include "config/job_config.hpp"
 #include "train/checkpoint_file.hpp"
 
 #include <torch/csrc/jit/passes/inliner.h>
@@ -234,8 +235,7 @@ Result<Model> torchscript(const ModelOptions& o) {
   try {
     module = std::make_shared<torch::jit::Module>(torch::jit::load(o.file));
   } catch (const std::exception& e) {
-    const std::string what = e.what();
-    return refuse("not a TorchScript module (" + what.substr(0, what.find('\n')) + ")");
+    return refuse("not a TorchScript module (" + text::message_of(e) + ")");
   }
   Model m;
   for (const auto& child : module->named_children()) {
@@ -351,8 +351,7 @@ Status check_fit(const Model& model, const DataShape& shape) {
       return Error::bad_input(model.origin + ": its forward is not its children called in order, one after " +
                               "another, which is how actorpipe runs it across stages: " + export_advice);
   } catch (const std::exception& e) {
-    const std::string what = e.what();
-    return fail(what.substr(0, what.find('\n')));
+    return fail(text::message_of(e));
   }
   return Ok{};
 }
@@ -364,9 +363,8 @@ Result<Model> build_model(const JobSpec& job, const DataShape& shape) {
   try {
     model = build_model(job.model, shape, job.job.seed);
   } catch (const std::exception& e) {
-    const std::string what = e.what();
     model = Error::bad_input("model.zoo: '" + job.model.zoo + "' cannot be built for samples of " +
-                             dimensions(shape.sample) + ": " + what.substr(0, what.find('\n')));
+                             dimensions(shape.sample) + ": " + text::message_of(e));
   }
   Status fits = model ? check_fit(*model, shape) : Status(Ok{});
   if (model && fits) return model;

@@ -3,6 +3,8 @@
 #include <actorpipe/training.hpp>
 
 #include "base/boundary.hpp"
+#include "base/text.hpp"
+
 #include "train/cores.hpp"
 #include "train/datasets.hpp"
 #include "train/freed_memory.hpp"
@@ -83,7 +85,7 @@ public:
           }
         } catch (const std::exception& e) {
           std::lock_guard<std::mutex> lock(mutex_);
-          if (failure_.empty()) failure_ = e.what();
+          if (failure_.empty()) failure_ = text::message_of(e);
         }
       });
     started_.wait();

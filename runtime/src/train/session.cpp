@@ -4,6 +4,7 @@
 
 #include "base/atomic_file.hpp"
 #include "base/input_file.hpp"
+#include "base/text.hpp"
 #include "train/checkpoint_file.hpp"
 #include "train/cores.hpp"
 #include "train/datasets.hpp"
@@ -202,7 +203,7 @@ Status Session::save_checkpoint(const std::string& path, const Progress& progres
     archive.save_to(bytes);
     return write_file_atomically(path, seal_checkpoint(bytes.str()));
   } catch (const std::exception& e) {
-    return Error::run_failed(path + ": cannot write the checkpoint: " + e.what());
+    return Error::run_failed(path + ": cannot write the checkpoint: " + text::message_of(e));
   }
 }
 
@@ -248,7 +249,7 @@ Result<Progress> Session::load_checkpoint(const std::string& path) {
     }
     return progress;
   } catch (const std::exception& e) {
-    return Error::bad_input(path + ": not a checkpoint of this job: " + std::string(e.what()).substr(0, 300));
+    return Error::bad_input(path + ": not a checkpoint of this job: " + text::message_of(e).substr(0, 300));
   }
 }
 

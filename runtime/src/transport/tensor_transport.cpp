@@ -1,5 +1,6 @@
 #include "transport/tensor_transport.hpp"
 
+#include "base/text.hpp"
 #include "train/cores.hpp"
 #include "train/tensor_box.hpp"
 
@@ -132,7 +133,7 @@ Result<std::unique_ptr<TensorTransport>> TensorTransport::open(const TransportOp
     transport->state_->store = c10::make_intrusive<c10d::TCPStore>(options.store.host, store);
   } catch (const std::exception& e) {
     return Error::run_failed(store_text(options) + ": " + (options.rank == 0 ? "cannot listen: " : "cannot connect: ") +
-                             e.what());
+                             text::message_of(e));
   }
   return transport;
 }
@@ -159,7 +160,7 @@ Status TensorTransport::join() {
         static_cast<int>(options_.world), gloo_options(options_, state_->device));
   } catch (const std::exception& e) {
     return Error::run_failed(store_text(options_) + ": rank " + std::to_string(options_.rank) +
-                             " could not join the others: " + e.what());
+                             " could not join the others: " + text::message_of(e));
   }
   return Ok{};
 }
@@ -183,7 +184,7 @@ TensorTicket TensorTransport::send(const train::Payload& payload, std::size_t to
   try {
     state_->in_flight.push_back(state_->world->send(tensors, static_cast<int>(to), static_cast<int>(ticket.tag)));
   } catch (const std::exception& e) {
-    throw std::runtime_error("sending a tensor to rank " + std::to_string(to) + ": " + e.what());
+    throw std::runtime_error("sending a tensor to rank " + std::to_string(to) + ": " + text::message_of(e));
   }
   while (!state_->in_flight.empty() && state_->in_flight.front()->isCompleted()) {
     state_->in_flight.front()->wait(); // rethrows a failed send's error
@@ -203,7 +204,8 @@ std::shared_ptr<TensorTransport::Arrival> TensorTransport::post_receive(const Te
   try {
     arrival->work = state_->world->recv(arrival->tensors, static_cast<int>(ticket.from), static_cast<int>(ticket.tag));
   } catch (const std::exception& e) {
-    throw std::runtime_error("receiving a tensor from rank " + std::to_string(ticket.from) + ": " + e.what());
+    throw std::runtime_error("receiving a tensor from rank " + std::to_string(ticket.from) + ": " +
+                             text::message_of(e));
   }
   state_->posted.emplace(arrival.get(), arrival);
   return arrival;
@@ -215,7 +217,8 @@ train::Payload TensorTransport::take(Arrival& arrival) {
   try {
     arrival.work->wait(options_.timeout);
   } catch (const std::exception& e) {
-    throw std::runtime_error("receiving a tensor from rank " + std::to_string(arrival.from) + ": " + e.what());
+    throw std::runtime_error("receiving a tensor from rank " + std::to_string(arrival.from) + ": " +
+                             text::message_of(e));
   }
   {
     std::lock_guard<std::mutex> lock(state_->post);
@@ -249,7 +252,7 @@ std::shared_ptr<TensorTransport::Group> TensorTransport::group(const std::string
     group->context->setTimeout(options_.timeout);
     group->context->connectFullMesh(meeting, state_->device);
   } catch (const std::exception& e) {
-    throw std::runtime_error("group '" + name + "': " + e.what());
+    throw std::runtime_error("group '" + name + "': " + text::message_of(e));
   }
   return group;
 }
@@ -300,7 +303,7 @@ void TensorTransport::all_reduce_sum(Group& group, const std::vector<train::Payl
       ::gloo::allreduce(*sum);
       group.last_sum = std::move(sum);
     } catch (const std::exception& e) {
-      throw std::runtime_error("all-reduce in group '" + group.name + "': " + e.what());
+      throw std::runtime_error("all-reduce in group '" + group.name + "': " + text::message_of(e));
     }
   });
 }
@@ -321,7 +324,7 @@ void TensorTransport::broadcast(Group& group, std::size_t root, const std::vecto
       ::gloo::broadcast(*copy);
       group.last_broadcast = std::move(copy);
     } catch (const std::exception& e) {
-      throw std::runtime_error("broadcast in group '" + group.name + "': " + e.what());
+      throw std::runtime_error("broadcast in group '" + group.name + "': " + text::message_of(e));
     }
   });
 }
