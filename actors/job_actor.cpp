@@ -3,6 +3,7 @@
 #include "job_actor.hpp"
 
 #include "averager_actor.hpp"
+#include "error_text.hpp"
 #include "group_scheduler_actor.hpp"
 #include "heartbeat_actor.hpp"
 #include "parameter_server_actor.hpp"
@@ -338,8 +339,8 @@ void build(JobActor self, const JobConfig& config) {
               self->state.held.clear();
             },
             [=](caf::error& error) {
-              fail(self,
-                   "worker " + std::to_string(host) + " could not wire its stages: " + self->system().render(error));
+              fail(self, "worker " + std::to_string(host) +
+                             " could not wire its stages: " + error_text(self->system(), error));
             });
   for (std::size_t s = 0; s < S; ++s) {
     std::shared_ptr<SyncRound> round;
@@ -411,7 +412,7 @@ void hand(JobActor self, ShareDealer::Dealt dealt) {
             st.steps.erase(it);
           },
           [=](caf::error& error) {
-            fail(self, "pipeline " + std::to_string(p) + ": " + self->system().render(error));
+            fail(self, "pipeline " + std::to_string(p) + ": " + error_text(self->system(), error));
           });
 }
 

@@ -3,6 +3,7 @@
 #include "worker_process.hpp"
 
 #include "control_channel.hpp"
+#include "error_text.hpp"
 #include "process_protocol.hpp"
 #include "run_setup.hpp"
 #include "stage_host_actor.hpp"
@@ -107,8 +108,9 @@ Status run_worker(const WorkerOptions& options) {
   Status joined = Ok{};
   self->request(*gate, std::chrono::seconds(60), join_atom::value, options.token, options.host_name,
                 static_cast<std::uint32_t>(::getpid()))
-      .receive([&](JobOrder& o) { order = std::move(o); },
-               [&](caf::error& e) { joined = Error::bad_input(where + " refused this worker: " + system.render(e)); });
+      .receive(
+          [&](JobOrder& o) { order = std::move(o); },
+          [&](caf::error& e) { joined = Error::bad_input(where + " refused this worker: " + error_text(system, e)); });
   ACTORPIPE_TRY(joined);
   say("joined " + where + " as rank " + std::to_string(order->rank) + " of " + std::to_string(order->world));
 

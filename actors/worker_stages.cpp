@@ -2,6 +2,8 @@
 
 #include "worker_stages.hpp"
 
+#include "error_text.hpp"
+
 #include <actorpipe/profile_io.hpp>
 #include <actorpipe/report.hpp>
 
@@ -64,7 +66,7 @@ Result<RemoteStages> spawn_remote_stages(caf::actor_system& system, Coordination
             },
             [&](caf::error& e) {
               error = Error::run_failed("worker " + std::to_string(rank) +
-                                        " could not spawn its stages: " + system.render(e));
+                                        " could not spawn its stages: " + error_text(system, e));
             });
     if (error) return *error;
   }
@@ -96,7 +98,7 @@ Status pull_state(caf::scoped_actor& self, Coordination& coordination,
         },
         [&](caf::error& e) {
           pulled = Error::run_failed("worker " + std::to_string(rank) +
-                                     " did not hand over its stages' state: " + self->system().render(e));
+                                     " did not hand over its stages' state: " + error_text(self->system(), e));
         });
     ACTORPIPE_TRY(pulled);
   }
@@ -116,8 +118,9 @@ Status push_state(caf::scoped_actor& self, Coordination& coordination,
     self->request(host, std::chrono::seconds(60), restore_atom::value, std::move(tickets))
         .receive([](bool) {},
                  [&](caf::error& e) {
-                   pushed = Error::run_failed("worker " + std::to_string(rank) +
-                                              " could not take the checkpoint's state: " + self->system().render(e));
+                   pushed =
+                       Error::run_failed("worker " + std::to_string(rank) +
+                                         " could not take the checkpoint's state: " + error_text(self->system(), e));
                  });
     ACTORPIPE_TRY(pushed);
   }

@@ -50,6 +50,13 @@ using test::contains;
 
 namespace {
 
+/// Shuts a gate down however its test ends: a failed check throws, and the actor
+/// system would otherwise wait for the gate for good instead of the test failing.
+struct GateEndsWithTest {
+  actors::gate_actor gate;
+  ~GateEndsWithTest() { caf::anon_send_exit(gate, caf::exit_reason::user_shutdown); }
+};
+
 /// A job of 2 stages × 2 pipelines on four CPU "devices", its profile measured and
 /// written beside it, so that every process plans it alike.
 std::string job_file(const test::ScratchDir& dir, const std::string& scheduler, const std::string& profile = "") {
@@ -799,6 +806,7 @@ BOOST_AUTO_TEST_CASE(a_worker_with_a_wrong_token_is_refused_and_logged_with_its_
     log.push_back(line);
   };
   auto gate = actors::spawn_gate(coordinator, gate_config);
+  const GateEndsWithTest ends{gate};
   auto port = coordinator.middleman().publish(gate, 0, "127.0.0.1");
   BOOST_REQUIRE(static_cast<bool>(port));
   auto remote = worker.middleman().remote_actor<actors::gate_actor>("127.0.0.1", *port);
@@ -820,8 +828,8 @@ BOOST_AUTO_TEST_CASE(a_worker_with_a_wrong_token_is_refused_and_logged_with_its_
   const auto refused =
       test::run_cli("worker --coordinator 127.0.0.1:" + std::to_string(*port) + " --token-file " + wrong);
   BOOST_TEST(refused.status == 2);
-  BOOST_TEST(contains(refused.err, "refused this worker"), refused.err);
-  BOOST_TEST(contains(refused.err, "wrong token"), refused.err);
+  // The gate's own words, not CAF's rendering of the error that carries them.
+  BOOST_TEST(contains(refused.err, "refused this worker: wrong token"), refused.err);
   {
     std::lock_guard<std::mutex> lock(mutex);
     BOOST_REQUIRE_EQUAL(log.size(), 1u);
@@ -836,7 +844,6 @@ BOOST_AUTO_TEST_CASE(a_worker_with_a_wrong_token_is_refused_and_logged_with_its_
   const auto [extra, full] = join("the-right-token");
   BOOST_TEST(!extra.has_value());
   BOOST_TEST(contains(full, "all its 1 workers"));
-  caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
 }
 
 BOOST_AUTO_TEST_CASE(the_gate_gives_each_worker_a_place_on_its_own_machine) {
@@ -850,6 +857,7 @@ BOOST_AUTO_TEST_CASE(the_gate_gives_each_worker_a_place_on_its_own_machine) {
   std::vector<std::string> log;
   gate_config.log = [&](const std::string& line) { log.push_back(line); };
   auto gate = actors::spawn_gate(system, gate_config);
+  const GateEndsWithTest ends{gate};
   caf::scoped_actor self{system};
   const auto join = [&](const std::string& host) -> std::variant<std::uint64_t, std::string> {
     std::variant<std::uint64_t, std::string> outcome;
@@ -868,7 +876,6 @@ BOOST_AUTO_TEST_CASE(the_gate_gives_each_worker_a_place_on_its_own_machine) {
   BOOST_REQUIRE_EQUAL(log.size(), 1u);
   BOOST_TEST(contains(log[0], "refused a worker on gamma pid 1"), log[0]);
   BOOST_TEST(std::get<std::uint64_t>(join("beta")) == 3u);
-  caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
 }
 
 /// Whether the `openssl` program is here to make the TLS test's certificates.
@@ -900,6 +907,7 @@ BOOST_AUTO_TEST_CASE(with_tls_only_a_worker_whose_certificate_the_authority_sign
   gate_config.token = "t";
   gate_config.workers = 1;
   auto gate = actors::spawn_gate(coordinator, gate_config);
+  const GateEndsWithTest ends{gate};
   auto port = actors::publish_gate(coordinator, gate, {"127.0.0.1", 0}, ours);
   BOOST_REQUIRE(static_cast<bool>(port));
   const auto reaches = [&](const launch::TlsFiles& tls) {
@@ -912,7 +920,6 @@ BOOST_AUTO_TEST_CASE(with_tls_only_a_worker_whose_certificate_the_authority_sign
   BOOST_TEST(!reaches({}));     // plain TCP: no TLS handshake
   BOOST_TEST(!reaches(theirs)); // a certificate another authority signed
   BOOST_TEST(reaches(ours));
-  caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
 }
 
 BOOST_AUTO_TEST_CASE(launched_workers_train_over_tls, *boost::unit_test::precondition(has_openssl)) {
