@@ -384,7 +384,10 @@ void hand(JobActor self, ShareDealer::Dealt dealt) {
   const std::uint64_t step = dealt.share.step;
   // A pipeline here takes the share as it is: only rows where its stages make them.
   const auto parcel = [route = st.to_pipelines[p]](train::Payload payload) {
-    return route.transport ? pack(std::move(payload), route) : Parcel{std::move(payload)};
+    if (route.transport) return pack(std::move(payload), route);
+    Parcel here;
+    here.payload = std::move(payload);
+    return here;
   };
   Parcel inputs, labels;
   try {

@@ -139,16 +139,16 @@ using stage_actor = caf::typed_actor<caf::reacts_to<connect_atom, StageLinks>,
 /// `scheduler`, a parameter server a `server`, asynchronous elastic averaging an
 /// `averager`.
 struct StageLinks {
-  stage_actor previous;
-  stage_actor next;
-  pipeline_actor pipeline;
-  std::shared_ptr<SyncRound> sync;   ///< shared by the replicas of this stage index
-  std::vector<stage_actor> replicas; ///< this stage index's actor in each pipeline, this one's included
-  group_scheduler_actor scheduler;
-  job_actor job;
-  parameter_server_actor server;
-  averager_actor averager;    ///< asynchronous elastic averaging: the stage's averager
-  Route to_previous, to_next; ///< how tensors reach them: within this process unless a rank is named
+  stage_actor previous{};
+  stage_actor next{};
+  pipeline_actor pipeline{};
+  std::shared_ptr<SyncRound> sync{};   ///< shared by the replicas of this stage index
+  std::vector<stage_actor> replicas{}; ///< this stage index's actor in each pipeline, this one's included
+  group_scheduler_actor scheduler{};
+  job_actor job{};
+  parameter_server_actor server{};
+  averager_actor averager{};      ///< asynchronous elastic averaging: the stage's averager
+  Route to_previous{}, to_next{}; ///< how tensors reach them: within this process unless a rank is named
 };
 
 } // namespace actorpipe::actors

@@ -112,16 +112,16 @@ Result<std::unique_ptr<RunSetup>> prepare_run(const JobSpec& job, const Plan& pl
         // Each action also takes the plan's fixed cost per action, as the simulator has
         // every device take it (launches, messages).
         const double overhead = job.plan.action_overhead_ms;
-        setup->job.emulated[p][s] = StageConfig::Emulated{f.forward_fixed_ms / device.speed + overhead,
-                                                          f.forward_ms / device.speed,
-                                                          f.backward_fixed_ms / device.speed + overhead,
-                                                          f.backward_ms / device.speed,
-                                                          job.emulation.dilation,
-                                                          plan.devices[p][s],
-                                                          stragglers,
-                                                          s > 0 ? emulated(p, s - 1) : std::nullopt,
-                                                          emulated(p, s + 1),
-                                                          nullptr};
+        setup->job.emulated[p][s] =
+            StageConfig::Emulated{.forward_fixed_ms = f.forward_fixed_ms / device.speed + overhead,
+                                  .forward_ms_per_sample = f.forward_ms / device.speed,
+                                  .backward_fixed_ms = f.backward_fixed_ms / device.speed + overhead,
+                                  .backward_ms_per_sample = f.backward_ms / device.speed,
+                                  .dilation = job.emulation.dilation,
+                                  .device = plan.devices[p][s],
+                                  .stragglers = stragglers,
+                                  .previous_device = s > 0 ? emulated(p, s - 1) : std::nullopt,
+                                  .next_device = emulated(p, s + 1)};
         if (!links) links = std::make_shared<sim::EmulatedLinks>(job.cluster);
         setup->job.emulated[p][s]->links = links;
         setup->time_scale = 1 / job.emulation.dilation;

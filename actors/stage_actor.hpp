@@ -55,15 +55,15 @@ struct StageConfig {
     DeviceId device = 0;
     /// Slow windows and random delays on top of the model, drawn by the stage from
     /// seed + its place in the plan; none: the model alone.
-    std::shared_ptr<const Stragglers> stragglers;
+    std::shared_ptr<const Stragglers> stragglers{};
     /// The devices of the pipeline's stages before and after this one, where they are
     /// emulated too: activations and gradients to them arrive when `links` says.
-    std::optional<DeviceId> previous_device, next_device;
-    std::shared_ptr<sim::EmulatedLinks> links;
+    std::optional<DeviceId> previous_device{}, next_device{};
+    std::shared_ptr<sim::EmulatedLinks> links{};
     /// The devices of this stage's replicas, by pipeline, where there are several and all
     /// are emulated: a lockstep round's all-reduce of `parameter_bytes` then takes what
     /// `links` says the ring takes, as the simulator charges it. Empty: nothing.
-    std::vector<DeviceId> replica_devices;
+    std::vector<DeviceId> replica_devices{};
     std::uint64_t parameter_bytes = 0;
   };
   std::optional<Emulated> emulated;

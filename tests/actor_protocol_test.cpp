@@ -197,9 +197,12 @@ struct fixture : test_coordinator_fixture<> {
                const std::vector<stage_actor>& replicas = {}) {
     for (std::size_t s = 0; s < stages.size(); ++s)
       self->send(stages[s], connect_atom::value,
-                 StageLinks{s > 0 ? stages[s - 1] : stage_actor{},
-                            s + 1 < stages.size() ? stages[s + 1] : stage_actor{}, pipeline, round, replicas,
-                            group_scheduler_actor{}, job});
+                 StageLinks{.previous = s > 0 ? stages[s - 1] : stage_actor{},
+                            .next = s + 1 < stages.size() ? stages[s + 1] : stage_actor{},
+                            .pipeline = pipeline,
+                            .sync = round,
+                            .replicas = replicas,
+                            .job = job});
     run();
   }
 
@@ -578,7 +581,7 @@ CAF_TEST(stages_ask_the_group_scheduler_after_their_step_and_compute_on_while_a_
   spawned.push_back(caf::actor_cast<caf::actor>(scheduler));
   for (std::size_t p = 0; p < 3; ++p)
     self->send(replicas[p], connect_atom::value,
-               StageLinks{stage_actor{}, stage_actor{}, pipeline, nullptr, replicas, scheduler, job});
+               StageLinks{.pipeline = pipeline, .replicas = replicas, .scheduler = scheduler, .job = job});
   sched.run();
   // Pipeline 0 computes, steps on its own gradient and asks.
   self->send(replicas[0], labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, parcel(0), 1.0);
@@ -729,9 +732,8 @@ CAF_TEST(under_asynchronous_elastic_averaging_a_stage_asks_its_averager_every_pe
   std::vector<std::vector<std::size_t>> moved;
   const averager_actor averager = averager_of(replicas, moved);
   for (std::size_t p = 0; p < 2; ++p) {
-    StageLinks links{stage_actor{}, stage_actor{}, pipeline, nullptr, replicas, group_scheduler_actor{}, job};
-    links.averager = averager;
-    self->send(replicas[p], connect_atom::value, std::move(links));
+    self->send(replicas[p], connect_atom::value,
+               StageLinks{.pipeline = pipeline, .replicas = replicas, .job = job, .averager = averager});
   }
   sched.run();
   const auto feed = [&](std::size_t p, std::uint64_t step) {
@@ -877,13 +879,10 @@ CAF_TEST(a_pipeline_sent_which_rows_its_share_is_makes_them_and_feeds_its_stages
   spawned.push_back(caf::actor_cast<caf::actor>(pipeline));
   for (std::size_t s = 0; s < 2; ++s)
     self->send(config.stages[s], connect_atom::value,
-               StageLinks{s > 0 ? first : stage_actor{},
-                          s == 0 ? last : stage_actor{},
-                          pipeline,
-                          nullptr,
-                          {},
-                          group_scheduler_actor{},
-                          job});
+               StageLinks{.previous = s > 0 ? first : stage_actor{},
+                          .next = s == 0 ? last : stage_actor{},
+                          .pipeline = pipeline,
+                          .job = job});
   run();
   const auto as_rows = [](bool labels) {
     Parcel rows;
