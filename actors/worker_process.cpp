@@ -100,9 +100,12 @@ Status run_worker(const WorkerOptions& options) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200)); // it is not listening yet
     gate = reach_gate(system, options.coordinator, options.tls);
   }
-  if (!gate)
+  if (!gate) {
+    const std::string why = gate.error() == caf::sec::cannot_connect_to_node ? "nothing there accepted the connection"
+                                                                             : error_text(system, gate.error());
     return Error::run_failed(where + ": cannot reach it (tried for " + std::to_string(options.connect_timeout.count()) +
-                             " s): " + system.render(gate.error()));
+                             " s): " + why);
+  }
   caf::scoped_actor self{system};
   std::optional<JobOrder> order;
   Status joined = Ok{};

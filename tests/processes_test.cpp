@@ -846,6 +846,18 @@ BOOST_AUTO_TEST_CASE(a_worker_with_a_wrong_token_is_refused_and_logged_with_its_
   BOOST_TEST(contains(full, "all its 1 workers"));
 }
 
+BOOST_AUTO_TEST_CASE(a_worker_that_cannot_reach_its_coordinator_says_where_and_how_long_it_tried) {
+  test::ScratchDir dir;
+  const std::string token = dir.write("token", "t\n");
+  ::chmod(token.c_str(), 0600);
+  // Nothing listens on port 1.
+  const auto lone = test::run_cli("worker --coordinator 127.0.0.1:1 --token-file " + token + " --connect-timeout 1");
+  BOOST_TEST(lone.status == 1);
+  BOOST_TEST(contains(lone.err, "the coordinator at 127.0.0.1:1: cannot reach it (tried for 1 s): nothing there "
+                                "accepted the connection"),
+             lone.err);
+}
+
 BOOST_AUTO_TEST_CASE(the_gate_gives_each_worker_a_place_on_its_own_machine) {
   caf::actor_system_config config;
   actors::add_process_message_types(config);
