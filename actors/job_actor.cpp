@@ -439,13 +439,13 @@ job_actor::behavior_type job_behavior(JobActor self, JobConfig config) {
       // Every actor of that worker goes down with it: it is the worker that is named.
       const auto& st = self->state;
       if (const auto w = st.worker_of.find(down.source); w != st.worker_of.end() && st.workers.count(w->second)) {
-        fail(self, st.workers.at(w->second) + " is gone: its connection closed (the process ended, or was killed)");
+        fail(self, st.workers.at(w->second) + " " + ended_text(self->system(), down.reason));
         return;
       }
     }
     const auto it = self->state.names.find(down.source);
-    fail(self, (it != self->state.names.end() ? it->second : std::string("an actor")) +
-                   " ended: " + self->system().render(down.reason));
+    fail(self, (it != self->state.names.end() ? it->second : std::string("an actor")) + " " +
+                   ended_text(self->system(), down.reason));
   });
   self->set_exit_handler([=](caf::exit_msg& exit) {
     // Whoever waits for a step gets an answer, not silence.

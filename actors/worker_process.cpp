@@ -245,9 +245,7 @@ Status run_worker(const WorkerOptions& options) {
     // gate's end may overtake the host's): both end the worker. A lost link does not.
     const bool finished = down.reason == caf::exit_reason::normal || down.reason == caf::exit_reason::user_shutdown;
     if (finished) return;
-    ended = Error::run_failed(where + (down.reason == caf::exit_reason::remote_link_unreachable
-                                           ? " is gone: its connection closed (the process ended, or was killed)"
-                                           : " went away: " + system.render(down.reason)));
+    ended = Error::run_failed(where + " " + ended_text(system, down.reason));
   });
   caf::anon_send_exit(host, caf::exit_reason::user_shutdown);
   if (ended)
