@@ -5,6 +5,8 @@
 
 #include <actorpipe/error.hpp>
 
+#include "base/text.hpp"
+
 #include <exception>
 #include <string>
 
@@ -15,8 +17,7 @@ template <class F> auto at_boundary(const std::string& what, F&& f) -> decltype(
   try {
     return f();
   } catch (const std::exception& e) {
-    const std::string message = e.what();
-    return Error::run_failed(what + ": " + message.substr(0, message.find('\n')));
+    return Error::run_failed(what + ": " + text::message_of(e));
   } catch (...) {
     return Error::run_failed(what + ": an exception that is not a std::exception");
   }

@@ -1,6 +1,6 @@
 #pragma once
 
-/// Small text helpers shared by config readers and reports.
+/// Small text helpers shared by config readers, reports and error messages.
 
 #include <cstdint>
 #include <exception>

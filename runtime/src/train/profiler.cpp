@@ -282,8 +282,8 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
   use_compute_threads(caller_threads);
   if (load)
     if (const std::string why = load->failure(); !why.empty())
-      return Error::run_failed("a copy of the model that keeps the other cores busy while measuring failed (" +
-                               why.substr(0, why.find('\n')) + "); measure with --load 0");
+      return Error::run_failed("a copy of the model that keeps the other cores busy while measuring failed (" + why +
+                               "); measure with --load 0");
   return profile;
 }
 
