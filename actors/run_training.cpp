@@ -22,6 +22,8 @@
 #include "base/atomic_file.hpp"
 #include "base/boundary.hpp"
 #include "base/folder_lock.hpp"
+#include "device/cuda_queries.hpp"
+#include "device/placement.hpp"
 #include "base/input_file.hpp"
 #include "base/text.hpp"
 #include "launch/placement.hpp"
@@ -58,6 +60,12 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
                                     const actors::CoordinateOptions* coordinate, Attempt& attempt) {
   ACTORPIPE_TRY(plan.validate(job.profile, job.cluster));
   ACTORPIPE_TRY(validate(plan.schedule));
+  const bool on_gpus = device::uses_cuda(job.cluster, plan);
+  if (on_gpus) {
+    const auto gpus = device::query_gpus();
+    ACTORPIPE_TRY(device::check_present(job, plan, gpus ? gpus->size() : 0, gpus ? "" : gpus.error().message));
+    device::reset_peak_memory();
+  }
   auto opened = train::Session::open(job, plan, options.data);
   ACTORPIPE_TRY(opened);
   train::Session& session = **opened;
@@ -410,6 +418,7 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   summary.peak_stashed.assign(plan.stages.size(), 0);
   for (const actors::StageTrace& t : traces)
     summary.peak_stashed[t.stage] = std::max(summary.peak_stashed[t.stage], t.peak_stashed);
+  if (on_gpus) summary.peak_gpu_bytes = device::peak_memory_bytes();
   summary.seconds = step_seconds;
   summary.samples_per_s =
       step_seconds > 0 ? static_cast<double>(steps_here * plan.batch_size) / (step_seconds * time_scale) : 0;

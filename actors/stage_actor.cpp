@@ -40,7 +40,6 @@ struct StageState {
   std::uint64_t step = 1;
   std::map<Key, Incoming> inputs, gradients;
   std::map<Key, std::pair<Incoming, double>> labels;
-  double loss_sum = 0; ///< Σ loss × samples over this step's micro-batches (last stage)
   bool syncing = false;
   bool failed = false;
   /// Scheduled averaging: the step whose ask awaits its answer while the stage computes
@@ -98,6 +97,10 @@ bool take(StageActor self, Parcel& parcel, const char* what, std::uint64_t step,
   return true;
 }
 
+/// Σ loss × samples over this step's micro-batches: the last stage's, read once a step
+/// (from a GPU, the one wait for it); 0 elsewhere.
+double step_loss(StageState& st) { return st.last() ? st.config.computation->take_loss_sum() : 0.0; }
+
 /// The optimizer step once gradients are final, then the report to the pipeline.
 /// False when the optimizer failed (reported).
 bool finish_step(StageActor self, bool stepped) {
@@ -113,9 +116,8 @@ bool finish_step(StageActor self, bool stepped) {
     }
     record(st, SpanKind::step, 0, started);
   }
-  self->send(st.links.pipeline, done_atom::value, st.step, static_cast<std::uint64_t>(st.config.stage), st.loss_sum);
+  self->send(st.links.pipeline, done_atom::value, st.step, static_cast<std::uint64_t>(st.config.stage), step_loss(st));
   st.cursor = 0;
-  st.loss_sum = 0;
   st.syncing = false;
   ++st.step;
   return true;
@@ -222,7 +224,7 @@ void run_action(StageActor self, const Action& a, TakenIn taken) {
   const auto micro = static_cast<std::uint64_t>(a.micro_batch);
   if (a.op == Op::forward) {
     if (st.last()) {
-      st.loss_sum += computation.forward_loss(a.micro_batch, taken.input, taken.labels, taken.scale) * a.size;
+      computation.forward_loss(a.micro_batch, taken.input, taken.labels, taken.scale, a.size);
       note_stash(st);
       pad(st, a, started);
       record(st, SpanKind::forward, a.micro_batch, started, cpu_started);
@@ -368,9 +370,8 @@ bool ask(StageActor self) {
     self->send(st.links.averager, average_atom::value, std::vector<std::uint64_t>{pipeline},
                std::vector<std::uint64_t>{st.step});
   if (asking) st.asked = st.step;
-  self->send(st.links.pipeline, done_atom::value, st.step, stage, st.loss_sum);
+  self->send(st.links.pipeline, done_atom::value, st.step, stage, step_loss(st));
   st.cursor = 0;
-  st.loss_sum = 0;
   ++st.step;
   if (!asking || st.config.overlap) return true;
   st.syncing = true;

@@ -2,6 +2,7 @@
 /// how a Lua script in a process without LibTorch reaches run_training and
 /// measure_profile once it has loaded this library.
 
+#include "device/cuda_queries.hpp"
 #include "train/training_entry.hpp"
 
 #include <actorpipe/export.hpp>
@@ -12,6 +13,10 @@ extern "C" ACTORPIPE_EXPORT const actorpipe::train::TrainingEntryPoints* actorpi
                                                                   actorpipe::run_training,
                                                                   actorpipe::measure_profile,
                                                                   actorpipe::predicted_step_ms,
-                                                                  actorpipe::tune_plan};
+                                                                  actorpipe::tune_plan,
+                                                                  actorpipe::device::cuda_built,
+                                                                  actorpipe::device::query_gpus,
+                                                                  actorpipe::device::check_nccl,
+                                                                  actorpipe::device::libtorch_text};
   return &entry_points;
 }

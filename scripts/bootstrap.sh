@@ -5,6 +5,11 @@
 #   scripts/bootstrap.sh        install, build, run the default job
 #   scripts/bootstrap.sh test   install, build, run the whole test suite
 #
+# LibTorch is the one inside PyTorch 2.11.0 (CUDA-enabled; it runs where no GPU is), which
+# pip installs into a virtual environment outside the clone, so that later clones and CI
+# reuse it: ACTORPIPE_VENV (default: ~/.cache/actorpipe/torch-2.11.0). Its python3 is
+# first on PATH for the build and the tests (their PyTorch eager references).
+#
 # ACTORPIPE_BUILD_DIR chooses the build folder (default: build/ in the checkout).
 set -euo pipefail
 
@@ -19,13 +24,11 @@ build=${ACTORPIPE_BUILD_DIR:-$root/build}
 
 packages=(
   g++ meson ninja-build pkg-config cmake ccache
-  libcaf-dev libtorch-dev libtomlplusplus-dev liblua5.4-dev libboost-test-dev libplplot-dev
+  python3 python3-venv
+  libcaf-dev libtomlplusplus-dev liblua5.4-dev libboost-test-dev libplplot-dev
   nlohmann-json3-dev libcli11-dev zlib1g-dev
-  # Headers of the Gloo that LibTorch's c10d carries tensors between processes with.
+  # Headers that c10d's Gloo process group header names (the Gloo code is LibTorch's own).
   libgloo-dev
-  # LibTorch's recommended BLAS; without it Debian falls back to the reference BLAS,
-  # several times slower on every linear layer.
-  libopenblas0-openmp
   dataset-fashion-mnist
 )
 # The test run also checks the tree's formatting, makes certificates for the TLS tests
@@ -46,9 +49,23 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+torch_version=2.11.0
+venv=${ACTORPIPE_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/actorpipe/torch-$torch_version}
+has_torch() { "$venv/bin/python3" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$torch_version')" 2>/dev/null; }
+if ! has_torch; then
+  echo "==> installing PyTorch $torch_version (LibTorch with CUDA, c10d, Gloo and NCCL) into $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "torch==$torch_version" numpy
+  has_torch || { echo "PyTorch $torch_version did not install into $venv" >&2; exit 1; }
+fi
+export PATH="$venv/bin:$PATH"
+
 if [ ! -f "$build/build.ninja" ]; then
   echo "==> configuring $build"
   meson setup "$build" "$root"
+else
+  # The same LibTorch as the tests' python3, even in a folder configured before.
+  meson setup --reconfigure "$build" "$root" >/dev/null
 fi
 echo "==> building"
 ninja -C "$build"

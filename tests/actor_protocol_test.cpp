@@ -30,6 +30,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace actorpipe;
@@ -48,6 +49,7 @@ struct FakeStage final : train::StageComputation {
   bool fail_step = false;
   std::map<std::size_t, train::Payload> seen; ///< the input of each micro-batch's latest forward
   std::set<std::size_t> held;                 ///< micro-batches forwarded and not yet backward
+  double loss_sum = 0;                        ///< Σ input × samples of this step's last-stage forwards
   /// Where set, each action first logs what the stage's activity says meanwhile:
   /// "busy with 1" (step 1) or "idle".
   const StageActivity* watched = nullptr;
@@ -65,15 +67,17 @@ struct FakeStage final : train::StageComputation {
     held.insert(micro);
     return input;
   }
-  double forward_loss(std::size_t micro, const train::Payload& input, const train::Payload&, double) override {
+  void forward_loss(std::size_t micro, const train::Payload& input, const train::Payload&, double,
+                    std::uint32_t samples) override {
     log_activity();
     log->push_back(name + " F" + std::to_string(micro));
     if (fail_forward == micro) throw std::runtime_error("scripted failure");
     if (end_in_forward) throw 1;
     seen[micro] = input;
     held.insert(micro);
-    return input->tensor.item<double>();
+    loss_sum += input->tensor.item<double>() * samples;
   }
+  double take_loss_sum() override { return std::exchange(loss_sum, 0.0); }
   train::Payload backward(std::size_t micro, const train::Payload&) override {
     log_activity();
     log->push_back(name + " B" + std::to_string(micro));

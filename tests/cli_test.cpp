@@ -36,6 +36,9 @@ BOOST_AUTO_TEST_CASE(version_and_help) {
   const auto version = run_cli("--version");
   BOOST_TEST(version.status == 0);
   BOOST_TEST(contains(version.out, version_string));
+  // The LibTorch the training runtime runs on, and whether it has CUDA.
+  BOOST_TEST(contains(version.out, std::string("LibTorch ") + libtorch_string), version.out);
+  BOOST_TEST((contains(version.out, "(CUDA)") || contains(version.out, "(CPU only)")), version.out);
   for (const char* command : {"plan", "simulate", "plugins", "devices"}) {
     const auto help = run_cli(std::string(command) + " --help");
     BOOST_TEST(help.status == 0, command);
@@ -172,6 +175,27 @@ BOOST_AUTO_TEST_CASE(commands_and_counts_out_of_range_are_named) {
   const auto batch = run_cli("profile " + config("fashion-mnist.toml") + " --batch-size 100000000");
   BOOST_TEST(batch.status == 2);
   BOOST_TEST(contains(batch.err, "profile batch size 100000000: more than the 60000 training samples"), batch.err);
+}
+
+BOOST_AUTO_TEST_CASE(a_plan_on_gpus_this_machine_lacks_is_refused_naming_the_first) {
+  // Eight GPUs of one server, a stage on each: gpu0 is missing where there is no GPU,
+  // gpu1 on a machine with one, and so on; none is there on every machine tried.
+  ScratchDir dir;
+  const std::string job = dir.write(
+      "gpus.toml",
+      "[cluster]\nname = \"eight\"\nnetwork = { bandwidth = \"10 GB/s\", latency = \"1 us\" }\n"
+      "[[cluster.servers]]\nname = \"big\"\n"
+      "pcie = { devices_per_switch = 8, switch_bandwidth = \"16 GB/s\", inter_bridge_bandwidth = \"16 GB/s\" }\n"
+      "nic = { count = 1, bandwidth = \"10 GB/s\" }\n"
+      "devices = [{ kind = \"H100\", count = 8, speed = 1.0, memory = \"80 GiB\" }]\n"
+      "[model]\nzoo = \"mlp\"\n[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [8]\n"
+      "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nstages = 2\npipelines = 4\n");
+  const auto run = run_cli("run " + job + " --steps 1 -o '" + (dir.path() / "run").string() + "'");
+  BOOST_TEST(run.status == 2, run.err);
+  BOOST_TEST(contains(run.err, "on big/gpu"), run.err);
+  BOOST_TEST(contains(run.err, "(kind \"H100\", so cuda:"), run.err);
+  BOOST_TEST(contains(run.err, "but this machine has"), run.err);
+  BOOST_TEST(!std::filesystem::exists(dir.path() / "run"));
 }
 
 BOOST_AUTO_TEST_CASE(output_file_holds_the_json_plan) {

@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   CLI::App app{"actorpipe: plan and run pipeline + data parallel DNN training on heterogeneous GPU servers"};
   app.name("actorpipe");
   app.set_version_flag("--version", std::string("actorpipe ") + version_string + " (plugin ABI " +
-                                        std::to_string(plugin_abi_version) + ")");
+                                        std::to_string(plugin_abi_version) + "; LibTorch " + libtorch_string + ")");
   app.require_subcommand(1);
   app.fallthrough();
 

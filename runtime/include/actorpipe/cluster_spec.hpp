@@ -43,8 +43,10 @@ struct Server {
 };
 
 struct Device {
-  std::string name;   ///< unique in the cluster, "SERVER/gpuN" ("SERVER/cpuN" for kind "cpu")
-  std::string kind;   ///< e.g. "V100"; informative
+  std::string name; ///< unique in the cluster, "SERVER/gpuN" ("SERVER/cpuN" for kind "cpu")
+  /// "cpu", "emulated" (the CPU at this device's modelled speed), or a GPU's kind such as
+  /// "H100": a run puts a stage on that server's CUDA device N ("SERVER/gpuN")
+  std::string kind;
   double speed = 1.0; ///< relative to the profile's reference device
   std::uint64_t memory_bytes = 0;
   double memory_bandwidth = 500e9; ///< bytes/s; bounds the optimizer step

@@ -62,6 +62,19 @@ inline constexpr std::uint64_t max_steps = std::uint64_t{1} << 40;
 inline constexpr std::uint32_t max_epochs = std::uint32_t{1} << 20;
 
 /// [train]
+/// What a stage computes in (train.precision): fp32 throughout, or autocast to bf16 or
+/// fp16 for the compute with fp32 master weights and optimizer state (fp16 with dynamic
+/// loss scaling). Autocast is LibTorch's CUDA autocast: on the CPU only fp32 runs.
+enum class Precision { fp32, bf16, fp16 };
+
+/// "fp32", "bf16", "fp16".
+inline const char* precision_name(Precision p) {
+  return p == Precision::bf16 ? "bf16" : p == Precision::fp16 ? "fp16" : "fp32";
+}
+
+/// Bytes of one element of an activation or a gradient that stages exchange.
+inline double activation_element_bytes(Precision p) { return p == Precision::fp32 ? 4.0 : 2.0; }
+
 struct TrainOptions {
   std::uint32_t batch_size = 64; ///< samples per iteration, all pipelines together
   std::uint32_t epochs = 1;
@@ -83,6 +96,7 @@ struct TrainOptions {
   /// does, rather than giving it back to the operating system after every
   /// micro-batch. Process-wide, from the first run or profile that asks for it.
   bool retain_memory = true;
+  Precision precision = Precision::fp32;
 };
 
 /// `plan.stages`, `plan.pipelines` and `plan.micro_batches` may be "auto": the planner

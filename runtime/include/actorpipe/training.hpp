@@ -93,6 +93,9 @@ struct RunSummary {
   /// By stage index: the most micro-batches whose activations one of its replicas held
   /// at once (what the schedule stashes).
   std::vector<std::size_t> peak_stashed;
+  /// By CUDA device index: the most bytes LibTorch's caching allocator held allocated
+  /// at once during the run (what the plan's memory estimate predicts); empty on the CPU.
+  std::vector<std::uint64_t> peak_gpu_bytes;
   std::string output_dir;
 };
 

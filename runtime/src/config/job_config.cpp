@@ -130,6 +130,9 @@ Status read_train(TableReader& top, TrainOptions& train) {
     if (auto s = r.number("weight_decay", train.weight_decay, 0, unlimited); !s) return s;
     if (auto s = r.choice("buffers", train.buffers, {"broadcast", "average"}); !s) return s;
     if (auto s = r.boolean("retain_memory", train.retain_memory); !s) return s;
+    std::string precision = precision_name(train.precision);
+    if (auto s = r.choice("precision", precision, {"fp32", "bf16", "fp16"}); !s) return s;
+    train.precision = precision == "bf16" ? Precision::bf16 : precision == "fp16" ? Precision::fp16 : Precision::fp32;
     return Ok{};
   });
 }

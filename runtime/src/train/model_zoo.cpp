@@ -68,10 +68,9 @@ struct AttentionImpl : nn::Module {
     auto parts = qkv(norm(x)).split(C, 2);
     auto heads = [&](const torch::Tensor& t) { return t.view({B, T, heads_, D}).transpose(1, 2); };
     const auto q = heads(parts[0]), k = heads(parts[1]), v = heads(parts[2]);
-    auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(D));
-    const auto mask = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool)).triu(1);
-    scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
-    const auto y = torch::matmul(torch::softmax(scores, -1), v).transpose(1, 2).reshape({B, T, C});
+    // LibTorch's fused attention (flash or memory-efficient kernels on a GPU), causal.
+    const auto y =
+        at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true).transpose(1, 2).reshape({B, T, C});
     return x + proj(y);
   }
   std::int64_t heads_;

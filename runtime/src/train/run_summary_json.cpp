@@ -20,6 +20,7 @@ std::string run_summary_to_json(const RunSummary& summary, double predicted_step
                                    {"seconds", summary.seconds},
                                    {"stopped", summary.stopped},
                                    {"peak_stashed", summary.peak_stashed},
+                                   {"peak_gpu_bytes", summary.peak_gpu_bytes},
                                    {"output_dir", summary.output_dir}};
   return out.dump(2) + "\n";
 }

@@ -5,6 +5,7 @@
 #include "base/atomic_file.hpp"
 #include "base/input_file.hpp"
 #include "base/text.hpp"
+#include "device/placement.hpp"
 #include "train/checkpoint_file.hpp"
 #include "train/cores.hpp"
 #include "train/datasets.hpp"
@@ -35,6 +36,7 @@ struct Session::Data {
   /// steps ahead of the stages making rows.
   mutable std::deque<std::pair<std::pair<std::uint64_t, std::uint64_t>, Batch>> made;
   int caller_threads = 1; ///< the opening thread's LibTorch threads, given back at the end
+  bool pin = false;       ///< batches in page-locked memory: some stage is on a GPU
 };
 
 Session::Session() : d_(std::make_unique<Data>()) {}
@@ -71,9 +73,22 @@ Result<std::unique_ptr<Session>> Session::open(const JobSpec& job, const Plan& p
                        plan.stages[s].end,
                        job.train,
                        compute_threads_for(stages_here > 0 ? stages_here : plan.pipelines * plan.stages.size()),
-                       job.job.seed};
-      d.workers.back().push_back(std::make_unique<StageWorker>(d.replicas.back(), setup));
+                       job.job.seed,
+                       device::place_of(job.cluster.devices[plan.devices[p][s]]).cuda_index};
+      try {
+        d.workers.back().push_back(std::make_unique<StageWorker>(d.replicas.back(), setup));
+      } catch (const std::exception& e) {
+        return Error::run_failed("stage " + std::to_string(s) + " of pipeline " + std::to_string(p) + ": " +
+                                 text::message_of(e));
+      }
     }
+  }
+  d.pin = device::uses_cuda(job.cluster, plan);
+  // fp32 means fp32 on a GPU too: no TF32 in matrix products and convolutions, so that a
+  // job computes there what it computes on the CPU (bf16 and fp16 are the fast ways).
+  if (d.pin && job.train.precision == Precision::fp32) {
+    at::globalContext().setAllowTF32CuBLAS(false);
+    at::globalContext().setAllowTF32CuDNN(false);
   }
   return session;
 }
@@ -100,8 +115,10 @@ Batch Session::batch(std::uint64_t epoch, std::uint64_t index) const {
   const auto picked = torch::from_blob(d_->order.data() + index * n, {n}, torch::kLong).clone();
   const Batch named = batch_rows_only(epoch, index);
   Batch made{
-      std::make_shared<const TensorBox>(TensorBox{d_->data.train.inputs.index_select(0, picked), named.inputs->rows}),
-      std::make_shared<const TensorBox>(TensorBox{d_->data.train.labels.index_select(0, picked), named.labels->rows}),
+      std::make_shared<const TensorBox>(TensorBox{
+          device::pinned_if(d_->pin, d_->data.train.inputs.index_select(0, picked)), named.inputs->rows, nullptr}),
+      std::make_shared<const TensorBox>(TensorBox{
+          device::pinned_if(d_->pin, d_->data.train.labels.index_select(0, picked)), named.labels->rows, nullptr}),
       named.samples};
   d_->made.emplace_back(std::pair{epoch, index}, made);
   if (d_->made.size() > 4) d_->made.pop_front();
@@ -111,7 +128,8 @@ Batch Session::batch(std::uint64_t epoch, std::uint64_t index) const {
 Batch Session::batch_rows_only(std::uint64_t epoch, std::uint64_t index) const {
   const auto n = static_cast<std::uint32_t>(d_->plan.batch_size);
   const auto rows = [&](bool labels) {
-    return std::make_shared<const TensorBox>(TensorBox{torch::Tensor(), BatchRows{epoch, index, 0, n, labels}});
+    return std::make_shared<const TensorBox>(
+        TensorBox{torch::Tensor(), BatchRows{epoch, index, 0, n, labels}, nullptr});
   };
   return {rows(false), rows(true), n};
 }
@@ -119,7 +137,7 @@ Batch Session::batch_rows_only(std::uint64_t epoch, std::uint64_t index) const {
 Payload Session::rows(const BatchRows& rows) const {
   const Batch made = batch(rows.epoch, rows.index);
   const Payload& all = rows.labels ? made.labels : made.inputs;
-  return std::make_shared<const TensorBox>(TensorBox{all->tensor.narrow(0, rows.first, rows.count), rows});
+  return std::make_shared<const TensorBox>(TensorBox{all->tensor.narrow(0, rows.first, rows.count), rows, nullptr});
 }
 
 std::uint64_t Session::data_fingerprint() const {
@@ -156,6 +174,7 @@ std::vector<StageWorker*> Session::replicas(std::size_t stage) {
 Evaluation Session::evaluate() {
   // Between steps the stage actors are idle: every core evaluates.
   use_compute_threads(compute_threads_for(1));
+  settle();
   torch::NoGradGuard no_grad;
   const auto& pipeline = d_->workers.front();
   d_->replicas.front()->set_training(false);
@@ -166,9 +185,9 @@ Evaluation Session::evaluate() {
     const std::int64_t n = std::min<std::int64_t>(500, test.size() - at);
     torch::Tensor x = test.inputs.narrow(0, at, n);
     for (auto& w : pipeline)
-      x = w->impl().run(x);
-    const torch::Tensor logits = x.reshape({-1, x.size(-1)});
-    const torch::Tensor labels = test.labels.narrow(0, at, n).reshape({-1});
+      x = w->impl().run(x.to(w->impl().device.device()));
+    const torch::Tensor logits = x.to(torch::kFloat).reshape({-1, x.size(-1)});
+    const torch::Tensor labels = test.labels.narrow(0, at, n).reshape({-1}).to(logits.device());
     loss_sum += torch::nn::functional::cross_entropy(
                     logits, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
                     .item<double>();
@@ -182,7 +201,14 @@ Evaluation Session::evaluate() {
   return e;
 }
 
+void Session::settle() {
+  for (auto& pipeline : d_->workers)
+    for (auto& w : pipeline)
+      w->settle();
+}
+
 Status Session::save_checkpoint(const std::string& path, const Progress& progress) {
+  settle();
   try {
     torch::serialize::OutputArchive archive;
     archive.write("step", torch::tensor(static_cast<std::int64_t>(progress.step)));
@@ -236,11 +262,13 @@ Result<Progress> Session::load_checkpoint(const std::string& path) {
     torch::NoGradGuard no_grad;
     // Each pipeline reads its own copy: tensors read from one archive are shared, and
     // optimizer state shared between pipelines would be updated once per pipeline.
+    // Each stage reads it onto its own device (optimizer state too): a checkpoint written
+    // on GPUs resumes on the CPU, and the other way round.
     for (std::size_t p = 0; p < d_->workers.size(); ++p) {
-      torch::serialize::InputArchive copy;
-      std::istringstream copy_bytes(*content);
-      copy.load_from(copy_bytes);
       for (std::size_t s = 0; s < d_->plan.stages.size(); ++s) {
+        torch::serialize::InputArchive copy;
+        std::istringstream copy_bytes(*content);
+        copy.load_from(copy_bytes, d_->workers[p][s]->impl().device.device());
         torch::serialize::InputArchive stage;
         copy.read("stage" + std::to_string(s), stage);
         if (const std::string wrong = read_state(d_->workers[p][s]->impl(), stage); !wrong.empty())

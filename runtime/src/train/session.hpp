@@ -67,6 +67,10 @@ public:
   /// The replicas of stage `stage`, one per pipeline.
   std::vector<StageWorker*> replicas(std::size_t stage);
 
+  /// Waits until every stage's GPU work is done: before code on this thread reads or
+  /// changes their tensors (evaluation, checkpoints).
+  void settle();
+
   /// Accuracy and loss on the test split, through pipeline 0's stages in order (all
   /// pipelines hold the same parameters after a synchronous step).
   Evaluation evaluate();

@@ -5,7 +5,7 @@
 
 namespace actorpipe::train {
 
-Result<std::unique_ptr<SingleProcessTraining>> SingleProcessTraining::open(const JobSpec& job) {
+Result<std::unique_ptr<SingleProcessTraining>> SingleProcessTraining::open(const JobSpec& job, int cuda_device) {
   auto data = load_data(job.data, job.model);
   ACTORPIPE_TRY(data);
   auto model = build_model(job, data->shape);
@@ -23,6 +23,22 @@ Result<std::unique_ptr<SingleProcessTraining>> SingleProcessTraining::open(const
       t->units_.push_back(&unit);
       t->parameters_.insert(t->parameters_.end(), unit.parameters.begin(), unit.parameters.end());
     }
+  try {
+    if (cuda_device >= 0) {
+      t->device_ = device::StageDevice::cuda(cuda_device);
+      for (const ModelUnit* unit : t->units_)
+        for (auto* tensors : {&unit->parameters, &unit->buffers})
+          for (torch::Tensor t_ : *tensors)
+            t->device_.adopt(t_);
+      if (job.train.precision == Precision::fp32) {
+        at::globalContext().setAllowTF32CuBLAS(false);
+        at::globalContext().setAllowTF32CuDNN(false);
+      }
+    }
+  } catch (const std::exception& e) {
+    return Error::run_failed(e.what());
+  }
+  if (job.train.precision == Precision::fp16) t->scaler_ = std::make_unique<device::LossScaler>(t->device_.device());
   t->optimizer_ = make_optimizer(t->parameters_, job.train);
   return t;
 }
@@ -33,13 +49,26 @@ double SingleProcessTraining::step() {
   const std::uint64_t epoch = steps_ / per_epoch, index = steps_ % per_epoch;
   if (index == 0) order_ = epoch_order(data_.train.size(), job_.data.seed, epoch, job_.data.shuffle);
   const auto picked = torch::from_blob(order_.data() + index * B, {B}, torch::kLong);
-  torch::Tensor x = data_.train.inputs.index_select(0, picked);
-  const torch::Tensor y = data_.train.labels.index_select(0, picked);
-  for (const ModelUnit* u : units_)
-    x = u->forward(x);
-  const torch::Tensor loss = mean_loss(x, y);
-  loss.backward();
-  optimizer_->step();
+  const auto on = device_.enter();
+  const bool pin = device_.is_cuda();
+  torch::Tensor x = device_.take(device::pinned_if(pin, data_.train.inputs.index_select(0, picked)));
+  const torch::Tensor y = device_.take(device::pinned_if(pin, data_.train.labels.index_select(0, picked)));
+  {
+    const device::AutocastScope autocast(job_.train.precision, device_.device());
+    for (const ModelUnit* u : units_)
+      x = u->forward(x);
+  }
+  const torch::Tensor loss = mean_loss(x.to(torch::kFloat), y);
+  if (scaler_) {
+    (loss * scaler_->scale()).backward();
+    std::vector<torch::Tensor> gradients;
+    for (const torch::Tensor& p : parameters_)
+      if (p.grad().defined()) gradients.push_back(p.grad());
+    if (scaler_->unscale(gradients)) optimizer_->step();
+  } else {
+    loss.backward();
+    optimizer_->step();
+  }
   optimizer_->zero_grad();
   ++steps_;
   return loss.item<double>();

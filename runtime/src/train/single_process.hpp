@@ -5,6 +5,8 @@
 /// runs are checked against (they must end with equal parameters) and the baseline
 /// the runtime benchmark measures them against. LibTorch inside.
 
+#include "device/precision.hpp"
+#include "device/stage_device.hpp"
 #include "train/datasets.hpp"
 #include "train/model_zoo.hpp"
 
@@ -21,8 +23,9 @@ namespace actorpipe::train {
 
 class SingleProcessTraining {
 public:
-  /// Loads the job's data and builds its model from the job's seed.
-  static Result<std::unique_ptr<SingleProcessTraining>> open(const JobSpec& job);
+  /// Loads the job's data and builds its model from the job's seed, on CUDA device
+  /// `cuda_device` (-1: the CPU), computing in the job's train.precision.
+  static Result<std::unique_ptr<SingleProcessTraining>> open(const JobSpec& job, int cuda_device = -1);
 
   /// Trains on the next batch of `train.batch_size` samples; returns its loss.
   double step();
@@ -39,6 +42,8 @@ private:
   std::vector<torch::Tensor> parameters_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::vector<std::int64_t> order_;
+  device::StageDevice device_;
+  std::unique_ptr<device::LossScaler> scaler_; ///< fp16's
   std::uint64_t steps_ = 0;
 };
 

@@ -7,6 +7,7 @@
 #include "train/payload.hpp"
 
 #include <cstddef>
+#include <cstdint>
 
 namespace actorpipe::train {
 
@@ -17,9 +18,14 @@ public:
   /// Forward of micro-batch `micro`, keeping what its backward needs; returns the
   /// activation for the next stage. Not for the last stage.
   virtual Payload forward(std::size_t micro, const Payload& input) = 0;
-  /// The last stage's forward: the micro-batch's mean loss against `labels`; its
-  /// backward starts from that loss times `loss_scale`.
-  virtual double forward_loss(std::size_t micro, const Payload& input, const Payload& labels, double loss_scale) = 0;
+  /// The last stage's forward: the micro-batch's mean loss against `labels`, times
+  /// `samples`, added to the step's loss sum; its backward starts from that loss times
+  /// `loss_scale`.
+  virtual void forward_loss(std::size_t micro, const Payload& input, const Payload& labels, double loss_scale,
+                            std::uint32_t samples) = 0;
+  /// The step's loss sum so far (Σ mean loss × samples), which it then clears: read once
+  /// a step, so that a GPU is waited for at the step's end, not at each micro-batch.
+  virtual double take_loss_sum() = 0;
   /// Backward of micro-batch `micro` from the gradient of its output (none on the last
   /// stage); returns the gradient of its input (none on the first stage).
   virtual Payload backward(std::size_t micro, const Payload& output_gradient) = 0;

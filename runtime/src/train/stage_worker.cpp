@@ -42,6 +42,14 @@ StageWorker::StageWorker(std::shared_ptr<const Model> model, const StageSetup& s
     impl_->buffers.insert(impl_->buffers.end(), u->buffers.begin(), u->buffers.end());
     impl_->draws = impl_->draws || u->draws;
   }
+  if (setup.cuda_device >= 0) {
+    impl_->device = device::StageDevice::cuda(setup.cuda_device);
+    for (auto* tensors : {&impl_->parameters, &impl_->buffers})
+      for (torch::Tensor& t : *tensors)
+        impl_->device.adopt(t);
+  }
+  if (setup.train.precision == Precision::fp16)
+    impl_->scaler = std::make_unique<device::LossScaler>(impl_->device.device());
   // A stage may hold no trainable parameters (a pooling block); the optimizer then
   // has nothing to do.
   if (!impl_->parameters.empty()) impl_->optimizer = make_optimizer(impl_->parameters, setup.train);
@@ -53,23 +61,38 @@ const StageSetup& StageWorker::setup() const { return impl_->setup; }
 
 Payload StageWorker::forward(std::size_t micro, const Payload& input) {
   use_compute_threads(impl_->setup.threads);
-  torch::Tensor x = input->tensor;
+  const auto on = impl_->device.enter();
+  torch::Tensor x = impl_->device.take(input);
   // Floating-point inputs from the stage before become leaves that collect the
   // gradient to send back; the storage is shared, not copied.
   if (!first() && x.is_floating_point()) x = x.detach().requires_grad_(true);
   torch::Tensor y = training_forward(*impl_, x);
   impl_->stash[micro] = {x, y};
-  return wrap(y.detach());
+  return impl_->device.give(y.detach());
 }
 
-double StageWorker::forward_loss(std::size_t micro, const Payload& input, const Payload& labels, double loss_scale) {
+void StageWorker::forward_loss(std::size_t micro, const Payload& input, const Payload& labels, double loss_scale,
+                               std::uint32_t samples) {
   use_compute_threads(impl_->setup.threads);
-  torch::Tensor x = input->tensor;
+  const auto on = impl_->device.enter();
+  torch::Tensor x = impl_->device.take(input);
   if (!first() && x.is_floating_point()) x = x.detach().requires_grad_(true);
   const torch::Tensor logits = training_forward(*impl_, x);
-  const torch::Tensor loss = mean_loss(logits, labels->tensor);
-  impl_->stash[micro] = {x, loss * loss_scale};
-  return loss.item<double>();
+  const torch::Tensor loss = mean_loss(logits.to(torch::kFloat), impl_->device.take(labels));
+  // In double, as the loss was summed when read one micro-batch at a time.
+  const torch::Tensor weighted = loss.detach().to(torch::kDouble) * static_cast<double>(samples);
+  impl_->loss_sum = impl_->loss_sum.defined() ? impl_->loss_sum + weighted : weighted;
+  torch::Tensor start = loss * loss_scale;
+  if (impl_->scaler) start = start * impl_->scaler->scale();
+  impl_->stash[micro] = {x, start};
+}
+
+double StageWorker::take_loss_sum() {
+  if (!impl_->loss_sum.defined()) return 0;
+  const auto on = impl_->device.enter();
+  const double sum = impl_->loss_sum.item<double>();
+  impl_->loss_sum = torch::Tensor();
+  return sum;
 }
 
 Payload StageWorker::backward(std::size_t micro, const Payload& output_gradient) {
@@ -77,21 +100,30 @@ Payload StageWorker::backward(std::size_t micro, const Payload& output_gradient)
   auto it = impl_->stash.find(micro);
   if (it == impl_->stash.end())
     throw std::logic_error("backward of micro-batch " + std::to_string(micro) + " before its forward");
+  const auto on = impl_->device.enter();
   Impl::Stash stash = std::move(it->second);
   impl_->stash.erase(it);
   if (last())
     stash.output.backward();
   else
-    stash.output.backward(output_gradient->tensor);
+    stash.output.backward(impl_->device.take(output_gradient));
   if (first() || !stash.input.requires_grad()) return nullptr;
-  return wrap(stash.input.grad());
+  return impl_->device.give(stash.input.grad());
 }
 
 std::size_t StageWorker::stashed() const { return impl_->stash.size(); }
 
 void StageWorker::step() {
   if (!impl_->optimizer) return;
-  impl_->optimizer->step();
+  const auto on = impl_->device.enter();
+  bool finite = true;
+  if (impl_->scaler) {
+    std::vector<torch::Tensor> gradients;
+    for (const torch::Tensor& p : impl_->parameters)
+      if (p.grad().defined()) gradients.push_back(p.grad());
+    finite = impl_->scaler->unscale(gradients);
+  }
+  if (finite) impl_->optimizer->step();
   if (impl_->buckets.bound()) {
     impl_->buckets.next(impl_->parameters);
     return;
@@ -103,10 +135,14 @@ void StageWorker::step() {
     p.mutable_grad() = torch::Tensor();
 }
 
+std::uint64_t StageWorker::skipped_steps() const { return impl_->scaler ? impl_->scaler->skipped() : 0; }
+
+void StageWorker::settle() const { impl_->device.settle(); }
+
 void write_state(const StageWorker::Impl& stage, torch::serialize::OutputArchive& archive) {
   for (const auto& [key, tensors] : {std::pair{"p", &stage.parameters}, std::pair{"b", &stage.buffers}})
     for (std::size_t i = 0; i < tensors->size(); ++i)
-      archive.write(key + std::to_string(i), (*tensors)[i]);
+      archive.write(key + std::to_string(i), (*tensors)[i].cpu()); // a checkpoint reads back on any machine
   if (stage.optimizer) {
     torch::serialize::OutputArchive optimizer;
     stage.optimizer->save(optimizer);

@@ -29,6 +29,7 @@ struct StageSetup {
   TrainOptions train;
   int threads = 1;        ///< LibTorch intra-op threads for this stage's compute
   std::uint64_t seed = 0; ///< the job's: with the replica and the forward, it seeds dropout
+  int cuda_device = -1;   ///< the CUDA device it computes on (device/placement.hpp); -1: the CPU
 };
 
 class StageWorker final : public StageComputation {
@@ -44,14 +45,22 @@ public:
   bool last() const { return setup().stage + 1 == setup().stages; }
 
   Payload forward(std::size_t micro, const Payload& input) override;
-  /// The mean cross-entropy against `labels`, returned as is, and kept multiplied by
-  /// `loss_scale` for the backward (so that gradients over all micro-batches and
-  /// pipelines add up to the batch mean).
-  double forward_loss(std::size_t micro, const Payload& input, const Payload& labels, double loss_scale) override;
+  /// The mean cross-entropy against `labels`, summed into the step's loss as is, and
+  /// kept multiplied by `loss_scale` for the backward (so that gradients over all
+  /// micro-batches and pipelines add up to the batch mean).
+  void forward_loss(std::size_t micro, const Payload& input, const Payload& labels, double loss_scale,
+                    std::uint32_t samples) override;
+  double take_loss_sum() override;
   Payload backward(std::size_t micro, const Payload& output_gradient) override;
   std::size_t stashed() const override;
 
+  /// The optimizer step; under fp16, skipped where the gradients overflowed.
   void step() override;
+  /// Steps skipped so far because fp16 gradients overflowed.
+  std::uint64_t skipped_steps() const;
+  /// Waits until the work queued on its GPU stream is done: before another thread
+  /// (a sync round) touches its tensors. Nothing on the CPU.
+  void settle() const;
 
   /// Its parameters, buffers and optimizer state as bytes (LibTorch's archive): what a
   /// worker process hands the coordinator, which evaluates and checkpoints.

@@ -3,6 +3,8 @@
 /// StageWorker's insides, for the training code that saves, loads or evaluates
 /// stages. LibTorch inside.
 
+#include "device/precision.hpp"
+#include "device/stage_device.hpp"
 #include "train/gradient_buckets.hpp"
 #include "train/model_zoo.hpp"
 #include "train/stage_worker.hpp"
@@ -31,8 +33,15 @@ struct StageWorker::Impl {
     torch::Tensor output;
   };
   std::map<std::size_t, Stash> stash;
+  /// Where its parameters, activations and gradients live, and its stream there.
+  device::StageDevice device;
+  /// Σ mean loss × samples of this step's micro-batches (the last stage), on the device.
+  torch::Tensor loss_sum;
+  std::unique_ptr<device::LossScaler> scaler; ///< fp16's
 
+  /// Its units' forward on `x` (on its device), in its precision.
   torch::Tensor run(torch::Tensor x) const {
+    const device::AutocastScope autocast(setup.train.precision, device.device());
     for (const ModelUnit* u : units)
       x = u->forward(x);
     return x;

@@ -16,8 +16,15 @@ SyncExecutor::SyncExecutor(std::shared_ptr<SyncPolicy> policy, std::string label
                            std::size_t pipelines, std::size_t stages, double batch_share, std::string buffers,
                            std::function<std::vector<StageWorker*>(std::size_t)> replicas)
     : policy_(std::move(policy)), label_(std::move(label)), options_(std::move(options)), pipelines_(pipelines),
-      batch_share_(batch_share), buffers_(std::move(buffers)), replicas_(std::move(replicas)), centres_(stages),
-      servers_(stages), snapshots_(stages), rounds_(stages) {
+      batch_share_(batch_share), buffers_(std::move(buffers)),
+      // A round works on replicas from another thread: their queued GPU work first.
+      replicas_([replicas = std::move(replicas)](std::size_t stage) {
+        std::vector<StageWorker*> all = replicas(stage);
+        for (StageWorker* replica : all)
+          replica->settle();
+        return all;
+      }),
+      centres_(stages), servers_(stages), snapshots_(stages), rounds_(stages) {
   for (auto& stage : snapshots_)
     stage.resize(pipelines);
 }

@@ -6,6 +6,7 @@
 /// that links it (a host with libactorpipe_training, actorpipe-train) answers from
 /// there, any other loads the library on first use.
 
+#include <actorpipe/gpu.hpp>
 #include <actorpipe/training.hpp>
 
 #include <cstdint>
@@ -20,10 +21,15 @@ struct TrainingEntryPoints {
   Result<ModelProfile> (*measure_profile)(const JobSpec&, const MeasureOptions&);
   Result<double> (*predicted_step_ms)(const JobSpec&, const Plan&);
   Result<std::pair<Plan, TuneReport>> (*tune_plan)(const JobSpec&, const Plan&, const TuneOptions&);
+  /// The GPUs as the training runtime's LibTorch sees them (device/cuda_queries.hpp).
+  bool (*cuda_built)();
+  Result<std::vector<GpuInfo>> (*query_gpus)();
+  Result<std::string> (*check_nccl)();
+  std::string (*libtorch_text)();
 };
 
 /// Raised whenever the struct above changes.
-inline constexpr std::uint32_t training_entry_version = 2;
+inline constexpr std::uint32_t training_entry_version = 3;
 /// `extern "C" const TrainingEntryPoints* actorpipe_training_entry_points()`.
 inline constexpr const char* training_entry_symbol = "actorpipe_training_entry_points";
 

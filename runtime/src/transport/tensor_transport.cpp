@@ -8,11 +8,6 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include <gloo/allreduce.h>
-#include <gloo/broadcast.h>
-#include <gloo/math.h>
-#include <gloo/rendezvous/context.h>
-
 #include <deque>
 #include <exception>
 #include <functional>
@@ -26,29 +21,16 @@
 namespace actorpipe::transport {
 
 struct TensorTransport::Group {
-  /// Gloo's context over the members, met through the job's store as c10d's Gloo
-  /// process group meets. Its collectives run on the thread that calls them: the
-  /// process group hands each to a worker thread of its own and back, and on cores the
-  /// stages keep busy those hand-offs cost more than the collective's own work (a
-  /// stage's all-reduce under `launch --nprocs 2` took 1.2 core-ms a step in Gloo's
-  /// threads through the process group, 0.5 without: docs/running.md).
-  std::shared_ptr<::gloo::rendezvous::Context> context;
-  std::uint32_t next_tag = 0; ///< the same on every member: they call in the same order
-  std::mutex calling;         ///< one collective at a time, as every member must call them in order
+  /// c10d's Gloo process group over the members, met through the job's store. Its
+  /// collectives run on the process group's own worker thread; the caller waits.
+  c10::intrusive_ptr<c10d::Backend> gloo;
+  std::uint32_t size = 0;
+  std::mutex calling; ///< one collective at a time, as every member must call them in order
   std::string name;
-  /// The flat buffer of its all-reduces over tensors apart, by element type, kept from
-  /// one to the next: a fresh one each time paid for its pages again, a large part of a
-  /// large all-reduce's time (bench/transport_bench). A group's collectives run one at
-  /// a time, as every member must call them in order.
-  std::map<c10::ScalarType, at::Tensor> flat;
-  /// The last collective's options, kept until the next: they own the unbound buffers
-  /// over its tensor, and destroying one waits, yielding, until Gloo's loop has let go
-  /// of it. Right after the collective the loop usually still holds it, preempted as it
-  /// woke the caller, and on cores the stages keep busy it ran late: each stage thread
-  /// yielded some 4,000 times a second under `launch --nprocs 2`, against 170 with the
-  /// options kept (docs/running.md, Collectives on the caller's thread).
-  std::unique_ptr<::gloo::AllreduceOptions> last_sum;
-  std::unique_ptr<::gloo::BroadcastOptions> last_broadcast;
+  /// The flat buffer of its all-reduces over tensors apart, by element type and device,
+  /// kept from one to the next: a fresh one each time paid for its pages again, a large
+  /// part of a large all-reduce's time (bench/transport_bench).
+  std::map<std::string, at::Tensor> flat; ///< by "TYPE DEVICE"
 };
 
 struct TensorTransport::Arrival {
@@ -81,26 +63,6 @@ gloo_options(const TransportOptions& options, const std::shared_ptr<::gloo::tran
   gloo->timeout = options.timeout;
   gloo->threads = 1;
   return gloo;
-}
-
-template <typename T> void sum_into_as(::gloo::AllreduceOptions& sum, at::Tensor& tensor) {
-  sum.setOutput<T>(static_cast<T*>(tensor.data_ptr()), static_cast<std::size_t>(tensor.numel()));
-  sum.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, std::size_t)>(&::gloo::sum<T>));
-}
-
-/// Sets `sum` to add up `tensor` (contiguous) in place, by its element type, as c10d's
-/// Gloo process group does for the types it sums.
-void sum_into(::gloo::AllreduceOptions& sum, at::Tensor& tensor) {
-  switch (tensor.scalar_type()) {
-  case at::kFloat: return sum_into_as<float>(sum, tensor);
-  case at::kDouble: return sum_into_as<double>(sum, tensor);
-  case at::kHalf: return sum_into_as<::gloo::float16>(sum, tensor);
-  case at::kLong: return sum_into_as<std::int64_t>(sum, tensor);
-  case at::kInt: return sum_into_as<std::int32_t>(sum, tensor);
-  case at::kChar: return sum_into_as<std::int8_t>(sum, tensor);
-  case at::kByte: return sum_into_as<std::uint8_t>(sum, tensor);
-  default: throw std::runtime_error(std::string("cannot sum tensors of type ") + c10::toString(tensor.scalar_type()));
-  }
 }
 
 std::string store_text(const TransportOptions& options) { return "the tensor store at " + options.store.text(); }
@@ -247,10 +209,10 @@ std::shared_ptr<TensorTransport::Group> TensorTransport::group(const std::string
     client.waitWorkers = false;
     client.timeout = options_.timeout;
     auto store = c10::make_intrusive<c10d::TCPStore>(options_.store.host, client);
-    c10d::ProcessGroupGloo::GlooStore meeting(c10::make_intrusive<c10d::PrefixStore>("group/" + name, store));
-    group->context = std::make_shared<::gloo::rendezvous::Context>(mine, static_cast<int>(ranks.size()));
-    group->context->setTimeout(options_.timeout);
-    group->context->connectFullMesh(meeting, state_->device);
+    group->size = static_cast<std::uint32_t>(ranks.size());
+    group->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(
+        c10::make_intrusive<c10d::PrefixStore>("group/" + name, store), mine, static_cast<int>(ranks.size()),
+        gloo_options(options_, state_->device));
   } catch (const std::exception& e) {
     throw std::runtime_error("group '" + name + "': " + text::message_of(e));
   }
@@ -286,22 +248,27 @@ void as_flat(TensorTransport::Group& group, const std::vector<train::Payload>& t
 
 void TensorTransport::all_reduce_sum(Group& group, const std::vector<train::Payload>& tensors) {
   if (tensors.empty()) return;
+  switch (const c10::ScalarType type = tensors.front()->tensor.scalar_type()) {
+  case at::kFloat:
+  case at::kDouble:
+  case at::kHalf:
+  case at::kBFloat16:
+  case at::kLong:
+  case at::kInt:
+  case at::kChar:
+  case at::kByte: break;
+  default:
+    throw std::runtime_error("all-reduce in group '" + group.name + "': cannot sum tensors of type " +
+                             c10::toString(type));
+  }
   std::lock_guard<std::mutex> lock(group.calling); // its flat buffer too
   as_flat(group, tensors, [&](at::Tensor& flat) {
     try {
-      auto sum = std::make_unique<::gloo::AllreduceOptions>(group.context);
-      sum_into(*sum, flat);
-      sum->setTag(group.next_tag++);
-      sum->setTimeout(options_.timeout);
-      // A group of 2^k members halves and doubles: k exchanges each way, not the ring's
-      // 2(n − 1) segments, for the same bytes. Each segment the caller waits for is a
-      // wake-up of Gloo's loop and of the caller, which on cores the stages keep busy
-      // cost more than the ring's overlap of sums with transfers saves
-      // (docs/running.md, Collectives on the caller's thread).
-      const auto members = static_cast<unsigned>(group.context->size);
-      if ((members & (members - 1)) == 0) sum->setAlgorithm(::gloo::AllreduceOptions::Algorithm::BCUBE);
-      ::gloo::allreduce(*sum);
-      group.last_sum = std::move(sum);
+      std::vector<at::Tensor> one{flat};
+      c10d::AllreduceOptions sum;
+      sum.reduceOp = c10d::ReduceOp::SUM;
+      sum.timeout = options_.timeout;
+      group.gloo->allreduce(one, sum)->wait(options_.timeout);
     } catch (const std::exception& e) {
       throw std::runtime_error("all-reduce in group '" + group.name + "': " + text::message_of(e));
     }
@@ -310,19 +277,16 @@ void TensorTransport::all_reduce_sum(Group& group, const std::vector<train::Payl
 
 void TensorTransport::broadcast(Group& group, std::size_t root, const std::vector<train::Payload>& tensors) {
   if (tensors.empty()) return;
-  if (root >= static_cast<std::size_t>(group.context->size))
+  if (root >= group.size)
     throw std::logic_error("group '" + group.name + "' has no member " + std::to_string(root) + " to broadcast from");
   std::lock_guard<std::mutex> lock(group.calling);
   as_flat(group, tensors, [&](at::Tensor& flat) {
     try {
-      // Bytes: the root's are the others', whatever their type.
-      auto copy = std::make_unique<::gloo::BroadcastOptions>(group.context);
-      copy->setOutput(static_cast<std::uint8_t*>(flat.data_ptr()), static_cast<std::size_t>(flat.nbytes()));
-      copy->setRoot(static_cast<int>(root));
-      copy->setTag(group.next_tag++);
-      copy->setTimeout(options_.timeout);
-      ::gloo::broadcast(*copy);
-      group.last_broadcast = std::move(copy);
+      std::vector<at::Tensor> one{flat};
+      c10d::BroadcastOptions copy;
+      copy.rootRank = static_cast<int64_t>(root);
+      copy.timeout = options_.timeout;
+      group.gloo->broadcast(one, copy)->wait(options_.timeout);
     } catch (const std::exception& e) {
       throw std::runtime_error("broadcast in group '" + group.name + "': " + text::message_of(e));
     }
@@ -342,7 +306,8 @@ void as_flat(TensorTransport::Group& group, const std::vector<train::Payload>& t
   std::int64_t total = 0;
   for (const auto& payload : tensors)
     total += payload->tensor.numel();
-  at::Tensor& kept = group.flat[tensors.front()->tensor.scalar_type()];
+  const at::Tensor& first = tensors.front()->tensor;
+  at::Tensor& kept = group.flat[std::string(c10::toString(first.scalar_type())) + " " + first.device().str()];
   if (!kept.defined() || kept.numel() < total) kept = torch::empty({total}, tensors.front()->tensor.options());
   at::Tensor flat = kept.narrow(0, 0, total);
   torch::NoGradGuard no_grad;

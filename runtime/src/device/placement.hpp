@@ -1,0 +1,35 @@
+#pragma once
+
+/// Where a plan's stage computes in a run, read off its cluster device: the CPU, the
+/// CPU at an emulated device's modelled speed, or a CUDA device. No LibTorch here.
+
+#include <actorpipe/cluster_spec.hpp>
+#include <actorpipe/error.hpp>
+#include <actorpipe/job.hpp>
+#include <actorpipe/plan.hpp>
+
+#include <cstddef>
+#include <string>
+
+namespace actorpipe::device {
+
+enum class Kind { cpu, emulated, cuda };
+
+struct Place {
+  Kind kind = Kind::cpu;
+  int cuda_index = -1; ///< for Kind::cuda: N of "SERVER/gpuN", the device cuda:N of its server
+};
+
+/// Kind "cpu" and "emulated" are what they say; any other kind ("H100", "V100-32GB") is a
+/// CUDA device, numbered by the end of its name ("fast/gpu3": cuda:3; 0 where the name
+/// ends in no number).
+Place place_of(const Device& device);
+
+/// Whether any stage of `plan` is on a CUDA device.
+bool uses_cuda(const ClusterSpec& cluster, const Plan& plan);
+
+/// Bad input naming the first stage of `plan` whose CUDA device this machine lacks
+/// (`visible` CUDA devices; `why_none` says why there are none, where there are none).
+Status check_present(const JobSpec& job, const Plan& plan, std::size_t visible, const std::string& why_none);
+
+} // namespace actorpipe::device

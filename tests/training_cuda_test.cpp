@@ -1,0 +1,171 @@
+/// training_cuda: stages on a CUDA device, where one is present. A job on the GPU
+/// computes what it computes on the CPU step by step (fp32); bf16 trains the default
+/// CNN as well as fp32 does; two stages on one GPU compute at the same time on their
+/// own streams; the plan's memory estimate holds against the caching allocator's peak.
+/// Skipped (exit 77) where actorpipe was built without CUDA or no GPU is visible.
+
+#define BOOST_TEST_MODULE training_cuda
+#define BOOST_TEST_NO_MAIN
+#define BOOST_TEST_ALTERNATIVE_INIT_API
+#include <boost/test/unit_test.hpp>
+
+#include "measured_plan.hpp"
+#include "test_support.hpp"
+
+#include "device/stage_device.hpp"
+
+#include <actorpipe/job.hpp>
+#include <actorpipe/training.hpp>
+
+#include <torch/torch.h>
+
+#ifdef ACTORPIPE_CUDA
+#include <ATen/cuda/Sleep.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+using namespace actorpipe;
+
+namespace {
+
+/// `servers` servers of one `kind` device each: a one-process run puts every
+/// "SERVER/gpu0" on this machine's cuda:0, so each stage of the plan lands on it.
+std::string cluster_toml(std::size_t servers, const std::string& kind) {
+  std::ostringstream t;
+  t << "[cluster]\nname = \"one-gpu\"\nnetwork = { bandwidth = \"10 GB/s\", latency = \"1 us\" }\n";
+  for (std::size_t s = 0; s < servers; ++s)
+    t << "[[cluster.servers]]\nname = \"s" << s << "\"\n"
+      << "pcie = { devices_per_switch = 1, switch_bandwidth = \"16 GB/s\", inter_bridge_bandwidth = \"16 GB/s\" }\n"
+      << "nic = { count = 1, bandwidth = \"10 GB/s\" }\n"
+      << "devices = [{ kind = \"" << kind << "\", count = 1, speed = 1.0, memory = \"80 GiB\" }]\n";
+  return t.str();
+}
+
+std::string cnn_job(const std::string& kind, std::size_t stages, std::size_t pipelines, const std::string& extra) {
+  std::ostringstream t;
+  t << cluster_toml(stages * pipelines, kind) << "[job]\nname = \"cuda\"\nseed = 1\n[model]\nzoo = \"cnn\"\n"
+    << "[data]\ndataset = \"fashion-mnist\"\nshuffle = false\n"
+    << "[train]\nbatch_size = 128\nlr = 0.05\nmomentum = 0.9\n"
+    << extra << "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nscheduler = \"1f1b\"\n"
+    << "sync = \"allreduce\"\nstages = " << stages << "\npipelines = " << pipelines << "\nmicro_batches = 2\n";
+  return t.str();
+}
+
+struct Trained {
+  RunSummary summary;
+  std::vector<double> losses;
+};
+
+Trained train_for(const test::MeasuredPlan& p, std::uint64_t steps, const std::filesystem::path& out) {
+  Trained t;
+  RunOptions options;
+  options.steps = steps;
+  options.output_dir = out.string();
+  options.on_step = [&](const StepMetrics& m) { t.losses.push_back(m.loss); };
+  auto summary = run_training(p.job, p.plan, options);
+  REQUIRE_OK(summary);
+  t.summary = *summary;
+  return t;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_job_on_the_gpu_equals_the_same_job_on_the_cpu_step_by_step) {
+  test::ScratchDir dir;
+  for (const auto& [stages, pipelines] : {std::pair<std::size_t, std::size_t>{1, 1}, {2, 1}, {2, 2}})
+    BOOST_TEST_CONTEXT(stages << " stages × " << pipelines << " pipelines") {
+      const test::MeasuredPlan cpu = test::quick_plan(dir, cnn_job("cpu", stages, pipelines, ""));
+      const test::MeasuredPlan gpu = test::quick_plan(dir, cnn_job("H100", stages, pipelines, ""));
+      BOOST_REQUIRE(cpu.plan.stages.size() == stages);
+      const std::vector<double> on_cpu = train_for(cpu, 20, dir.path() / "cpu").losses;
+      const std::vector<double> on_gpu = train_for(gpu, 20, dir.path() / "gpu").losses;
+      BOOST_REQUIRE_EQUAL(on_gpu.size(), on_cpu.size());
+      for (std::size_t k = 0; k < on_cpu.size(); ++k)
+        BOOST_TEST_CONTEXT("step " << k + 1) {
+          BOOST_TEST(std::abs(on_gpu[k] - on_cpu[k]) <= 1e-4 * std::abs(on_cpu[k]),
+                     on_gpu[k] << " against " << on_cpu[k]);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(bf16_trains_the_default_cnn_to_89_percent) {
+  test::ScratchDir dir;
+  std::string job = cnn_job("H100", 2, 2, "precision = \"bf16\"\nepochs = 3\n");
+  job.replace(job.find("shuffle = false"), 15, "shuffle = true");
+  const test::MeasuredPlan p = test::quick_plan(dir, job);
+  RunOptions options;
+  options.output_dir = (dir.path() / "bf16").string();
+  auto summary = run_training(p.job, p.plan, options);
+  REQUIRE_OK(summary);
+  BOOST_TEST_MESSAGE("bf16, 2 stages × 2 pipelines on one GPU, 3 epochs: test accuracy "
+                     << summary->test_accuracy << ", " << summary->samples_per_s << " samples/s");
+  BOOST_TEST(summary->test_accuracy >= 0.89);
+}
+
+#ifdef ACTORPIPE_CUDA
+
+BOOST_AUTO_TEST_CASE(two_stages_on_one_gpu_compute_at_the_same_time) {
+  // Each stage queues a kernel that spins for a fixed number of cycles on its own stream,
+  // from its own thread: together they take about as long as one does alone, where one
+  // stream (or a device-wide ordering) would take twice as long.
+  const device::StageDevice first = device::StageDevice::cuda(0), second = device::StageDevice::cuda(0);
+  const std::int64_t cycles = 200'000'000; // about 0.1 s at the H100's clocks
+  const auto spin = [&](const device::StageDevice& stage) {
+    const auto on = stage.enter();
+    at::cuda::sleep(cycles);
+    stage.settle();
+  };
+  spin(first); // warm-up: the kernel's first launch loads its module
+  const auto timed = [](const std::function<void()>& work) {
+    const auto start = std::chrono::steady_clock::now();
+    work();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const double alone = timed([&] { spin(first); });
+  const double together = timed([&] {
+    std::thread other([&] { spin(second); });
+    spin(first);
+    other.join();
+  });
+  BOOST_TEST_MESSAGE("one stage's kernel alone " << alone * 1e3 << " ms, two stages' at once " << together * 1e3
+                                                 << " ms");
+  BOOST_TEST(together < 1.5 * alone, together << " s for two against " << alone << " s for one");
+}
+
+BOOST_AUTO_TEST_CASE(the_plans_memory_estimate_holds_against_the_allocators_peak) {
+  // Two stages of one pipeline on one GPU: the allocator's peak over a run against the
+  // sum of the plan's per-stage estimates (parameters, optimizer state, stashed
+  // activations at the schedule's peak).
+  test::ScratchDir dir;
+  std::string job = cnn_job("H100", 2, 1, "");
+  job.replace(job.find("batch_size = 128"), 16, "batch_size = 1024");
+  const test::MeasuredPlan p = test::quick_plan(dir, job);
+  c10::cuda::CUDACachingAllocator::emptyCache();
+  c10::cuda::CUDACachingAllocator::resetPeakStats(0);
+  train_for(p, 10, dir.path() / "memory");
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
+  const auto peak = static_cast<double>(stats.allocated_bytes[0].peak);
+  double predicted = 0;
+  for (const StagePlan& stage : p.plan.stages)
+    predicted += static_cast<double>(stage.estimate.memory_bytes);
+  BOOST_TEST_MESSAGE("peak allocated " << peak / 1e6 << " MB, predicted " << predicted / 1e6 << " MB");
+  BOOST_TEST(std::abs(predicted - peak) <= 0.2 * peak,
+             "predicted " << predicted << " B, allocator's peak " << peak << " B");
+}
+
+#endif
+
+int main(int argc, char** argv) {
+  if (!torch::cuda::is_available()) {
+    std::cout << "training_cuda: skipped: LibTorch sees no CUDA device here\n";
+    return 77;
+  }
+  return boost::unit_test::unit_test_main(&init_unit_test, argc, argv);
+}
