@@ -60,6 +60,14 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
                                     const actors::CoordinateOptions* coordinate, Attempt& attempt) {
   ACTORPIPE_TRY(plan.validate(job.profile, job.cluster));
   ACTORPIPE_TRY(validate(plan.schedule));
+  // fp16's loss scale is each stage's own, while a backward carries the last stage's
+  // through the pipeline: with several stages they would unscale by other scales.
+  if (job.train.precision == Precision::fp16 && plan.stages.size() > 1)
+    return Error::bad_input(job.where("train.precision") +
+                            "\"fp16\" runs one stage per pipeline for now (its loss "
+                            "scale is kept per stage); the plan has " +
+                            std::to_string(plan.stages.size()) +
+                            " stages: use \"bf16\", which needs no loss scale, or plan.stages = 1");
   const bool on_gpus = device::uses_cuda(job.cluster, plan);
   if (on_gpus) {
     const auto gpus = device::query_gpus();
@@ -369,10 +377,11 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
     step_ms.push_back(m.step_ms);
     m.samples_per_s = static_cast<double>(steps_here * plan.batch_size) / (step_seconds * time_scale);
     m.eta_s = step_seconds / static_cast<double>(steps_here) * static_cast<double>(total - progress.step);
-    metrics << json{{"kind", "step"}, {"step", m.step},       {"epoch", m.epoch},
-                    {"loss", loss},   {"step_ms", m.step_ms}, {"samples_per_s", m.samples_per_s}}
-                   .dump()
-            << "\n";
+    json line{{"kind", "step"}, {"step", m.step},       {"epoch", m.epoch},
+              {"loss", loss},   {"step_ms", m.step_ms}, {"samples_per_s", m.samples_per_s}};
+    // fp16: how many replica steps its loss scale has skipped so far.
+    if (job.train.precision == Precision::fp16) line["skipped_steps"] = session.skipped_steps();
+    metrics << line.dump() << "\n";
     if (options.on_step) options.on_step(m);
     const std::uint64_t epoch = progress.epoch + 1;
     const bool epoch_done = progress.index == per_epoch;

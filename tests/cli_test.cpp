@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -196,6 +197,38 @@ BOOST_AUTO_TEST_CASE(a_plan_on_gpus_this_machine_lacks_is_refused_naming_the_fir
   BOOST_TEST(contains(run.err, "(kind \"H100\", so cuda:"), run.err);
   BOOST_TEST(contains(run.err, "but this machine has"), run.err);
   BOOST_TEST(!std::filesystem::exists(dir.path() / "run"));
+}
+
+BOOST_AUTO_TEST_CASE(bf16_and_fp16_train_on_the_cpu_and_fp16_keeps_to_one_stage) {
+  // Autocast on the CPU, and fp16's loss scale, whose overflow check and unscaling run
+  // on any device: a short run's losses stay finite and fall.
+  ScratchDir dir;
+  const std::string job = dir.write(
+      "mlp.toml", test::cpu_cluster_toml(4, "4 GiB") +
+                      "[model]\nzoo = \"mlp\"\n[data]\ndataset = \"synthetic\"\nsamples = 512\nshape = [16]\n"
+                      "[train]\nbatch_size = 64\nlr = 0.05\nmomentum = 0.9\n"
+                      "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nstages = 1\npipelines = 2\n");
+  for (const char* precision : {"bf16", "fp16"}) {
+    const std::string out = (dir.path() / precision).string();
+    const auto run = run_cli("run " + job + " --steps 40 --json -o '" + out + "' --set train.precision=" + precision);
+    BOOST_REQUIRE_MESSAGE(run.status == 0, precision << ": " << run.err);
+    const auto summary = nlohmann::json::parse(run.out);
+    const double final_loss = summary["final_loss"].get<double>();
+    std::ifstream metrics(out + "/metrics.jsonl");
+    std::string first_line;
+    std::getline(metrics, first_line);
+    const double first_loss = nlohmann::json::parse(first_line)["loss"].get<double>();
+    BOOST_TEST(std::isfinite(final_loss), precision);
+    BOOST_TEST(final_loss < first_loss, precision << ": " << first_loss << " to " << final_loss);
+    // fp16's lines count the steps its loss scale skipped (its first scale, 2^16, may
+    // overflow), bf16's have no such count.
+    BOOST_TEST(nlohmann::json::parse(first_line).contains("skipped_steps") == (std::string(precision) == "fp16"));
+  }
+  const auto two = run_cli("run " + job + " --steps 1 -o '" + (dir.path() / "two").string() +
+                           "' --set train.precision=fp16 --set plan.stages=2");
+  BOOST_TEST(two.status == 2, two.err);
+  BOOST_TEST(contains(two.err, "train.precision: \"fp16\" runs one stage per pipeline for now"), two.err);
+  BOOST_TEST(!std::filesystem::exists(dir.path() / "two"));
 }
 
 BOOST_AUTO_TEST_CASE(output_file_holds_the_json_plan) {

@@ -133,6 +133,18 @@ BOOST_AUTO_TEST_CASE(bad_choice_lists_the_allowed_values) {
   Job retain("[train]\nretain_memory = \"yes\"\n");
   const Error not_bool = expect_error(load_job(retain.path));
   BOOST_TEST(contains(not_bool.message, "train.retain_memory"), not_bool.message);
+  // Precision: fp32 unless a job asks for bf16 or fp16; anything else is named.
+  BOOST_TEST((plain->train.precision == Precision::fp32));
+  auto bf16 = load_job(job.path, {"train.optimizer=sgd", "train.precision=bf16"});
+  REQUIRE_OK(bf16);
+  BOOST_TEST((bf16->train.precision == Precision::bf16));
+  auto fp16 = load_job(job.path, {"train.optimizer=sgd", "train.precision=fp16"});
+  REQUIRE_OK(fp16);
+  BOOST_TEST((fp16->train.precision == Precision::fp16));
+  Job half("[train]\nprecision = \"half\"\n");
+  const Error not_a_precision = expect_error(load_job(half.path));
+  BOOST_TEST(contains(not_a_precision.message, "train.precision: 'half' is not one of fp32, bf16, fp16"),
+             not_a_precision.message);
 }
 
 BOOST_AUTO_TEST_CASE(tuning_keys_are_checked) {

@@ -33,7 +33,7 @@ bool LossScaler::unscale(const std::vector<torch::Tensor>& gradients) {
   if (!gradients.empty()) at::_amp_foreach_non_finite_check_and_unscale_(gradients, found, scale_.reciprocal());
   at::_amp_update_scale_(scale_, growth_, found, 2.0, 0.5, 2000);
   const bool finite = found.item<float>() == 0.0f;
-  if (!finite) ++skipped_;
+  if (!finite) skipped_.fetch_add(1, std::memory_order_relaxed);
   return finite;
 }
 

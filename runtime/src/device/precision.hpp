@@ -9,6 +9,7 @@
 
 #include <torch/torch.h>
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -41,11 +42,12 @@ public:
   /// Divides the gradients by the scale in place and updates the scale; false where
   /// some gradient is not finite, and the step must be skipped.
   bool unscale(const std::vector<torch::Tensor>& gradients);
-  std::uint64_t skipped() const { return skipped_; }
+  /// Steps skipped so far; read from other threads (the run's metrics).
+  std::uint64_t skipped() const { return skipped_.load(std::memory_order_relaxed); }
 
 private:
   torch::Tensor scale_, growth_;
-  std::uint64_t skipped_ = 0;
+  std::atomic<std::uint64_t> skipped_{0};
 };
 
 } // namespace actorpipe::device

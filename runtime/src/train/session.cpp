@@ -201,6 +201,14 @@ Evaluation Session::evaluate() {
   return e;
 }
 
+std::uint64_t Session::skipped_steps() const {
+  std::uint64_t skipped = 0;
+  for (const auto& pipeline : d_->workers)
+    for (const auto& w : pipeline)
+      skipped += w->skipped_steps();
+  return skipped;
+}
+
 void Session::settle() {
   for (auto& pipeline : d_->workers)
     for (auto& w : pipeline)

@@ -67,6 +67,10 @@ public:
   /// The replicas of stage `stage`, one per pipeline.
   std::vector<StageWorker*> replicas(std::size_t stage);
 
+  /// Optimizer steps the replicas skipped so far, all together, because their fp16
+  /// gradients overflowed (train.precision = "fp16"); 0 otherwise.
+  std::uint64_t skipped_steps() const;
+
   /// Waits until every stage's GPU work is done: before code on this thread reads or
   /// changes their tensors (evaluation, checkpoints).
   void settle();

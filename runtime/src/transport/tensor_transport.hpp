@@ -12,9 +12,9 @@
 /// waits for its receiver, so two stages sending to each other cannot deadlock.
 ///
 /// Collectives run over a group of ranks (a stage index's processes, say), each group
-/// its own Gloo context, met through the same store: collectives of one group run in
-/// the order its members call them, on the calling thread, and groups do not wait on
-/// each other.
+/// a c10d Gloo process group of its own, met through the same store: collectives of one
+/// group run in the order its members call them (the caller waits while the process
+/// group's thread runs them), and groups do not wait on each other.
 
 #include "launch/process_place.hpp"
 #include "train/payload.hpp"
