@@ -247,6 +247,14 @@ BOOST_AUTO_TEST_CASE(devices_reports_instead_of_crashing_without_a_gpu) {
   const auto json = nlohmann::json::parse(result.out);
   BOOST_TEST(json["cpu"]["threads"].get<int>() >= 1);
   if (json["gpus"].empty()) BOOST_TEST(!json["cuda_error"].get<std::string>().empty());
+  // Without a GPU there is no cluster to write, and nothing is written.
+  if (json["gpus"].empty()) {
+    ScratchDir dir;
+    const auto cluster = run_cli("devices --cluster '" + (dir.path() / "here.toml").string() + "'");
+    BOOST_TEST(cluster.status == 1);
+    BOOST_TEST(contains(cluster.err, "nothing written"), cluster.err);
+    BOOST_TEST(!std::filesystem::exists(dir.path() / "here.toml"));
+  }
   // Asking for the NCCL check where it cannot run is a failure with a message, not a crash.
   if (json["gpus"].empty()) {
     const auto nccl = run_cli("devices --nccl");

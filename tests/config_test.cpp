@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include <actorpipe/gpu.hpp>
 #include <actorpipe/job.hpp>
 
 #include "test_support.hpp"
@@ -300,4 +301,31 @@ BOOST_AUTO_TEST_CASE(an_emulation_dilation_below_one_is_refused) {
   auto dilated = load_job(job.path, {"emulation.dilation=8"});
   REQUIRE_OK(dilated);
   BOOST_TEST(dilated->emulation.dilation == 8);
+}
+
+BOOST_AUTO_TEST_CASE(a_machines_gpus_become_a_cluster_file_jobs_can_name) {
+  // Two kinds of GPU: a device group each, in the order they first appear, the second's
+  // speed by its multiprocessors against the first's.
+  const std::vector<GpuInfo> gpus{{0, "NVIDIA H100 80GB HBM3", 85899345920, 9, 0, 132},
+                                  {1, "NVIDIA H100 80GB HBM3", 85899345920, 9, 0, 132},
+                                  {2, "NVIDIA A100-SXM4-40GB", 42949672960, 8, 0, 108}};
+  const auto toml = gpus_as_cluster_toml(gpus, "box");
+  REQUIRE_OK(toml);
+  test::ScratchDir dir;
+  auto cluster = load_cluster(dir.write("box.toml", *toml));
+  REQUIRE_OK(cluster);
+  BOOST_REQUIRE_EQUAL(cluster->servers.size(), 1u);
+  BOOST_REQUIRE_EQUAL(cluster->devices.size(), 3u);
+  BOOST_TEST(cluster->devices[0].name == "box/gpu0");
+  BOOST_TEST(cluster->devices[2].name == "box/gpu2");
+  BOOST_TEST(cluster->devices[1].kind == "NVIDIA H100 80GB HBM3");
+  BOOST_TEST(cluster->devices[2].kind == "NVIDIA A100-SXM4-40GB");
+  BOOST_TEST(cluster->devices[0].memory_bytes == 85899345920u);
+  BOOST_TEST(cluster->devices[2].memory_bytes == 42949672960u);
+  BOOST_TEST(cluster->devices[0].speed == 1.0);
+  BOOST_TEST(std::abs(cluster->devices[2].speed - 0.82) < 1e-9);
+  // No GPU, no file to describe it.
+  const auto none = gpus_as_cluster_toml({}, "box");
+  BOOST_REQUIRE(!none);
+  BOOST_TEST(contains(none.error().message, "no GPU to describe"), none.error().message);
 }

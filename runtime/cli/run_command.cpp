@@ -186,7 +186,7 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
     std::cerr << "actorpipe: interrupted; stopped after step " << summary->steps << " with a checkpoint in "
               << summary->output_dir << ": the same command with --resume " << summary->output_dir << " continues it\n";
   if (a.json) {
-    std::cout << run_summary_to_json(*summary, predicted, plan->iteration_time_ms);
+    std::cout << run_summary_to_json(*summary, predicted, *plan);
   } else if (!summary->stopped) {
     std::cout << "trained " << summary->steps << " steps in " << duration(summary->seconds) << " ("
               << text::format_fixed(summary->samples_per_s, 0) << " samples/s): final loss "

@@ -43,6 +43,13 @@ struct DeviceSurvey {
 /// Looks at the CPU and the GPUs, and checks NCCL when `check_nccl_too`.
 ACTORPIPE_EXPORT DeviceSurvey survey_devices(bool check_nccl_too);
 
+/// This machine's GPUs as a cluster file that jobs can name (`cluster = "FILE"`): one
+/// server called `server`, a device group per kind of GPU (its name, memory, count, and a
+/// speed relative to the first kind by multiprocessors, a guess to correct once its
+/// blocks are measured), behind one PCIe switch, with one 25 Gb/s NIC. Bad input
+/// where `gpus` is empty.
+ACTORPIPE_EXPORT Result<std::string> gpus_as_cluster_toml(const std::vector<GpuInfo>& gpus, const std::string& server);
+
 /// {"cpu": {"threads"}, "cuda_built", "gpus": [{"index", "name", "memory_bytes",
 /// "compute_capability", "multiprocessors"}], "cuda_error"?, "nccl"?}.
 ACTORPIPE_EXPORT std::string devices_to_json(const DeviceSurvey& survey);

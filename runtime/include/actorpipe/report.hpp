@@ -42,9 +42,10 @@ ACTORPIPE_EXPORT std::string format_simulation(const SimulationReport& report, c
 ACTORPIPE_EXPORT std::string simulation_to_json(const SimulationReport& report, const Plan& plan,
                                                 const ClusterSpec& cluster);
 
-/// A finished run as `actorpipe run --json` prints it: the summary's fields, with the
-/// step time predicted on this machine and the plan's own.
-ACTORPIPE_EXPORT std::string run_summary_to_json(const RunSummary& summary, double predicted_step_ms,
-                                                 double plan_step_ms);
+/// A finished run as `actorpipe run --json` prints it: the summary's fields beside what
+/// was predicted: the step time on this machine, the plan's own (`plan_step_ms`), and
+/// the plan's memory estimate of each stage's replica (`predicted_memory_bytes`), which
+/// `peak_gpu_bytes` measures on GPUs.
+ACTORPIPE_EXPORT std::string run_summary_to_json(const RunSummary& summary, double predicted_step_ms, const Plan& plan);
 
 } // namespace actorpipe

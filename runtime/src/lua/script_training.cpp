@@ -258,12 +258,12 @@ Result<int> run_fn(lua_State* L) {
     return Error::bad_input("the script was stopped during a run (stopped after step " +
                             std::to_string(summary->steps) + ", its checkpoint in " + summary->output_dir + ")");
   if (!tuned) {
-    push_json_text(L, run_summary_to_json(*summary, *predicted, plan->iteration_time_ms));
+    push_json_text(L, run_summary_to_json(*summary, *predicted, *plan));
     return 1;
   }
   const std::string report = tune_report_to_json(*tuned);
   ACTORPIPE_TRY(write_file_atomically(summary->output_dir + "/tune.json", report));
-  auto result = nlohmann::json::parse(run_summary_to_json(*summary, *predicted, plan->iteration_time_ms));
+  auto result = nlohmann::json::parse(run_summary_to_json(*summary, *predicted, *plan));
   result["tune"] = nlohmann::json::parse(report);
   push_json_text(L, result.dump());
   return 1;

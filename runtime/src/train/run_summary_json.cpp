@@ -7,7 +7,10 @@
 
 namespace actorpipe {
 
-std::string run_summary_to_json(const RunSummary& summary, double predicted_step_ms, double plan_step_ms) {
+std::string run_summary_to_json(const RunSummary& summary, double predicted_step_ms, const Plan& plan) {
+  std::vector<std::uint64_t> predicted_memory;
+  for (const StagePlan& stage : plan.stages)
+    predicted_memory.push_back(stage.estimate.memory_bytes);
   const nlohmann::ordered_json out{{"steps", summary.steps},
                                    {"epochs", summary.epochs},
                                    {"final_loss", summary.final_loss},
@@ -16,11 +19,12 @@ std::string run_summary_to_json(const RunSummary& summary, double predicted_step
                                    {"samples_per_s", summary.samples_per_s},
                                    {"median_step_ms", summary.median_step_ms},
                                    {"predicted_step_ms", predicted_step_ms},
-                                   {"plan_step_ms", plan_step_ms},
+                                   {"plan_step_ms", plan.iteration_time_ms},
                                    {"seconds", summary.seconds},
                                    {"stopped", summary.stopped},
                                    {"peak_stashed", summary.peak_stashed},
                                    {"peak_gpu_bytes", summary.peak_gpu_bytes},
+                                   {"predicted_memory_bytes", predicted_memory},
                                    {"output_dir", summary.output_dir}};
   return out.dump(2) + "\n";
 }
