@@ -7,8 +7,6 @@
 #include "sync_round.hpp"
 
 #include "base/text.hpp"
-#include "sim/emulated_links.hpp"
-#include "sim/straggled_time.hpp"
 #include "train/cores.hpp"
 #include "train/payload.hpp"
 #include "train/stage_computation.hpp"
@@ -21,7 +19,6 @@
 
 #include <map>
 #include <optional>
-#include <random>
 #include <string>
 #include <thread>
 
@@ -49,7 +46,7 @@ struct StageState {
   bool answered = false;
   std::vector<caf::typed_response_promise<bool>> settling;
   std::optional<Clock::time_point> waiting_since, sync_since;
-  std::mt19937_64 random; ///< draws the stragglers' random delays
+  std::optional<device::EmulatedDevice> emulated; ///< on an emulated device: its clock
   static inline const char* name = "stage";
 
   bool first() const { return config.stage == 0; }
@@ -166,15 +163,7 @@ TakenIn take_in(StageState& st, const Action& a) {
 /// On an emulated device, waits until the action has taken its modelled time (dilated),
 /// stragglers included, since `started`; an action slower than that is left as it is.
 void pad(StageState& st, const Action& a, Clock::time_point started) {
-  if (!st.config.emulated) return;
-  const StageConfig::Emulated& e = *st.config.emulated;
-  double ms = a.op == Op::forward ? e.forward_fixed_ms + e.forward_ms_per_sample * a.size
-                                  : e.backward_fixed_ms + e.backward_ms_per_sample * a.size;
-  if (e.stragglers)
-    ms = straggled_ms(*e.stragglers, e.device, microseconds_since(st.config.origin, started) / 1000.0 / e.dilation, ms,
-                      st.random);
-  std::this_thread::sleep_until(started + std::chrono::duration_cast<Clock::duration>(
-                                              std::chrono::duration<double, std::milli>(ms * e.dilation)));
+  if (st.emulated) std::this_thread::sleep_until(st.emulated->action_end(a, started));
 }
 
 /// Sends an activation or a gradient of this step to a neighbour on `device`: at once,
@@ -184,16 +173,12 @@ template <class Atom>
 void transfer(StageActor self, const stage_actor& neighbour, const Route& route, const std::optional<DeviceId>& device,
               Atom atom, std::uint64_t micro, train::Payload payload) {
   auto& st = self->state;
-  if (const auto& e = st.config.emulated; e && e->links && device) {
-    const double now = microseconds_since(st.config.origin, Clock::now()) / 1000.0 / e->dilation;
-    const double at = e->links->arrival_ms(e->device, *device, train::payload_bytes(payload), now);
-    if (at > now) {
-      const std::chrono::duration<double, std::milli> wall((at - now) * e->dilation);
-      self->delayed_send(neighbour, std::chrono::ceil<caf::timespan>(wall), atom, st.step, micro,
+  if (st.emulated)
+    if (const auto delay = st.emulated->delivery_delay(device, train::payload_bytes(payload), Clock::now())) {
+      self->delayed_send(neighbour, std::chrono::ceil<caf::timespan>(*delay), atom, st.step, micro,
                          pack(std::move(payload), route));
       return;
     }
-  }
   self->send(neighbour, atom, st.step, micro, pack(std::move(payload), route));
 }
 
@@ -234,9 +219,8 @@ void run_action(StageActor self, const Action& a, TakenIn taken) {
       pad(st, a, started);
       record(st, SpanKind::forward, a.micro_batch, started, cpu_started);
       const auto sending = Clock::now();
-      transfer(self, st.links.next, st.links.to_next,
-               st.config.emulated ? st.config.emulated->next_device : std::nullopt, forward_atom::value, micro,
-               std::move(output));
+      transfer(self, st.links.next, st.links.to_next, st.emulated ? st.emulated->model().next_device : std::nullopt,
+               forward_atom::value, micro, std::move(output));
       sent(st, a.micro_batch, sending);
     }
     return;
@@ -247,7 +231,7 @@ void run_action(StageActor self, const Action& a, TakenIn taken) {
   if (!st.first()) {
     const auto sending = Clock::now();
     transfer(self, st.links.previous, st.links.to_previous,
-             st.config.emulated ? st.config.emulated->previous_device : std::nullopt, backward_atom::value, micro,
+             st.emulated ? st.emulated->model().previous_device : std::nullopt, backward_atom::value, micro,
              std::move(input_gradient));
     sent(st, a.micro_batch, sending);
   }
@@ -290,13 +274,8 @@ std::optional<bool> arrive(StageActor self) {
   if (arrival == SyncRound::Arrival::waiting) return std::nullopt;
   // Between emulated devices the ring all-reduce, ready when the last replica arrived
   // (now), takes its modelled time on the links (dilated) before anyone goes on.
-  if (const auto& e = st.config.emulated; e && e->links && !e->replica_devices.empty()) {
-    const double ready = microseconds_since(st.config.origin, *st.sync_since) / 1000.0 / e->dilation;
-    const double done = e->links->allreduce_done_ms(e->replica_devices, e->parameter_bytes, ready);
-    std::this_thread::sleep_until(
-        st.config.origin +
-        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(done * e->dilation)));
-  }
+  if (st.emulated)
+    if (const auto done = st.emulated->allreduce_end(*st.sync_since)) std::this_thread::sleep_until(*done);
   const bool stepped = arrival == SyncRound::Arrival::stepped;
   for (const stage_actor& replica : st.links.replicas)
     if (replica.address() != self->address()) self->send(replica, synced_atom::value, st.step, stepped);
@@ -455,9 +434,8 @@ void advance(StageActor self) {
 stage_actor::behavior_type stage_behavior(StageActor self, StageConfig config) {
   self->state.config = std::move(config);
   self->state.step = self->state.config.first_step;
-  if (const auto& e = self->state.config.emulated; e && e->stragglers)
-    self->state.random.seed(e->stragglers->seed * 1000003 + self->state.config.pipeline * 1009 +
-                            self->state.config.stage);
+  if (const auto& e = self->state.config.emulated)
+    self->state.emulated.emplace(*e, self->state.config.origin, self->state.config.pipeline, self->state.config.stage);
   return {
       [=](connect_atom, StageLinks& links) {
         auto& st = self->state;

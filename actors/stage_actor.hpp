@@ -8,6 +8,8 @@
 #include "stage_activity.hpp"
 #include "stage_trace.hpp"
 
+#include "device/emulated_device.hpp"
+
 #include <actorpipe/schedule.hpp>
 #include <actorpipe/simulator.hpp>
 
@@ -20,9 +22,6 @@
 
 namespace actorpipe::train {
 class StageComputation;
-}
-namespace actorpipe::sim {
-class EmulatedLinks;
 }
 
 namespace actorpipe::actors {
@@ -44,28 +43,10 @@ struct StageConfig {
   /// hand-off is a switch on one core. None: the operating system places the thread.
   std::optional<int> core;
   /// On an emulated device: what its actions take there (the stage's figures over the
-  /// device's speed), each padded to that times `dilation` of wall time. None: actions
-  /// take what they take.
-  struct Emulated {
-    /// The stage's figures over the device's speed; the fixed times include the plan's
-    /// cost per action (plan.action_overhead_ms), as the simulator counts it.
-    double forward_fixed_ms = 0, forward_ms_per_sample = 0;
-    double backward_fixed_ms = 0, backward_ms_per_sample = 0;
-    double dilation = 1;
-    DeviceId device = 0;
-    /// Slow windows and random delays on top of the model, drawn by the stage from
-    /// seed + its place in the plan; none: the model alone.
-    std::shared_ptr<const Stragglers> stragglers{};
-    /// The devices of the pipeline's stages before and after this one, where they are
-    /// emulated too: activations and gradients to them arrive when `links` says.
-    std::optional<DeviceId> previous_device{}, next_device{};
-    std::shared_ptr<sim::EmulatedLinks> links{};
-    /// The devices of this stage's replicas, by pipeline, where there are several and all
-    /// are emulated: a lockstep round's all-reduce of `parameter_bytes` then takes what
-    /// `links` says the ring takes, as the simulator charges it. Empty: nothing.
-    std::vector<DeviceId> replica_devices{};
-    std::uint64_t parameter_bytes = 0;
-  };
+  /// device's speed), each padded to that times the dilation of wall time, and when
+  /// what it sends arrives (device/emulated_device.hpp). None: actions take what they
+  /// take and messages go at once.
+  using Emulated = device::EmulatedDevice::Model;
   std::optional<Emulated> emulated;
   /// Lockstep rounds (JobConfig::step_ahead): called with the step before this replica
   /// arrives at its round; true when it stepped the replica. Unset: never.

@@ -65,6 +65,17 @@ gloo_options(const TransportOptions& options, const std::shared_ptr<::gloo::tran
   return gloo;
 }
 
+/// `post`'s work, enqueued one at a time in the process. c10d's process groups record
+/// what they enqueue in one recorder for the process, which two enqueuing at once
+/// corrupt (LibTorch 2.11: a crash where the transport test's ranks, threads of one
+/// process, all-reduced in groups at once), so every send, receive and collective of
+/// every transport enqueues alone; their waits overlap.
+c10::intrusive_ptr<c10d::Work> enqueued(const std::function<c10::intrusive_ptr<c10d::Work>()>& post) {
+  static std::mutex one_at_a_time;
+  std::lock_guard<std::mutex> lock(one_at_a_time);
+  return post();
+}
+
 std::string store_text(const TransportOptions& options) { return "the tensor store at " + options.store.text(); }
 
 } // namespace
@@ -144,7 +155,8 @@ TensorTicket TensorTransport::send(const train::Payload& payload, std::size_t to
   ticket.tag = next;
   next = (next + 1) & 0x7FFFFFFFu;
   try {
-    state_->in_flight.push_back(state_->world->send(tensors, static_cast<int>(to), static_cast<int>(ticket.tag)));
+    state_->in_flight.push_back(
+        enqueued([&] { return state_->world->send(tensors, static_cast<int>(to), static_cast<int>(ticket.tag)); }));
   } catch (const std::exception& e) {
     throw std::runtime_error("sending a tensor to rank " + std::to_string(to) + ": " + text::message_of(e));
   }
@@ -164,7 +176,9 @@ std::shared_ptr<TensorTransport::Arrival> TensorTransport::post_receive(const Te
       torch::empty(ticket.shape, torch::TensorOptions().dtype(static_cast<c10::ScalarType>(ticket.dtype))));
   std::lock_guard<std::mutex> lock(state_->post);
   try {
-    arrival->work = state_->world->recv(arrival->tensors, static_cast<int>(ticket.from), static_cast<int>(ticket.tag));
+    arrival->work = enqueued([&] {
+      return state_->world->recv(arrival->tensors, static_cast<int>(ticket.from), static_cast<int>(ticket.tag));
+    });
   } catch (const std::exception& e) {
     throw std::runtime_error("receiving a tensor from rank " + std::to_string(ticket.from) + ": " +
                              text::message_of(e));
@@ -268,7 +282,7 @@ void TensorTransport::all_reduce_sum(Group& group, const std::vector<train::Payl
       c10d::AllreduceOptions sum;
       sum.reduceOp = c10d::ReduceOp::SUM;
       sum.timeout = options_.timeout;
-      group.gloo->allreduce(one, sum)->wait(options_.timeout);
+      enqueued([&] { return group.gloo->allreduce(one, sum); })->wait(options_.timeout);
     } catch (const std::exception& e) {
       throw std::runtime_error("all-reduce in group '" + group.name + "': " + text::message_of(e));
     }
@@ -286,7 +300,7 @@ void TensorTransport::broadcast(Group& group, std::size_t root, const std::vecto
       c10d::BroadcastOptions copy;
       copy.rootRank = static_cast<int64_t>(root);
       copy.timeout = options_.timeout;
-      group.gloo->broadcast(one, copy)->wait(options_.timeout);
+      enqueued([&] { return group.gloo->broadcast(one, copy); })->wait(options_.timeout);
     } catch (const std::exception& e) {
       throw std::runtime_error("broadcast in group '" + group.name + "': " + text::message_of(e));
     }
