@@ -41,24 +41,6 @@ std::string job_toml(const std::string& file, const std::string& data, const std
   return t.str();
 }
 
-/// A run of `p` for `steps` steps into `out`: its summary and each step's loss.
-struct Trained {
-  RunSummary summary;
-  std::vector<double> losses;
-};
-
-Trained train_for(const test::MeasuredPlan& p, std::uint64_t steps, const std::filesystem::path& out) {
-  Trained t;
-  RunOptions options;
-  options.steps = steps;
-  options.output_dir = out.string();
-  options.on_step = [&](const StepMetrics& m) { t.losses.push_back(m.loss); };
-  auto summary = run_training(p.job, p.plan, options);
-  REQUIRE_OK(summary);
-  t.summary = *summary;
-  return t;
-}
-
 const std::string fashion_mnist_in_order = "[data]\ndataset = \"fashion-mnist\"\nshuffle = false\n";
 
 /// The settings and losses tests/fixtures/write_fixtures.py wrote: a header line
@@ -267,7 +249,7 @@ BOOST_AUTO_TEST_CASE(the_worked_example_of_docs_models_trains) {
   BOOST_TEST(p.plan.stages.size() == 2u);
   BOOST_TEST(p.plan.pipelines == 2u);
   test::ScratchDir dir;
-  const Trained t = train_for(p, 30, dir.path() / "run");
+  const test::TrainedRun t = train_for(p, 30, dir.path() / "run");
   BOOST_TEST(t.losses.back() < 0.7 * t.losses.front());
   BOOST_TEST(t.summary.test_accuracy > 0.5);
 }

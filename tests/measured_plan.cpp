@@ -28,4 +28,16 @@ MeasuredPlan quick_plan(const ScratchDir& dir, const std::string& toml) {
   return quick_plan(*std::move(job));
 }
 
+TrainedRun train_for(const MeasuredPlan& p, std::uint64_t steps, const std::string& out) {
+  TrainedRun t;
+  RunOptions options;
+  options.steps = steps;
+  options.output_dir = out;
+  options.on_step = [&](const StepMetrics& m) { t.losses.push_back(m.loss); };
+  auto summary = run_training(p.job, p.plan, options);
+  REQUIRE_OK(summary);
+  t.summary = *summary;
+  return t;
+}
+
 } // namespace actorpipe::test

@@ -7,6 +7,10 @@
 #include <actorpipe/plan.hpp>
 #include <actorpipe/training.hpp>
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 namespace actorpipe::test {
 
 class ScratchDir;
@@ -24,5 +28,14 @@ MeasuredPlan measure_and_plan(JobSpec job, const MeasureOptions& measure);
 /// planned; or the job `toml`, written to `dir` as job.toml.
 MeasuredPlan quick_plan(JobSpec job);
 MeasuredPlan quick_plan(const ScratchDir& dir, const std::string& toml);
+
+/// A run of a plan: its summary and each step's loss.
+struct TrainedRun {
+  RunSummary summary;
+  std::vector<double> losses;
+};
+
+/// `p` trained for `steps` steps into `out`; a failed run fails the test case.
+TrainedRun train_for(const MeasuredPlan& p, std::uint64_t steps, const std::string& out);
 
 } // namespace actorpipe::test

@@ -58,23 +58,6 @@ std::string cnn_job(const std::string& kind, std::size_t stages, std::size_t pip
   return t.str();
 }
 
-struct Trained {
-  RunSummary summary;
-  std::vector<double> losses;
-};
-
-Trained train_for(const test::MeasuredPlan& p, std::uint64_t steps, const std::filesystem::path& out) {
-  Trained t;
-  RunOptions options;
-  options.steps = steps;
-  options.output_dir = out.string();
-  options.on_step = [&](const StepMetrics& m) { t.losses.push_back(m.loss); };
-  auto summary = run_training(p.job, p.plan, options);
-  REQUIRE_OK(summary);
-  t.summary = *summary;
-  return t;
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_CASE(a_job_on_the_gpu_equals_the_same_job_on_the_cpu_step_by_step) {

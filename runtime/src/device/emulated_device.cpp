@@ -25,8 +25,8 @@ EmulatedDevice::Clock::time_point EmulatedDevice::action_end(const Action& actio
   double ms = action.op == Op::forward ? model_.forward_fixed_ms + model_.forward_ms_per_sample * action.size
                                        : model_.backward_fixed_ms + model_.backward_ms_per_sample * action.size;
   if (model_.stragglers) ms = straggled_ms(*model_.stragglers, model_.device, modelled_ms(started), ms, random_);
-  return started + std::chrono::duration_cast<Clock::duration>(
-                       std::chrono::duration<double, std::milli>(ms * model_.dilation));
+  return started +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(ms * model_.dilation));
 }
 
 std::optional<EmulatedDevice::Clock::duration>

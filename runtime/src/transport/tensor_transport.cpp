@@ -143,7 +143,10 @@ std::uint16_t TensorTransport::store_port() const { return state_->store->getPor
 bool TensorTransport::loop_yields() const { return state_->loop_yields; }
 
 TensorTicket TensorTransport::send(const train::Payload& payload, std::size_t to) {
-  torch::Tensor tensor = payload->tensor.contiguous();
+  // Gloo sends host memory: a tensor on a GPU goes through the host, once the work on
+  // its producer's stream that wrote it is done.
+  if (payload->ready) payload->ready->synchronize();
+  torch::Tensor tensor = payload->tensor.is_cuda() ? payload->tensor.cpu() : payload->tensor.contiguous();
   TensorTicket ticket;
   ticket.from = static_cast<std::uint32_t>(options_.rank);
   ticket.dtype = static_cast<std::int8_t>(tensor.scalar_type());

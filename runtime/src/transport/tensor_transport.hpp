@@ -82,8 +82,8 @@ public:
   /// TransportOptions::compute_threads), once joined.
   bool loop_yields() const;
 
-  /// Posts `payload`'s tensor (on the CPU, contiguous: a copy is made where it is not)
-  /// to rank `to` and returns its ticket at once; the transport keeps the tensor until
+  /// Posts `payload`'s tensor (on the CPU, contiguous: a copy is made where it is not,
+  /// or where it is on a GPU) to rank `to` and returns its ticket at once; the transport keeps the tensor until
   /// the bytes are gone. Throws std::runtime_error naming the peer when c10d refuses.
   TensorTicket send(const train::Payload& payload, std::size_t to);
 
