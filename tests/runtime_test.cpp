@@ -22,6 +22,8 @@
 #include "base/atomic_file.hpp"
 #include "base/folder_lock.hpp"
 #include "base/input_file.hpp"
+#include "device/emulated_device.hpp"
+#include "device/placement.hpp"
 #include "train/checkpoint_file.hpp"
 #include "train/cores.hpp"
 #include "train/freed_memory.hpp"
@@ -1132,4 +1134,42 @@ BOOST_AUTO_TEST_CASE(freed_memory_is_kept_for_the_next_micro_batch) {
   const struct mallinfo2 after = mallinfo2();
   BOOST_TEST(after.arena >= block);
   BOOST_TEST(after.fordblks >= block);
+}
+
+BOOST_AUTO_TEST_CASE(an_emulated_device_decides_how_long_its_actions_take) {
+  // 2 ms fixed and 0.5 ms a sample, three times dilated: a backward of 4 samples that
+  // starts 9 ms after the run's origin ends (2 + 4 · 0.5) · 3 = 12 ms after it starts.
+  device::EmulatedDevice::Model model;
+  model.backward_fixed_ms = 2;
+  model.backward_ms_per_sample = 0.5;
+  model.forward_fixed_ms = 1;
+  model.forward_ms_per_sample = 0.25;
+  model.dilation = 3;
+  const auto origin = device::EmulatedDevice::Clock::now();
+  device::EmulatedDevice emulated(model, origin, 0, 1);
+  const auto started = origin + std::chrono::milliseconds(9);
+  const auto ms_to_end = [&](Op op) {
+    Action action;
+    action.op = op;
+    action.size = 4;
+    return std::chrono::duration<double, std::milli>(emulated.action_end(action, started) - started).count();
+  };
+  BOOST_TEST(ms_to_end(Op::backward) == 12.0);
+  BOOST_TEST(ms_to_end(Op::forward) == 6.0); // (1 + 4 · 0.25) · 3
+  // No emulated links: what it sends arrives at once, and no ring all-reduce is modelled.
+  BOOST_TEST(!emulated.delivery_delay(DeviceId{2}, 1 << 20, started));
+  BOOST_TEST(!emulated.allreduce_end(started));
+}
+
+BOOST_AUTO_TEST_CASE(a_device_of_a_gpu_kind_is_the_cuda_device_its_name_numbers) {
+  Device gpu;
+  gpu.name = "fast/gpu13";
+  gpu.kind = "H100";
+  BOOST_TEST((device::place_of(gpu).kind == device::Kind::cuda));
+  BOOST_TEST(device::place_of(gpu).cuda_index == 13);
+  gpu.kind = "emulated";
+  BOOST_TEST((device::place_of(gpu).kind == device::Kind::emulated));
+  gpu.kind = "cpu";
+  gpu.name = "local/cpu0";
+  BOOST_TEST((device::place_of(gpu).kind == device::Kind::cpu));
 }
