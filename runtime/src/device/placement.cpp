@@ -29,12 +29,13 @@ Status check_present(const JobSpec& job, const Plan& plan, std::size_t visible, 
       const Device& device = job.cluster.devices[plan.devices[p][s]];
       const Place place = place_of(device);
       if (place.kind != Kind::cuda || static_cast<std::size_t>(place.cuda_index) < visible) continue;
-      return Error::bad_input(job.where("cluster") + "the plan puts stage " + std::to_string(s) + " of pipeline " +
-                              std::to_string(p) + " on " + device.name + " (kind \"" + device.kind +
-                              "\", so cuda:" + std::to_string(place.cuda_index) + "), but this machine has " +
-                              (visible == 0 ? "no CUDA device (" + why_none + ")"
-                                            : std::to_string(visible) + " CUDA device" + (visible == 1 ? "" : "s")) +
-                              "; give such devices kind \"cpu\" or \"emulated\" to run the plan without them");
+      return Error::bad_input(
+          job.where("cluster") + "the plan puts stage " + std::to_string(s) + " of pipeline " + std::to_string(p) +
+          " on " + device.name + " (kind \"" + device.kind + "\", so cuda:" + std::to_string(place.cuda_index) +
+          "), but " +
+          (visible == 0 ? why_none
+                        : "this machine has " + std::to_string(visible) + " CUDA device" + (visible == 1 ? "" : "s")) +
+          "; give such devices kind \"cpu\" or \"emulated\" to run the plan without them");
     }
   return Ok{};
 }

@@ -29,7 +29,7 @@ Place place_of(const Device& device);
 bool uses_cuda(const ClusterSpec& cluster, const Plan& plan);
 
 /// Bad input naming the first stage of `plan` whose CUDA device this machine lacks
-/// (`visible` CUDA devices; `why_none` says why there are none, where there are none).
+/// (`visible` CUDA devices; where there are none, `why_none` says so and why).
 Status check_present(const JobSpec& job, const Plan& plan, std::size_t visible, const std::string& why_none);
 
 } // namespace actorpipe::device
