@@ -72,9 +72,6 @@ inline const char* precision_name(Precision p) {
   return p == Precision::bf16 ? "bf16" : p == Precision::fp16 ? "fp16" : "fp32";
 }
 
-/// Bytes of one element of an activation or a gradient that stages exchange.
-inline double activation_element_bytes(Precision p) { return p == Precision::fp32 ? 4.0 : 2.0; }
-
 struct TrainOptions {
   std::uint32_t batch_size = 64; ///< samples per iteration, all pipelines together
   std::uint32_t epochs = 1;
