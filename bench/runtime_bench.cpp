@@ -2,7 +2,7 @@
 ///   throughput  the default job's CNN (configs/fashion-mnist.toml, batch 128): actorpipe
 ///               with 2 stages × 1 and × 2 pipelines, and data parallel alone (1 stage
 ///               × 2 pipelines), against single-process LibTorch with 1 and 2 threads
-///               and PyTorch eager (Debian's python3-torch) with 1 and 2 threads, on
+///               and PyTorch eager (python3's torch, the build's) with 1 and 2 threads, on
 ///               the same model and batch; and one single-thread LibTorch training per
 ///               core side by side, with nothing between them, and in lockstep on
 ///               shares of the batch (synchronous data parallelism without averaging);

@@ -31,7 +31,9 @@ public:
 
   c10::Device device() const { return device_; }
   bool is_cuda() const { return device_.is_cuda(); }
-  /// This stage's stream made current on the calling thread for the scope (on CUDA).
+  /// This stage's stream made current on the calling thread for the scope (on CUDA),
+  /// ordered (on the GPU) after what other threads queued on the device's default
+  /// stream: a sync round's sums, an evaluation.
   std::optional<c10::StreamGuard> enter() const;
 
   /// `payload`'s tensor ready to use here, on this stage's stream: waits (on the GPU)
