@@ -243,6 +243,37 @@ BOOST_AUTO_TEST_CASE(output_file_holds_the_json_plan) {
   BOOST_TEST(written == nlohmann::json::parse(result.out));
 }
 
+BOOST_AUTO_TEST_CASE(profile_measures_where_the_job_computes_or_where_asked) {
+  // A cluster of H100s: measured on the job's first GPU where this machine has one, on
+  // the CPU where it has none; in the job's precision, which the profile records.
+  ScratchDir dir;
+  const std::string job = dir.write(
+      "gpus.toml",
+      "[cluster]\nname = \"two\"\nnetwork = { bandwidth = \"10 GB/s\", latency = \"1 us\" }\n"
+      "[[cluster.servers]]\nname = \"big\"\n"
+      "pcie = { devices_per_switch = 2, switch_bandwidth = \"16 GB/s\", inter_bridge_bandwidth = \"16 GB/s\" }\n"
+      "nic = { count = 1, bandwidth = \"10 GB/s\" }\n"
+      "devices = [{ kind = \"H100\", count = 2, speed = 1.0, memory = \"80 GiB\" }]\n"
+      "[model]\nzoo = \"mlp\"\n[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [8]\n"
+      "[train]\nbatch_size = 32\n");
+  const bool gpu = !nlohmann::json::parse(run_cli("devices --json").out)["gpus"].empty();
+  const auto measured = run_cli("profile " + job + " --repeats 1 --set train.precision=bf16");
+  BOOST_REQUIRE_MESSAGE(measured.status == 0, measured.err);
+  BOOST_TEST(contains(measured.out, gpu ? "reference_device = 'cuda:0" : "reference_device = 'cpu, "), measured.out);
+  BOOST_TEST(contains(measured.out, "precision = 'bf16'"), measured.out);
+  BOOST_TEST(contains(measured.out, "workspace_bytes_per_sample = "), measured.out);
+  const auto cpu = run_cli("profile " + job + " --repeats 1 --device cpu");
+  BOOST_REQUIRE_MESSAGE(cpu.status == 0, cpu.err);
+  BOOST_TEST(contains(cpu.out, "reference_device = 'cpu, "), cpu.out);
+  // A GPU this machine lacks is named; a device that is none is refused by the parser.
+  const auto missing = run_cli("profile " + job + " --device cuda:97");
+  BOOST_TEST(missing.status == 2, missing.err);
+  BOOST_TEST(contains(missing.err, "profile device: cuda:97: "), missing.err);
+  const auto bad = run_cli("profile " + job + " --device gpu0");
+  BOOST_TEST(bad.status != 0);
+  BOOST_TEST(contains(bad.err, "--device"), bad.err);
+}
+
 BOOST_AUTO_TEST_CASE(devices_reports_instead_of_crashing_without_a_gpu) {
   const auto result = run_cli("devices --json");
   BOOST_REQUIRE_MESSAGE(result.status == 0, result.err);

@@ -148,6 +148,18 @@ BOOST_AUTO_TEST_CASE(bad_choice_lists_the_allowed_values) {
              not_a_precision.message);
 }
 
+BOOST_AUTO_TEST_CASE(a_profile_measured_in_another_precision_than_the_job_trains_in_is_refused) {
+  // Measured profiles say their precision; a hand-written one (tiny.toml) stands for any.
+  Job job("[train]\noptimizer = \"sgd\"\n");
+  REQUIRE_OK(load_job(job.path, {"train.precision=bf16"}));
+  job.dir.write("tiny.toml", "precision = \"bf16\"\n" + std::string(tiny_profile));
+  REQUIRE_OK(load_job(job.path, {"train.precision=bf16"}));
+  const Error error = expect_error(load_job(job.path));
+  BOOST_TEST(contains(error.message, job.path + ":2:11: model.profile: "), error.message);
+  BOOST_TEST(contains(error.message, "tiny.toml was measured in bf16 but the job trains in fp32 (train.precision)"),
+             error.message);
+}
+
 BOOST_AUTO_TEST_CASE(tuning_keys_are_checked) {
   Job job("[plan]\ntune = \"profiles\"\n");
   const Error error = expect_error(load_job(job.path));

@@ -211,6 +211,13 @@ BOOST_AUTO_TEST_CASE(toml_round_trip_is_exact) {
   block.forward_fixed_ms = block.sub_blocks[1].forward_fixed_ms;
   block.backward_fixed_ms = block.sub_blocks[1].backward_fixed_ms;
   original.blocks[2].forward_fixed_ms = original.blocks[2].forward_ms * 0.5;
+  // What a measured profile knows besides: its precision, and what units hold while they
+  // run (a block's is its largest sub-block's).
+  original.precision = Precision::bf16;
+  block.sub_blocks[0].workspace_bytes_per_sample = 4096;
+  block.sub_blocks[1].workspace_bytes_per_sample = 1024;
+  block.workspace_bytes_per_sample = 4096;
+  original.blocks[2].workspace_bytes_per_sample = 777;
   BOOST_REQUIRE(original.validate().ok());
 
   ScratchDir dir;
@@ -222,6 +229,7 @@ BOOST_AUTO_TEST_CASE(toml_round_trip_is_exact) {
   BOOST_TEST(copy.input_bytes == original.input_bytes);
   BOOST_TEST(copy.warmup_passes == original.warmup_passes);
   BOOST_TEST(copy.spread == original.spread);
+  BOOST_TEST((copy.precision == Precision::bf16));
   BOOST_REQUIRE(copy.blocks.size() == original.blocks.size());
   for (std::size_t b = 0; b < copy.blocks.size(); ++b) {
     BOOST_TEST_CONTEXT("block " << b) {
@@ -233,6 +241,7 @@ BOOST_AUTO_TEST_CASE(toml_round_trip_is_exact) {
       BOOST_TEST(copy.blocks[b].output_bytes == original.blocks[b].output_bytes);
       BOOST_TEST(copy.blocks[b].parameter_bytes == original.blocks[b].parameter_bytes);
       BOOST_TEST(copy.blocks[b].stash_bytes_per_sample == original.blocks[b].stash_bytes_per_sample);
+      BOOST_TEST(copy.blocks[b].workspace_bytes_per_sample == original.blocks[b].workspace_bytes_per_sample);
       BOOST_TEST(copy.blocks[b].sub_blocks.size() == original.blocks[b].sub_blocks.size());
     }
   }
@@ -240,6 +249,10 @@ BOOST_AUTO_TEST_CASE(toml_round_trip_is_exact) {
   BOOST_TEST(copy.blocks[5].sub_blocks[0].output_bytes == 1234u);
   BOOST_TEST(copy.blocks[5].sub_blocks[1].forward_fixed_ms == original.blocks[5].sub_blocks[1].forward_fixed_ms);
   BOOST_TEST(copy.blocks[2].forward_fixed_ms > 0);
+  BOOST_TEST(copy.blocks[5].sub_blocks[1].workspace_bytes_per_sample == 1024u);
+  BOOST_TEST(copy.blocks[2].workspace_bytes_per_sample == 777u);
+  // A profile that does not say its precision stands for any.
+  BOOST_TEST(!load(pipedream("resnet50")).precision.has_value());
   // And the text is stable: writing the copy gives the same file.
   BOOST_TEST(to_toml(copy) == to_toml(original));
 }
@@ -257,6 +270,23 @@ BOOST_AUTO_TEST_CASE(toml_profile_errors_name_file_line_and_key) {
   BOOST_REQUIRE(!spread.ok());
   BOOST_TEST(contains(spread.error().message, "spread.toml:3:10: spread: -0.5 is out of range"),
              spread.error().message);
+
+  auto fp8 = load_profile(dir.write("fp8.toml", "name = \"x\"\nbatch_size = 8\nprecision = \"fp8\"\n[[blocks]]\n"
+                                                "name = \"a\"\nforward_ms = 1.0\nbackward_ms = 1.0\n"));
+  BOOST_REQUIRE(!fp8.ok());
+  BOOST_TEST(contains(fp8.error().message, "fp8.toml:3:13: precision: "), fp8.error().message);
+
+  // A block's workspace is its largest sub-block's: the sub-blocks run one at a time.
+  ModelProfile summed = load(pipedream("resnet50"));
+  summed.blocks[1].sub_blocks = {{"a", summed.blocks[1].forward_ms, summed.blocks[1].backward_ms,
+                                  summed.blocks[1].output_bytes, summed.blocks[1].parameter_bytes,
+                                  summed.blocks[1].stash_bytes_per_sample}};
+  summed.blocks[1].sub_blocks[0].workspace_bytes_per_sample = 10;
+  summed.blocks[1].workspace_bytes_per_sample = 20;
+  const Status workspace = summed.validate();
+  BOOST_REQUIRE(!workspace.ok());
+  BOOST_TEST(contains(workspace.error().message, "workspace bytes differ from the largest of its sub-blocks'"),
+             workspace.error().message);
 
   auto typo = load_profile(
       dir.write("typo.toml", "name = \"x\"\nbatch_size = 8\n[[blocks]]\nname = \"a\"\nforward_sm = 1.0\n"));

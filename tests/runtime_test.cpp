@@ -23,6 +23,7 @@
 #include "base/folder_lock.hpp"
 #include "base/input_file.hpp"
 #include "device/emulated_device.hpp"
+#include "device/memory_meter.hpp"
 #include "device/placement.hpp"
 #include "train/checkpoint_file.hpp"
 #include "train/cores.hpp"
@@ -159,6 +160,41 @@ BOOST_AUTO_TEST_CASE(a_run_reports_the_activations_its_schedule_stashes) {
       REQUIRE_OK(summary);
       BOOST_TEST(summary->peak_stashed == peaks, boost::test_tools::per_element());
     }
+}
+
+BOOST_AUTO_TEST_CASE(the_plans_memory_estimate_holds_against_the_cpu_allocators_peak) {
+  // The CNN in 2 stages × 1, batch 512 in 2 micro-batches under 1F1B: what LibTorch's CPU
+  // allocator held at most during the run, over what it held before, against the sum of
+  // the plan's per-stage estimates (parameters, gradients and optimizer state, stashed
+  // activations at the schedule's peak, one micro-batch's workspace). The same check runs
+  // against the caching allocator on a GPU (training_cuda).
+  test::ScratchDir dir;
+  std::ostringstream job;
+  job << test::cpu_cluster_toml(2, "4 GiB") << "[job]\nname = \"memory\"\nseed = 1\n[model]\nzoo = \"cnn\"\n"
+      << "[data]\ndataset = \"fashion-mnist\"\nshuffle = false\n"
+      << "[train]\nbatch_size = 512\noptimizer = \"adam\"\nlr = 0.001\nevaluate_every = 1000\n"
+      << "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nscheduler = \"1f1b\"\n"
+      << "stages = 2\npipelines = 1\nmicro_batches = 2\n";
+  const Prepared p = test::quick_plan(dir, job.str());
+  auto data = load_training_data(p.job);
+  REQUIRE_OK(data);
+  RunOptions options;
+  options.steps = 4;
+  options.output_dir = (dir.path() / "run").string();
+  options.data = *data;
+  std::int64_t held = 0;
+  {
+    device::MemoryMeter meter(c10::Device(c10::kCPU));
+    REQUIRE_OK(run_training(p.job, p.plan, options));
+    held = meter.peak();
+  }
+  double predicted = 0;
+  for (const StagePlan& stage : p.plan.stages)
+    predicted += static_cast<double>(stage.estimate.memory_bytes);
+  const auto peak = static_cast<double>(held);
+  BOOST_TEST_MESSAGE("CPU allocator's peak " << peak / 1e6 << " MB, predicted " << predicted / 1e6 << " MB");
+  BOOST_TEST(std::abs(predicted - peak) <= 0.2 * peak,
+             "predicted " << predicted << " B, allocator's peak " << peak << " B");
 }
 
 BOOST_AUTO_TEST_CASE(convolutional_models_train_exactly_like_one_process) {
@@ -529,6 +565,14 @@ BOOST_AUTO_TEST_CASE(a_measured_profile_has_every_unit_and_round_trips) {
   BOOST_TEST(profile->blocks[3].output_bytes == 16u * 5 * 4);
   for (const Block& b : profile->blocks)
     BOOST_TEST((b.forward_ms > 0 && b.backward_ms > 0), b.name);
+  // As the CPU allocator weighed them: each unit keeps at least its output (which the
+  // next one saves) until its backward, and holds the gradient it is handed while that
+  // runs. In the job's precision, which the profile records.
+  BOOST_TEST((profile->precision == Precision::fp32));
+  for (const Block& b : profile->blocks) {
+    BOOST_TEST(b.stash_bytes_per_sample >= b.output_bytes / 16, b.name);
+    BOOST_TEST(b.workspace_bytes_per_sample >= b.output_bytes / 16, b.name);
+  }
   // Layers this small take about as long for 2 samples as for 16: most of their time
   // is the fixed part a micro-batch pays whatever its size, and never more than all.
   double fixed = 0;
@@ -550,6 +594,8 @@ BOOST_AUTO_TEST_CASE(a_measured_profile_has_every_unit_and_round_trips) {
     BOOST_TEST(loaded->blocks[b].forward_fixed_ms == profile->blocks[b].forward_fixed_ms);
     BOOST_TEST(loaded->blocks[b].backward_fixed_ms == profile->blocks[b].backward_fixed_ms);
     BOOST_TEST(loaded->blocks[b].output_bytes == profile->blocks[b].output_bytes);
+    BOOST_TEST(loaded->blocks[b].stash_bytes_per_sample == profile->blocks[b].stash_bytes_per_sample);
+    BOOST_TEST(loaded->blocks[b].workspace_bytes_per_sample == profile->blocks[b].workspace_bytes_per_sample);
   }
 }
 

@@ -221,6 +221,17 @@ BOOST_AUTO_TEST_CASE(replicas_all_reduce_and_memory_follows_the_schedule) {
   BOOST_TEST(r.stages[0].sync_ms >= 100.0);
   // Parameters, two bytes of state per parameter byte, four samples stashed (GPipe).
   BOOST_TEST(r.devices[0].peak_memory_bytes == 100'000'000u * 3 + 4u);
+
+  // A unit's workspace is held by the micro-batch it computes, the largest counting:
+  // micro-batches of 3 samples and 1, and the stage's largest unit's 50 bytes a sample.
+  ModelProfile busy = profile;
+  busy.blocks[0].workspace_bytes_per_sample = 50;
+  busy.blocks[1].workspace_bytes_per_sample = 20;
+  const Schedule uneven = gpipe_schedule(2, {3, 1});
+  const SimulationReport w = run(plan_for(2, uneven, {{0, 1}, {2, 3}}), busy, c, options);
+  BOOST_TEST(w.devices[0].workspace_bytes == 150u);
+  BOOST_TEST(w.devices[1].workspace_bytes == 60u);
+  BOOST_TEST(w.devices[0].peak_memory_bytes == 100'000'000u * 3 + 4u + 150u);
 }
 
 BOOST_AUTO_TEST_CASE(stragglers_slow_the_run_and_are_parsed_with_clear_errors) {

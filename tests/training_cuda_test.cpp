@@ -123,18 +123,22 @@ BOOST_AUTO_TEST_CASE(two_stages_on_one_gpu_compute_at_the_same_time) {
 }
 
 BOOST_AUTO_TEST_CASE(the_plans_memory_estimate_holds_against_the_allocators_peak) {
-  // Two stages of one pipeline on one GPU: the allocator's peak over a run against the
-  // sum of the plan's per-stage estimates (parameters, optimizer state, stashed
-  // activations at the schedule's peak).
+  // Two stages of one pipeline on one GPU: the allocator's peak over a run, above what
+  // it held before (what measuring the profile left), against the sum of the plan's
+  // per-stage estimates (parameters, gradients and optimizer state, stashed activations
+  // at the schedule's peak, the largest unit's workspace), from a profile measured on
+  // this GPU.
   test::ScratchDir dir;
   std::string job = cnn_job("H100", 2, 1, "");
   job.replace(job.find("batch_size = 128"), 16, "batch_size = 1024");
   const test::MeasuredPlan p = test::quick_plan(dir, job);
   c10::cuda::CUDACachingAllocator::emptyCache();
   c10::cuda::CUDACachingAllocator::resetPeakStats(0);
+  const auto before = c10::cuda::CUDACachingAllocator::getDeviceStats(0).allocated_bytes[0].current;
   train_for(p, 10, dir.path() / "memory");
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
-  const auto peak = static_cast<double>(stats.allocated_bytes[0].peak);
+  const auto peak = static_cast<double>(stats.allocated_bytes[0].peak - before);
+  BOOST_TEST(p.job.profile.reference_device.starts_with("cuda:0"), p.job.profile.reference_device);
   double predicted = 0;
   for (const StagePlan& stage : p.plan.stages)
     predicted += static_cast<double>(stage.estimate.memory_bytes);

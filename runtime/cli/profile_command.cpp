@@ -14,7 +14,7 @@ namespace actorpipe::cli {
 namespace {
 
 struct ProfileArguments {
-  std::string job, output;
+  std::string job, output, device;
   std::vector<std::string> set;
   std::uint32_t batch_size = 0, repeats = 5;
   int threads = 0;
@@ -27,6 +27,11 @@ int profile_job(const ProfileArguments& a) {
   if (job->model.zoo.empty())
     return report(Error::bad_input(job->where("model.zoo") + "the job names no model to measure (model.zoo)"));
   MeasureOptions options;
+  if (a.device == "cpu") options.on = MeasureOptions::On::cpu;
+  if (a.device.starts_with("cuda")) {
+    options.on = MeasureOptions::On::cuda;
+    options.cuda_index = a.device == "cuda" ? 0 : std::stoi(a.device.substr(5));
+  }
   options.batch_size = a.batch_size;
   options.repeats = a.repeats;
   options.threads = a.threads;
@@ -52,6 +57,18 @@ void add_profile_command(CLI::App& app, Run& run) {
   command->add_option("job", args->job, "the job file")->required();
   command->add_option("-o,--output", args->output, "write the profile here (default: print it)");
   command->add_option("--set", args->set, "override any job key (repeatable)");
+  command
+      ->add_option("--device", args->device,
+                   "cpu, cuda or cuda:N (default: where the job's stages compute, its cluster's first GPU where this "
+                   "machine has it, else the CPU)")
+      ->check(CLI::IsMember({"cpu", "cuda"}) |
+              CLI::Validator(
+                  [](const std::string& v) {
+                    const bool ok = v.size() > 5 && v.starts_with("cuda:") &&
+                                    v.find_first_not_of("0123456789", 5) == std::string::npos && v.size() < 9;
+                    return ok ? std::string() : "cpu, cuda or cuda:N";
+                  },
+                  "cuda:N"));
   command->add_option("--batch-size", args->batch_size, "samples per measurement (default: train.batch_size)");
   command->add_option("--repeats", args->repeats, "timed passes over the model; each unit's median counts")
       ->check(CLI::PositiveNumber);

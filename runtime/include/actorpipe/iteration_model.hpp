@@ -44,7 +44,8 @@ struct StageFigures {
   double output_bytes = 0; ///< activations leaving the stage (gradients return as many)
   std::uint64_t parameter_bytes = 0;
   std::uint64_t stash_bytes_per_sample = 0;
-  double forward_fixed_ms = 0; ///< per micro-batch, whatever its size
+  std::uint64_t workspace_bytes_per_sample = 0; ///< its units' largest, held one unit at a time
+  double forward_fixed_ms = 0;                  ///< per micro-batch, whatever its size
   double backward_fixed_ms = 0;
 };
 

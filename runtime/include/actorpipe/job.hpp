@@ -10,6 +10,7 @@
 #include <actorpipe/error.hpp>
 #include <actorpipe/model_profile.hpp>
 #include <actorpipe/plugin.hpp>
+#include <actorpipe/precision.hpp>
 
 #include <cstdint>
 #include <map>
@@ -62,16 +63,6 @@ inline constexpr std::uint64_t max_steps = std::uint64_t{1} << 40;
 inline constexpr std::uint32_t max_epochs = std::uint32_t{1} << 20;
 
 /// [train]
-/// What a stage computes in (train.precision): fp32 throughout, or autocast to bf16 or
-/// fp16 for the compute with fp32 master weights and optimizer state (fp16 with dynamic
-/// loss scaling). Autocast is LibTorch's CUDA autocast: on the CPU only fp32 runs.
-enum class Precision { fp32, bf16, fp16 };
-
-/// "fp32", "bf16", "fp16".
-inline const char* precision_name(Precision p) {
-  return p == Precision::bf16 ? "bf16" : p == Precision::fp16 ? "fp16" : "fp32";
-}
-
 struct TrainOptions {
   std::uint32_t batch_size = 64; ///< samples per iteration, all pipelines together
   std::uint32_t epochs = 1;

@@ -13,9 +13,12 @@
 
 #include <actorpipe/export.hpp>
 #include <actorpipe/error.hpp>
+#include <actorpipe/precision.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +35,9 @@ struct SubBlock {
   std::uint64_t stash_bytes_per_sample = 0; ///< kept from forward until backward
   double forward_fixed_ms = 0;              ///< of forward_ms, the part every micro-batch pays
   double backward_fixed_ms = 0;
+  /// Held only while its forward or backward runs, beyond what it keeps: gradients on
+  /// their way back, temporaries, a library's scratch space.
+  std::uint64_t workspace_bytes_per_sample = 0;
 };
 
 /// One block of the model, in execution order.
@@ -48,9 +54,11 @@ struct Block {
   std::vector<SubBlock> sub_blocks;
   double forward_fixed_ms = 0;
   double backward_fixed_ms = 0;
+  std::uint64_t workspace_bytes_per_sample = 0; ///< the most any of its parts holds
 
   /// Counts `sub`, the block's next part, into its figures: its times and bytes add
-  /// up, and the block now ends where `sub` does. A profile reader and the profiler
+  /// up (its workspace is held one part at a time: the largest counts), and the block
+  /// now ends where `sub` does. A profile reader and the profiler
   /// build a block from its parts this way, and validate() checks a block against it.
   void add(const SubBlock& sub) {
     forward_ms += sub.forward_ms;
@@ -59,6 +67,7 @@ struct Block {
     backward_fixed_ms += sub.backward_fixed_ms;
     parameter_bytes += sub.parameter_bytes;
     stash_bytes_per_sample += sub.stash_bytes_per_sample;
+    workspace_bytes_per_sample = std::max(workspace_bytes_per_sample, sub.workspace_bytes_per_sample);
     output_bytes = sub.output_bytes;
   }
 };
@@ -82,6 +91,7 @@ struct Unit {
   std::uint64_t stash_bytes_per_sample = 0;
   double forward_fixed_ms = 0;
   double backward_fixed_ms = 0;
+  std::uint64_t workspace_bytes_per_sample = 0;
 };
 
 struct ACTORPIPE_EXPORT ModelProfile {
@@ -89,6 +99,10 @@ struct ACTORPIPE_EXPORT ModelProfile {
   std::string reference_device;  ///< where the times were measured
   std::uint32_t batch_size = 1;  ///< samples the times and activation bytes are for
   std::uint64_t input_bytes = 0; ///< bytes of one batch entering the first block
+  /// What a measured profile's times and bytes were measured in (bf16 activations take
+  /// half the bytes of fp32 ones); unset where the profile does not say (written by hand,
+  /// imported), and then it stands for any precision.
+  std::optional<Precision> precision;
   std::vector<Block> blocks;
   /// How a measured profile was measured (0 where unknown): the untimed passes it took
   /// for the times to settle (at the batch and at the smaller batch that splits off the
@@ -118,7 +132,8 @@ struct ACTORPIPE_EXPORT ModelProfile {
                block.parameter_bytes,
                block.stash_bytes_per_sample,
                block.forward_fixed_ms,
-               block.backward_fixed_ms});
+               block.backward_fixed_ms,
+               block.workspace_bytes_per_sample});
         continue;
       }
       for (std::size_t s = 0; s < block.sub_blocks.size(); ++s) {
@@ -130,7 +145,8 @@ struct ACTORPIPE_EXPORT ModelProfile {
                sub.parameter_bytes,
                sub.stash_bytes_per_sample,
                sub.forward_fixed_ms,
-               sub.backward_fixed_ms});
+               sub.backward_fixed_ms,
+               sub.workspace_bytes_per_sample});
       }
     }
   }

@@ -26,6 +26,7 @@ struct StageEstimate {
   std::uint64_t parameter_bytes = 0;
   std::uint64_t optimizer_bytes = 0;  ///< gradients and optimizer state
   std::uint64_t activation_bytes = 0; ///< stashed activations at the schedule's peak
+  std::uint64_t workspace_bytes = 0;  ///< held by the micro-batch computing, beyond its stash
   std::uint64_t memory_bytes = 0;     ///< all of the above
 };
 

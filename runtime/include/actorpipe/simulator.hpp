@@ -85,6 +85,7 @@ struct DeviceReport {
   std::uint64_t parameter_bytes = 0;
   std::uint64_t optimizer_bytes = 0;
   std::uint64_t activation_bytes = 0;  ///< peak stash under the schedule
+  std::uint64_t workspace_bytes = 0;   ///< what its largest micro-batch holds while it runs
   std::uint64_t peak_memory_bytes = 0; ///< all of the above
   std::uint64_t memory_capacity = 0;
 };

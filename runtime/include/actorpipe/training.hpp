@@ -114,6 +114,12 @@ ACTORPIPE_EXPORT Result<double> predicted_step_ms(const JobSpec& job, const Plan
 ACTORPIPE_EXPORT Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunOptions& options);
 
 struct MeasureOptions {
+  /// Where to measure (`actorpipe profile --device`): where the job's stages would
+  /// compute (its cluster's first CUDA device where this machine has that GPU, else the
+  /// CPU), the CPU, or CUDA device `cuda_index` of this machine.
+  enum class On { job, cpu, cuda };
+  On on = On::job;
+  int cuda_index = 0;
   std::uint32_t batch_size = 0; ///< samples per measurement; 0: the job's batch
   /// Untimed passes over the model first, at least; more until the last 3 agree within
   /// 5% (TorchScript optimises a graph only after its first runs), up to 30. 0: none.
@@ -132,11 +138,13 @@ struct MeasureOptions {
   std::function<void(std::size_t, std::size_t)> on_pass;
 };
 
-/// The profile of the job's zoo model measured on this machine's CPU at
-/// `options.batch_size` samples of the job's data: per block and sub-block, forward
-/// and backward time (median of the repeats, each unit fed the real output of the
-/// units before it), output, parameter and stashed bytes; with `options.load` copies of
-/// the model busy on the other cores meanwhile.
+/// The profile of the job's zoo model measured on this machine's CPU or one of its GPUs
+/// (`options.on`), in the job's precision, at `options.batch_size` samples of the job's
+/// data: per block and sub-block, forward and backward time (median of the repeats, each
+/// unit fed the real output of the units before it; on a GPU timed with CUDA events),
+/// output and parameter bytes, and what each unit keeps for its backward and holds while
+/// it runs, as the device's allocator counts them; on the CPU with `options.load` copies
+/// of the model busy on the other cores meanwhile.
 ACTORPIPE_EXPORT Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& options);
 
 struct TuneOptions {

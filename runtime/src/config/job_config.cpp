@@ -132,7 +132,7 @@ Status read_train(TableReader& top, TrainOptions& train) {
     if (auto s = r.boolean("retain_memory", train.retain_memory); !s) return s;
     std::string precision = precision_name(train.precision);
     if (auto s = r.choice("precision", precision, {"fp32", "bf16", "fp16"}); !s) return s;
-    train.precision = precision == "bf16" ? Precision::bf16 : precision == "fp16" ? Precision::fp16 : Precision::fp32;
+    train.precision = *precision_named(precision);
     return Ok{};
   });
 }
@@ -299,6 +299,14 @@ Result<JobSpec> config::read_job(toml::table root, const std::string& path, cons
     return std::move(s).error().with_context(spec.where("model.profile"));
   auto profile = load_profile(spec.model.profile, import);
   if (!profile) return std::move(profile).error().with_context(spec.where("model.profile"));
+  // bf16 activations take half the bytes of fp32 ones, and compute at another speed:
+  // plans from a profile measured in another precision than the job trains in mislead.
+  if (profile->precision && *profile->precision != spec.train.precision)
+    return Error::bad_input(
+        spec.where("model.profile") + spec.model.profile + " was measured in " + precision_name(*profile->precision) +
+        " but the job trains in " + precision_name(spec.train.precision) +
+        " (train.precision): measure the model again (actorpipe profile) or set train.precision = \"" +
+        precision_name(*profile->precision) + "\"");
   spec.profile = std::move(*profile);
   return spec;
 }

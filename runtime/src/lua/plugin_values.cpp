@@ -74,6 +74,7 @@ template <class Part> void set_figures(lua_State* L, const Part& part) {
   set(L, "output_bytes", part.output_bytes);
   set(L, "parameter_bytes", part.parameter_bytes);
   set(L, "stash_bytes_per_sample", part.stash_bytes_per_sample);
+  set(L, "workspace_bytes_per_sample", part.workspace_bytes_per_sample);
   set(L, "forward_fixed_ms", part.forward_fixed_ms);
   set(L, "backward_fixed_ms", part.backward_fixed_ms);
 }

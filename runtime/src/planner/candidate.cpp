@@ -186,6 +186,7 @@ Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContex
       e.parameter_bytes = d.parameter_bytes;
       e.optimizer_bytes = d.optimizer_bytes;
       e.activation_bytes = std::max(e.activation_bytes, d.activation_bytes);
+      e.workspace_bytes = std::max(e.workspace_bytes, d.workspace_bytes);
       e.memory_bytes = std::max(e.memory_bytes, d.peak_memory_bytes);
       const double ratio = static_cast<double>(d.peak_memory_bytes) / static_cast<double>(d.memory_capacity);
       if (ratio > 1 && ratio > candidate.overflow_ratio) {
@@ -194,8 +195,8 @@ Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContex
             "stage " + std::to_string(s) + " (blocks " + describe_blocks(plan.stages[s]) + ") on device " +
             job.cluster.devices[d.device].name + " needs " + text::format_bytes(d.peak_memory_bytes) + " (parameters " +
             text::format_bytes(d.parameter_bytes) + ", optimizer " + text::format_bytes(d.optimizer_bytes) +
-            ", activations " + text::format_bytes(d.activation_bytes) + ") but has " +
-            text::format_bytes(d.memory_capacity);
+            ", activations " + text::format_bytes(d.activation_bytes) + ", workspace " +
+            text::format_bytes(d.workspace_bytes) + ") but has " + text::format_bytes(d.memory_capacity);
       }
     }
     compute.push_back(e.compute_ms);

@@ -33,7 +33,8 @@ std::string format_plan(const Plan& plan, const ModelProfile& profile, const Clu
   using text::format_fixed;
   std::string out;
   out += "model        " + plan.model + " (" + std::to_string(profile.blocks.size()) + " blocks, " +
-         format_bytes(profile.total_parameter_bytes()) + " of parameters)\n";
+         format_bytes(profile.total_parameter_bytes()) + " of parameters" +
+         (profile.precision ? std::string("; profiled in ") + precision_name(*profile.precision) : "") + ")\n";
   out += "cluster      " + plan.cluster + " (" + std::to_string(cluster.servers.size()) +
          (cluster.servers.size() == 1 ? " server, " : " servers, ") + std::to_string(cluster.devices.size()) +
          " devices)\n";
@@ -58,6 +59,7 @@ std::string format_plan(const Plan& plan, const ModelProfile& profile, const Clu
                      {"parameters", text::Table::Align::right},
                      {"optimizer", text::Table::Align::right},
                      {"activations", text::Table::Align::right},
+                     {"workspace", text::Table::Align::right},
                      {"memory", text::Table::Align::right},
                      {"of device", text::Table::Align::right}});
   for (std::size_t s = 0; s < plan.stages.size(); ++s) {
@@ -67,7 +69,7 @@ std::string format_plan(const Plan& plan, const ModelProfile& profile, const Clu
     table.add_row({std::to_string(s), describe_blocks(plan.stages[s]), devices_cell(plan, cluster, s),
                    format_fixed(e.compute_ms, 2), format_fixed(100.0 * e.bubble, 1) + "%",
                    format_bytes(e.parameter_bytes), format_bytes(e.optimizer_bytes), format_bytes(e.activation_bytes),
-                   format_bytes(e.memory_bytes), format_fixed(share, 1) + "%"});
+                   format_bytes(e.workspace_bytes), format_bytes(e.memory_bytes), format_fixed(share, 1) + "%"});
   }
   out += table.str();
   out += "\nbalance      " + format_fixed(plan.balance, 3) + " (max stage compute / mean)\n";
@@ -127,6 +129,7 @@ json plan_document(const Plan& plan, const ModelProfile& profile, const ClusterS
         {"parameter_bytes", e.parameter_bytes},
         {"optimizer_bytes", e.optimizer_bytes},
         {"activation_bytes", e.activation_bytes},
+        {"workspace_bytes", e.workspace_bytes},
         {"memory_bytes", e.memory_bytes},
         {"device_memory_bytes", stage_capacity(plan, cluster, s)},
     });
@@ -150,6 +153,8 @@ json plan_document(const Plan& plan, const ModelProfile& profile, const ClusterS
   const json document = {
       {"model", plan.model},
       {"model_blocks", profile.blocks.size()},
+      // What the profile's bytes were measured in; null where it does not say.
+      {"precision", profile.precision ? json(precision_name(*profile.precision)) : json(nullptr)},
       {"cluster", plan.cluster},
       {"partitioner", plan.partitioner},
       {"mapper", plan.mapper},

@@ -67,6 +67,8 @@ Status ModelProfile::validate() const {
       return Error::bad_input(where + "forward/backward times differ from the sums of its sub-blocks");
     if (sums.parameter_bytes != block.parameter_bytes || sums.stash_bytes_per_sample != block.stash_bytes_per_sample)
       return Error::bad_input(where + "parameter or stash bytes differ from the sums of its sub-blocks");
+    if (sums.workspace_bytes_per_sample != block.workspace_bytes_per_sample)
+      return Error::bad_input(where + "workspace bytes differ from the largest of its sub-blocks'");
     if (sums.output_bytes != block.output_bytes)
       return Error::bad_input(where + "output bytes differ from those of its last sub-block");
   }

@@ -27,7 +27,9 @@ template <class Part> Status read_figures(TableReader& reader, Part& part) {
   if (auto s = reader.number("backward_fixed_ms", part.backward_fixed_ms, 0, unlimited); !s) return s;
   if (auto s = reader.bytes("output_bytes", part.output_bytes); !s) return s;
   if (auto s = reader.bytes("parameter_bytes", part.parameter_bytes); !s) return s;
-  return reader.bytes("stash_bytes_per_sample", part.stash_bytes_per_sample);
+  if (auto s = reader.bytes("stash_bytes_per_sample", part.stash_bytes_per_sample); !s) return s;
+  // Optional: only a measured profile knows what a unit holds while it runs.
+  return reader.bytes("workspace_bytes_per_sample", part.workspace_bytes_per_sample);
 }
 
 Result<Block> read_block(const toml::table& table, const std::string& path) {
@@ -64,6 +66,8 @@ template <class Part> void write_figures(toml::table& table, const Part& part) {
   table.insert("output_bytes", static_cast<std::int64_t>(part.output_bytes));
   table.insert("parameter_bytes", static_cast<std::int64_t>(part.parameter_bytes));
   table.insert("stash_bytes_per_sample", static_cast<std::int64_t>(part.stash_bytes_per_sample));
+  if (part.workspace_bytes_per_sample > 0)
+    table.insert("workspace_bytes_per_sample", static_cast<std::int64_t>(part.workspace_bytes_per_sample));
 }
 
 } // namespace
@@ -81,6 +85,9 @@ Result<ModelProfile> parse_toml_profile(const std::string& text, const std::stri
   ACTORPIPE_TRY(reader.bytes("input_bytes", profile.input_bytes));
   ACTORPIPE_TRY(reader.integer("warmup_passes", profile.warmup_passes));
   ACTORPIPE_TRY(reader.number("spread", profile.spread, 0, 1e6));
+  std::string precision;
+  ACTORPIPE_TRY(reader.choice("precision", precision, {"fp32", "bf16", "fp16"}));
+  profile.precision = precision_named(precision);
   ACTORPIPE_TRY(reader.require("blocks"));
   auto blocks = reader.table_array("blocks");
   ACTORPIPE_TRY(blocks);
@@ -100,6 +107,7 @@ std::string to_toml(const ModelProfile& profile) {
   root.insert("reference_device", profile.reference_device);
   root.insert("batch_size", static_cast<std::int64_t>(profile.batch_size));
   root.insert("input_bytes", static_cast<std::int64_t>(profile.input_bytes));
+  if (profile.precision) root.insert("precision", precision_name(*profile.precision));
   if (profile.warmup_passes > 0) root.insert("warmup_passes", static_cast<std::int64_t>(profile.warmup_passes));
   if (profile.spread > 0) root.insert("spread", profile.spread);
   toml::array blocks;

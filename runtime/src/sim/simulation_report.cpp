@@ -116,6 +116,7 @@ std::string simulation_to_json(const SimulationReport& report, const Plan& plan,
                        {"parameter_bytes", d.parameter_bytes},
                        {"optimizer_bytes", d.optimizer_bytes},
                        {"activation_bytes", d.activation_bytes},
+                       {"workspace_bytes", d.workspace_bytes},
                        {"peak_memory_bytes", d.peak_memory_bytes},
                        {"memory_bytes", d.memory_capacity}});
   json links = json::array();

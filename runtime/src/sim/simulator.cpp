@@ -23,8 +23,6 @@ Status check_inputs(const Plan& plan, const ModelProfile& profile, const Cluster
   if (plan.schedule.stages.size() != plan.stages.size())
     return Error::bad_input("schedule '" + plan.schedule.name + "' has " + std::to_string(plan.schedule.stages.size()) +
                             " stages, the plan " + std::to_string(plan.stages.size()));
-  if (plan.schedule.micro_batch_sizes != plan.schedule.micro_batch_sizes)
-    return Error::bad_input("schedule '" + plan.schedule.name + "' has other micro-batches than the plan");
   return Ok{};
 }
 
@@ -43,6 +41,8 @@ Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
     cuts.push_back(stage.end);
   const std::vector<StageFigures> figures = stage_figures(profile, cuts);
   const std::vector<std::uint64_t> stashed = peak_stashed_samples(plan.schedule);
+  const std::uint64_t largest_micro_batch =
+      *std::max_element(plan.schedule.micro_batch_sizes.begin(), plan.schedule.micro_batch_sizes.end());
   const sim::Topology topology(cluster);
 
   sim::Model model;
@@ -82,7 +82,8 @@ Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
       r.parameter_bytes = f.parameter_bytes;
       r.optimizer_bytes = static_cast<std::uint64_t>(static_cast<double>(f.parameter_bytes) * options.optimizer_factor);
       r.activation_bytes = stashed[s] * f.stash_bytes_per_sample;
-      r.peak_memory_bytes = r.parameter_bytes + r.optimizer_bytes + r.activation_bytes;
+      r.workspace_bytes = largest_micro_batch * f.workspace_bytes_per_sample;
+      r.peak_memory_bytes = r.parameter_bytes + r.optimizer_bytes + r.activation_bytes + r.workspace_bytes;
       r.memory_capacity = device.memory_bytes;
     }
   for (std::size_t s = 0; s < S; ++s) {
@@ -108,19 +109,20 @@ Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
   report.iteration_time_ms = options.iterations ? report.total_ms / static_cast<double>(options.iterations) : 0;
   report.samples_per_s = report.iteration_time_ms > 0 ? plan.batch_size / report.iteration_time_ms * 1000.0 : 0;
 
-  const std::uint32_t full =
-      *std::max_element(plan.schedule.micro_batch_sizes.begin(), plan.schedule.micro_batch_sizes.end());
   report.stages.resize(S);
   for (std::size_t i = 0; i < model.instances.size(); ++i) {
     const sim::Instance& instance = model.instances[i];
     DeviceReport& device = report.devices[i];
     device.busy = report.total_ms > 0 ? outcome.busy_ms[i] / report.total_ms : 0;
     StageReport& stage = report.stages[instance.stage];
-    stage.forward_ms = std::max(stage.forward_ms, instance.forward_fixed_ms + instance.forward_ms_per_sample * full +
-                                                      options.action_overhead_ms);
+    stage.forward_ms =
+        std::max(stage.forward_ms, instance.forward_fixed_ms +
+                                       instance.forward_ms_per_sample * static_cast<double>(largest_micro_batch) +
+                                       options.action_overhead_ms);
     stage.backward_ms =
-        std::max(stage.backward_ms,
-                 instance.backward_fixed_ms + instance.backward_ms_per_sample * full + options.action_overhead_ms);
+        std::max(stage.backward_ms, instance.backward_fixed_ms +
+                                        instance.backward_ms_per_sample * static_cast<double>(largest_micro_batch) +
+                                        options.action_overhead_ms);
     stage.busy = std::max(stage.busy, device.busy);
     stage.sync_ms = std::max(stage.sync_ms, options.iterations ? outcome.sync_ms[i] / options.iterations : 0.0);
   }

@@ -1,5 +1,7 @@
 #include "sim/stage_figures.hpp"
 
+#include <algorithm>
+
 namespace actorpipe {
 
 std::vector<StageFigures> stage_figures(const ModelProfile& profile, const std::vector<Cut>& cuts) {
@@ -17,6 +19,7 @@ std::vector<StageFigures> stage_figures(const ModelProfile& profile, const std::
       f.backward_fixed_ms += units[u].backward_fixed_ms;
       f.parameter_bytes += units[u].parameter_bytes;
       f.stash_bytes_per_sample += units[u].stash_bytes_per_sample;
+      f.workspace_bytes_per_sample = std::max(f.workspace_bytes_per_sample, units[u].workspace_bytes_per_sample);
       f.output_bytes = static_cast<double>(units[u].output_bytes) * per_sample;
     }
   }

@@ -5,13 +5,18 @@
 #include "base/boundary.hpp"
 #include "base/text.hpp"
 
+#include "device/cuda_queries.hpp"
+#include "device/memory_meter.hpp"
+#include "device/pass_clock.hpp"
+#include "device/placement.hpp"
+#include "device/precision.hpp"
+#include "device/stage_device.hpp"
 #include "train/cores.hpp"
 #include "train/datasets.hpp"
 #include "train/freed_memory.hpp"
 #include "train/model_zoo.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <latch>
 #include <mutex>
 #include <optional>
@@ -110,6 +115,37 @@ private:
   std::vector<std::jthread> workers_;
 };
 
+/// Where to measure: as options.on asks; for On::job, the first CUDA device of the
+/// job's cluster where this machine has it, else the CPU (a cluster of GPUs can be
+/// planned from a machine without them, and its profile is then the CPU's).
+Result<device::StageDevice> measuring_device(const JobSpec& job, const MeasureOptions& options) {
+  int index = -1;
+  if (options.on == MeasureOptions::On::cuda) index = options.cuda_index;
+  if (options.on == MeasureOptions::On::job)
+    for (const Device& d : job.cluster.devices) {
+      const device::Place place = device::place_of(d);
+      if (place.kind != device::Kind::cuda) continue;
+      if (torch::cuda::is_available() && place.cuda_index < static_cast<int>(torch::cuda::device_count()))
+        index = place.cuda_index;
+      break;
+    }
+  if (index < 0) return device::StageDevice();
+  try {
+    return device::StageDevice::cuda(index);
+  } catch (const std::exception& e) {
+    return Error::bad_input("profile device: " + text::message_of(e));
+  }
+}
+
+/// "cuda:0 (NVIDIA H100 80GB HBM3)", or "cuda:0" where LibTorch cannot name it.
+std::string gpu_name(c10::DeviceIndex index) {
+  std::string name = "cuda:" + std::to_string(index);
+  if (auto gpus = device::query_gpus())
+    for (const GpuInfo& gpu : *gpus)
+      if (gpu.index == index) name += " (" + gpu.name + ")";
+  return name;
+}
+
 } // namespace
 
 static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const MeasureOptions& options) {
@@ -125,14 +161,30 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
                             std::to_string(data->train.size()) + " training samples");
   const std::int64_t n =
       std::min<std::int64_t>(options.batch_size ? options.batch_size : job.train.batch_size, data->train.size());
+  auto on = measuring_device(job, options);
+  ACTORPIPE_TRY(on);
+  const device::StageDevice& stage = *on;
+  const c10::Device where = stage.device();
+  const Precision precision = job.train.precision;
   ModelProfile profile = model->skeleton();
   profile.name = job.model.zoo;
+  profile.precision = precision;
   const int threads = options.threads > 0 ? options.threads : compute_threads_for(job.cluster.devices.size());
-  profile.reference_device = "cpu, " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+  profile.reference_device = stage.is_cuda()
+                                 ? gpu_name(where.index())
+                                 : "cpu, " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
   const int caller_threads = at::get_num_threads();
   use_compute_threads(threads);
   profile.batch_size = static_cast<std::uint32_t>(n);
-  torch::Tensor x = data->train.inputs.narrow(0, 0, n);
+  const auto entered = stage.enter(); // a GPU's work on a stream of its own, as a stage's
+  for (const ModelBlock& b : model->blocks)
+    for (const ModelUnit& u : b.units) {
+      for (torch::Tensor p : u.parameters)
+        stage.adopt(p);
+      for (torch::Tensor buffer : u.buffers)
+        stage.adopt(buffer);
+    }
+  torch::Tensor x = stage.take(data->train.inputs.narrow(0, 0, n));
   profile.input_bytes = bytes_of(x);
   const std::size_t cores = usable_cores().size();
   const std::size_t shares = std::max<std::size_t>(1, cores / static_cast<std::size_t>(threads));
@@ -140,7 +192,10 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
   if (options.load > static_cast<int>(cores))
     return Error::bad_input("profile load " + std::to_string(options.load) + ": more copies of the model than the " +
                             std::to_string(cores) + " cores they would keep busy");
-  const std::size_t load_copies = options.load >= 0 ? static_cast<std::size_t>(options.load) : shares - 1;
+  // On a GPU the other stages compute elsewhere (or on the same GPU), not on these cores.
+  const std::size_t load_copies = stage.is_cuda()     ? 0
+                                  : options.load >= 0 ? static_cast<std::size_t>(options.load)
+                                                      : shares - 1;
   std::vector<Model> copies;
   for (std::size_t c = 0; c < load_copies; ++c) {
     auto copy = build_model(job, data->shape);
@@ -171,46 +226,59 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
   Times full{std::vector<std::vector<double>>(units.size()), std::vector<std::vector<double>>(units.size())};
   Times reduced = full;
   std::vector<torch::Tensor> inputs(units.size()), outputs(units.size());
-  using Clock = std::chrono::steady_clock;
-  auto ms_since = [](Clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  };
+  device::PassClock clock(where);
   // After the batch, the model runs on a batch of `small` samples: what a unit's time
   // owes to its samples is the difference, and the rest a micro-batch pays whatever its
   // size. Each size has passes of its own, warm-up included: alternating them within a
   // pass made TorchScript's profiling executor, which specialises its graph to the
   // shape, run some units of the scripted models of tests/fixtures a third to a half slower.
   const std::int64_t small = std::max<std::int64_t>(1, n / 8);
-  // The whole model, unit by unit, forward and then backward, as a step does; each
-  // unit's times go to `times` (when given). Returns their sum.
-  auto run_batch = [&](const torch::Tensor& batch, Times* times) {
-    double total = 0;
-    torch::Tensor y = batch;
-    for (std::size_t k = 0; k < units.size(); ++k) {
-      // As in a run, the model's input needs no gradient; every later unit's does.
-      inputs[k] = k > 0 && y.is_floating_point() ? y.detach().requires_grad_(true) : y;
-      const auto t0 = Clock::now();
-      outputs[k] = units[k]->forward(inputs[k]);
-      const double ms = ms_since(t0);
-      total += ms;
-      if (times) times->forward[k].push_back(ms);
-      y = outputs[k];
-    }
-    for (std::size_t k = units.size(); k-- > 0;) {
-      // A unit's output gradient is what the unit after it passed back to its input.
-      const torch::Tensor grad = k + 1 == units.size() ? torch::ones_like(outputs[k]) : inputs[k + 1].grad();
-      double ms = 0; // a unit with nothing to differentiate has no backward
-      if (outputs[k].requires_grad() && grad.defined()) {
-        const auto t0 = Clock::now();
-        outputs[k].backward(grad);
-        ms = ms_since(t0);
-      }
-      total += ms;
-      if (times) times->backward[k].push_back(ms);
-    }
+  // One unit's forward on its input, as a stage's (the model's input needs no gradient;
+  // every later unit's does), in the job's precision.
+  auto forward = [&](std::size_t k, const torch::Tensor& y) {
+    inputs[k] = k > 0 && y.is_floating_point() ? y.detach().requires_grad_(true) : y;
+    const device::AutocastScope autocast(precision, where);
+    outputs[k] = units[k]->forward(inputs[k]);
+  };
+  // The gradient of unit k's output: what the unit after it passed back to its input;
+  // undefined where unit k has nothing to differentiate (it has no backward).
+  auto output_grad = [&](std::size_t k) {
+    const torch::Tensor grad = k + 1 == units.size() ? torch::ones_like(outputs[k]) : inputs[k + 1].grad();
+    return outputs[k].requires_grad() ? grad : torch::Tensor();
+  };
+  auto drop_grads = [&] {
     for (const ModelUnit* u : units)
       for (const auto& p : u->parameters)
         p.mutable_grad() = torch::Tensor();
+  };
+  // The whole model, unit by unit, forward and then backward, as a step does, with a
+  // mark of the device's clock between units; each unit's times go to `times` (when
+  // given). Returns their sum.
+  auto run_batch = [&](const torch::Tensor& batch, Times* times) {
+    clock.clear();
+    std::vector<std::size_t> forward_marks(units.size() + 1), backward_marks(units.size() + 1);
+    forward_marks[0] = clock.mark();
+    for (std::size_t k = 0; k < units.size(); ++k) {
+      forward(k, k == 0 ? batch : outputs[k - 1]);
+      forward_marks[k + 1] = clock.mark();
+    }
+    backward_marks[units.size()] = forward_marks[units.size()];
+    for (std::size_t k = units.size(); k-- > 0;) {
+      if (const torch::Tensor grad = output_grad(k); grad.defined()) outputs[k].backward(grad);
+      backward_marks[k] = clock.mark();
+    }
+    clock.finish();
+    drop_grads();
+    double total = 0;
+    for (std::size_t k = 0; k < units.size(); ++k) {
+      const double forward_ms = clock.ms(forward_marks[k], forward_marks[k + 1]);
+      const double backward_ms = clock.ms(backward_marks[k + 1], backward_marks[k]);
+      total += forward_ms + backward_ms;
+      if (times) {
+        times->forward[k].push_back(forward_ms);
+        times->backward[k].push_back(backward_ms);
+      }
+    }
     return total;
   };
   const std::size_t sizes = small < n ? 2 : 1;
@@ -246,14 +314,48 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
     return timed;
   };
   profile.spread = spread(measure(x, full));
-  // What the batch's units take in and give out, before the small batch replaces them.
-  std::vector<std::uint64_t> input_bytes(units.size()), output_bytes(units.size());
-  for (std::size_t k = 0; k < units.size(); ++k) {
-    input_bytes[k] = bytes_of(inputs[k]);
+  // What the batch's units give out, before the small batch replaces it.
+  std::vector<std::uint64_t> output_bytes(units.size());
+  for (std::size_t k = 0; k < units.size(); ++k)
     output_bytes[k] = bytes_of(outputs[k]);
-  }
   if (small < n) measure(x.narrow(0, 0, small), reduced);
   profile.warmup_passes = static_cast<std::uint32_t>(warmup_passes);
+  // The copies allocate too: they stop before the memory is weighed.
+  const std::string load_failure = load ? load->failure() : std::string();
+
+  // One more pass over the batch, weighing each unit with the device's allocator: what
+  // its forward leaves allocated is what autograd keeps for its backward (saved inputs,
+  // masks, casts of weights) and its output; what a forward or backward allocates above
+  // that and gives back is its workspace. The backward's workspace counts the gradient
+  // it is handed, and not the parameters' gradients, which stay (the optimizer's bytes).
+  std::vector<std::int64_t> kept(units.size()), workspace(units.size());
+  {
+    device::MemoryMeter meter(where);
+    drop_grads();
+    for (std::size_t k = 0; k < units.size(); ++k) {
+      const std::int64_t before = meter.live();
+      meter.reset_peak();
+      forward(k, k == 0 ? x : outputs[k - 1]);
+      kept[k] = meter.live() - before;
+      workspace[k] = meter.peak() - meter.live();
+    }
+    for (std::size_t k = units.size(); k-- > 0;) {
+      const torch::Tensor grad = output_grad(k);
+      if (!grad.defined()) continue;
+      const std::int64_t before = meter.live();
+      meter.reset_peak();
+      outputs[k].backward(grad);
+      std::int64_t gradients = 0;
+      for (const auto& p : units[k]->parameters)
+        gradients += p.grad().defined() ? static_cast<std::int64_t>(bytes_of(p.grad())) : 0;
+      workspace[k] =
+          std::max(workspace[k], meter.peak() - before - gradients + static_cast<std::int64_t>(bytes_of(grad)));
+    }
+    stage.settle();
+    drop_grads();
+    inputs.assign(units.size(), torch::Tensor());
+    outputs.assign(units.size(), torch::Tensor());
+  }
 
   std::size_t k = 0;
   for (std::size_t bi = 0; bi < model->blocks.size(); ++bi) {
@@ -272,18 +374,19 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
       figures.output_bytes = output_bytes[k];
       for (const auto& p : unit.parameters)
         figures.parameter_bytes += bytes_of(p);
-      // What autograd keeps between forward and backward is at least the unit's input
-      // and output; intermediate buffers inside a unit are not seen from here.
-      figures.stash_bytes_per_sample = (input_bytes[k] + output_bytes[k]) / static_cast<std::uint64_t>(n);
+      const auto per_sample = [n](std::int64_t bytes) {
+        return static_cast<std::uint64_t>(std::max<std::int64_t>(0, bytes) / n);
+      };
+      figures.stash_bytes_per_sample = per_sample(kept[k]);
+      figures.workspace_bytes_per_sample = per_sample(workspace[k]);
       if (block.has_sub_blocks) out.sub_blocks.at(ui) = figures;
       out.add(figures);
     }
   }
   use_compute_threads(caller_threads);
-  if (load)
-    if (const std::string why = load->failure(); !why.empty())
-      return Error::run_failed("a copy of the model that keeps the other cores busy while measuring failed (" + why +
-                               "); measure with --load 0");
+  if (!load_failure.empty())
+    return Error::run_failed("a copy of the model that keeps the other cores busy while measuring failed (" +
+                             load_failure + "); measure with --load 0");
   return profile;
 }
 
