@@ -22,7 +22,7 @@ Parcel pack(train::Payload payload, const Route& route) {
     return parcel;
   }
   parcel.remote = true;
-  parcel.ticket = route.transport->send(payload, route.rank);
+  parcel.ticket = route.transport->send(payload, route.rank, route.link);
   return parcel;
 }
 

@@ -22,7 +22,7 @@
 namespace actorpipe::transport {
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, TensorTicket& x) {
-  return f(caf::meta::type_name("tensor_ticket"), x.from, x.tag, x.dtype, x.shape);
+  return f(caf::meta::type_name("tensor_ticket"), x.from, x.tag, x.dtype, x.shape, x.link);
 }
 
 } // namespace actorpipe::transport
@@ -37,6 +37,10 @@ struct Route {
   /// That process makes a batch's rows from its own copy of the data, the same as this
   /// one's (train::Session::data_fingerprint): a batch's rows go as which rows they are.
   bool makes_rows = false;
+  /// The GPU link between the two stages, in this direction
+  /// (transport::TensorTransport::link_id): a tensor on a GPU goes over it where the
+  /// transport opened it for NCCL; 0 for routes that are no stage's link.
+  std::uint32_t link = 0;
 };
 
 /// Makes rows of a batch from this process's data (train::Session::rows).

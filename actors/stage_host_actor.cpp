@@ -102,6 +102,10 @@ void wire(StageHost self, const std::vector<StageWiring>& wirings) {
     links.server = w.server;
     links.to_previous = route(w.previous_rank);
     links.to_next = route(w.next_rank);
+    // Its links to stages on GPUs of other processes: NCCL where the transport opened them.
+    const std::size_t S = job.plan.stages.size();
+    if (w.stage > 0) links.to_previous.link = transport::TensorTransport::link_id(w.pipeline, S, w.stage, w.stage - 1);
+    if (w.stage + 1 < S) links.to_next.link = transport::TensorTransport::link_id(w.pipeline, S, w.stage, w.stage + 1);
     self->send(it->second, connect_atom::value, std::move(links));
   }
 }

@@ -4,6 +4,7 @@
 
 #include "control_channel.hpp"
 #include "error_text.hpp"
+#include "gpu_links.hpp"
 #include "process_protocol.hpp"
 #include "run_setup.hpp"
 #include "stage_host_actor.hpp"
@@ -153,6 +154,13 @@ Status run_worker(const WorkerOptions& options) {
   auto transport = transport::TensorTransport::open(tensors);
   ACTORPIPE_TRY(transport);
   ACTORPIPE_TRY((*transport)->join());
+  // NCCL between its stages and their neighbours elsewhere where both are on GPUs of
+  // their own; every worker opens the same list in the same order.
+  auto nccl_links = (*transport)->open_gpu_links(gpu_links(job.cluster, plan, order->placement));
+  ACTORPIPE_TRY(nccl_links);
+  if (*nccl_links > 0)
+    say(std::to_string(*nccl_links) + (*nccl_links == 1 ? " link" : " links") +
+        " to stages of other processes on other GPUs go through NCCL");
   // The groups of each stage index, by their ranks: that of all its processes,
   // made now in stage order by every member alike; a round's smaller ones (ad-psgd's
   // pairs) made by their members as they first meet. Each stage's rounds run one at a
@@ -175,9 +183,12 @@ Status run_worker(const WorkerOptions& options) {
   for (std::size_t s = 0; s < S; ++s) {
     const std::vector<std::size_t> ranks = ranks_of(s, every);
     if (std::count(ranks.begin(), ranks.end(), order->rank) && ranks.size() > 1)
-      groups[s].by_ranks[ranks] = (*transport)->group("stage-" + std::to_string(s), ranks);
+      groups[s].by_ranks[ranks] = (*transport)
+                                      ->group("stage-" + std::to_string(s), ranks,
+                                              group_gpus(job.cluster, plan, order->placement, s, every, ranks));
   }
-  const auto group_of = [&](std::size_t s, const std::vector<std::size_t>& ranks) {
+  const auto group_of = [&](std::size_t s, const std::vector<std::size_t>& pipelines,
+                            const std::vector<std::size_t>& ranks) {
     StageGroups& stage = groups[s];
     std::shared_ptr<transport::TensorTransport::Group> found;
     {
@@ -187,7 +198,8 @@ Status run_worker(const WorkerOptions& options) {
     std::string name = "stage-" + std::to_string(s) + "-ranks";
     for (const std::size_t r : ranks)
       name += "-" + std::to_string(r);
-    found = (*transport)->group(name, ranks); // the members meet in the store: no lock held
+    // The members meet in the store: no lock held.
+    found = (*transport)->group(name, ranks, group_gpus(job.cluster, plan, order->placement, s, pipelines, ranks));
     std::lock_guard<std::mutex> lock(stage.mutex);
     return stage.by_ranks.emplace(ranks, found).first->second;
   };
@@ -196,7 +208,7 @@ Status run_worker(const WorkerOptions& options) {
         {[&](std::size_t s, std::size_t p) { return order->placement[p][s] == order->rank; },
          [&](std::size_t s, const std::vector<std::size_t>& pipelines, const std::vector<train::Payload>& tensors) {
            const std::vector<std::size_t> ranks = ranks_of(s, pipelines);
-           if (ranks.size() > 1) (*transport)->all_reduce_sum(*group_of(s, ranks), tensors);
+           if (ranks.size() > 1) (*transport)->all_reduce_sum(*group_of(s, pipelines, ranks), tensors);
          },
          [&](std::size_t s, std::size_t p) -> std::size_t { return order->placement[p][s]; },
          [&](std::size_t s, const std::vector<std::size_t>& pipelines, std::size_t root,
@@ -204,7 +216,8 @@ Status run_worker(const WorkerOptions& options) {
            const std::vector<std::size_t> ranks = ranks_of(s, pipelines);
            const auto at = std::find(ranks.begin(), ranks.end(), order->placement[root][s]);
            if (ranks.size() > 1 && at != ranks.end())
-             (*transport)->broadcast(*group_of(s, ranks), static_cast<std::size_t>(at - ranks.begin()), tensors);
+             (*transport)
+                 ->broadcast(*group_of(s, pipelines, ranks), static_cast<std::size_t>(at - ranks.begin()), tensors);
          }});
 
   std::vector<StageTrace> traces(P * S);

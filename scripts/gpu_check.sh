@@ -152,7 +152,7 @@ meson setup --wipe "$build" "$root" >"$out/configure.log" 2>&1 || meson setup "$
 grep -E 'LibTorch|CUDA' "$out/configure.log" | tee -a "$log"
 if $dry_run; then
   say "==> dry run: configured; on a GPU server the check goes on with:"
-  say "    ninja -C $build; meson test -C $build gpu_cuda training_cuda; $build/bench/gpu_bench $root"
+  say "    ninja -C $build; meson test -C $build gpu_cuda training_cuda transport_cuda; $build/bench/gpu_bench $root"
   exit 0
 fi
 status=0
@@ -162,7 +162,8 @@ targets=()
 if $tests_only; then
   # The tests, the commands they run and the plugins they plan with.
   mapfile -t targets < <(ninja -C "$build" -t targets all | sed -n -E 's#^(plugins/[^:]*\.so):.*#\1#p')
-  targets+=(tests/training_cuda_test tests/gpu_cuda_test runtime/cli/actorpipe runtime/cli/actorpipe-train)
+  targets+=(tests/training_cuda_test tests/transport_cuda_test tests/gpu_cuda_test runtime/cli/actorpipe
+    runtime/cli/actorpipe-train)
 fi
 ninja -C "$build" -k 0 "${targets[@]}" >"$out/build.log" 2>&1 || { grep -A5 -E 'error|FAILED' "$out/build.log" | sed -n 1,40p | tee -a "$log"; status=1; }
 
@@ -172,7 +173,7 @@ cuda_tests=$(meson test -C "$build" --no-rebuild --list 2>/dev/null | grep -E '_
 # shellcheck disable=SC2086
 meson test -C "$build" --no-rebuild --print-errorlogs --test-args=--log_level=message $cuda_tests >"$out/tests.log" 2>&1 || status=1
 grep -E '^ *[0-9]+/[0-9]+ ' "$out/tests.log" | tee -a "$log"
-grep -h -E 'test accuracy|peak allocated|alone|error|fatal|gpu_cuda:' "$build/meson-logs/testlog.txt" | sed -n 1,40p |
+grep -h -E 'test accuracy|peak allocated|alone|NCCL|error|fatal|gpu_cuda:' "$build/meson-logs/testlog.txt" | sed -n 1,40p |
   tee -a "$log"
 cp "$build/meson-logs/testlog.txt" "$out/testlog.txt"
 if $tests_only; then

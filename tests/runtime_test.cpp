@@ -19,6 +19,8 @@
 #include <actorpipe/schedule_builders.hpp>
 #include <actorpipe/training.hpp>
 
+#include "gpu_links.hpp"
+
 #include "base/atomic_file.hpp"
 #include "base/folder_lock.hpp"
 #include "base/input_file.hpp"
@@ -1218,4 +1220,47 @@ BOOST_AUTO_TEST_CASE(a_device_of_a_gpu_kind_is_the_cuda_device_its_name_numbers)
   gpu.kind = "cpu";
   gpu.name = "local/cpu0";
   BOOST_TEST((device::place_of(gpu).kind == device::Kind::cpu));
+}
+
+BOOST_AUTO_TEST_CASE(links_between_gpus_of_different_processes_are_the_ones_nccl_may_carry) {
+  // Two pipelines of 3 stages. Pipeline 0 on GPUs of three processes (ranks 1, 2, 2):
+  // its stage 0–1 link crosses processes, its 1–2 link does not. Pipeline 1: stage 0
+  // on the CPU of rank 3, stages 1 and 2 on GPUs of ranks 4 and 5.
+  ClusterSpec cluster;
+  for (const auto& [name, kind] : std::vector<std::pair<std::string, std::string>>{{"a/gpu0", "H100"},
+                                                                                   {"b/gpu1", "H100"},
+                                                                                   {"b/gpu2", "H100"},
+                                                                                   {"c/cpu0", "cpu"},
+                                                                                   {"d/gpu3", "H100"},
+                                                                                   {"e/gpu0", "H100"}}) {
+    Device d;
+    d.name = name;
+    d.kind = kind;
+    cluster.devices.push_back(d);
+  }
+  Plan plan;
+  plan.pipelines = 2;
+  plan.stages.resize(3);
+  plan.devices = {{0, 1, 2}, {3, 4, 5}};
+  const std::vector<std::vector<std::uint64_t>> placement{{1, 2, 2}, {3, 4, 5}};
+  const std::vector<transport::GpuLink> links = actors::gpu_links(cluster, plan, placement);
+  BOOST_REQUIRE_EQUAL(links.size(), 4u);
+  using transport::TensorTransport;
+  // Pipeline 0's stage 0 to 1 and back, then pipeline 1's stage 1 to 2 and back.
+  BOOST_TEST(links[0].id == TensorTransport::link_id(0, 3, 0, 1));
+  BOOST_TEST((links[0].from == 1u && links[0].to == 2u && links[0].from_cuda == 0 && links[0].to_cuda == 1));
+  BOOST_TEST(links[1].id == TensorTransport::link_id(0, 3, 1, 0));
+  BOOST_TEST((links[1].from == 2u && links[1].to == 1u && links[1].from_cuda == 1 && links[1].to_cuda == 0));
+  BOOST_TEST(links[2].id == TensorTransport::link_id(1, 3, 1, 2));
+  BOOST_TEST((links[2].from == 4u && links[2].to == 5u && links[2].from_cuda == 3 && links[2].to_cuda == 0));
+  BOOST_TEST(links[3].id == TensorTransport::link_id(1, 3, 2, 1));
+
+  // Stage 1's replicas, in ranks 2 and 4, each on a GPU of its own: their GPUs, by rank.
+  BOOST_TEST(actors::group_gpus(cluster, plan, placement, 1, {0, 1}, {2, 4}) == std::vector<int>({1, 3}),
+             boost::test_tools::per_element());
+  // Stage 0's: rank 3 holds its replica on the CPU, so the group is no GPU group.
+  BOOST_TEST(actors::group_gpus(cluster, plan, placement, 0, {0, 1}, {1, 3}).empty());
+  // Two replicas of a stage in one process: their tensors are not on one GPU of its own.
+  const std::vector<std::vector<std::uint64_t>> together{{1, 2, 2}, {1, 4, 5}};
+  BOOST_TEST(actors::group_gpus(cluster, plan, together, 0, {0, 1}, {1}).empty());
 }

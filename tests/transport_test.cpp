@@ -5,64 +5,24 @@
 #include <boost/test/unit_test.hpp>
 
 #include "test_support.hpp"
+#include "transport_ranks.hpp"
 #include "train/tensor_box.hpp"
 #include "transport/tensor_transport.hpp"
 
 #include <filesystem>
 #include <functional>
 #include <numeric>
+#include <set>
 #include <thread>
 
 #include <sched.h>
 
 using namespace actorpipe;
 using namespace actorpipe::transport;
+using test::each_rank;
+using test::joined;
 
 namespace {
-
-/// `world` ranks, joined: rank 0 hosts the store on a free port, the others connect.
-std::vector<std::unique_ptr<TensorTransport>> joined(std::size_t world, std::size_t compute_threads = 0,
-                                                     bool follows_others = false) {
-  std::vector<std::unique_ptr<TensorTransport>> ranks(world);
-  TransportOptions options;
-  options.compute_threads = compute_threads;
-  options.follows_others = follows_others;
-  options.store = {"127.0.0.1", 0};
-  options.world = world;
-  options.timeout = std::chrono::seconds(30);
-  auto first = TensorTransport::open(options);
-  REQUIRE_OK(first);
-  ranks[0] = std::move(first.value());
-  options.store.port = ranks[0]->store_port();
-  BOOST_REQUIRE(options.store.port != 0);
-  for (std::size_t r = 1; r < world; ++r) {
-    options.rank = r;
-    auto next = TensorTransport::open(options);
-    REQUIRE_OK(next);
-    ranks[r] = std::move(next.value());
-  }
-  // join() returns once all have joined: each on a thread of its own.
-  std::vector<std::thread> threads;
-  std::vector<std::string> errors(world);
-  for (std::size_t r = 0; r < world; ++r)
-    threads.emplace_back([&, r] {
-      if (auto status = ranks[r]->join(); !status) errors[r] = status.error().message;
-    });
-  for (auto& thread : threads)
-    thread.join();
-  for (const auto& error : errors)
-    BOOST_REQUIRE_MESSAGE(error.empty(), error);
-  return ranks;
-}
-
-/// Runs `work(rank)` for every rank at once.
-void each_rank(std::size_t world, const std::function<void(std::size_t)>& work) {
-  std::vector<std::thread> threads;
-  for (std::size_t r = 0; r < world; ++r)
-    threads.emplace_back(work, r);
-  for (auto& thread : threads)
-    thread.join();
-}
 
 /// How many of this process's threads run under SCHED_IDLE.
 std::size_t idle_threads() {
@@ -73,6 +33,50 @@ std::size_t idle_threads() {
 }
 
 } // namespace
+
+BOOST_AUTO_TEST_CASE(tensors_on_the_cpu_keep_to_gloo_whatever_link_they_are_sent_on) {
+  // A link between stages on GPUs (here none: no rank has a GPU it could open it on)
+  // carries only tensors on GPUs through NCCL; a tensor on the CPU goes through Gloo
+  // under its tag, and the ticket says so.
+  auto ranks = joined(2);
+  const std::vector<GpuLink> links{{1, 0, 1, 0, 0}, {2, 1, 0, 0, 0}};
+  std::vector<std::size_t> opened(2, 9);
+  each_rank(2, [&](std::size_t r) {
+    auto n = ranks[r]->open_gpu_links(links);
+    REQUIRE_OK(n);
+    opened[r] = *n;
+  });
+  if (torch::cuda::is_available()) return; // transport_cuda covers a machine with GPUs
+  BOOST_TEST(opened[0] == 0u);
+  BOOST_TEST(opened[1] == 0u);
+  const torch::Tensor sent = torch::arange(10, torch::kFloat);
+  const TensorTicket ticket = ranks[0]->send(train::wrap(sent), 1, 1);
+  BOOST_TEST(ticket.link == 0u);
+  BOOST_TEST(torch::equal(ranks[1]->receive(ticket)->tensor, sent));
+  // A group given its members' GPUs on a machine without them sums through Gloo.
+  std::vector<bool> nccl(2, true);
+  each_rank(2, [&](std::size_t r) {
+    auto group = ranks[r]->group("cpu", {0, 1}, {0, 1});
+    nccl[r] = TensorTransport::uses_nccl(*group);
+    ranks[r]->all_reduce_sum(*group, {train::wrap(torch::ones({3}))});
+  });
+  BOOST_TEST(!nccl[0]);
+  BOOST_TEST(!nccl[1]);
+}
+
+BOOST_AUTO_TEST_CASE(a_link_has_one_number_for_each_direction_of_each_pair_of_neighbours) {
+  std::set<std::uint32_t> seen;
+  const std::size_t pipelines = 3, stages = 4;
+  for (std::size_t p = 0; p < pipelines; ++p)
+    for (std::size_t s = 0; s + 1 < stages; ++s) {
+      const std::uint32_t forward = TensorTransport::link_id(p, stages, s, s + 1);
+      const std::uint32_t backward = TensorTransport::link_id(p, stages, s + 1, s);
+      BOOST_TEST(forward != 0u);
+      BOOST_TEST(seen.insert(forward).second);
+      BOOST_TEST(seen.insert(backward).second);
+    }
+  BOOST_TEST(seen.size() == pipelines * (stages - 1) * 2);
+}
 
 BOOST_AUTO_TEST_CASE(a_sent_tensor_arrives_whole_with_its_shape_and_type) {
   auto ranks = joined(3);

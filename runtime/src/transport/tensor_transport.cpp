@@ -3,6 +3,10 @@
 #include "base/text.hpp"
 #include "train/cores.hpp"
 #include "train/tensor_box.hpp"
+#include "transport/nccl_groups.hpp"
+
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -20,10 +24,63 @@
 
 namespace actorpipe::transport {
 
+struct TensorTransport::Arrival {
+  c10::intrusive_ptr<c10d::Work> work;
+  std::vector<at::Tensor> tensors; ///< the one tensor the bytes land in
+  std::uint32_t from = 0;
+  bool on_gpu = false; ///< over a GPU link: done on the GPU, not yet on the host
+};
+
+namespace {
+
+/// One direction of a GPU link open for NCCL: a process group of its two ends.
+struct OpenLink {
+  c10::intrusive_ptr<c10d::Backend> nccl;
+  int peer = 0;                  ///< the other end's rank in it
+  c10::Device device{c10::kCPU}; ///< this end's GPU
+};
+
+/// Ends an NCCL process group's communicators and its watchdog, as c10d asks before it
+/// is destroyed.
+void shut_down(const c10::intrusive_ptr<c10d::Backend>& nccl) {
+  if (!nccl) return;
+  try {
+    nccl->shutdown();
+  } catch (const std::exception&) {
+    // A peer already gone: its communicator ends with the process.
+  }
+}
+
+/// A send not yet delivered; its work keeps its tensor.
+struct InFlight {
+  c10::intrusive_ptr<c10d::Work> work;
+  std::optional<c10::Device> gpu; ///< where NCCL sends it from
+};
+
+/// The stream `device`'s work is queued on in the calling thread.
+c10::Stream current_stream(c10::Device device) {
+  return c10::impl::getDeviceGuardImpl(device.type())->getStream(device);
+}
+
+/// Waits on the host until a GPU work is done: its wait() only orders the current
+/// stream after it.
+void finish_on_host(c10d::Work& work, c10::Device device, std::chrono::milliseconds timeout) {
+  const c10::DeviceGuard on(device);
+  work.wait(timeout);
+  current_stream(device).synchronize();
+}
+
+} // namespace
+
 struct TensorTransport::Group {
   /// c10d's Gloo process group over the members, met through the job's store. Its
   /// collectives run on the process group's own worker thread; the caller waits.
   c10::intrusive_ptr<c10d::Backend> gloo;
+  /// c10d's NCCL process group over them, where each holds its tensors on a GPU of its
+  /// own (`device`): for tensors on GPUs. Null otherwise.
+  c10::intrusive_ptr<c10d::Backend> nccl;
+  c10::Device device{c10::kCPU};
+  ~Group() { shut_down(nccl); }
   std::uint32_t size = 0;
   std::mutex calling; ///< one collective at a time, as every member must call them in order
   std::string name;
@@ -31,12 +88,6 @@ struct TensorTransport::Group {
   /// kept from one to the next: a fresh one each time paid for its pages again, a large
   /// part of a large all-reduce's time (bench/transport_bench).
   std::map<std::string, at::Tensor> flat; ///< by "TYPE DEVICE"
-};
-
-struct TensorTransport::Arrival {
-  c10::intrusive_ptr<c10d::Work> work;
-  std::vector<at::Tensor> tensors; ///< the one tensor the bytes land in
-  std::uint32_t from = 0;
 };
 
 struct TensorTransport::State {
@@ -51,7 +102,13 @@ struct TensorTransport::State {
   std::mutex post;
   std::map<std::size_t, std::uint32_t> next_tag; ///< by destination
   /// Sends in flight, oldest first; each keeps its tensor until its bytes are gone.
-  std::deque<c10::intrusive_ptr<c10d::Work>> in_flight;
+  std::deque<InFlight> in_flight;
+  /// GPU links this rank opened for NCCL, by id; fixed once open_gpu_links() returns.
+  std::map<std::uint32_t, OpenLink> links;
+  ~State() {
+    for (auto& [id, link] : links)
+      shut_down(link.nccl);
+  }
 };
 
 namespace {
@@ -77,6 +134,15 @@ c10::intrusive_ptr<c10d::Work> enqueued(const std::function<c10::intrusive_ptr<c
 }
 
 std::string store_text(const TransportOptions& options) { return "the tensor store at " + options.store.text(); }
+
+/// Where rank `rank` publishes its GPU `gpu`'s UUID, and how many GPUs it sees (after
+/// their UUIDs: a rank that reads the count finds them).
+std::string uuid_key(std::size_t rank, int gpu) {
+  return "gpu-uuid/" + std::to_string(rank) + "/" + std::to_string(gpu);
+}
+std::string gpu_count_key(std::size_t rank) { return "gpu-count/" + std::to_string(rank); }
+
+std::vector<std::uint8_t> as_bytes(const std::string& text) { return {text.begin(), text.end()}; }
 
 } // namespace
 
@@ -131,6 +197,11 @@ Status TensorTransport::join() {
     state_->world = c10::make_intrusive<c10d::ProcessGroupGloo>(
         c10::make_intrusive<c10d::PrefixStore>("world", state_->store), static_cast<int>(options_.rank),
         static_cast<int>(options_.world), gloo_options(options_, state_->device));
+    // Before any link or group asks a peer for its GPUs, and a rank's asks wait for them.
+    const int gpus = nccl::visible_gpus();
+    for (int gpu = 0; gpu < gpus; ++gpu)
+      state_->store->set(uuid_key(options_.rank, gpu), as_bytes(nccl::gpu_uuid(gpu)));
+    state_->store->set(gpu_count_key(options_.rank), as_bytes(std::to_string(gpus)));
   } catch (const std::exception& e) {
     return Error::run_failed(store_text(options_) + ": rank " + std::to_string(options_.rank) +
                              " could not join the others: " + text::message_of(e));
@@ -140,9 +211,97 @@ Status TensorTransport::join() {
 
 std::uint16_t TensorTransport::store_port() const { return state_->store->getPort(); }
 
+std::uint32_t TensorTransport::link_id(std::size_t pipeline, std::size_t stages, std::size_t from_stage,
+                                       std::size_t to_stage) {
+  const std::size_t boundary = pipeline * stages + std::min(from_stage, to_stage);
+  return static_cast<std::uint32_t>(1 + 2 * boundary + (from_stage < to_stage ? 0 : 1));
+}
+
+namespace {
+
+/// Rank `rank`'s GPU `gpu`'s UUID, once it has published them (as it joins); empty
+/// where it has no such GPU.
+std::string uuid_of(c10d::Store& store, std::size_t rank, int gpu) {
+  const std::vector<std::uint8_t> count = store.get(gpu_count_key(rank));
+  if (gpu < 0 || gpu >= std::stoi(std::string(count.begin(), count.end()))) return {};
+  const std::vector<std::uint8_t> bytes = store.get(uuid_key(rank, gpu));
+  return {bytes.begin(), bytes.end()};
+}
+
+/// Whether `uuids` (of a group's members' GPUs, or a link's ends') are all known and
+/// differ: NCCL puts one rank on a GPU.
+bool distinct_gpus(std::vector<std::string> uuids) {
+  if (std::find(uuids.begin(), uuids.end(), std::string()) != uuids.end()) return false;
+  std::sort(uuids.begin(), uuids.end());
+  return std::adjacent_find(uuids.begin(), uuids.end()) == uuids.end();
+}
+
+} // namespace
+
+Result<std::size_t> TensorTransport::open_gpu_links(const std::vector<GpuLink>& links) {
+  std::size_t opened = 0;
+  const int visible = nccl::visible_gpus();
+  for (const GpuLink& link : links) {
+    const bool sender = link.from == options_.rank, receiver = link.to == options_.rank;
+    if (sender == receiver) continue; // not an end of it, or both: nothing crosses processes
+    const int mine = sender ? link.from_cuda : link.to_cuda, theirs = sender ? link.to_cuda : link.from_cuda;
+    const std::size_t peer = sender ? link.to : link.from;
+    // A stage on a GPU this process lacks was refused before the run; both ends decide
+    // from the same published UUIDs, so they agree on Gloo where they share a GPU.
+    if (mine < 0 || mine >= visible) continue;
+    const std::string what = "GPU link " + std::to_string(link.id) + " from rank " + std::to_string(link.from) +
+                             " (cuda:" + std::to_string(link.from_cuda) + ") to rank " + std::to_string(link.to) +
+                             " (cuda:" + std::to_string(link.to_cuda) + ")";
+    try {
+      if (!distinct_gpus({nccl::gpu_uuid(mine), uuid_of(*state_->store, peer, theirs)})) continue;
+      OpenLink open;
+      open.device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(mine));
+      open.peer = sender ? 1 : 0;
+      open.nccl =
+          nccl::process_group(c10::make_intrusive<c10d::PrefixStore>("link/" + std::to_string(link.id), state_->store),
+                              sender ? 0 : 1, 2, options_.timeout);
+      // The first transfer builds the link's communicator, its two ends meeting: here,
+      // where both are sure to come, not in a stage's first send, whose receiver posts
+      // its receive only once the send has returned its ticket.
+      const c10::DeviceGuard on(open.device);
+      std::vector<at::Tensor> probe{torch::zeros({1}, torch::TensorOptions().device(open.device))};
+      auto work = enqueued(
+          [&] { return sender ? open.nccl->send(probe, open.peer, 0) : open.nccl->recv(probe, open.peer, 0); });
+      finish_on_host(*work, open.device, options_.timeout);
+      state_->links.emplace(link.id, std::move(open));
+      ++opened;
+    } catch (const std::exception& e) {
+      return Error::run_failed(what + ": " + text::message_of(e));
+    }
+  }
+  return opened;
+}
+
 bool TensorTransport::loop_yields() const { return state_->loop_yields; }
 
-TensorTicket TensorTransport::send(const train::Payload& payload, std::size_t to) {
+TensorTicket TensorTransport::send(const train::Payload& payload, std::size_t to, std::uint32_t link) {
+  if (const auto open = state_->links.find(link); open != state_->links.end() && payload->tensor.is_cuda()) {
+    const OpenLink& gpu = open->second;
+    const c10::DeviceGuard on(gpu.device);
+    // NCCL's stream waits for the calling thread's current stream, which first waits
+    // for the producer's event: ordered on the GPU, the host goes on.
+    if (payload->ready) payload->ready->block(current_stream(gpu.device));
+    torch::Tensor tensor = payload->tensor.to(gpu.device).contiguous();
+    TensorTicket ticket;
+    ticket.from = static_cast<std::uint32_t>(options_.rank);
+    ticket.dtype = static_cast<std::int8_t>(tensor.scalar_type());
+    ticket.shape = tensor.sizes().vec();
+    ticket.link = link;
+    std::vector<at::Tensor> tensors{tensor};
+    std::lock_guard<std::mutex> lock(state_->post);
+    try {
+      state_->in_flight.push_back({enqueued([&] { return gpu.nccl->send(tensors, gpu.peer, 0); }), gpu.device});
+    } catch (const std::exception& e) {
+      throw std::runtime_error("sending a tensor to rank " + std::to_string(to) + " over GPU link " +
+                               std::to_string(link) + ": " + text::message_of(e));
+    }
+    return ticket;
+  }
   // Gloo sends host memory: a tensor on a GPU goes through the host, once the work on
   // its producer's stream that wrote it is done.
   if (payload->ready) payload->ready->synchronize();
@@ -159,12 +318,13 @@ TensorTicket TensorTransport::send(const train::Payload& payload, std::size_t to
   next = (next + 1) & 0x7FFFFFFFu;
   try {
     state_->in_flight.push_back(
-        enqueued([&] { return state_->world->send(tensors, static_cast<int>(to), static_cast<int>(ticket.tag)); }));
+        {enqueued([&] { return state_->world->send(tensors, static_cast<int>(to), static_cast<int>(ticket.tag)); }),
+         std::nullopt});
   } catch (const std::exception& e) {
     throw std::runtime_error("sending a tensor to rank " + std::to_string(to) + ": " + text::message_of(e));
   }
-  while (!state_->in_flight.empty() && state_->in_flight.front()->isCompleted()) {
-    state_->in_flight.front()->wait(); // rethrows a failed send's error
+  while (!state_->in_flight.empty() && state_->in_flight.front().work->isCompleted()) {
+    state_->in_flight.front().work->wait(); // rethrows a failed send's error
     state_->in_flight.pop_front();
   }
   return ticket;
@@ -175,6 +335,28 @@ train::Payload TensorTransport::receive(const TensorTicket& ticket) { return tak
 std::shared_ptr<TensorTransport::Arrival> TensorTransport::post_receive(const TensorTicket& ticket) {
   auto arrival = std::make_shared<Arrival>();
   arrival->from = ticket.from;
+  if (ticket.link != 0) {
+    const auto open = state_->links.find(ticket.link);
+    if (open == state_->links.end())
+      throw std::runtime_error("a tensor from rank " + std::to_string(ticket.from) + " came over GPU link " +
+                               std::to_string(ticket.link) + ", which this rank has not opened");
+    const OpenLink& gpu = open->second;
+    const c10::DeviceGuard on(gpu.device);
+    arrival->on_gpu = true;
+    arrival->tensors.push_back(torch::empty(
+        ticket.shape, torch::TensorOptions().dtype(static_cast<c10::ScalarType>(ticket.dtype)).device(gpu.device)));
+    std::lock_guard<std::mutex> lock(state_->post);
+    try {
+      // NCCL matches a link's receives with its sends in order: a link is one stage's
+      // sends to one other, whose messages, and so whose receives, come in that order.
+      arrival->work = enqueued([&] { return gpu.nccl->recv(arrival->tensors, gpu.peer, 0); });
+    } catch (const std::exception& e) {
+      throw std::runtime_error("receiving a tensor from rank " + std::to_string(ticket.from) + " over GPU link " +
+                               std::to_string(ticket.link) + ": " + text::message_of(e));
+    }
+    state_->posted.emplace(arrival.get(), arrival);
+    return arrival;
+  }
   arrival->tensors.push_back(
       torch::empty(ticket.shape, torch::TensorOptions().dtype(static_cast<c10::ScalarType>(ticket.dtype))));
   std::lock_guard<std::mutex> lock(state_->post);
@@ -193,21 +375,35 @@ std::shared_ptr<TensorTransport::Arrival> TensorTransport::post_receive(const Te
 bool TensorTransport::landed(Arrival& arrival) { return arrival.work->isCompleted(); }
 
 train::Payload TensorTransport::take(Arrival& arrival) {
+  std::shared_ptr<const c10::Event> ready;
   try {
-    arrival.work->wait(options_.timeout);
+    if (arrival.on_gpu) {
+      // On the GPU: the current stream waits for NCCL's, and the tensor's consumer
+      // waits for an event recorded on it.
+      const c10::Device device = arrival.tensors.front().device();
+      const c10::DeviceGuard on(device);
+      arrival.work->wait(options_.timeout);
+      auto event = std::make_shared<c10::Event>(device.type());
+      event->record(current_stream(device));
+      ready = std::move(event);
+    } else {
+      arrival.work->wait(options_.timeout);
+    }
   } catch (const std::exception& e) {
     throw std::runtime_error("receiving a tensor from rank " + std::to_string(arrival.from) + ": " +
                              text::message_of(e));
   }
+  at::Tensor tensor = arrival.tensors.front();
   {
     std::lock_guard<std::mutex> lock(state_->post);
     state_->posted.erase(&arrival);
   }
-  return train::wrap(arrival.tensors.front());
+  if (!ready) return train::wrap(tensor);
+  return std::make_shared<const train::TensorBox>(train::TensorBox{std::move(tensor), std::nullopt, std::move(ready)});
 }
 
-std::shared_ptr<TensorTransport::Group> TensorTransport::group(const std::string& name,
-                                                               const std::vector<std::size_t>& ranks) {
+std::shared_ptr<TensorTransport::Group>
+TensorTransport::group(const std::string& name, const std::vector<std::size_t>& ranks, const std::vector<int>& cuda) {
   auto group = std::make_shared<Group>();
   group->name = name;
   int mine = -1;
@@ -230,11 +426,27 @@ std::shared_ptr<TensorTransport::Group> TensorTransport::group(const std::string
     group->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(
         c10::make_intrusive<c10d::PrefixStore>("group/" + name, store), mine, static_cast<int>(ranks.size()),
         gloo_options(options_, state_->device));
+    const int gpu = cuda.size() == ranks.size() ? cuda[static_cast<std::size_t>(mine)] : -1;
+    if (gpu >= 0 && gpu < nccl::visible_gpus()) {
+      std::vector<std::string> uuids;
+      for (std::size_t i = 0; i < ranks.size(); ++i)
+        uuids.push_back(cuda[i] < 0                           ? std::string()
+                        : i == static_cast<std::size_t>(mine) ? nccl::gpu_uuid(gpu)
+                                                              : uuid_of(*store, ranks[i], cuda[i]));
+      // Every member reads the same UUIDs, and so decides alike.
+      if (distinct_gpus(uuids)) {
+        group->device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(gpu));
+        group->nccl = nccl::process_group(c10::make_intrusive<c10d::PrefixStore>("nccl-group/" + name, store), mine,
+                                          static_cast<int>(ranks.size()), options_.timeout);
+      }
+    }
   } catch (const std::exception& e) {
     throw std::runtime_error("group '" + name + "': " + text::message_of(e));
   }
   return group;
 }
+
+bool TensorTransport::uses_nccl(const Group& group) { return static_cast<bool>(group.nccl); }
 
 train::Payload TensorTransport::as_one_buffer(const std::vector<train::Payload>& tensors) {
   if (tensors.empty()) return nullptr;
@@ -251,6 +463,12 @@ train::Payload TensorTransport::as_one_buffer(const std::vector<train::Payload>&
 }
 
 namespace {
+
+/// Runs `collective` on `group`'s NCCL process group where `flat` is on its GPU, else on
+/// its Gloo one, and returns once it is done: the caller waits, on the host, as for Gloo.
+void run_collective(TensorTransport::Group& group, const at::Tensor& flat,
+                    const std::function<c10::intrusive_ptr<c10d::Work>(c10d::Backend&)>& collective,
+                    std::chrono::milliseconds timeout);
 
 /// Runs `collective` on `tensors` as one flat 1-D tensor: where they already lie one
 /// after the other in one buffer (a stage's gradient buckets), or a lone one, that;
@@ -285,7 +503,8 @@ void TensorTransport::all_reduce_sum(Group& group, const std::vector<train::Payl
       c10d::AllreduceOptions sum;
       sum.reduceOp = c10d::ReduceOp::SUM;
       sum.timeout = options_.timeout;
-      enqueued([&] { return group.gloo->allreduce(one, sum); })->wait(options_.timeout);
+      run_collective(
+          group, flat, [&](c10d::Backend& backend) { return backend.allreduce(one, sum); }, options_.timeout);
     } catch (const std::exception& e) {
       throw std::runtime_error("all-reduce in group '" + group.name + "': " + text::message_of(e));
     }
@@ -303,7 +522,8 @@ void TensorTransport::broadcast(Group& group, std::size_t root, const std::vecto
       c10d::BroadcastOptions copy;
       copy.rootRank = static_cast<int64_t>(root);
       copy.timeout = options_.timeout;
-      enqueued([&] { return group.gloo->broadcast(one, copy); })->wait(options_.timeout);
+      run_collective(
+          group, flat, [&](c10d::Backend& backend) { return backend.broadcast(one, copy); }, options_.timeout);
     } catch (const std::exception& e) {
       throw std::runtime_error("broadcast in group '" + group.name + "': " + text::message_of(e));
     }
@@ -311,6 +531,17 @@ void TensorTransport::broadcast(Group& group, std::size_t root, const std::vecto
 }
 
 namespace {
+
+void run_collective(TensorTransport::Group& group, const at::Tensor& flat,
+                    const std::function<c10::intrusive_ptr<c10d::Work>(c10d::Backend&)>& collective,
+                    std::chrono::milliseconds timeout) {
+  if (group.nccl && flat.device() == group.device) {
+    const auto work = enqueued([&] { return collective(*group.nccl); });
+    finish_on_host(*work, group.device, timeout);
+    return;
+  }
+  enqueued([&] { return collective(*group.gloo); })->wait(timeout);
+}
 
 void as_flat(TensorTransport::Group& group, const std::vector<train::Payload>& tensors,
              const std::function<void(at::Tensor&)>& collective) {
@@ -346,18 +577,24 @@ void as_flat(TensorTransport::Group& group, const std::vector<train::Payload>& t
 } // namespace
 
 void TensorTransport::flush() {
-  std::deque<c10::intrusive_ptr<c10d::Work>> in_flight;
+  std::deque<InFlight> in_flight;
   {
     std::lock_guard<std::mutex> lock(state_->post);
     in_flight.swap(state_->in_flight);
   }
-  for (auto& work : in_flight)
-    work->wait(options_.timeout);
+  for (InFlight& send : in_flight)
+    if (send.gpu)
+      finish_on_host(*send.work, *send.gpu, options_.timeout);
+    else
+      send.work->wait(options_.timeout);
 }
 
 void TensorTransport::abandon() {
   std::lock_guard<std::mutex> lock(state_->post);
   state_->in_flight.clear(); // gloo lets go of a send whose buffer is gone
+  // NCCL's communicators would wait for peers that may be gone: aborted, they do not.
+  for (auto& [id, link] : state_->links)
+    link.nccl->abort();
 }
 
 } // namespace actorpipe::transport

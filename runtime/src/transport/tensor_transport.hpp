@@ -15,6 +15,16 @@
 /// a c10d Gloo process group of its own, met through the same store: collectives of one
 /// group run in the order its members call them (the caller waits while the process
 /// group's thread runs them), and groups do not wait on each other.
+///
+/// Tensors on GPUs: NCCL (c10d's ProcessGroupNCCL) carries them where each end is on a
+/// GPU of its own. A link between two stages in different processes (one direction of
+/// it, opened by open_gpu_links()) and a group whose members each hold their tensors on
+/// a GPU of their own then go through NCCL, GPU to GPU, ordered by CUDA events and
+/// streams, never waiting on the host. NCCL cannot put two ranks on one GPU: where both
+/// ends share one (two processes on a one-GPU server), Gloo carries the tensor through
+/// the host. The GPUs are told apart by their UUIDs, which each rank publishes in the
+/// store as it joins, so that processes on one machine named as different servers by
+/// their cluster still see one GPU.
 
 #include "launch/process_place.hpp"
 #include "train/payload.hpp"
@@ -36,6 +46,9 @@ struct TensorTicket {
   std::uint32_t tag = 0;
   std::int8_t dtype = 0;
   std::vector<std::int64_t> shape;
+  /// The GPU link the bytes travel over (NCCL, in the order they were sent: the
+  /// receiver takes them in that order); 0: Gloo, under `tag`.
+  std::uint32_t link = 0;
 
   bool operator==(const TensorTicket&) const = default;
 };
@@ -60,8 +73,20 @@ struct TransportOptions {
   bool follows_others = false;
 };
 
+/// One direction between stages `from_stage` and `to_stage` (neighbours) of a pipeline
+/// whose processes differ and whose devices are both GPUs: what may go through NCCL.
+struct GpuLink {
+  std::uint32_t id = 0;           ///< TensorTransport::link_id() of the pair and direction
+  std::size_t from = 0, to = 0;   ///< the sender's and the receiver's ranks
+  int from_cuda = 0, to_cuda = 0; ///< their CUDA devices, each on its own machine
+};
+
 class TensorTransport {
 public:
+  /// The link from stage `from_stage` to its neighbour `to_stage` of pipeline `pipeline`
+  /// (of pipelines of `stages` stages): the same number on both ends, never 0.
+  static std::uint32_t link_id(std::size_t pipeline, std::size_t stages, std::size_t from_stage, std::size_t to_stage);
+
   /// Rank 0 hosts the store on `options.store` (port 0: any free one, which
   /// store_port() then says, for the workers to be told); the others connect to it. An
   /// error names the store's address and what failed.
@@ -75,6 +100,13 @@ public:
   TensorTransport(const TensorTransport&) = delete;
   TensorTransport& operator=(const TensorTransport&) = delete;
 
+  /// Opens NCCL for each of `links` this rank is an end of, in their order, which must be
+  /// the same on every rank (a link's ends meet in the store, and a first transfer over
+  /// it, here, builds its NCCL communicator: a send never waits for its receiver after
+  /// that). A link whose ends share a GPU stays with Gloo. Returns how many of this
+  /// rank's links now go through NCCL; an error names the link.
+  Result<std::size_t> open_gpu_links(const std::vector<GpuLink>& links);
+
   std::size_t rank() const { return options_.rank; }
   std::size_t world() const { return options_.world; }
   std::uint16_t store_port() const;
@@ -82,13 +114,17 @@ public:
   /// TransportOptions::compute_threads), once joined.
   bool loop_yields() const;
 
-  /// Posts `payload`'s tensor (on the CPU, contiguous: a copy is made where it is not,
-  /// or where it is on a GPU) to rank `to` and returns its ticket at once; the transport keeps the tensor until
-  /// the bytes are gone. Throws std::runtime_error naming the peer when c10d refuses.
-  TensorTicket send(const train::Payload& payload, std::size_t to);
+  /// Posts `payload`'s tensor to rank `to` and returns its ticket at once; the transport
+  /// keeps the tensor until the bytes are gone. A tensor on a GPU goes over GPU link
+  /// `link` where it is open for NCCL, once its producer's stream has written it (the
+  /// NCCL stream waits for its event; the host does not); else through the host (Gloo
+  /// sends a contiguous tensor on the CPU: a copy is made where it is not). Throws
+  /// std::runtime_error naming the peer when c10d refuses.
+  TensorTicket send(const train::Payload& payload, std::size_t to, std::uint32_t link = 0);
 
-  /// The tensor `ticket` describes, once its bytes are in. Throws std::runtime_error
-  /// naming the sender when the transfer fails or times out.
+  /// The tensor `ticket` describes, once its bytes are in (from a GPU link: on this
+  /// end's GPU, with an event its consumer's stream waits for). Throws
+  /// std::runtime_error naming the sender when the transfer fails or times out.
   train::Payload receive(const TensorTicket& ticket);
 
   /// A receive posted ahead: its bytes land while the receiver does other work (a
@@ -102,9 +138,15 @@ public:
   train::Payload take(Arrival& arrival);
 
   /// A group of ranks for collectives: every member (and no other rank) makes it, each
-  /// group in the same order on every member, with the same `name`.
+  /// group in the same order on every member, with the same `name` and `cuda`. Where
+  /// `cuda` names each member's CUDA device (by the order of `ranks`), on which it holds
+  /// the tensors of its collectives, and no two members share a GPU, collectives of
+  /// tensors on GPUs go through NCCL; else, and for tensors on the CPU, through Gloo.
   struct Group;
-  std::shared_ptr<Group> group(const std::string& name, const std::vector<std::size_t>& ranks);
+  std::shared_ptr<Group> group(const std::string& name, const std::vector<std::size_t>& ranks,
+                               const std::vector<int>& cuda = {});
+  /// Whether `group`'s collectives of tensors on GPUs go through NCCL.
+  static bool uses_nccl(const Group& group);
 
   /// Sums each of `tensors` (of one element type) over the members of `group` (this
   /// rank one of them), in place. Same shapes, same order on every member.
