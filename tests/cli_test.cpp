@@ -173,9 +173,12 @@ BOOST_AUTO_TEST_CASE(commands_and_counts_out_of_range_are_named) {
   const auto load = run_cli("profile " + config("fashion-mnist.toml") + " --load 100000");
   BOOST_TEST(load.status == 2);
   BOOST_TEST(contains(load.err, "profile load 100000: more copies of the model than the "), load.err);
-  const auto batch = run_cli("profile " + config("fashion-mnist.toml") + " --batch-size 100000000");
+  const auto batch = run_cli("profile " + config("fashion-mnist.toml") + " --batch-size 1000000");
   BOOST_TEST(batch.status == 2);
-  BOOST_TEST(contains(batch.err, "profile batch size 100000000: more than the 60000 training samples"), batch.err);
+  BOOST_TEST(contains(batch.err, "profile batch size 1000000: more than the 60000 training samples"), batch.err);
+  const auto huge = run_cli("profile " + config("fashion-mnist.toml") + " --batch-size 100000000");
+  BOOST_TEST(huge.status == 2);
+  BOOST_TEST(contains(huge.err, "profile batch size 100000000: at most 16777216"), huge.err);
 }
 
 BOOST_AUTO_TEST_CASE(a_plan_on_gpus_this_machine_lacks_is_refused_naming_the_first) {

@@ -6,8 +6,12 @@
 
 #include <actorpipe/gpu.hpp>
 #include <actorpipe/job.hpp>
+#include <actorpipe/profile_io.hpp>
+#include <actorpipe/schedule_io.hpp>
 
 #include "test_support.hpp"
+
+#include "config/toml_reader.hpp"
 
 using namespace actorpipe;
 using actorpipe::test::ScratchDir;
@@ -148,6 +152,56 @@ BOOST_AUTO_TEST_CASE(bad_choice_lists_the_allowed_values) {
              not_a_precision.message);
 }
 
+BOOST_AUTO_TEST_CASE(toml_nested_beyond_what_is_read_is_refused_before_it_is_parsed) {
+  // TOML++ parses nesting by recursion: 50,000 dotted parts or nested arrays overflowed
+  // the stack (a crash) in a job, profile, cluster or schedule file, or a --set.
+  ScratchDir dir;
+  std::string dotted = "a";
+  for (int i = 0; i < 50000; ++i)
+    dotted += ".a";
+  const std::string nested = std::string(100000, '[') + std::string(100000, ']');
+  std::string lines = "x = [\n";
+  for (int i = 0; i < 1000; ++i)
+    lines += "[\n";
+  for (const auto& [name, text, what] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"header.toml", "[" + dotted + "]\n", "1:129: a dotted key or table name deeper than 64"},
+           {"key.toml", "name = \"x\"\n" + dotted + " = 1\n", "2:128: a dotted key or table name deeper than 64"},
+           {"array.toml", "x = " + nested + "\n", "1:69: arrays and inline tables nested deeper than 64"},
+           {"lines.toml", lines, "65:1: arrays and inline tables nested deeper than 64"}})
+    BOOST_TEST_CONTEXT(name) {
+      const std::string path = dir.write(name, text);
+      for (const auto& error : {load_job(path).error(), load_profile(path).error(), load_schedule(path).error()}) {
+        BOOST_TEST(exit_status(error.code) == 2);
+        BOOST_TEST(contains(error.message, path + ":" + what + ": actorpipe reads no deeper"), error.message);
+      }
+    }
+  // Nesting within the bound, across lines and in strings, reads as before.
+  const std::string fine = dir.write("fine.toml", "x = [\n  [1, 2],\n  [3, [4, 5]],\n]\ns = \"[[[[{{{{...\"\n");
+  REQUIRE_OK(config::parse_toml_file(fine));
+  Job job("[train]\noptimizer = \"sgd\"\n");
+  const Error key = expect_error(load_job(job.path, {dotted + "=1"}));
+  BOOST_TEST(contains(key.message, "--set " + dotted.substr(0, 20)), key.message.substr(0, 200));
+  BOOST_TEST(contains(key.message, ": a key of 50001 parts; actorpipe reads at most 64"), key.message.substr(0, 200));
+  // A value too deep to read is a bare string, as any other that is no TOML value.
+  const Error value = expect_error(load_job(job.path, {"train.lr=" + nested}));
+  BOOST_TEST(contains(value.message, "train.lr"), value.message.substr(0, 200));
+}
+
+BOOST_AUTO_TEST_CASE(a_64_bit_count_keeps_its_documented_bound) {
+  // train.steps is unsigned 64-bit: its bound of 2^40 was dropped on the way to the
+  // signed reader, and 2^63 − 1 steps trained until killed.
+  Job job("[train]\noptimizer = \"sgd\"\n");
+  for (const char* steps : {"1099511627777", "9223372036854775807"})
+    BOOST_TEST_CONTEXT(steps) {
+      const Error error = expect_error(load_job(job.path, {std::string("train.steps=") + steps}));
+      BOOST_TEST(contains(error.message, "train.steps: " + std::string(steps) + " is out of range [0, 1099511627776]"),
+                 error.message);
+    }
+  auto most = load_job(job.path, {"train.steps=1099511627776"});
+  REQUIRE_OK(most);
+  BOOST_TEST(most->train.steps == max_steps);
+}
+
 BOOST_AUTO_TEST_CASE(a_profile_measured_in_another_precision_than_the_job_trains_in_is_refused) {
   // Measured profiles say their precision; a hand-written one (tiny.toml) stands for any.
   Job job("[train]\noptimizer = \"sgd\"\n");
@@ -260,6 +314,38 @@ devices = [{ count = 2, memory = "8 GiB", speed = 0 }]
           false);
   const Error error = expect_error(load_job(job.path));
   BOOST_TEST(contains(error.message, "cluster.servers[0].devices[0].speed: 0 is out of range"), error.message);
+}
+
+BOOST_AUTO_TEST_CASE(a_server_without_devices_or_a_cluster_too_large_is_refused_before_it_is_laid_out) {
+  // No devices divided a server's layout by zero; 100,000 servers of 4,096 devices each
+  // asked for memory until none was left.
+  Job empty(R"(
+[cluster]
+name = "x"
+[[cluster.servers]]
+name = "s"
+devices = []
+)",
+            false);
+  const Error none = expect_error(load_job(empty.path));
+  BOOST_TEST(contains(none.message, "cluster.servers[0].devices: lists no devices: give at least one group"),
+             none.message);
+  Job huge(R"(
+[cluster]
+name = "x"
+[[cluster.servers]]
+name = "small"
+devices = [{ count = 8, memory = "8 GiB" }]
+[[cluster.servers]]
+name = "s"
+count = 100000
+devices = [{ count = 4096, memory = "8 GiB" }]
+)",
+           false);
+  const Error large = expect_error(load_job(huge.path));
+  BOOST_TEST(contains(large.message, "cluster.servers[1]: brings the cluster to 409600008 devices; a cluster has at "
+                                     "most 1048576"),
+             large.message);
 }
 
 BOOST_AUTO_TEST_CASE(missing_cluster_file_is_reported_where_it_is_named) {

@@ -537,6 +537,26 @@ actorpipe.write_json("second.json", second)
                       "run: option 'stall_timeout' must be a number, not a string"));
 }
 
+BOOST_AUTO_TEST_CASE(profile_options_out_of_bounds_are_named_not_wrapped) {
+  // 0 timed passes had no median to take (a crash); 2^32 wrapped to 0 on its way to
+  // 32 bits. Every count is checked against its bounds before it is narrowed.
+  use_built_training_runtime();
+  ScratchDir dir;
+  const std::string job = tiny_job(dir, 1, 1);
+  for (const auto& [options, message] : std::vector<std::pair<std::string, std::string>>{
+           {"{ repeats = 0 }", "profile: option 'repeats' must be a whole number from 1 to 100000"},
+           {"{ repeats = 2^32 }", "profile: option 'repeats' must be a whole number from 1 to 100000"},
+           {"{ warmup = 2^32 + 1 }", "profile: option 'warmup' must be a whole number from 0 to 100000"},
+           {"{ batch_size = 2^32 }", "profile: option 'batch_size' must be a whole number from 0 to 16777216"},
+           {"{ threads = 2^31 }", "profile: option 'threads' must be a whole number from 0 to 4096"}})
+    BOOST_TEST_CONTEXT(options) {
+      const std::string error = script_error(dir, "actorpipe.profile(..., " + options + ")\n", with_args({job}));
+      BOOST_TEST(contains(error, message), error);
+    }
+  BOOST_TEST(contains(script_error(dir, "actorpipe.run(..., { steps = 2^41 })\n", with_args({job})),
+                      "run: option 'steps' must be a whole number from 0 to 1099511627776"));
+}
+
 BOOST_AUTO_TEST_CASE(plots_are_drawn_and_bad_chart_data_is_named) {
   ScratchDir dir;
   const std::string error = script_error(dir, R"(

@@ -601,6 +601,24 @@ BOOST_AUTO_TEST_CASE(a_measured_profile_has_every_unit_and_round_trips) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(measuring_with_no_timed_pass_is_bad_input) {
+  // The public API's callers too: a median of no passes was a crash.
+  test::ScratchDir dir;
+  auto job = load_job(dir.write(
+      "job.toml",
+      job_toml("mlp", "[data]\ndataset = \"synthetic\"\nsamples = 64\nshape = [12]\nclasses = 5\n", 1, 1, "1f1b")));
+  REQUIRE_OK(job);
+  MeasureOptions none;
+  none.repeats = 0;
+  auto profile = measure_profile(*job, none);
+  BOOST_REQUIRE(!profile.ok());
+  BOOST_TEST(exit_status(profile.error().code) == 2);
+  BOOST_TEST(profile.error().message == "profile repeats 0: from 1 to 100000 timed passes", profile.error().message);
+  MeasureOptions negative;
+  negative.load = -5;
+  BOOST_TEST(!measure_profile(*job, negative).ok());
+}
+
 BOOST_AUTO_TEST_CASE(gpt_loss_falls_on_text) {
   test::ScratchDir dir;
   const std::string text = dir.write("corpus.txt", some_text());

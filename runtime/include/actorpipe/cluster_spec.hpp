@@ -16,6 +16,10 @@
 
 namespace actorpipe {
 
+/// The most devices a cluster file may describe, far beyond the simulations it serves
+/// (10,000 devices), and a bound on what a mistyped count asks for.
+inline constexpr std::uint64_t max_cluster_devices = std::uint64_t{1} << 20;
+
 /// A PCIe switch: devices behind it share its uplink to the host bridge.
 struct PcieSwitch {
   double bandwidth = 0;        ///< uplink, bytes/s

@@ -113,6 +113,12 @@ ACTORPIPE_EXPORT Result<double> predicted_step_ms(const JobSpec& job, const Plan
 /// micro-batch.
 ACTORPIPE_EXPORT Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunOptions& options);
 
+/// The bounds measure_profile() holds its options to: what a caller gives beyond them is
+/// bad input, not a measurement that never ends or a count that wrapped.
+inline constexpr std::uint64_t max_measured_batch = std::uint64_t{1} << 24; ///< as train.batch_size
+inline constexpr std::uint64_t max_measure_passes = 100'000;                ///< warm-up or timed
+inline constexpr std::uint64_t max_measure_threads = 4096;
+
 struct MeasureOptions {
   /// Where to measure (`actorpipe profile --device`): where the job's stages would
   /// compute (its cluster's first CUDA device where this machine has that GPU, else the
@@ -124,7 +130,7 @@ struct MeasureOptions {
   /// Untimed passes over the model first, at least; more until the last 3 agree within
   /// 5% (TorchScript optimises a graph only after its first runs), up to 30. 0: none.
   std::uint32_t warmup = 2;
-  std::uint32_t repeats = 5; ///< timed passes; each unit's median counts
+  std::uint32_t repeats = 5; ///< timed passes, at least 1; each unit's median counts
   /// LibTorch intra-op threads to measure with; 0: one device's share of this
   /// machine's cores (cores / devices of the job's cluster, at least one), as a run
   /// with one stage actor per device gives each.

@@ -85,6 +85,9 @@ Status read_server(const toml::table& table, const std::string& path, ServerOpti
   if (auto s = reader.require("devices"); !s) return s;
   auto devices = reader.table_array("devices");
   ACTORPIPE_TRY(devices);
+  // A server's switches and groups are laid out by its device count: none is no server.
+  if (devices->empty())
+    return error_at(*reader.node("devices"), reader.key_path("devices"), "lists no devices: give at least one group");
   for (std::size_t i = 0; i < devices->size(); ++i) {
     TableReader r(*(*devices)[i], reader.key_path("devices[" + std::to_string(i) + "]"));
     DeviceGroup group;
@@ -162,11 +165,21 @@ Result<ClusterSpec> read_cluster(const toml::table& table, const std::string& pa
   ACTORPIPE_TRY(servers);
   ACTORPIPE_TRY(reader.finish());
 
+  std::uint64_t devices = 0;
   for (std::size_t i = 0; i < servers->size(); ++i) {
     ServerOptions options;
     std::vector<DeviceGroup> groups;
     const std::string server_path = reader.key_path("servers[" + std::to_string(i) + "]");
     ACTORPIPE_TRY(read_server(*(*servers)[i], server_path, options, groups));
+    // Counted before anything is laid out: a typo of a count must not take the machine's memory.
+    std::uint64_t per_server = 0;
+    for (const DeviceGroup& g : groups)
+      per_server += g.count;
+    devices += per_server * options.count;
+    if (devices > max_cluster_devices)
+      return error_at(*(*servers)[i], server_path,
+                      "brings the cluster to " + std::to_string(devices) + " devices; a cluster has at most " +
+                          std::to_string(max_cluster_devices));
     for (std::uint32_t c = 0; c < options.count; ++c)
       add_server(cluster, options, groups, options.count == 1 ? options.name : options.name + "-" + std::to_string(c),
                  options.hosts.empty() ? std::string() : options.hosts[c]);

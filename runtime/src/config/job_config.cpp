@@ -41,18 +41,19 @@ Status apply_override(toml::table& root, const std::string& assignment) {
   const std::string key_path(text::trim(std::string_view(assignment).substr(0, eq)));
   const std::string value_text(text::trim(std::string_view(assignment).substr(eq + 1)));
   const std::vector<std::string> keys = text::split(key_path, '.');
+  if (keys.size() > config::max_toml_depth)
+    return Error::bad_input(origin + ": a key of " + std::to_string(keys.size()) + " parts; actorpipe reads at most " +
+                            std::to_string(config::max_toml_depth));
 
-  toml::table parsed;
-  try {
-    parsed = toml::parse("value = " + value_text, origin);
-  } catch (const toml::parse_error&) {
-    // Not a TOML value: take it as a bare string, as a shell user would write it.
-    parsed = toml::parse("value = " + text::toml_quote(value_text), origin);
-  }
+  // Not a TOML value (or one nested too deep to read): taken as a bare string, as a
+  // shell user would write it.
+  auto parsed = config::parse_toml("value = " + value_text, origin);
+  if (!parsed) parsed = config::parse_toml("value = " + text::toml_quote(value_text), origin);
+  ACTORPIPE_TRY(parsed);
 
   // Keys the override adds carry its origin, so that an unknown one is reported as
   // "--set KEY=VALUE", not as a place in no file.
-  const toml::source_region& from = parsed.begin()->first.source();
+  const toml::source_region& from = parsed->begin()->first.source();
   toml::table* table = &root;
   for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
     if (keys[i].empty()) return Error::bad_input(origin + ": empty key in '" + key_path + "'");
@@ -67,7 +68,7 @@ Status apply_override(toml::table& root, const std::string& assignment) {
     table = next->as_table();
   }
   if (keys.back().empty()) return Error::bad_input(origin + ": empty key in '" + key_path + "'");
-  table->insert_or_assign(toml::key{keys.back(), from}, std::move(*parsed.get("value")));
+  table->insert_or_assign(toml::key{keys.back(), from}, std::move(*parsed->get("value")));
   return Ok{};
 }
 

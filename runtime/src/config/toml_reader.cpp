@@ -30,7 +30,99 @@ std::string resolve_path(const toml::node& node, const std::string& path) {
   return (fs::path(*source).parent_path() / path).lexically_normal().string();
 }
 
+Status check_toml_depth(std::string_view text, const std::string& source) {
+  enum class In { value, basic, literal, long_basic, long_literal, comment };
+  In in = In::value;
+  std::size_t line = 1, column = 0, depth = 0, parts = 1;
+  bool header = false, line_start = true;
+  const auto too_deep = [&](const char* what) {
+    return Error::bad_input(source + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + what +
+                            " deeper than " + std::to_string(max_toml_depth) + ": actorpipe reads no deeper");
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    ++column;
+    const bool starts_line = line_start && c != ' ' && c != '\t';
+    if (starts_line) line_start = false;
+    if (c == '\n') {
+      ++line;
+      column = 0;
+      line_start = true;
+      if (in == In::comment || in == In::basic || in == In::literal) in = In::value;
+      if (in == In::value) parts = 1;
+      continue;
+    }
+    switch (in) {
+    case In::comment: continue;
+    case In::basic:
+      if (c == '\\')
+        ++i, ++column;
+      else if (c == '"')
+        in = In::value;
+      continue;
+    case In::literal:
+      if (c == '\'') in = In::value;
+      continue;
+    case In::long_basic:
+      if (c == '\\')
+        ++i, ++column;
+      else if (text.substr(i, 3) == "\"\"\"")
+        in = In::value, i += 2, column += 2;
+      continue;
+    case In::long_literal:
+      if (text.substr(i, 3) == "'''") in = In::value, i += 2, column += 2;
+      continue;
+    case In::value: break;
+    }
+    switch (c) {
+    case '#': in = In::comment; break;
+    case '"':
+      if (text.substr(i, 3) == "\"\"\"")
+        in = In::long_basic, i += 2, column += 2;
+      else
+        in = In::basic;
+      break;
+    case '\'':
+      if (text.substr(i, 3) == "'''")
+        in = In::long_literal, i += 2, column += 2;
+      else
+        in = In::literal;
+      break;
+    case '[':
+      // A table header (at a line's start, outside any value) counts its dotted parts;
+      // a value's array, its nesting.
+      if (starts_line && depth == 0)
+        header = true, parts = 1;
+      else if (!header && ++depth > max_toml_depth)
+        return too_deep("arrays and inline tables nested");
+      break;
+    case '{':
+      if (++depth > max_toml_depth) return too_deep("arrays and inline tables nested");
+      parts = 1;
+      break;
+    case ']':
+      if (header)
+        header = false;
+      else if (depth > 0)
+        --depth;
+      break;
+    case '}':
+      if (depth > 0) --depth;
+      break;
+    case ',':
+    case '=': parts = 1; break;
+    case '.':
+      if (++parts > max_toml_depth) return too_deep("a dotted key or table name");
+      break;
+    default: break;
+    }
+  }
+  return Ok{};
+}
+
 Result<toml::table> parse_toml(std::string_view text, const std::string& source) {
+  // TOML++ parses nesting by recursion: a deep enough document overflows the stack.
+  ACTORPIPE_TRY(check_toml_depth(text, source));
   try {
     return toml::parse(text, source);
   } catch (const toml::parse_error& e) {

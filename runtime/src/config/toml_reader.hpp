@@ -9,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include <concepts>
+#include <algorithm>
 #include <functional>
 #include <cstdint>
 #include <limits>
@@ -25,7 +26,16 @@ std::string where(const toml::source_region& region);
 /// An error about `node`, reached as `key_path`.
 Error error_at(const toml::node& node, std::string_view key_path, std::string_view what);
 
-/// Parses TOML text; a syntax error comes back as "SOURCE:LINE:COL: what".
+/// The deepest TOML actorpipe reads: arrays and inline tables nested, or parts of a
+/// dotted key or table name. Far beyond any job, profile, cluster or schedule file.
+inline constexpr std::size_t max_toml_depth = 64;
+
+/// Bad input ("SOURCE:LINE:COL: ...") where `text` nests deeper than max_toml_depth,
+/// found by a scan of its brackets, braces and dots outside strings and comments.
+Status check_toml_depth(std::string_view text, const std::string& source);
+
+/// Parses TOML text, no deeper than max_toml_depth; a syntax error comes back as
+/// "SOURCE:LINE:COL: what".
 Result<toml::table> parse_toml(std::string_view text, const std::string& source);
 
 /// Parses a TOML file; a syntax error comes back as "FILE:LINE:COL: what".
@@ -86,9 +96,12 @@ public:
 
 private:
   Status integer64(std::string_view key, std::int64_t& out, std::int64_t min, std::int64_t max);
+  /// `max` as the signed bound integer64() takes: kept where it fits, the largest signed
+  /// value where it does not (an unsigned 64-bit key's own maximum, not its bound).
   template <class T> static std::int64_t clamp_max(T max) {
     if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(std::int64_t))
-      return std::numeric_limits<std::int64_t>::max();
+      return static_cast<std::int64_t>(
+          std::min<std::uint64_t>(max, static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
     else
       return static_cast<std::int64_t>(max);
   }

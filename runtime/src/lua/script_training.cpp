@@ -59,7 +59,7 @@ Result<bool> option(lua_State* L, int index, const char* function, const char* k
 
 /// A whole-number option, popped; `fallback` when absent.
 Result<std::uint64_t> count_option(lua_State* L, int index, const char* function, const char* key,
-                                   std::uint64_t fallback) {
+                                   std::uint64_t fallback, std::uint64_t least, std::uint64_t most) {
   auto given = option(L, index, function, key, LUA_TNUMBER);
   ACTORPIPE_TRY(given);
   if (!*given) {
@@ -69,8 +69,10 @@ Result<std::uint64_t> count_option(lua_State* L, int index, const char* function
   int is_integer = 0;
   const lua_Integer value = lua_tointegerx(L, -1, &is_integer);
   lua_pop(L, 1);
-  if (!is_integer || value < 0)
-    return Error::bad_input(std::string(function) + ": option '" + key + "' must be a whole number ≥ 0");
+  // Checked before it is narrowed to the width its option has: 2^32 repeats are not 0.
+  if (!is_integer || value < 0 || static_cast<std::uint64_t>(value) < least || static_cast<std::uint64_t>(value) > most)
+    return Error::bad_input(std::string(function) + ": option '" + key + "' must be a whole number from " +
+                            std::to_string(least) + " to " + std::to_string(most));
   return static_cast<std::uint64_t>(value);
 }
 
@@ -162,10 +164,10 @@ Result<int> run_fn(lua_State* L) {
   const int opts = lua_gettop(L);
 
   RunOptions options;
-  auto steps = count_option(L, opts, name, "steps", 0);
+  auto steps = count_option(L, opts, name, "steps", 0, 0, max_steps);
   ACTORPIPE_TRY(steps);
   options.steps = *steps;
-  auto epochs = count_option(L, opts, name, "epochs", 0);
+  auto epochs = count_option(L, opts, name, "epochs", 0, 0, max_epochs);
   ACTORPIPE_TRY(epochs);
   options.epochs = static_cast<std::uint32_t>(*epochs);
   auto pin = option(L, opts, name, "pin", LUA_TBOOLEAN);
@@ -284,16 +286,16 @@ Result<int> profile_fn(lua_State* L) {
   options_ref.push();
   const int opts = lua_gettop(L);
   MeasureOptions options;
-  auto batch_size = count_option(L, opts, name, "batch_size", options.batch_size);
+  auto batch_size = count_option(L, opts, name, "batch_size", options.batch_size, 0, max_measured_batch);
   ACTORPIPE_TRY(batch_size);
   options.batch_size = static_cast<std::uint32_t>(*batch_size);
-  auto warmup = count_option(L, opts, name, "warmup", options.warmup);
+  auto warmup = count_option(L, opts, name, "warmup", options.warmup, 0, max_measure_passes);
   ACTORPIPE_TRY(warmup);
   options.warmup = static_cast<std::uint32_t>(*warmup);
-  auto repeats = count_option(L, opts, name, "repeats", options.repeats);
+  auto repeats = count_option(L, opts, name, "repeats", options.repeats, 1, max_measure_passes);
   ACTORPIPE_TRY(repeats);
   options.repeats = static_cast<std::uint32_t>(*repeats);
-  auto threads = count_option(L, opts, name, "threads", 0);
+  auto threads = count_option(L, opts, name, "threads", 0, 0, max_measure_threads);
   ACTORPIPE_TRY(threads);
   options.threads = static_cast<int>(*threads);
   auto load = option(L, opts, name, "load", LUA_TNUMBER);

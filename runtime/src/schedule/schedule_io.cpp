@@ -47,13 +47,9 @@ std::string format_schedule(const Schedule& schedule) {
 }
 
 Result<Schedule> parse_schedule(std::string_view text, const std::string& source) {
-  toml::table root;
-  try {
-    root = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    return Error::bad_input(config::where(e.source()) + ": " + std::string(e.description()));
-  }
-  config::TableReader reader(root, "");
+  auto root = config::parse_toml(text, source);
+  ACTORPIPE_TRY(root);
+  config::TableReader reader(*root, "");
   Schedule schedule;
   schedule.name = "custom";
   ACTORPIPE_TRY(reader.string("name", schedule.name));

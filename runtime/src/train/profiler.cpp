@@ -148,7 +148,28 @@ std::string gpu_name(c10::DeviceIndex index) {
 
 } // namespace
 
+/// Options a caller of the public API may give out of bounds, refused before anything
+/// is measured.
+static Status check_options(const MeasureOptions& options) {
+  if (options.repeats < 1 || options.repeats > max_measure_passes)
+    return Error::bad_input("profile repeats " + std::to_string(options.repeats) + ": from 1 to " +
+                            std::to_string(max_measure_passes) + " timed passes");
+  if (options.warmup > max_measure_passes)
+    return Error::bad_input("profile warm-up " + std::to_string(options.warmup) + ": at most " +
+                            std::to_string(max_measure_passes) + " passes");
+  if (options.batch_size > max_measured_batch)
+    return Error::bad_input("profile batch size " + std::to_string(options.batch_size) + ": at most " +
+                            std::to_string(max_measured_batch));
+  if (options.threads < 0 || static_cast<std::uint64_t>(options.threads) > max_measure_threads)
+    return Error::bad_input("profile threads " + std::to_string(options.threads) + ": from 0 (one device's share) to " +
+                            std::to_string(max_measure_threads));
+  if (options.load < -1)
+    return Error::bad_input("profile load " + std::to_string(options.load) + ": -1 (fill the cores) or a count");
+  return Ok{};
+}
+
 static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const MeasureOptions& options) {
+  ACTORPIPE_TRY(check_options(options));
   // As the run it predicts will allocate (Session::open).
   if (job.train.retain_memory) retain_freed_memory();
   auto loaded = given_or_loaded(job, options.data);
