@@ -160,9 +160,21 @@ BOOST_AUTO_TEST_CASE(tokens_are_fresh_and_their_file_is_its_owners_alone) {
 
   // The file first, else the variable; neither: how to give one.
   ::chmod(path.c_str(), 0600);
-  BOOST_TEST(*worker_token(path, "from-the-environment") == a);
-  BOOST_TEST(*worker_token(std::nullopt, "from-the-environment") == "from-the-environment");
+  const std::string given = "a-secret-from-the-environment-of-40-chars";
+  BOOST_TEST(*worker_token(path, given.c_str()) == a);
+  BOOST_TEST(*worker_token(std::nullopt, given.c_str()) == given);
   BOOST_TEST(contains(worker_token(std::nullopt, nullptr).error().message, token_variable));
+
+  // A token too short to be a secret (one character was taken), from either place.
+  const auto short_variable = worker_token(std::nullopt, "x");
+  BOOST_REQUIRE(!short_variable.ok());
+  BOOST_TEST(exit_status(short_variable.error().code) == 2);
+  BOOST_TEST(contains(short_variable.error().message,
+                      "ACTORPIPE_TOKEN: a token of 1 characters is too easy to guess; give at least 32"),
+             short_variable.error().message);
+  const std::string short_file = dir.write("short", "0123456789abcdef0123456789abcde\n"); // 31
+  ::chmod(short_file.c_str(), 0600);
+  BOOST_TEST(contains(read_token_file(short_file).error().message, short_file + ": a token of 31 characters"));
 }
 
 BOOST_AUTO_TEST_CASE(tokens_compare_whole) {

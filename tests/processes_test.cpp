@@ -824,7 +824,7 @@ BOOST_AUTO_TEST_CASE(a_worker_with_a_wrong_token_is_refused_and_logged_with_its_
   };
   // A worker process with another token: refused, and the gate logs where it came from.
   test::ScratchDir dir;
-  const std::string wrong = dir.write("token", "a-wrong-token\n");
+  const std::string wrong = dir.write("token", "a-wrong-token-long-enough-to-be-taken\n");
   ::chmod(wrong.c_str(), 0600);
   const auto refused =
       test::run_cli("worker --coordinator 127.0.0.1:" + std::to_string(*port) + " --token-file " + wrong);
@@ -849,7 +849,7 @@ BOOST_AUTO_TEST_CASE(a_worker_with_a_wrong_token_is_refused_and_logged_with_its_
 
 BOOST_AUTO_TEST_CASE(a_worker_that_cannot_reach_its_coordinator_says_where_and_how_long_it_tried) {
   test::ScratchDir dir;
-  const std::string token = dir.write("token", "t\n");
+  const std::string token = dir.write("token", "a-token-long-enough-to-be-taken-0123\n");
   ::chmod(token.c_str(), 0600);
   // Nothing listens on port 1.
   const auto lone = test::run_cli("worker --coordinator 127.0.0.1:1 --token-file " + token + " --connect-timeout 1");
@@ -1041,7 +1041,7 @@ BOOST_AUTO_TEST_CASE(two_servers_joined_by_a_slow_link_train_as_one_process_does
   REQUIRE_OK(loaded);
   const TwoServers servers;
   BOOST_REQUIRE_MESSAGE(servers.made(), "could not make the two namespaces");
-  const std::string token = dir.write("token", "the-job-token\n");
+  const std::string token = dir.write("token", "the-job-token-long-enough-to-be-taken\n");
   ::chmod(token.c_str(), 0600);
   // Server a coordinates and starts one worker; the other runs on server b, and what it
   // exchanges with the others crosses the link (where a worker's tensor connections
@@ -1088,7 +1088,7 @@ BOOST_AUTO_TEST_CASE(bad_launch_and_worker_flags_are_named_with_exit_status_2) {
   const auto tokenless = test::run_cli("launch --nprocs 2 --local-workers 1 --listen 127.0.0.1:29511 " + job + out);
   BOOST_TEST(tokenless.status == 2);
   BOOST_TEST(contains(tokenless.err, "need the job's token"), tokenless.err);
-  const std::string token = dir.write("token", "x\n");
+  const std::string token = dir.write("token", "a-token-long-enough-to-be-taken-0123\n");
   ::chmod(token.c_str(), 0600);
   const auto portless = test::run_cli("launch --nprocs 2 --local-workers 1 --token-file " + token + " " + job + out);
   BOOST_TEST(portless.status == 2);

@@ -11,6 +11,8 @@
 
 #include <filesystem>
 #include <functional>
+#include <sstream>
+#include <fstream>
 #include <numeric>
 #include <set>
 #include <thread>
@@ -33,6 +35,47 @@ std::size_t idle_threads() {
 }
 
 } // namespace
+
+namespace {
+
+/// The local addresses (as /proc/net/tcp{,6} write them, in hex) of the sockets that
+/// listen on `port`.
+std::vector<std::string> listening_on(std::uint16_t port) {
+  std::vector<std::string> addresses;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line); // the header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state;
+      fields >> slot >> local >> remote >> state;
+      const auto colon = local.rfind(':');
+      if (state == "0A" && std::stoul(local.substr(colon + 1), nullptr, 16) == port)
+        addresses.push_back(local.substr(0, colon));
+    }
+  }
+  return addresses;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(the_store_listens_only_where_it_is_told) {
+  // c10d's store listened on every interface ("*:PORT"): anyone who could reach the
+  // machine could read and write a job's keys. It listens where the control plane does.
+  TransportOptions options;
+  options.store = {"127.0.0.1", 0};
+  auto store = TensorTransport::open(options);
+  REQUIRE_OK(store);
+  const std::vector<std::string> addresses = listening_on((*store)->store_port());
+  BOOST_TEST(addresses == std::vector<std::string>{"0100007F"}, boost::test_tools::per_element()); // 127.0.0.1
+  // An address that is not this machine's cannot be listened on: said at once, naming it.
+  options.store = {"not an address", 0};
+  auto nowhere = TensorTransport::open(options);
+  BOOST_REQUIRE(!nowhere.ok());
+  BOOST_TEST(test::contains(nowhere.error().message, "the tensor store at not an address:0: cannot listen: "),
+             nowhere.error().message);
+}
 
 BOOST_AUTO_TEST_CASE(tensors_on_the_cpu_keep_to_gloo_whatever_link_they_are_sent_on) {
   // A link between stages on GPUs (here none: no rank has a GPU it could open it on)

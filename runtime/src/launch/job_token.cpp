@@ -26,6 +26,20 @@ Status write_token_file(const std::string& path, const std::string& token) {
   return write_file_atomically(path, token + "\n", 0600);
 }
 
+namespace {
+
+/// `token` where it is long enough to stand for a secret; else bad input naming `where`
+/// it came from.
+Result<std::string> long_enough(std::string token, const std::string& where) {
+  if (token.size() < min_token_length)
+    return Error::bad_input(where + ": a token of " + std::to_string(token.size()) +
+                            " characters is too easy to guess; " + "give at least " + std::to_string(min_token_length) +
+                            " (a made token is 64 hex digits: 256 random bits)");
+  return token;
+}
+
+} // namespace
+
 Result<std::string> read_token_file(const std::string& path) {
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0)
@@ -39,12 +53,12 @@ Result<std::string> read_token_file(const std::string& path) {
   while (!token.empty() && (token.back() == '\r' || token.back() == ' '))
     token.pop_back();
   if (token.empty()) return Error::bad_input(path + ": the token file's first line is empty");
-  return token;
+  return long_enough(std::move(token), path);
 }
 
 Result<std::string> worker_token(const std::optional<std::string>& file, const char* variable) {
   if (file) return read_token_file(*file);
-  if (variable != nullptr && *variable != '\0') return std::string(variable);
+  if (variable != nullptr && *variable != '\0') return long_enough(variable, token_variable);
   return Error::bad_input(std::string("no token: name the job's token file (--token-file) or set ") + token_variable);
 }
 

@@ -6,6 +6,7 @@
 
 #include <actorpipe/error.hpp>
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,10 @@ namespace actorpipe::launch {
 /// The variable a worker reads its token from when no token file is named.
 inline constexpr const char* token_variable = "ACTORPIPE_TOKEN";
 
+/// The shortest token a worker or coordinator takes: 128 bits as hex digits. Shorter
+/// ones (a word, a character) are refused, naming where they came from.
+inline constexpr std::size_t min_token_length = 32;
+
 /// 256 random bits from the system's source (std::random_device), as 64 hex digits.
 std::string new_token();
 
@@ -22,11 +27,12 @@ std::string new_token();
 Status write_token_file(const std::string& path, const std::string& token);
 
 /// The token in `path` (its first line). Refused, naming the file: one that its group
-/// or others may read or write, an empty one, one that cannot be read.
+/// or others may read or write, an empty or short one, one that cannot be read.
 Result<std::string> read_token_file(const std::string& path);
 
 /// A worker's token: from `file` where one is named, else from `variable`'s value
-/// (getenv(token_variable)); an error says how to give one when there is neither.
+/// (getenv(token_variable)), at least min_token_length characters; an error says how to
+/// give one when there is neither.
 Result<std::string> worker_token(const std::optional<std::string>& file, const char* variable);
 
 /// Whether `given` is `expected`, in time that does not depend on where they differ.

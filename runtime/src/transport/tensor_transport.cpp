@@ -12,6 +12,8 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <cerrno>
+#include <cstring>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -20,7 +22,10 @@
 #include <stdexcept>
 #include <thread>
 
+#include <netdb.h>
 #include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 namespace actorpipe::transport {
 
@@ -135,6 +140,33 @@ c10::intrusive_ptr<c10d::Work> enqueued(const std::function<c10::intrusive_ptr<c
 
 std::string store_text(const TransportOptions& options) { return "the tensor store at " + options.store.text(); }
 
+/// A socket listening on `at` (its host: an address or a name of this machine; port 0:
+/// any free one), for the store to take over: c10d's store on its own listens on every
+/// interface, and the job's store must listen only where its control plane does.
+int listening_socket(const launch::Endpoint& at) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(at.port);
+  if (const int e = ::getaddrinfo(at.host.c_str(), port.c_str(), &hints, &found); e != 0)
+    throw std::runtime_error(std::string("no such address: ") + ::gai_strerror(e));
+  std::string why = "no address to listen on";
+  int fd = -1;
+  for (const addrinfo* a = found; a && fd < 0; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+      why = std::strerror(errno);
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ::freeaddrinfo(found);
+  if (fd < 0) throw std::runtime_error(why);
+  return fd;
+}
+
 /// Where rank `rank` publishes its GPU `gpu`'s UUID, and how many GPUs it sees (after
 /// their UUIDs: a rank that reads the count finds them).
 std::string uuid_key(std::size_t rank, int gpu) {
@@ -166,6 +198,7 @@ Result<std::unique_ptr<TensorTransport>> TensorTransport::open(const TransportOp
     c10d::TCPStoreOptions store;
     store.port = options.store.port;
     store.isServer = options.rank == 0;
+    if (store.isServer) store.masterListenFd = listening_socket(options.store);
     store.numWorkers = options.world;
     store.waitWorkers = false;
     store.timeout = options.timeout;
