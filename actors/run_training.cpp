@@ -27,6 +27,7 @@
 #include "base/input_file.hpp"
 #include "base/text.hpp"
 #include "launch/placement.hpp"
+#include "launch/process_place.hpp"
 #include "sim/emulated_links.hpp"
 #include "sim/stage_figures.hpp"
 #include "train/session.hpp"
@@ -40,6 +41,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <unistd.h>
 
 namespace actorpipe {
 
@@ -111,6 +113,13 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
     auto machines = launch::process_hosts(plan, job.cluster, *placed, 1);
     ACTORPIPE_TRY(machines);
     hosts = std::move(*machines);
+    // Where the run will listen, before it writes: an address that is not this
+    // machine's is bad input, said now.
+    auto listening = launch::listen_on({coordinate->listen.host, 0});
+    if (!listening)
+      return Error::bad_input("--listen " + coordinate->listen.text() +
+                              ": cannot listen: " + listening.error().message);
+    ::close(*listening);
     placement.emplace();
     for (const auto& pipeline : *placed)
       placement->emplace_back(pipeline.begin(), pipeline.end());

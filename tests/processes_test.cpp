@@ -1085,6 +1085,10 @@ BOOST_AUTO_TEST_CASE(bad_launch_and_worker_flags_are_named_with_exit_status_2) {
   const auto local = test::run_cli("launch --nprocs 2 --local-workers 3 " + job + out);
   BOOST_TEST(local.status == 2);
   BOOST_TEST(contains(local.err, "--local-workers 3: more than the run's 2 workers"), local.err);
+  // An address that is none is said at once (it waited 30 s for an interrupted call).
+  const auto unlistenable = test::run_cli("launch --nprocs 2 --listen 'not an address:0' " + job + out);
+  BOOST_TEST(unlistenable.status == 2);
+  BOOST_TEST(contains(unlistenable.err, "--listen not an address:0: cannot listen: no such address"), unlistenable.err);
   const auto tokenless = test::run_cli("launch --nprocs 2 --local-workers 1 --listen 127.0.0.1:29511 " + job + out);
   BOOST_TEST(tokenless.status == 2);
   BOOST_TEST(contains(tokenless.err, "need the job's token"), tokenless.err);

@@ -128,4 +128,28 @@ Result<std::optional<ProcessPlace>> place_from_environment(const std::function<c
   return std::optional<ProcessPlace>();
 }
 
+Result<int> listen_on(const Endpoint& at) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(at.port);
+  if (const int e = ::getaddrinfo(at.host.c_str(), port.c_str(), &hints, &found); e != 0)
+    return Error::bad_input(std::string("no such address: ") + ::gai_strerror(e));
+  std::string why = "no address to listen on";
+  int fd = -1;
+  for (const addrinfo* a = found; a && fd < 0; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+      why = std::strerror(errno);
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ::freeaddrinfo(found);
+  if (fd < 0) return Error::bad_input(why);
+  return fd;
+}
+
 } // namespace actorpipe::launch

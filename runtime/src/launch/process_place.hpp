@@ -33,6 +33,12 @@ Result<Endpoint> parse_endpoint(std::string_view text, std::string_view what, bo
 /// when it cannot be resolved or reached.
 Result<std::string> address_towards(const Endpoint& peer);
 
+/// A socket listening on `at` (an address or a name of this machine; port 0: any free
+/// one), which the caller owns: where a run's listeners bind, checked before the run
+/// writes anything. An error says why it cannot (no such name, not this machine's
+/// address, the port taken), naming neither flag nor listener: the caller does.
+Result<int> listen_on(const Endpoint& at);
+
 struct ProcessPlace {
   std::size_t rank = 0;       ///< 0 is the coordinator, which hosts stages too
   std::size_t world = 1;      ///< processes in all

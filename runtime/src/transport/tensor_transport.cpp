@@ -12,8 +12,6 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include <cerrno>
-#include <cstring>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -22,10 +20,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include <netdb.h>
 #include <sched.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 namespace actorpipe::transport {
 
@@ -140,33 +135,6 @@ c10::intrusive_ptr<c10d::Work> enqueued(const std::function<c10::intrusive_ptr<c
 
 std::string store_text(const TransportOptions& options) { return "the tensor store at " + options.store.text(); }
 
-/// A socket listening on `at` (its host: an address or a name of this machine; port 0:
-/// any free one), for the store to take over: c10d's store on its own listens on every
-/// interface, and the job's store must listen only where its control plane does.
-int listening_socket(const launch::Endpoint& at) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  addrinfo* found = nullptr;
-  const std::string port = std::to_string(at.port);
-  if (const int e = ::getaddrinfo(at.host.c_str(), port.c_str(), &hints, &found); e != 0)
-    throw std::runtime_error(std::string("no such address: ") + ::gai_strerror(e));
-  std::string why = "no address to listen on";
-  int fd = -1;
-  for (const addrinfo* a = found; a && fd < 0; a = a->ai_next) {
-    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
-      why = std::strerror(errno);
-      ::close(fd);
-      fd = -1;
-    }
-  }
-  ::freeaddrinfo(found);
-  if (fd < 0) throw std::runtime_error(why);
-  return fd;
-}
-
 /// Where rank `rank` publishes its GPU `gpu`'s UUID, and how many GPUs it sees (after
 /// their UUIDs: a rank that reads the count finds them).
 std::string uuid_key(std::size_t rank, int gpu) {
@@ -198,14 +166,21 @@ Result<std::unique_ptr<TensorTransport>> TensorTransport::open(const TransportOp
     c10d::TCPStoreOptions store;
     store.port = options.store.port;
     store.isServer = options.rank == 0;
-    if (store.isServer) store.masterListenFd = listening_socket(options.store);
+    // c10d's store on its own listens on every interface; the job's listens only where
+    // its control plane does, on a socket made here for it to take over.
+    if (store.isServer) {
+      auto listening = launch::listen_on(options.store);
+      if (!listening) throw std::runtime_error(listening.error().message);
+      store.masterListenFd = *listening;
+    }
     store.numWorkers = options.world;
     store.waitWorkers = false;
     store.timeout = options.timeout;
     transport->state_->store = c10::make_intrusive<c10d::TCPStore>(options.store.host, store);
   } catch (const std::exception& e) {
-    return Error::run_failed(store_text(options) + ": " + (options.rank == 0 ? "cannot listen: " : "cannot connect: ") +
-                             text::message_of(e));
+    // Where rank 0 cannot listen, the address it was given is at fault (--listen).
+    if (options.rank == 0) return Error::bad_input(store_text(options) + ": cannot listen: " + text::message_of(e));
+    return Error::run_failed(store_text(options) + ": cannot connect: " + text::message_of(e));
   }
   return transport;
 }
