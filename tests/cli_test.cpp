@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -26,6 +27,8 @@ using test::contains;
 namespace {
 
 std::string config(const std::string& name) { return "'" + (test::source_root() / "configs" / name).string() + "'"; }
+/// The default job's file, unquoted: for commands run without a shell.
+std::string default_job() { return (test::source_root() / "configs" / "fashion-mnist.toml").string(); }
 
 std::size_t lines(const std::string& text) {
   return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
@@ -244,6 +247,34 @@ BOOST_AUTO_TEST_CASE(output_file_holds_the_json_plan) {
   std::ifstream in(output);
   const auto written = nlohmann::json::parse(in);
   BOOST_TEST(written == nlohmann::json::parse(result.out));
+}
+
+BOOST_AUTO_TEST_CASE(a_hangup_quit_or_kill_stops_a_run_at_a_checkpoint_as_ctrl_c_does) {
+  // SIGHUP (a closed terminal) and SIGQUIT ended a run at once, without the checkpoint
+  // Ctrl-C stops it at; each is now taken as Ctrl-C, and the exit status says which came.
+  for (const int signal : {SIGHUP, SIGQUIT, SIGTERM, SIGINT})
+    BOOST_TEST_CONTEXT("signal " << signal) {
+      ScratchDir dir;
+      const std::string out = (dir.path() / "run").string();
+      test::RunningCli run({"run", default_job(), "--epochs", "2", "-o", out});
+      BOOST_REQUIRE_MESSAGE(run.wait_for_line("epoch 1 step "), run.err);
+      run.signal(signal);
+      BOOST_TEST(run.wait() == 128 + signal, run.err);
+      BOOST_TEST(contains(run.err, "actorpipe: interrupted; stopped after step "), run.err);
+      BOOST_TEST(std::filesystem::exists(dir.path() / "run" / "checkpoint.pt"));
+    }
+}
+
+BOOST_AUTO_TEST_CASE(ctrl_c_while_tuning_exits_as_the_shell_reports_it) {
+  // Tuning stops between its settings; it exited 1, as for a failure.
+  ScratchDir dir;
+  test::RunningCli run({"run", default_job(), "--set", "plan.tune=\"profile\"", "--set", "plan.tune_candidates=4",
+                        "--set", "plan.tune_steps=30", "--set", "plan.pipelines=\"auto\"", "--set",
+                        "plan.micro_batches=\"auto\"", "--steps", "5", "-o", (dir.path() / "run").string()});
+  BOOST_REQUIRE_MESSAGE(run.wait_for_line("actorpipe: tuning: 1/"), run.err);
+  run.signal(SIGINT);
+  BOOST_TEST(run.wait() == 130, run.err);
+  BOOST_TEST(contains(run.err, "tuning was interrupted"), run.err);
 }
 
 BOOST_AUTO_TEST_CASE(profile_measures_where_the_job_computes_or_where_asked) {

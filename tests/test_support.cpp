@@ -1,11 +1,20 @@
 #include "test_support.hpp"
 
+#include <cerrno>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <stdexcept>
+
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
 
 namespace actorpipe::test {
 
@@ -70,6 +79,69 @@ CommandResult run_cli(const std::string& args) {
   result.out = slurp(out);
   result.err = slurp(err);
   return result;
+}
+
+RunningCli::RunningCli(const std::vector<std::string>& args) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe: " + std::string(std::strerror(errno)));
+  const std::string cli = env("ACTORPIPE_CLI");
+  std::vector<std::string> argv_text{cli};
+  argv_text.insert(argv_text.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : argv_text)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  const int failed = ::posix_spawn(&pid_, cli.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(pipe_fds[1]);
+  err_fd_ = pipe_fds[0];
+  if (failed != 0) throw std::runtime_error("cannot start " + cli + ": " + std::strerror(failed));
+}
+
+RunningCli::~RunningCli() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  if (err_fd_ >= 0) ::close(err_fd_);
+}
+
+bool RunningCli::read_more() {
+  char buffer[4096];
+  const ssize_t n = ::read(err_fd_, buffer, sizeof buffer);
+  if (n <= 0) return false;
+  pending_.append(buffer, static_cast<std::size_t>(n));
+  return true;
+}
+
+bool RunningCli::wait_for_line(const std::string& part) {
+  for (;;) {
+    // Progress on a terminal rewrites its line with '\r'; in a pipe, each ends in '\n'.
+    for (std::size_t end; (end = pending_.find('\n')) != std::string::npos;) {
+      const std::string line = pending_.substr(0, end);
+      pending_.erase(0, end + 1);
+      err += line + "\n";
+      if (line.find(part) != std::string::npos) return true;
+    }
+    if (!read_more()) return false;
+  }
+}
+
+void RunningCli::signal(int signal) const { ::kill(pid_, signal); }
+
+int RunningCli::wait() {
+  while (read_more()) {
+  }
+  err += pending_;
+  pending_.clear();
+  int raw = 0;
+  ::waitpid(pid_, &raw, 0);
+  pid_ = -1;
+  return WIFEXITED(raw) ? WEXITSTATUS(raw) : WIFSIGNALED(raw) ? 128 + WTERMSIG(raw) : -1;
 }
 
 std::string cpu_cluster_toml(std::size_t devices, const std::string& memory) {

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 #include <string_view>
 
 /// Requires `result`, a Result or Status (evaluated once), to hold a value; else the
@@ -56,5 +57,32 @@ struct CommandResult {
 
 /// Runs `actorpipe ARGS` (ARGS is passed to the shell as written) and captures both streams.
 CommandResult run_cli(const std::string& args);
+
+/// `actorpipe` running, its standard error read line by line as it writes it: for tests
+/// that act when a command has reached a point it reports (a signal mid-run), with no
+/// waiting by the clock. Killed, if still running, when it goes.
+class RunningCli {
+public:
+  explicit RunningCli(const std::vector<std::string>& args);
+  ~RunningCli();
+  RunningCli(const RunningCli&) = delete;
+  RunningCli& operator=(const RunningCli&) = delete;
+
+  /// Reads its standard error until a line containing `part`; false when it ended first.
+  /// Every line read is kept in `err`.
+  bool wait_for_line(const std::string& part);
+  /// Sends it `signal`.
+  void signal(int signal) const;
+  /// Waits for it to end: its exit status, or 128 + the signal that ended it (as a shell
+  /// reports it). Reads the rest of its standard error into `err`.
+  int wait();
+  std::string err;
+
+private:
+  int pid_ = -1;
+  int err_fd_ = -1;
+  std::string pending_;
+  bool read_more();
+};
 
 } // namespace actorpipe::test

@@ -18,14 +18,22 @@ extern "C" void on_signal(int signal) {
 
 } // namespace
 
+namespace {
+
+/// What ends a command at its next safe point: Ctrl-C, a polite kill, a closed terminal
+/// (SIGHUP), Ctrl-\ (SIGQUIT; its default would dump core and lose the checkpoint).
+constexpr int stopping[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+} // namespace
+
 InterruptScope::InterruptScope() {
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  for (const int s : stopping)
+    std::signal(s, on_signal);
 }
 
 InterruptScope::~InterruptScope() {
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  for (const int s : stopping)
+    std::signal(s, SIG_DFL);
 }
 
 int InterruptScope::signal() { return caught.load(); }

@@ -1,8 +1,10 @@
 #pragma once
 
-/// Ctrl-C (SIGINT) and SIGTERM while a command works: the first asks it to stop at its
-/// next safe point (a run at a checkpoint, a script at its next instructions); the
-/// handler then steps aside, so a second one ends the process at once.
+/// Ctrl-C (SIGINT), SIGTERM, SIGHUP and SIGQUIT while a command works: the first asks it
+/// to stop at its next safe point (a run at a checkpoint, tuning between its settings, a
+/// script at its next instructions), and the command exits 128 + the signal, as the
+/// shell reports one; the handler then steps aside, so a second one ends the process at
+/// once.
 
 #include <atomic>
 
@@ -10,7 +12,7 @@ namespace actorpipe::cli {
 
 class InterruptScope {
 public:
-  /// Catches both signals until the scope ends.
+  /// Catches them until the scope ends.
   InterruptScope();
   ~InterruptScope();
   InterruptScope(const InterruptScope&) = delete;

@@ -117,7 +117,10 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
       const InterruptScope interrupts;
       return tune_plan(job, *plan, tune);
     }();
-    if (!result) return report(result.error());
+    if (!result) {
+      const int code = report(result.error());
+      return InterruptScope::requested() ? 128 + InterruptScope::signal() : code; // as the shell reports a signal
+    }
     *plan = std::move(result->first);
     tuned = std::move(result->second);
     std::cerr << tune_report_to_text(*tuned);
