@@ -265,6 +265,22 @@ BOOST_AUTO_TEST_CASE(a_hangup_quit_or_kill_stops_a_run_at_a_checkpoint_as_ctrl_c
     }
 }
 
+BOOST_AUTO_TEST_CASE(seconds_that_are_not_a_finite_number_within_bounds_are_refused) {
+  // NaN passed every range check (no comparison with it is true), and 1e300 seconds
+  // overflowed the clock: a script stopped at once, a run had no stall limit.
+  for (const std::string& flags :
+       {std::string("run ") + config("fashion-mnist.toml") + " --stall-timeout nan",
+        std::string("run ") + config("fashion-mnist.toml") + " --stall-timeout 1e300",
+        std::string("launch --nprocs 2 ") + config("fashion-mnist.toml") + " --heartbeat-timeout nan",
+        std::string("script x.lua --timeout nan"), std::string("script x.lua --timeout 1e300"),
+        std::string("script x.lua --timeout inf")})
+    BOOST_TEST_CONTEXT(flags) {
+      const auto r = run_cli(flags);
+      BOOST_TEST(r.status == 2);
+      BOOST_TEST(contains(r.err, "must be seconds from "), r.err);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(ctrl_c_while_tuning_exits_as_the_shell_reports_it) {
   // Tuning stops between its settings; it exited 1, as for a failure.
   ScratchDir dir;

@@ -902,6 +902,15 @@ BOOST_AUTO_TEST_CASE(a_failing_stage_ends_the_run_naming_it) {
       test::run_cli("run " + job + " --steps 5 -o " + (dir.path() / "run9").string() + " --inject-failure 9:5");
   BOOST_TEST(no_stage.status == 2);
   BOOST_TEST(test::contains(no_stage.err, "--inject-failure: the plan has no stage 9"), no_stage.err);
+  // Signs and counts beyond their bounds are named as given, not wrapped.
+  for (const char* given : {"-1:5", "0:99999999999999999999", "0:1099511627777", "0:-3", "0:5x", "+0:5"})
+    BOOST_TEST_CONTEXT(given) {
+      const auto bad =
+          test::run_cli("run " + job + " --steps 5 -o " + (dir.path() / "bad").string() + " --inject-failure " + given);
+      BOOST_TEST(bad.status == 2);
+      BOOST_TEST(test::contains(bad.err, "--inject-failure: expected STAGE:STEP (step from 1 to 2^40), "), bad.err);
+      BOOST_TEST(test::contains(bad.err, std::string("found '") + given + "'"), bad.err);
+    }
 }
 
 BOOST_AUTO_TEST_CASE(a_stage_stuck_at_its_work_ends_the_run_naming_it_and_the_last_completed_step) {

@@ -264,6 +264,19 @@ BOOST_AUTO_TEST_CASE(stragglers_slow_the_run_and_are_parsed_with_clear_errors) {
   BOOST_REQUIRE(!nan_p.ok());
   BOOST_TEST(nan_p.error().message == "stragglers: 'delay:p=nan,ms=1': p 'nan' is not a number");
   BOOST_TEST(!parse_stragglers("slow:device=s0/gpu1,factor=inf", c).ok());
+  // Figures beyond a day or a thousandfold were taken and a run then only waited; a key
+  // given twice was silently the second.
+  for (const auto& [spec, message] : std::vector<std::pair<std::string, std::string>>{
+           {"delay:p=0.5,ms=1e300", "ms must be from 0 to a day (86400000)"},
+           {"slow:device=s0/gpu1,factor=1e300", "factor must be from 1 to 1000"},
+           {"slow:device=s0/gpu1,factor=2,to=1e300", "to must be from 0 to a day"},
+           {"delay:p=0.5,ms=1,ms=2", "ms given twice"},
+           {"slow:device=s0/gpu1,factor=2,factor=3", "factor given twice"}})
+    BOOST_TEST_CONTEXT(spec) {
+      auto parsed = parse_stragglers(spec, c);
+      BOOST_REQUIRE(!parsed.ok());
+      BOOST_TEST(parsed.error().message == "stragglers: '" + spec + "': " + message, parsed.error().message);
+    }
 }
 
 BOOST_AUTO_TEST_CASE(pipelines_stepping_alone_take_parts_of_the_data_as_they_are_free) {

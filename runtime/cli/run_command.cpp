@@ -6,6 +6,7 @@
 #include "interrupt.hpp"
 #include "job_arguments.hpp"
 #include "local_launch.hpp"
+#include "seconds_option.hpp"
 
 #include <actorpipe/planner.hpp>
 #include <actorpipe/report.hpp>
@@ -18,7 +19,9 @@
 
 #include <atomic>
 #include <cstdio>
+#include <charconv>
 #include <iostream>
+#include <limits>
 #include <tuple>
 #include <unistd.h>
 
@@ -49,8 +52,7 @@ std::string duration(double seconds) {
 Result<actors::InjectedFailure> parse_failure(const std::string& text, const Plan& plan, bool processes) {
   using Effect = actors::InjectedFailure::Effect;
   actors::InjectedFailure f;
-  unsigned long stage = 0, step = 0;
-  char rest = 0;
+  std::uint64_t stage = 0, step = 0;
   std::string form = text;
   // Ending or stopping a process is for workers only.
   for (const auto& [suffix, effect, anywhere] :
@@ -61,8 +63,20 @@ Result<actors::InjectedFailure> parse_failure(const std::string& text, const Pla
       f.effect = effect;
       form.resize(form.size() - suffix.size());
     }
-  if (std::sscanf(form.c_str(), "%lu:%lu%c", &stage, &step, &rest) != 2 || step == 0)
-    return Error::bad_input("--inject-failure: expected STAGE:STEP (step ≥ 1), " +
+  // Digits only, each within its bound: sscanf's %lu took "-1" as 2^64 − 1 and let
+  // 20 digits overflow.
+  const auto whole = [](std::string_view digits, std::uint64_t most, std::uint64_t& out) {
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) return false;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+    return error == std::errc() && end == digits.data() + digits.size() && out <= most;
+  };
+  const auto colon = form.find(':');
+  const bool parsed =
+      colon != std::string::npos &&
+      whole(std::string_view(form).substr(0, colon), std::numeric_limits<std::uint32_t>::max(), stage) &&
+      whole(std::string_view(form).substr(colon + 1), max_steps, step);
+  if (!parsed || step == 0)
+    return Error::bad_input("--inject-failure: expected STAGE:STEP (step from 1 to 2^40), " +
                             std::string(processes ? "STAGE:STEP:exit, STAGE:STEP:hang or " : "") +
                             "STAGE:STEP:stall, found '" + text + "'");
   if (stage >= plan.stages.size())
@@ -226,7 +240,7 @@ void add_run_options(CLI::App* command, const std::shared_ptr<RunArguments>& arg
                    "seconds a stage may spend on one piece of its own work (a forward, a backward, an optimizer "
                    "step) before its thread counts as stuck: the run fails, or under launch its worker counts as lost "
                    "(default 600; 0: no limit)")
-      ->check(CLI::Range(0.0, 86400.0));
+      ->check(seconds_from(0, 86400));
   command
       ->add_option("--inject-failure", args->inject_failure,
                    "testing aid: make stage STAGE throw in step STEP (STAGE:STEP); STAGE:STEP:stall blocks the "
@@ -268,7 +282,7 @@ void add_run_command(CLI::App& app, CommonOptions& common, Run& run) {
   launch
       ->add_option("--heartbeat-timeout", launched->launch.heartbeat_timeout,
                    "seconds a worker may leave a heartbeat unanswered before it counts as lost (default 3)")
-      ->check(CLI::Range(0.1, 3600.0));
+      ->check(seconds_from(0.1, 3600));
   launch
       ->add_option("--bind", launched->launch.bind,
                    "cores: each worker started here runs on an even share of this process's cores, its stage "

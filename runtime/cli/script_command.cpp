@@ -1,5 +1,6 @@
 /// `actorpipe script FILE.lua [ARGS…]`: runs a Lua experiment script (docs/lua.md).
 
+#include "seconds_option.hpp"
 #include "commands.hpp"
 #include "interrupt.hpp"
 
@@ -23,8 +24,8 @@ void add_script_command(CLI::App& app, CommonOptions& common, Run& run) {
   command->add_option("ARGS", args->options.args, "passed to the script as ... and actorpipe.args");
   command->add_option("--output", args->options.output_dir,
                       "folder the script's files are written to (default runs/<script name>)");
-  command->add_option("--timeout", args->options.timeout_s, "stop the script after this many seconds")
-      ->check(CLI::PositiveNumber);
+  command->add_option("--timeout", args->options.timeout_s, "stop the script after this many seconds (up to 30 days)")
+      ->check(seconds_from(0.001, 30 * 86400));
   command->add_flag("--allow-io", args->options.allow_io,
                     "give the script the whole Lua library: files, processes, C modules");
   command->add_option("--plugin-path", common.plugin_path, "also search this folder or file for plugins (repeatable)");

@@ -14,6 +14,11 @@ namespace actorpipe {
 
 namespace {
 
+/// The bounds of a straggler's figures: a day's delay or window edge, a thousandfold
+/// slow-down. Beyond them a run or a simulation only waits, or its clock overflows.
+constexpr double most_ms = 86'400'000;
+constexpr double most_factor = 1000;
+
 Result<double> number(const std::string& entry, const std::string& key, const std::string& value) {
   double out = 0;
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
@@ -60,7 +65,9 @@ Result<Stragglers> parse_stragglers(std::string_view spec, const ClusterSpec& cl
       const auto eq = field.find('=');
       if (eq == std::string::npos)
         return Error::bad_input("stragglers: '" + entry + "': expected key=value, found '" + field + "'");
-      fields[std::string(text::trim(field.substr(0, eq)))] = std::string(text::trim(field.substr(eq + 1)));
+      const std::string key(text::trim(field.substr(0, eq)));
+      if (fields.count(key)) return Error::bad_input("stragglers: '" + entry + "': " + key + " given twice");
+      fields[key] = std::string(text::trim(field.substr(eq + 1)));
     }
     auto take = [&](const std::string& key) -> Result<std::string> {
       const auto it = fields.find(key);
@@ -82,7 +89,8 @@ Result<Stragglers> parse_stragglers(std::string_view spec, const ClusterSpec& cl
       ACTORPIPE_TRY(ms);
       auto delay_ms = milliseconds(entry, "ms", *ms);
       ACTORPIPE_TRY(delay_ms);
-      if (*delay_ms < 0) return Error::bad_input("stragglers: '" + entry + "': ms must not be negative");
+      if (!(*delay_ms >= 0 && *delay_ms <= most_ms))
+        return Error::bad_input("stragglers: '" + entry + "': ms must be from 0 to a day (86400000)");
       delay.delay_ms = *delay_ms;
       if (fields.count("device")) {
         auto d = device(entry, *take("device"), cluster);
@@ -101,7 +109,8 @@ Result<Stragglers> parse_stragglers(std::string_view spec, const ClusterSpec& cl
       ACTORPIPE_TRY(factor_text);
       auto factor = number(entry, "factor", *factor_text);
       ACTORPIPE_TRY(factor);
-      if (!(*factor >= 1)) return Error::bad_input("stragglers: '" + entry + "': factor must be at least 1");
+      if (!(*factor >= 1 && *factor <= most_factor))
+        return Error::bad_input("stragglers: '" + entry + "': factor must be from 1 to 1000");
       window.factor = *factor;
       window.from_ms = 0;
       window.to_ms = std::numeric_limits<double>::infinity();
@@ -115,6 +124,9 @@ Result<Stragglers> parse_stragglers(std::string_view spec, const ClusterSpec& cl
         ACTORPIPE_TRY(to);
         window.to_ms = *to;
       }
+      for (const auto& [key, ms] : {std::pair{"from", window.from_ms}, std::pair{"to", window.to_ms}})
+        if (!std::isinf(ms) && !(ms >= 0 && ms <= most_ms))
+          return Error::bad_input("stragglers: '" + entry + "': " + key + " must be from 0 to a day");
       if (!(window.to_ms > window.from_ms))
         return Error::bad_input("stragglers: '" + entry + "': 'to' must be after 'from'");
       out.windows.push_back(window);
