@@ -187,6 +187,14 @@ BOOST_AUTO_TEST_CASE(toml_nested_beyond_what_is_read_is_refused_before_it_is_par
   BOOST_TEST(contains(value.message, "train.lr"), value.message.substr(0, 200));
 }
 
+BOOST_AUTO_TEST_CASE(a_job_name_too_long_for_a_folder_is_refused_when_read) {
+  // 300 characters planned, then failed the run (exit 1) when its folder was made.
+  Job job("[job]\nname = \"" + std::string(300, 'n') + "\"\n[train]\noptimizer = \"sgd\"\n");
+  const Error error = expect_error(load_job(job.path));
+  BOOST_TEST(contains(error.message, "job.name: a name of 300 characters; at most 128"), error.message);
+  REQUIRE_OK(load_job(job.path, {"job.name=" + std::string(128, 'n')}));
+}
+
 BOOST_AUTO_TEST_CASE(a_64_bit_count_keeps_its_documented_bound) {
   // train.steps is unsigned 64-bit: its bound of 2^40 was dropped on the way to the
   // signed reader, and 2^63 − 1 steps trained until killed.

@@ -198,6 +198,13 @@ BOOST_AUTO_TEST_CASE(a_sync_policy_is_a_plugin_checked_when_planning) {
   BOOST_TEST(contains(unknown.error().message, "plan.sync: no sync named 'elastik', did you mean 'elastic'? (found: "
                                                "ad-psgd, allreduce, average, elastic, parameter-server, sdpipe)"),
              unknown.error().message);
+  // Settings for a plugin that is nowhere were silently ignored: named, with the nearest.
+  auto nowhere = make_plan(job("vgg16-4dev.toml", {"plan.options.elastik.alpha=0.5"}), test::plugins());
+  BOOST_REQUIRE(!nowhere.ok());
+  BOOST_TEST(exit_status(nowhere.error().code) == 2);
+  BOOST_TEST(
+      contains(nowhere.error().message, "plan.options.elastik: no plugin is called 'elastik', did you mean 'elastic'?"),
+      nowhere.error().message);
   // Its options are checked now, placed at the key, not at a run's first step.
   auto refused =
       make_plan(job("vgg16-4dev.toml", {"plan.sync=\"elastic\"", "plan.options.elastic.alpha=2"}), test::plugins());

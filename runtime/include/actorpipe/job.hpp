@@ -62,6 +62,9 @@ struct DataOptions {
 inline constexpr std::uint64_t max_steps = std::uint64_t{1} << 40;
 inline constexpr std::uint32_t max_epochs = std::uint32_t{1} << 20;
 
+/// The longest job.name: it names the run's folder, which a file system bounds.
+inline constexpr std::size_t max_job_name = 128;
+
 /// [train]
 struct TrainOptions {
   std::uint32_t batch_size = 64; ///< samples per iteration, all pipelines together

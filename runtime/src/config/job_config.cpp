@@ -79,6 +79,11 @@ Status read_job_section(TableReader& top, JobOptions& job) {
     if (const toml::node* n = r.node("name");
         n && (job.name.empty() || job.name == "." || job.name == ".." || job.name.find('/') != std::string::npos))
       return config::error_at(*n, "job.name", "'" + job.name + "' is not a plain name (it names the run's folder)");
+    // A folder's name has at most 255 bytes; the run's files add theirs inside it.
+    if (const toml::node* n = r.node("name"); n && job.name.size() > max_job_name)
+      return config::error_at(*n, "job.name",
+                              "a name of " + std::to_string(job.name.size()) + " characters; at most " +
+                                  std::to_string(max_job_name) + " (it names the run's folder)");
     if (auto s = r.string("description", job.description); !s) return s;
     if (auto s = r.integer("seed", job.seed); !s) return s;
     return Ok{};

@@ -215,6 +215,15 @@ Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContex
 
 Result<Planning> prepare(const JobSpec& job, const PluginRegistry& plugins) {
   Planning planning{.job = job};
+  // Settings for a plugin that is nowhere would be ignored: a misspelt name, most likely.
+  for (const auto& [name, settings] : job.plan.options) {
+    std::vector<std::string> names;
+    for (const PluginRecord& record : plugins.plugins())
+      names.push_back(record.name);
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      return Error::bad_input(job.where("plan.options." + name) + "no plugin is called '" + name + "'" +
+                              text::did_you_mean(name, names) + " (actorpipe plugins lists them)");
+  }
   auto partitioner = plugins.partitioner(job.plan.partitioner);
   if (!partitioner) return plugin_failed(std::move(partitioner).error(), job.where("plan.partitioner"));
   auto mapper = plugins.mapper(job.plan.mapper);
