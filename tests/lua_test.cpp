@@ -256,6 +256,55 @@ BOOST_AUTO_TEST_CASE(an_actorpipe_error_in_a_script_is_the_clis_message_at_the_s
   BOOST_TEST(contains(error, "stack traceback:"), error);
 }
 
+BOOST_AUTO_TEST_CASE(lua_values_too_deep_cyclic_or_with_metamethods_are_named_not_crashed_on) {
+  // 40 tables deep overran Lua's stack (heap corruption), 100,000 deep or a cycle the C++
+  // stack; metamethods ran where their errors jumped past C++ (an abort). One walk reads
+  // every Lua value that becomes JSON or TOML: depth-bounded, cycle-checked, raw.
+  ScratchDir dir;
+  const std::string nest = "local function nest(n) local t = {} for i = 1, n do t = { t } end return t end\n";
+  for (const int depth : {64, 1000, 100000})
+    BOOST_TEST_CONTEXT("depth " << depth) {
+      const std::string error =
+          script_error(dir, nest + "actorpipe.write_json('deep.json', nest(" + std::to_string(depth) + "))\n");
+      BOOST_TEST(contains(error, "tables nested deeper than 64 cannot be written"), error);
+    }
+  // Within the bound (40 deep corrupted the heap) it is written.
+  for (const int depth : {40, 63}) {
+    const std::string written = "fine" + std::to_string(depth) + ".json";
+    BOOST_TEST(
+        script_error(dir, nest + "actorpipe.write_json('" + written + "', nest(" + std::to_string(depth) + "))\n")
+            .empty());
+    BOOST_TEST(std::filesystem::exists(dir.path() / "out" / written));
+  }
+  for (const auto& [source, message] : std::vector<std::pair<std::string, std::string>>{
+           {"local t = {} t.self = t\nactorpipe.write_json('x.json', t)\n",
+            "value.self: a table that contains itself cannot be written"},
+           {"local row = { a = 1 } row.b = { row }\nactorpipe.write_csv('x.csv', { row })\n",
+            "a table that contains itself cannot be written"},
+           {"actorpipe.write_json('x.json', { name = '\\255\\254' })\n",
+            "value.name: a string that is not UTF-8 cannot be written"}})
+    BOOST_TEST_CONTEXT(source) {
+      const std::string error = script_error(dir, source);
+      BOOST_TEST(contains(error, message), error);
+    }
+  // Metamethods that fail, loop or lie are not run: the table is written as it is.
+  const std::string error = script_error(dir, "local mean = { __len = function() error('boom') end,\n"
+                                              "  __index = function() while true do end end }\n"
+                                              "actorpipe.write_json('raw.json', setmetatable({ 1, 2 }, mean))\n");
+  BOOST_REQUIRE_MESSAGE(error.empty(), error);
+  BOOST_TEST(nlohmann::json::parse(read((dir.path() / "out/raw.json").string())) == nlohmann::json({1, 2}));
+  // A Lua job whose table contains itself (plan.options) ran until killed.
+  const std::string cyclic =
+      dir.write("cyclic.lua", "local settings = {}\nsettings.again = settings\n" +
+                                  vgg_job("    stages = 4,\n    options = { uniform = settings },"));
+  auto job = load_job(cyclic);
+  BOOST_REQUIRE(!job.ok());
+  BOOST_TEST(exit_status(job.error().code) == 2);
+  BOOST_TEST(
+      contains(job.error().message, "plan.options.uniform.again: a table that contains itself cannot be written"),
+      job.error().message);
+}
+
 BOOST_AUTO_TEST_CASE(a_sandboxed_script_is_refused_processes_files_and_binary_chunks) {
   ScratchDir dir;
   BOOST_TEST(contains(script_error(dir, "os.execute('true')\n"),

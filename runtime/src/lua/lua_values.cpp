@@ -15,6 +15,30 @@ namespace actorpipe::lua {
 
 namespace {
 
+/// The tables a walk over a Lua value is inside, the one guard of every walk here: it
+/// bounds the depth (C++'s stack and Lua's), refuses a table that contains itself, and
+/// makes room on Lua's stack for the next level. The walks read tables raw, so that no
+/// metamethod (__index, __len, __pairs) runs where an error in it would jump past C++.
+class Descent {
+public:
+  /// Entering the table at `index`; an error names `where`.
+  Status enter(lua_State* L, int index, const std::string& where) {
+    const void* table = lua_topointer(L, index);
+    if (std::find(path_.begin(), path_.end(), table) != path_.end())
+      return Error::bad_input(where + ": a table that contains itself cannot be written");
+    if (path_.size() >= max_lua_depth)
+      return Error::bad_input(where + ": tables nested deeper than " + std::to_string(max_lua_depth) +
+                              " cannot be written");
+    if (!lua_checkstack(L, 8)) return Error::bad_input(where + ": no room on Lua's stack to read it");
+    path_.push_back(table);
+    return Ok{};
+  }
+  void leave() { path_.pop_back(); }
+
+private:
+  std::vector<const void*> path_;
+};
+
 /// The number of elements when the table at `index` is a sequence 1…n (0 when empty),
 /// or -1 when it has any other key.
 lua_Integer sequence_length(lua_State* L, int index) {
@@ -29,7 +53,35 @@ lua_Integer sequence_length(lua_State* L, int index) {
     }
     ++count;
   }
-  return static_cast<lua_Integer>(luaL_len(L, index)) == count ? count : -1;
+  return static_cast<lua_Integer>(lua_rawlen(L, index)) == count ? count : -1;
+}
+
+/// Pushes `table[key]` without metamethods.
+void raw_field(lua_State* L, int table, const std::string& key) {
+  lua_pushlstring(L, key.data(), key.size());
+  lua_rawget(L, table);
+}
+
+/// Whether `text` is UTF-8, as JSON and TOML text must be.
+bool utf8(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > text.size()) return false;
+    for (std::size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return false;
+    i += n;
+  }
+  return true;
+}
+
+/// The string at `index`, where it is UTF-8; an error names `where`.
+Result<std::string> utf8_string(lua_State* L, int index, const std::string& where) {
+  std::size_t size = 0;
+  const char* data = lua_tolstring(L, index, &size);
+  std::string value(data, size);
+  if (!utf8(value)) return Error::bad_input(where + ": a string that is not UTF-8 cannot be written");
+  return value;
 }
 
 /// The keys of a table that is no sequence, as strings, sorted; an error names a key
@@ -40,9 +92,14 @@ Result<std::vector<std::string>> sorted_keys(lua_State* L, int index, const std:
   lua_pushnil(L);
   while (lua_next(L, index)) {
     lua_pop(L, 1);
-    if (lua_type(L, -1) == LUA_TSTRING)
-      keys.emplace_back(lua_tostring(L, -1));
-    else if (lua_type(L, -1) == LUA_TNUMBER) {
+    if (lua_type(L, -1) == LUA_TSTRING) {
+      auto key = utf8_string(L, -1, where);
+      if (!key) {
+        lua_pop(L, 1);
+        return std::move(key).error();
+      }
+      keys.push_back(std::move(*key));
+    } else if (lua_type(L, -1) == LUA_TNUMBER) {
       lua_pushvalue(L, -1);
       keys.emplace_back(lua_tostring(L, -1));
       lua_pop(L, 1);
@@ -78,53 +135,64 @@ std::string toml_key(const std::string& key) {
 }
 
 /// One value as inline TOML.
-Result<std::string> inline_toml(lua_State* L, int index, const std::string& where) {
+Result<std::string> inline_toml(lua_State* L, int index, const std::string& where, Descent& descent) {
   index = lua_absindex(L, index);
   switch (lua_type(L, index)) {
   case LUA_TBOOLEAN: return std::string(lua_toboolean(L, index) ? "true" : "false");
   case LUA_TNUMBER: return toml_number(L, index);
-  case LUA_TSTRING: return text::toml_quote(lua_tostring(L, index));
+  case LUA_TSTRING: {
+    auto value = utf8_string(L, index, where);
+    ACTORPIPE_TRY(value);
+    return text::toml_quote(*value);
+  }
   case LUA_TTABLE: {
-    const lua_Integer n = sequence_length(L, index);
-    std::string out;
-    if (n >= 0) {
-      for (lua_Integer i = 1; i <= n; ++i) {
-        lua_geti(L, index, i);
-        auto item = inline_toml(L, -1, where + "[" + std::to_string(i) + "]");
+    ACTORPIPE_TRY(descent.enter(L, index, where));
+    auto text = [&]() -> Result<std::string> {
+      const lua_Integer n = sequence_length(L, index);
+      std::string out;
+      if (n >= 0) {
+        for (lua_Integer i = 1; i <= n; ++i) {
+          lua_rawgeti(L, index, i);
+          auto item = inline_toml(L, -1, where + "[" + std::to_string(i) + "]", descent);
+          lua_pop(L, 1);
+          ACTORPIPE_TRY(item);
+          out += (i > 1 ? ", " : "") + *item;
+        }
+        return "[" + out + "]";
+      }
+      auto keys = sorted_keys(L, index, where);
+      ACTORPIPE_TRY(keys);
+      for (const std::string& key : *keys) {
+        raw_field(L, index, key);
+        auto item = inline_toml(L, -1, child(where, key), descent);
         lua_pop(L, 1);
         ACTORPIPE_TRY(item);
-        out += (i > 1 ? ", " : "") + *item;
+        out += (out.empty() ? "" : ", ") + toml_key(key) + " = " + *item;
       }
-      return "[" + out + "]";
-    }
-    auto keys = sorted_keys(L, index, where);
-    ACTORPIPE_TRY(keys);
-    for (const std::string& key : *keys) {
-      lua_getfield(L, index, key.c_str());
-      auto item = inline_toml(L, -1, child(where, key));
-      lua_pop(L, 1);
-      ACTORPIPE_TRY(item);
-      out += (out.empty() ? "" : ", ") + toml_key(key) + " = " + *item;
-    }
-    return "{" + out + "}";
+      return "{" + out + "}";
+    }();
+    descent.leave();
+    return text;
   }
   default: return Error::bad_input(where + ": a " + luaL_typename(L, index) + " cannot be a job's value");
   }
 }
 
 /// Lines "a.b.c = value" for every key path below the table at `index`.
-Status toml_lines(lua_State* L, int index, std::vector<std::string>& path, TomlText& out) {
+Status toml_lines(lua_State* L, int index, std::vector<std::string>& path, TomlText& out, Descent& descent) {
   index = lua_absindex(L, index);
+  ACTORPIPE_TRY(descent.enter(L, index, path.empty() ? "the job" : text::join(path, ".")));
   auto keys = sorted_keys(L, index, text::join(path, "."));
+  if (!keys) descent.leave();
   ACTORPIPE_TRY(keys);
   for (const std::string& key : *keys) {
     path.push_back(key);
-    lua_getfield(L, index, key.c_str());
+    raw_field(L, index, key);
     Status status = Ok{};
     if (lua_type(L, -1) == LUA_TTABLE && sequence_length(L, -1) < 0) {
-      status = toml_lines(L, -1, path, out);
+      status = toml_lines(L, -1, path, out, descent);
     } else {
-      auto value = inline_toml(L, -1, text::join(path, "."));
+      auto value = inline_toml(L, -1, text::join(path, "."), descent);
       if (value) {
         std::string line;
         for (const std::string& part : path)
@@ -137,14 +205,64 @@ Status toml_lines(lua_State* L, int index, std::vector<std::string>& path, TomlT
     }
     lua_pop(L, 1);
     path.pop_back();
+    if (!status) descent.leave();
     ACTORPIPE_TRY(status);
   }
+  descent.leave();
   return Ok{};
+}
+
+Result<nlohmann::json> json_of(lua_State* L, int index, const std::string& where, Descent& descent) {
+  index = lua_absindex(L, index);
+  switch (lua_type(L, index)) {
+  case LUA_TNIL: return nlohmann::json(nullptr);
+  case LUA_TBOOLEAN: return nlohmann::json(static_cast<bool>(lua_toboolean(L, index)));
+  case LUA_TNUMBER:
+    if (lua_isinteger(L, index)) return nlohmann::json(static_cast<std::int64_t>(lua_tointeger(L, index)));
+    return nlohmann::json(lua_tonumber(L, index));
+  case LUA_TSTRING: {
+    auto value = utf8_string(L, index, where);
+    ACTORPIPE_TRY(value);
+    return nlohmann::json(std::move(*value));
+  }
+  case LUA_TTABLE: {
+    ACTORPIPE_TRY(descent.enter(L, index, where));
+    auto value = [&]() -> Result<nlohmann::json> {
+      const lua_Integer n = sequence_length(L, index);
+      if (n >= 0) {
+        nlohmann::json out = nlohmann::json::array();
+        for (lua_Integer i = 1; i <= n; ++i) {
+          lua_rawgeti(L, index, i);
+          auto item = json_of(L, -1, where + "[" + std::to_string(i) + "]", descent);
+          lua_pop(L, 1);
+          ACTORPIPE_TRY(item);
+          out.push_back(std::move(*item));
+        }
+        return out;
+      }
+      auto keys = sorted_keys(L, index, where);
+      ACTORPIPE_TRY(keys);
+      nlohmann::json out = nlohmann::json::object();
+      for (const std::string& key : *keys) {
+        raw_field(L, index, key);
+        auto item = json_of(L, -1, child(where, key), descent);
+        lua_pop(L, 1);
+        ACTORPIPE_TRY(item);
+        out[key] = std::move(*item);
+      }
+      return out;
+    }();
+    descent.leave();
+    return value;
+  }
+  default: return Error::bad_input(where + ": a " + luaL_typename(L, index) + " cannot be written as JSON");
+  }
 }
 
 } // namespace
 
 void push_json(lua_State* L, const nlohmann::json& value) {
+  luaL_checkstack(L, 4, "a JSON document nested too deep for Lua's stack");
   switch (value.type()) {
   case nlohmann::json::value_t::object:
     lua_createtable(L, 0, static_cast<int>(value.size()));
@@ -175,41 +293,8 @@ void push_json(lua_State* L, const nlohmann::json& value) {
 }
 
 Result<nlohmann::json> to_json(lua_State* L, int index, const std::string& where) {
-  index = lua_absindex(L, index);
-  switch (lua_type(L, index)) {
-  case LUA_TNIL: return nlohmann::json(nullptr);
-  case LUA_TBOOLEAN: return nlohmann::json(static_cast<bool>(lua_toboolean(L, index)));
-  case LUA_TNUMBER:
-    if (lua_isinteger(L, index)) return nlohmann::json(static_cast<std::int64_t>(lua_tointeger(L, index)));
-    return nlohmann::json(lua_tonumber(L, index));
-  case LUA_TSTRING: return nlohmann::json(std::string(lua_tostring(L, index)));
-  case LUA_TTABLE: {
-    const lua_Integer n = sequence_length(L, index);
-    if (n >= 0) {
-      nlohmann::json out = nlohmann::json::array();
-      for (lua_Integer i = 1; i <= n; ++i) {
-        lua_geti(L, index, i);
-        auto item = to_json(L, -1, where + "[" + std::to_string(i) + "]");
-        lua_pop(L, 1);
-        ACTORPIPE_TRY(item);
-        out.push_back(std::move(*item));
-      }
-      return out;
-    }
-    auto keys = sorted_keys(L, index, where);
-    ACTORPIPE_TRY(keys);
-    nlohmann::json out = nlohmann::json::object();
-    for (const std::string& key : *keys) {
-      lua_getfield(L, index, key.c_str());
-      auto item = to_json(L, -1, child(where, key));
-      lua_pop(L, 1);
-      ACTORPIPE_TRY(item);
-      out[key] = std::move(*item);
-    }
-    return out;
-  }
-  default: return Error::bad_input(where + ": a " + luaL_typename(L, index) + " cannot be written as JSON");
-  }
+  Descent descent;
+  return json_of(L, index, where, descent);
 }
 
 Result<TomlText> to_toml(lua_State* L, int index) {
@@ -217,7 +302,8 @@ Result<TomlText> to_toml(lua_State* L, int index) {
     return Error::bad_input(std::string("expected a table and found a ") + luaL_typename(L, index));
   TomlText out;
   std::vector<std::string> path;
-  ACTORPIPE_TRY(toml_lines(L, index, path, out));
+  Descent descent;
+  ACTORPIPE_TRY(toml_lines(L, index, path, out, descent));
   return out;
 }
 

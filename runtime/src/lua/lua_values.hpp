@@ -8,6 +8,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -15,13 +16,19 @@ struct lua_State;
 
 namespace actorpipe::lua {
 
+/// The deepest Lua value written as JSON or TOML (tables within tables): as deep as TOML
+/// is read (config::max_toml_depth). Deeper, or a table inside itself, is an error.
+inline constexpr std::size_t max_lua_depth = 64;
+
 /// Pushes `value`: objects become tables with string keys, arrays sequences from 1,
 /// null nil.
 void push_json(lua_State* L, const nlohmann::json& value);
 
 /// The value at `index` as JSON: a table whose keys are 1…n is an array (an empty table
 /// too), any other an object with its keys as strings. `where` names the value in
-/// errors ("rows[3].loss"). Functions and other userdata are errors.
+/// errors ("rows[3].loss"). Functions and other userdata, strings that are not UTF-8,
+/// tables deeper than max_lua_depth or inside themselves are errors. Tables are read
+/// raw: no metamethod runs.
 Result<nlohmann::json> to_json(lua_State* L, int index, const std::string& where);
 
 /// A table as TOML text, one line per key path ("plan.stages = 4"; arrays and their
