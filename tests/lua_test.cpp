@@ -334,6 +334,25 @@ BOOST_AUTO_TEST_CASE(a_sandboxed_script_is_refused_processes_files_and_binary_ch
           dir, "assert(os.execute('true'))\nassert(io.open('" + (dir.path() / "y").string() + "', 'w')):close()\n", io)
           .empty());
   BOOST_TEST(std::filesystem::exists(dir.path() / "y"));
+
+  // A job the script spells may name native code (plan.plugin_path), which runs as it
+  // loads: sandboxed, only the command line's and the environment's folders are searched.
+  const std::string plugin = std::string(std::getenv("ACTORPIPE_BROKEN_PLUGINS")) + "/throwing.so";
+  const std::string planned = "local job = (function()\n" +
+                              vgg_job("    stages = 4,\n    plugin_path = { '" + plugin + "' },") +
+                              "end)()\nactorpipe.plan(job)\n";
+  const std::string refused = script_error(dir, planned);
+  BOOST_TEST(contains(refused, "plan.plugin_path: a sandboxed script loads plugins only from the folders its command "
+                               "line (--plugin-path) and environment (ACTORPIPE_PLUGIN_PATH) name"),
+             refused);
+  const std::string empty_folder = (dir.path() / "no-plugins").string();
+  std::filesystem::create_directories(empty_folder);
+  BOOST_TEST(script_error(dir,
+                          "local job = (function()\n" +
+                              vgg_job("    stages = 4,\n    plugin_path = { '" + empty_folder + "' },") +
+                              "end)()\nactorpipe.plan(job)\n",
+                          io)
+                 .empty());
 }
 
 BOOST_AUTO_TEST_CASE(a_runaway_script_stops_at_its_timeout_or_when_cancelled) {

@@ -122,6 +122,12 @@ Result<JobSpec> job_argument(lua_State* L) {
 }
 
 Result<PluginRegistry> plugins_for(lua_State* L, const JobSpec* job, std::vector<std::string>* searched) {
+  // A native plugin runs its code when loaded: a sandboxed script, which may spell any
+  // job, loads only those its command line and environment put on the search path.
+  if (job && !job->plan.plugin_path.empty() && !context(L).options.allow_io)
+    return Error::bad_input(job->where("plan.plugin_path") +
+                            "a sandboxed script loads plugins only from the folders its command line (--plugin-path) "
+                            "and environment (ACTORPIPE_PLUGIN_PATH) name; run it with --allow-io to load the job's");
   std::vector<std::string> folders = PluginRegistry::default_folders();
   if (job) folders.insert(folders.end(), job->plan.plugin_path.begin(), job->plan.plugin_path.end());
   const auto& extra = context(L).options.plugin_path;
