@@ -11,6 +11,8 @@
 
 #include "test_support.hpp"
 
+#include <unistd.h>
+
 using namespace actorpipe;
 using test::contains;
 
@@ -113,6 +115,45 @@ BOOST_AUTO_TEST_CASE(the_search_path_loads_what_it_names_and_nothing_a_stranger_
   // With the sticky bit (as /tmp has), only the owner may replace it.
   fs::permissions(shared, fs::perms::sticky_bit, fs::perm_options::add);
   REQUIRE_OK(PluginRegistry::discover({shared.string()}));
+
+  // Every folder up to the root counts: a safe folder inside one where any user may
+  // rename it is no safer than that one.
+  const fs::path outer = dir.path() / "outer", inner = outer / "inner";
+  fs::create_directories(inner);
+  fs::copy_file(broken("failing"), inner / "failing.so");
+  fs::permissions(outer, fs::perms::all, fs::perm_options::replace);
+  fs::permissions(inner,
+                  fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                      fs::perms::others_exec,
+                  fs::perm_options::replace);
+  auto nested = PluginRegistry::discover({inner.string()});
+  BOOST_REQUIRE(!nested.ok());
+  BOOST_TEST(contains(nested.error().message, "from under " + outer.string() + ", where any user may replace it"),
+             nested.error().message);
+  // A link in a safe folder is followed to where it leads, and that is checked.
+  const fs::path safe = dir.path() / "safe";
+  fs::create_directories(safe);
+  fs::create_symlink(inner / "failing.so", safe / "failing.so");
+  auto linked = PluginRegistry::discover({safe.string()});
+  BOOST_REQUIRE(!linked.ok());
+  BOOST_TEST(contains(linked.error().message, (safe / "failing.so").string() + " (" + (inner / "failing.so").string() +
+                                                  "): refusing to load a plugin from under " + outer.string()),
+             linked.error().message);
+  fs::permissions(outer, fs::perms::others_write | fs::perms::group_write, fs::perm_options::remove);
+  // A module its group may write is refused too.
+  fs::permissions(inner / "failing.so", fs::perms::group_write, fs::perm_options::add);
+  auto group = PluginRegistry::discover({inner.string()});
+  BOOST_REQUIRE(!group.ok());
+  BOOST_TEST(contains(group.error().message, "that its group may write (chmod g-w)"), group.error().message);
+  fs::permissions(inner / "failing.so", fs::perms::group_write, fs::perm_options::remove);
+  // And one another user owns (only root can make one here).
+  if (::geteuid() == 0) {
+    BOOST_REQUIRE(::chown((inner / "failing.so").c_str(), 65534, 65534) == 0);
+    auto theirs = PluginRegistry::discover({inner.string()});
+    BOOST_REQUIRE(!theirs.ok());
+    BOOST_TEST(contains(theirs.error().message, "refusing to load a plugin owned by another user (uid 65534)"),
+               theirs.error().message);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_missing_plugin_folder_is_named) {

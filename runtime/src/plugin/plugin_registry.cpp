@@ -10,11 +10,15 @@
 #include "plugin/install_dirs.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace actorpipe {
 
@@ -114,19 +118,40 @@ std::vector<std::string> modules_in(const fs::path& entry) {
   return files;
 }
 
-/// A module that any user may replace runs their code in ours: refused, as is one in a
-/// folder where any user may swap files (a world-writable folder without the sticky bit).
-Status check_owner_only(const std::string& file) {
+/// A module another user could replace runs their code in ours: refused, as `sudo` and
+/// `ld.so` refuse an insecure path. Checked on the path with its links resolved (a link
+/// in a safe folder may lead anywhere): the module must be a regular file that neither
+/// its group nor any user may write, owned by this process's user or root; and every
+/// folder from its own up to the root must be owned by that user or root, and writable by
+/// any user only with the sticky bit (as /tmp), under which no one renames another's
+/// entries.
+Status check_secure(const std::string& file) {
   std::error_code ec;
-  const fs::perms module = fs::status(file, ec).permissions();
-  if (!ec && (module & fs::perms::others_write) != fs::perms::none)
-    return Error::bad_input(file + ": refusing to load a plugin that any user may write (chmod o-w)");
-  const fs::path folder = fs::path(file).parent_path();
-  const fs::perms parent = fs::status(folder, ec).permissions();
-  if (!ec && (parent & fs::perms::others_write) != fs::perms::none &&
-      (parent & fs::perms::sticky_bit) == fs::perms::none)
-    return Error::bad_input(file + ": refusing to load a plugin from " + folder.string() +
-                            ", where any user may replace it (chmod o-w or +t)");
+  const fs::path resolved = fs::canonical(file, ec);
+  if (ec) return Error::bad_input(file + ": cannot resolve the plugin's path: " + ec.message());
+  const std::string via = resolved.string() == file ? file : file + " (" + resolved.string() + ")";
+  const uid_t me = ::geteuid();
+  struct stat info {};
+  if (::stat(resolved.c_str(), &info) != 0 || !S_ISREG(info.st_mode))
+    return Error::bad_input(via + ": refusing to load a plugin that is not a regular file");
+  if ((info.st_mode & S_IWOTH) != 0)
+    return Error::bad_input(via + ": refusing to load a plugin that any user may write (chmod o-w)");
+  if ((info.st_mode & S_IWGRP) != 0)
+    return Error::bad_input(via + ": refusing to load a plugin that its group may write (chmod g-w)");
+  if (info.st_uid != me && info.st_uid != 0)
+    return Error::bad_input(via + ": refusing to load a plugin owned by another user (uid " +
+                            std::to_string(info.st_uid) + ")");
+  for (fs::path folder = resolved.parent_path();; folder = folder.parent_path()) {
+    if (::stat(folder.c_str(), &info) != 0)
+      return Error::bad_input(via + ": cannot check the folder " + folder.string() + ": " + std::strerror(errno));
+    if ((info.st_mode & S_IWOTH) != 0 && (info.st_mode & S_ISVTX) == 0)
+      return Error::bad_input(via + ": refusing to load a plugin from under " + folder.string() +
+                              ", where any user may replace it (chmod o-w or +t)");
+    if (info.st_uid != me && info.st_uid != 0)
+      return Error::bad_input(via + ": refusing to load a plugin from under " + folder.string() +
+                              ", which another user owns (uid " + std::to_string(info.st_uid) + ")");
+    if (folder == folder.root_path() || folder.parent_path() == folder) break;
+  }
   return Ok{};
 }
 
@@ -204,7 +229,7 @@ Result<PluginRegistry> PluginRegistry::discover(const std::vector<std::string>& 
       const std::string canonical = fs::weakly_canonical(file, ec).string();
       if (std::find(seen_files.begin(), seen_files.end(), canonical) != seen_files.end()) continue;
       seen_files.push_back(canonical);
-      ACTORPIPE_TRY(check_owner_only(file));
+      ACTORPIPE_TRY(check_secure(file));
       if (file.ends_with(".lua")) {
         auto registered = lua::load_plugin_file(file);
         ACTORPIPE_TRY(registered);
