@@ -10,6 +10,7 @@
 #include <actorpipe/report.hpp>
 #include <actorpipe/script.hpp>
 
+#include "lua/lua_plugins.hpp"
 #include "lua/source_keys.hpp"
 #include "plot/trace_timeline.hpp"
 #include "train/training_entry.hpp"
@@ -303,6 +304,39 @@ BOOST_AUTO_TEST_CASE(lua_values_too_deep_cyclic_or_with_metamethods_are_named_no
   BOOST_TEST(
       contains(job.error().message, "plan.options.uniform.again: a table that contains itself cannot be written"),
       job.error().message);
+}
+
+BOOST_AUTO_TEST_CASE(a_lua_plugin_that_runs_away_is_stopped_at_its_time_limit) {
+  // A plugin file that looped as it loaded hung every command that discovers plugins; a
+  // plugin function that looped hung `plan`. Loading and each call have the limit
+  // (10 s; shorter here), which a pcall around the loop does not escape.
+  ScratchDir dir;
+  const std::string at_load = dir.write("at_load.lua", "while true do end\n");
+  auto loading = lua::load_plugin_file(at_load, 0.2);
+  BOOST_REQUIRE(!loading.ok());
+  BOOST_TEST(exit_status(loading.error().code) == 2);
+  BOOST_TEST(contains(loading.error().message,
+                      at_load + ": the plugin file failed: " + at_load + ":1: stopped after its time limit of 0.2 s"),
+             loading.error().message);
+  const std::string when_called =
+      dir.write("when_called.lua", "actorpipe.register_partitioner('spin', function(ctx)\n"
+                                   "  while true do pcall(function() while true do end end) end\nend)\n");
+  auto loaded = lua::load_plugin_file(when_called, 0.2);
+  REQUIRE_OK(loaded);
+  BOOST_REQUIRE_EQUAL(loaded->size(), 1u);
+  auto plugin = loaded->front().create();
+  REQUIRE_OK(plugin);
+  auto partitioner = std::dynamic_pointer_cast<Partitioner>(*plugin);
+  BOOST_REQUIRE(partitioner);
+  auto job = load_job(configs() + "/vgg16-4dev.toml");
+  REQUIRE_OK(job);
+  PlanContext context{.profile = job->profile, .cluster = job->cluster};
+  // Twice: the second call has a time of its own, not what the first left.
+  for (int call = 0; call < 2; ++call) {
+    auto cuts = partitioner->partition(context);
+    BOOST_REQUIRE(!cuts.ok());
+    BOOST_TEST(contains(cuts.error().message, "stopped after its time limit of 0.2 s"), cuts.error().message);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_sandboxed_script_is_refused_processes_files_and_binary_chunks) {

@@ -178,8 +178,10 @@ void add_register_functions(lua_State* L, int module, Registrations* sink) {
   }
 }
 
-Result<std::vector<LuaPlugin>> load_plugin_file(const std::string& path) {
-  auto host = std::make_shared<PluginHost>(std::make_unique<LuaState>());
+Result<std::vector<LuaPlugin>> load_plugin_file(const std::string& path, double time_limit_s) {
+  StateOptions options;
+  options.call_timeout_s = time_limit_s;
+  auto host = std::make_shared<PluginHost>(std::make_unique<LuaState>(options));
   lua_State* L = host->state();
   Registrations sink{host, {}};
   lua_newtable(L);

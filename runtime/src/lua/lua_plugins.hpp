@@ -58,8 +58,13 @@ struct Registrations {
 /// the table at `module`; they append to `sink`, which outlives the state's use.
 void add_register_functions(lua_State* L, int module, Registrations* sink);
 
+/// How long a plugin file's code may run at a time: loading it, and each call of the
+/// functions it registered (a plan waits for them). As a Lua job's limit.
+inline constexpr double plugin_time_limit_s = 10;
+
 /// Runs the plugin file `path` in a state of its own (sandboxed) and returns what it
-/// registered; a file that registers nothing is an error.
-Result<std::vector<LuaPlugin>> load_plugin_file(const std::string& path);
+/// registered; a file that registers nothing is an error. Its loading and each later call
+/// of its functions stop with an error after `time_limit_s`.
+Result<std::vector<LuaPlugin>> load_plugin_file(const std::string& path, double time_limit_s = plugin_time_limit_s);
 
 } // namespace actorpipe::lua

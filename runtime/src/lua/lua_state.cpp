@@ -98,32 +98,39 @@ LuaState::LuaState(const StateOptions& options) : L_(luaL_newstate()), options_(
     luaL_openlibs(L_);
   else
     open_sandboxed(L_);
-  if (options_.timeout_s > 0)
+  if (options_.timeout_s > 0) {
     deadline_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                                        std::chrono::duration<double>(options_.timeout_s));
-  if (deadline_ || options_.cancel)
-    lua_sethook(
-        L_,
-        [](lua_State* L, lua_Debug*) {
-          const LuaState& state = owner(L);
-          const StateOptions& o = state.options_;
-          if (!state.stop_due()) return;
-          const bool cancelled = o.cancel && o.cancel->load();
-          // From now on every instruction stops it: a pcall around the loop cannot
-          // swallow the stop, the code around that pcall is stopped too.
-          lua_sethook(L, lua_gethook(L), LUA_MASKCOUNT, 1);
-          luaL_where(L, 0); // the running function's FILE:LINE
-          if (cancelled) {
-            lua_pushstring(L, "interrupted");
-          } else {
-            char limit[32]; // no std::string: the error unwinds past destructors
-            std::snprintf(limit, sizeof limit, "%g", o.timeout_s);
-            lua_pushfstring(L, "stopped after its --timeout of %s s", limit);
-          }
-          lua_concat(L, 2);
-          lua_error(L);
-        },
-        LUA_MASKCOUNT, hook_every);
+    limit_s_ = options_.timeout_s;
+  }
+  if (deadline_ || options_.cancel || options_.call_timeout_s > 0) watch();
+}
+
+void LuaState::watch() {
+  lua_sethook(
+      L_,
+      [](lua_State* L, lua_Debug*) {
+        const LuaState& state = owner(L);
+        const StateOptions& o = state.options_;
+        if (!state.stop_due()) return;
+        const bool cancelled = o.cancel && o.cancel->load();
+        // From now on every instruction stops it: a pcall around the loop cannot
+        // swallow the stop, the code around that pcall is stopped too.
+        lua_sethook(L, lua_gethook(L), LUA_MASKCOUNT, 1);
+        luaL_where(L, 0); // the running function's FILE:LINE
+        if (cancelled) {
+          lua_pushstring(L, "interrupted");
+        } else {
+          char limit[32]; // no std::string: the error unwinds past destructors
+          std::snprintf(limit, sizeof limit, "%g", state.limit_s_);
+          lua_pushfstring(
+              L, o.call_timeout_s > 0 ? "stopped after its time limit of %s s" : "stopped after its --timeout of %s s",
+              limit);
+        }
+        lua_concat(L, 2);
+        lua_error(L);
+      },
+      LUA_MASKCOUNT, hook_every);
 }
 
 LuaState::~LuaState() { lua_close(L_); }
@@ -140,6 +147,13 @@ LuaState& owner(lua_State* L) {
 }
 
 Status LuaState::call(int nargs, int nresults) {
+  if (options_.call_timeout_s > 0) {
+    // Each call has its time; the hook, set to every instruction by a stop, is reset.
+    deadline_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                       std::chrono::duration<double>(options_.call_timeout_s));
+    limit_s_ = options_.call_timeout_s;
+    watch();
+  }
   const int base = lua_gettop(L_) - nargs;
   lua_pushcfunction(L_, traceback);
   lua_insert(L_, base);

@@ -24,6 +24,10 @@ struct StateOptions {
   /// Stopped with an error once this many seconds have passed since the state was
   /// made; 0: no limit.
   double timeout_s = 0;
+  /// Each run_file() and call() stopped with an error once this many seconds have passed
+  /// since it began (a plugin's functions are called long after its state was made);
+  /// 0: no limit.
+  double call_timeout_s = 0;
   /// Stopped with an error once this is set (Ctrl-C).
   const std::atomic<bool>* cancel = nullptr;
 };
@@ -51,9 +55,13 @@ public:
   bool stop_due() const;
 
 private:
+  /// (Re)installs the hook that stops the code once stop_due().
+  void watch();
+
   lua_State* L_;
   StateOptions options_;
   std::optional<std::chrono::steady_clock::time_point> deadline_;
+  double limit_s_ = 0; ///< what the deadline stands for, for its message
 };
 
 /// The LuaState that owns `L` (each state keeps a pointer to its owner).
