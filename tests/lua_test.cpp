@@ -306,6 +306,23 @@ BOOST_AUTO_TEST_CASE(lua_values_too_deep_cyclic_or_with_metamethods_are_named_no
       job.error().message);
 }
 
+BOOST_AUTO_TEST_CASE(an_error_that_is_no_string_is_named_by_what_it_is) {
+  // A table raised as an error printed "table: 0x…", or ran its __tostring, which may
+  // fail in turn; nothing else said what happened.
+  ScratchDir dir;
+  for (const auto& [source, message] : std::vector<std::pair<std::string, std::string>>{
+           {"error({ code = 7 })\n", "an error with a table value and no message"},
+           {"error({ message = 'the cluster is gone' })\n", "the cluster is gone"},
+           {"error(setmetatable({}, { __tostring = function() error('again') end }))\n",
+            "an error with a table value and no message"},
+           {"error(true)\n", "an error with a boolean value and no message"}})
+    BOOST_TEST_CONTEXT(source) {
+      const std::string error = script_error(dir, source);
+      BOOST_TEST(contains(error, message), error);
+      BOOST_TEST(!contains(error, "table: 0x"), error);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(a_lua_plugin_that_runs_away_is_stopped_at_its_time_limit) {
   // A plugin file that looped as it loaded hung every command that discovers plugins; a
   // plugin function that looped hung `plan`. Loading and each call have the limit

@@ -20,8 +20,15 @@ constexpr int hook_every = 10000;
 
 /// The message handler of every protected call: the error with Lua's traceback.
 int traceback(lua_State* L) {
+  // A string or number is the message; a table's raw `message` field, where it has one.
+  // No __tostring runs: one that errors or loops would be an error in the handler.
   const char* message = lua_tostring(L, 1);
-  if (!message) message = luaL_tolstring(L, 1, nullptr);
+  if (!message && lua_type(L, 1) == LUA_TTABLE) {
+    lua_pushliteral(L, "message");
+    lua_rawget(L, 1);
+    message = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : nullptr;
+  }
+  if (!message) message = lua_pushfstring(L, "an error with a %s value and no message", luaL_typename(L, 1));
   luaL_traceback(L, L, message, 1);
   return 1;
 }
