@@ -63,6 +63,24 @@ BOOST_AUTO_TEST_CASE(a_library_that_is_not_a_plugin_is_refused) {
   BOOST_TEST(contains(e.message, "not an actorpipe plugin"), e.message);
 }
 
+BOOST_AUTO_TEST_CASE(a_plugin_whose_factory_makes_another_kind_is_refused_when_made) {
+  // Its info says partitioner, its factory makes a mapper: called as a partitioner, the
+  // mapper's table ran (type confusion).
+  auto registry = PluginRegistry::discover({broken("wrong_kind")});
+  REQUIRE_OK(registry);
+  auto partitioner = registry->partitioner("wrong-kind");
+  BOOST_REQUIRE(!partitioner.ok());
+  BOOST_TEST(contains(partitioner.error().message,
+                      "wrong_kind.so: plugin 'wrong-kind' says it is a partitioner but its factory made another "
+                      "kind of object"),
+             partitioner.error().message);
+}
+
+BOOST_AUTO_TEST_CASE(a_plugin_path_that_is_no_folder_or_file_is_named) {
+  const Error e = discover_error("/dev/null");
+  BOOST_TEST(contains(e.message, "/dev/null: neither a plugin folder nor a plugin file"), e.message);
+}
+
 BOOST_AUTO_TEST_CASE(a_plugin_without_factory_is_refused) {
   const Error e = discover_error(broken("no_factory"));
   BOOST_TEST(contains(e.message, "plugin 'no-factory' has no factory"), e.message);

@@ -225,6 +225,9 @@ Result<PluginRegistry> PluginRegistry::discover(const std::vector<std::string>& 
   for (const std::string& folder : folders) {
     std::error_code ec;
     if (!fs::exists(folder, ec)) return Error::bad_input(folder + ": plugin folder not found");
+    // A device or a pipe would yield no plugin and no word: named instead.
+    if (!fs::is_directory(folder, ec) && !fs::is_regular_file(folder, ec))
+      return Error::bad_input(folder + ": neither a plugin folder nor a plugin file");
     for (const std::string& file : modules_in(folder)) {
       const std::string canonical = fs::weakly_canonical(file, ec).string();
       if (std::find(seen_files.begin(), seen_files.end(), canonical) != seen_files.end()) continue;
@@ -273,26 +276,31 @@ Result<std::shared_ptr<Plugin>> PluginRegistry::create(PluginKind kind, const st
 
 namespace {
 
-template <class Interface> Result<std::shared_ptr<Interface>> as(Result<std::shared_ptr<Plugin>> plugin) {
+/// The plugin as the interface its kind promises. A module's info block says the kind
+/// and its factory makes the object: written by hand they may disagree, and calling an
+/// object through another interface than its own would run whatever its table holds.
+template <class Interface>
+Result<std::shared_ptr<Interface>> as(Result<std::shared_ptr<Plugin>> plugin, const PluginRecord* record) {
   ACTORPIPE_TRY(plugin);
-  // The kind was checked from the info block, and the macro builds the object from a
-  // class of that kind.
-  return std::static_pointer_cast<Interface>(std::move(*plugin));
+  if (auto typed = std::dynamic_pointer_cast<Interface>(std::move(*plugin))) return typed;
+  return Error::bad_input((record ? record->file + ": plugin '" + record->name + "'" : std::string("a plugin")) +
+                          " says it is a " + (record ? to_string(record->kind) : "plugin") +
+                          " but its factory made another kind of object");
 }
 
 } // namespace
 
 Result<std::shared_ptr<Partitioner>> PluginRegistry::partitioner(const std::string& name) const {
-  return as<Partitioner>(create(PluginKind::partitioner, name));
+  return as<Partitioner>(create(PluginKind::partitioner, name), find(PluginKind::partitioner, name));
 }
 Result<std::shared_ptr<Mapper>> PluginRegistry::mapper(const std::string& name) const {
-  return as<Mapper>(create(PluginKind::mapper, name));
+  return as<Mapper>(create(PluginKind::mapper, name), find(PluginKind::mapper, name));
 }
 Result<std::shared_ptr<Scheduler>> PluginRegistry::scheduler(const std::string& name) const {
-  return as<Scheduler>(create(PluginKind::scheduler, name));
+  return as<Scheduler>(create(PluginKind::scheduler, name), find(PluginKind::scheduler, name));
 }
 Result<std::shared_ptr<SyncPolicy>> PluginRegistry::sync_policy(const std::string& name) const {
-  return as<SyncPolicy>(create(PluginKind::sync, name));
+  return as<SyncPolicy>(create(PluginKind::sync, name), find(PluginKind::sync, name));
 }
 
 std::string plugins_to_json(const PluginRegistry& registry, const std::vector<std::string>& folders) {
