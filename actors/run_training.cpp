@@ -114,8 +114,9 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
     ACTORPIPE_TRY(machines);
     hosts = std::move(*machines);
     // Where the run will listen, before it writes: an address that is not this
-    // machine's is bad input, said now.
-    auto listening = launch::listen_on({coordinate->listen.host, 0});
+    // machine's, or a port another listener has, is bad input, said now (CAF's words
+    // for a taken port were its raw error).
+    auto listening = launch::listen_on(coordinate->listen);
     if (!listening)
       return Error::bad_input("--listen " + coordinate->listen.text() +
                               ": cannot listen: " + listening.error().message);

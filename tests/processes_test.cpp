@@ -12,6 +12,7 @@
 
 #include "base/input_file.hpp"
 #include "launch/core_list.hpp"
+#include "launch/process_place.hpp"
 #include "control_channel.hpp"
 #include "coordinator.hpp"
 #include "process_protocol.hpp"
@@ -24,6 +25,9 @@
 #include "train/sync_executor.hpp"
 #include "train/tensor_box.hpp"
 #include "transport/tensor_transport.hpp"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -1089,6 +1093,19 @@ BOOST_AUTO_TEST_CASE(bad_launch_and_worker_flags_are_named_with_exit_status_2) {
   const auto unlistenable = test::run_cli("launch --nprocs 2 --listen 'not an address:0' " + job + out);
   BOOST_TEST(unlistenable.status == 2);
   BOOST_TEST(contains(unlistenable.err, "--listen not an address:0: cannot listen: no such address"), unlistenable.err);
+  // A port another listener has is named too (it printed CAF's raw system_error).
+  {
+    auto taken = launch::listen_on({"127.0.0.1", 0});
+    REQUIRE_OK(taken);
+    sockaddr_in bound{};
+    socklen_t size = sizeof bound;
+    BOOST_REQUIRE(::getsockname(*taken, reinterpret_cast<sockaddr*>(&bound), &size) == 0);
+    const std::string at = "127.0.0.1:" + std::to_string(ntohs(bound.sin_port));
+    const auto busy = test::run_cli("launch --nprocs 2 --listen " + at + " " + job + out);
+    ::close(*taken);
+    BOOST_TEST(busy.status == 2);
+    BOOST_TEST(contains(busy.err, "--listen " + at + ": cannot listen: Address already in use"), busy.err);
+  }
   const auto tokenless = test::run_cli("launch --nprocs 2 --local-workers 1 --listen 127.0.0.1:29511 " + job + out);
   BOOST_TEST(tokenless.status == 2);
   BOOST_TEST(contains(tokenless.err, "need the job's token"), tokenless.err);
