@@ -36,6 +36,7 @@
 
 #include <nlohmann/json.hpp>
 #include <torch/script.h>
+#include <zlib.h>
 
 #include <atomic>
 #include <mutex>
@@ -1064,6 +1065,24 @@ BOOST_AUTO_TEST_CASE(bad_fashion_mnist_files_are_refused_before_a_run_starts) {
   write_idx("t10k-images-idx3-ubyte.gz", {2, 14, 14}, 1);
   BOOST_TEST(test::contains(message(), "t10k-images-idx3-ubyte.gz: test images of 14 × 14 pixels, training images of "
                                        "28 × 28"),
+             message());
+  write_idx("t10k-images-idx3-ubyte.gz", {2, 28, 28}, 1);
+  // A small gzip file that inflates far past what its header promises (64 MiB of zeros
+  // behind a header of 4 labels) was inflated whole before the header was looked at.
+  {
+    const std::string bomb = (dir.path() / "train-labels-idx1-ubyte.gz").string();
+    gzFile out = gzopen(bomb.c_str(), "wb9");
+    BOOST_REQUIRE(out != nullptr);
+    const std::uint8_t header[] = {0, 0, 8, 1, 0, 0, 0, 4};
+    gzwrite(out, header, sizeof header);
+    const std::vector<std::uint8_t> zeros(1 << 20, 0);
+    for (int i = 0; i < 64; ++i)
+      gzwrite(out, zeros.data(), static_cast<unsigned>(zeros.size()));
+    gzclose(out);
+    BOOST_TEST(std::filesystem::file_size(bomb) < (1u << 20)); // small on disk
+  }
+  BOOST_TEST(test::contains(message(), "train-labels-idx1-ubyte.gz: more follows the 4 bytes of data the header "
+                                       "promises"),
              message());
 }
 

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <unistd.h>
@@ -20,29 +21,44 @@ namespace actorpipe::train {
 
 namespace {
 
-/// The whole decompressed content of a gzip file (or a plain file: zlib passes it through).
-Result<std::vector<std::uint8_t>> read_gzip(const std::string& path) {
-  ACTORPIPE_TRY(check_input_file(path));
-  gzFile file = gzopen(path.c_str(), "rb");
-  if (!file) return Error::bad_input(path + ": cannot open");
-  std::vector<std::uint8_t> out;
-  std::uint8_t buffer[1 << 16];
-  int n = 0;
-  while ((n = gzread(file, buffer, sizeof buffer)) > 0)
-    out.insert(out.end(), buffer, buffer + n);
-  int code = 0;
-  const char* message = n < 0 ? gzerror(file, &code) : nullptr;
-  const std::string why = message ? message : "";
-  gzclose(file);
-  if (n < 0) return Error::bad_input(path + ": cannot decompress: " + why);
-  return out;
-}
+/// The most an IDX file of a data set may hold once decompressed: Fashion-MNIST's
+/// largest is 47 MB.
+constexpr std::size_t max_idx_bytes = std::size_t{1} << 31;
 
-/// An IDX file of unsigned bytes, gzipped or not.
+/// An IDX file of unsigned bytes, gzipped or not (zlib passes a plain file through).
+/// Its header is read and checked first, then no more than the data it promises and one
+/// byte: a small file that inflates to gigabytes is refused at that byte, not taken in.
 Result<IdxArray> read_idx(const std::string& path, std::uint32_t dimensions) {
-  auto bytes = read_gzip(path);
-  ACTORPIPE_TRY(bytes);
-  return parse_idx(*bytes, dimensions, path);
+  ACTORPIPE_TRY(check_input_file(path));
+  const std::unique_ptr<gzFile_s, decltype(&gzclose)> file(gzopen(path.c_str(), "rb"), &gzclose);
+  if (!file) return Error::bad_input(path + ": cannot open");
+  std::vector<std::uint8_t> bytes;
+  // Reads until `bytes` holds `wanted` bytes or the file ends; an error says why zlib could not.
+  const auto read_to = [&](std::size_t wanted) -> Status {
+    while (bytes.size() < wanted) {
+      const std::size_t at = bytes.size();
+      const auto chunk = static_cast<unsigned>(std::min<std::size_t>(wanted - at, 1 << 20));
+      bytes.resize(at + chunk);
+      const int n = gzread(file.get(), bytes.data() + at, chunk);
+      bytes.resize(at + static_cast<std::size_t>(std::max(n, 0)));
+      int code = 0;
+      if (n < 0) return Error::bad_input(path + ": cannot decompress: " + gzerror(file.get(), &code));
+      if (n == 0) break;
+    }
+    return Ok{};
+  };
+  ACTORPIPE_TRY(read_to(idx_header_bytes(dimensions)));
+  auto data = idx_data_bytes(bytes, dimensions, path);
+  ACTORPIPE_TRY(data);
+  if (*data > max_idx_bytes)
+    return Error::bad_input(path + ": the header promises " + std::to_string(*data) + " bytes of data; at most " +
+                            std::to_string(max_idx_bytes) + " are read");
+  const std::size_t whole = idx_header_bytes(dimensions) + *data;
+  ACTORPIPE_TRY(read_to(whole + 1));
+  if (bytes.size() > whole)
+    return Error::bad_input(path + ": more follows the " + std::to_string(*data) +
+                            " bytes of data the header promises");
+  return parse_idx(bytes, dimensions, path);
 }
 
 Result<Split> fashion_mnist_split(const std::string& folder, const std::string& prefix) {

@@ -11,17 +11,18 @@ std::uint32_t big_endian(const std::vector<std::uint8_t>& bytes, std::size_t at)
 
 } // namespace
 
-Result<IdxArray> parse_idx(const std::vector<std::uint8_t>& bytes, std::uint32_t dimensions,
-                           const std::string& source) {
+std::size_t idx_header_bytes(std::uint32_t dimensions) { return 4 + 4 * std::size_t{dimensions}; }
+
+Result<std::size_t> idx_data_bytes(const std::vector<std::uint8_t>& bytes, std::uint32_t dimensions,
+                                   const std::string& source, std::vector<std::int64_t>* shape) {
   const std::uint32_t magic = 0x800 + dimensions; // unsigned byte data
-  const std::size_t header = 4 + 4 * std::size_t{dimensions};
+  const std::size_t header = idx_header_bytes(dimensions);
   if (bytes.size() < 4 || big_endian(bytes, 0) != magic)
     return Error::bad_input(source + ": not an IDX file of " + std::to_string(dimensions) +
                             " dimensions (wrong magic number)");
   if (bytes.size() < header)
     return Error::bad_input(source + ": truncated: the header of " + std::to_string(dimensions) + " dimensions needs " +
                             std::to_string(header) + " bytes, the file has " + std::to_string(bytes.size()));
-  IdxArray array;
   std::size_t count = 1;
   for (std::uint32_t d = 0; d < dimensions; ++d) {
     const std::uint32_t size = big_endian(bytes, 4 + 4 * std::size_t{d});
@@ -29,8 +30,17 @@ Result<IdxArray> parse_idx(const std::vector<std::uint8_t>& bytes, std::uint32_t
       return Error::bad_input(source + ": dimension " + std::to_string(d) + " of the header is 0: no data");
     if (__builtin_mul_overflow(count, std::size_t{size}, &count))
       return Error::bad_input(source + ": the header's sizes multiply past what memory holds");
-    array.shape.push_back(size);
+    if (shape) shape->push_back(size);
   }
+  return count;
+}
+
+Result<IdxArray> parse_idx(const std::vector<std::uint8_t>& bytes, std::uint32_t dimensions,
+                           const std::string& source) {
+  IdxArray array;
+  auto data = idx_data_bytes(bytes, dimensions, source, &array.shape);
+  ACTORPIPE_TRY(data);
+  const std::size_t header = idx_header_bytes(dimensions), count = *data;
   const std::size_t follow = bytes.size() - header;
   if (follow < count)
     return Error::bad_input(source + ": truncated: the header promises " + std::to_string(count) + " bytes of data, " +

@@ -18,6 +18,15 @@ struct IdxArray {
   std::vector<std::uint8_t> data; ///< row-major, shape's product of them
 };
 
+/// The bytes of an IDX header of `dimensions` dimensions.
+std::size_t idx_header_bytes(std::uint32_t dimensions);
+
+/// How many bytes of data the IDX header at the start of `bytes` promises (its sizes'
+/// product), checked as parse_idx() checks it; its sizes go to `shape` when given. For
+/// a reader that takes in no more than that.
+Result<std::size_t> idx_data_bytes(const std::vector<std::uint8_t>& bytes, std::uint32_t dimensions,
+                                   const std::string& source, std::vector<std::int64_t>* shape = nullptr);
+
 /// The array in `bytes` (a decompressed IDX file, named `source` in errors) of
 /// unsigned bytes and `dimensions` dimensions. A wrong magic number, an empty first
 /// dimension, sizes whose product overflows, and data shorter or longer than the
