@@ -631,3 +631,30 @@ BOOST_AUTO_TEST_CASE(a_tuning_run_is_measured_by_its_samples_over_its_time) {
   record_measurement(unmeasured, 128, {});
   BOOST_TEST(unmeasured.measured_samples_per_s == 0.0);
 }
+
+BOOST_AUTO_TEST_CASE(a_tuning_report_read_back_names_what_is_wrong_in_its_own_words) {
+  // A damaged tune.json printed the JSON library's "[json.exception.type_error.304]".
+  TuneReport report;
+  report.tried.push_back({2, 2, 4, 900.0, 850.0, 4.5, ""});
+  report.tried.push_back({4, 1, 8, 800.0, 0.0, 0.0, "out of memory"});
+  report.chosen = 0;
+  report.why = "fastest measured";
+  auto back = tune_report_from_json(tune_report_to_json(report));
+  REQUIRE_OK(back);
+  BOOST_TEST(back->tried.size() == 2u);
+  BOOST_TEST(back->tried[1].error == "out of memory");
+  BOOST_TEST(back->why == "fastest measured");
+  for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{
+           {"{", "not a tuning report: not JSON"},
+           {"{\"tried\": \"all\"}", "not a tuning report: no list of shapes tried (tried)"},
+           {"{\"tried\": [{\"stages\": \"two\"}], \"chosen\": 0, \"why\": \"\"}",
+            "tried[0].stages: expected a whole number ≥ 0, found \"two\""},
+           {"{\"tried\": [], \"why\": \"\"}", "chosen: missing"},
+           {"{\"tried\": [], \"chosen\": -1, \"why\": \"\"}", "chosen: expected a whole number ≥ 0, found -1"}})
+    BOOST_TEST_CONTEXT(text) {
+      auto read = tune_report_from_json(text);
+      BOOST_REQUIRE(!read.ok());
+      BOOST_TEST(exit_status(read.error().code) == 2);
+      BOOST_TEST(read.error().message == message, read.error().message);
+    }
+}

@@ -12,7 +12,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <numeric>
+#include <type_traits>
 
 namespace actorpipe {
 
@@ -68,30 +70,71 @@ std::string tune_report_to_json(const TuneReport& report) {
   return nlohmann::json{{"tried", std::move(tried)}, {"chosen", report.chosen}, {"why", report.why}}.dump(2) + "\n";
 }
 
-Result<TuneReport> tune_report_from_json(const std::string& text) {
-  TuneReport report;
-  try {
-    const nlohmann::json j = nlohmann::json::parse(text);
-    const nlohmann::json& tried = j.at("tried");
-    for (std::size_t k = 0; k < tried.size(); ++k) {
-      const nlohmann::json& row = tried.at(k);
-      TunedSetting& s = report.tried.emplace_back();
-      s.stages = row.at("stages").get<std::size_t>();
-      s.pipelines = row.at("pipelines").get<std::size_t>();
-      s.micro_batches = row.at("micro_batches").get<std::uint32_t>();
-      s.predicted_samples_per_s = row.at("predicted_samples_per_s").get<double>();
-      if (row.contains("error")) {
-        s.error = row["error"].get<std::string>();
-      } else {
-        s.measured_samples_per_s = row.at("measured_samples_per_s").get<double>();
-        s.median_step_ms = row.at("median_step_ms").get<double>();
-      }
-    }
-    report.chosen = j.at("chosen").get<std::size_t>();
-    report.why = j.at("why").get<std::string>();
-  } catch (const nlohmann::json::exception& e) {
-    return Error::bad_input(std::string("not a tuning report: ") + e.what());
+namespace {
+
+/// `object[key]` as a T, or an error naming the field ("tried[2].stages: missing") in
+/// words of its own, not the JSON library's.
+template <class T> Result<T> field(const nlohmann::json& object, const char* key, const std::string& where) {
+  const std::string path = where.empty() ? std::string(key) : where + "." + key;
+  if (!object.is_object() || !object.contains(key)) return Error::bad_input(path + ": missing");
+  const nlohmann::json& value = object[key];
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (!value.is_string()) return Error::bad_input(path + ": expected a string, found " + value.dump());
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (!value.is_number()) return Error::bad_input(path + ": expected a number, found " + value.dump());
+  } else {
+    if (!value.is_number_unsigned() && !(value.is_number_integer() && value.get<std::int64_t>() >= 0))
+      return Error::bad_input(path + ": expected a whole number ≥ 0, found " + value.dump());
+    if (value.get<std::uint64_t>() > std::numeric_limits<T>::max())
+      return Error::bad_input(path + ": " + value.dump() + " is too large");
   }
+  return value.get<T>();
+}
+
+} // namespace
+
+Result<TuneReport> tune_report_from_json(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) return Error::bad_input("not a tuning report: not JSON");
+  if (!j.is_object() || !j.contains("tried") || !j["tried"].is_array())
+    return Error::bad_input("not a tuning report: no list of shapes tried (tried)");
+  TuneReport report;
+  const nlohmann::json& tried = j["tried"];
+  for (std::size_t k = 0; k < tried.size(); ++k) {
+    const nlohmann::json& row = tried[k];
+    const std::string where = "tried[" + std::to_string(k) + "]";
+    TunedSetting& s = report.tried.emplace_back();
+    auto stages = field<std::size_t>(row, "stages", where);
+    ACTORPIPE_TRY(stages);
+    auto pipelines = field<std::size_t>(row, "pipelines", where);
+    ACTORPIPE_TRY(pipelines);
+    auto micro_batches = field<std::uint32_t>(row, "micro_batches", where);
+    ACTORPIPE_TRY(micro_batches);
+    auto predicted = field<double>(row, "predicted_samples_per_s", where);
+    ACTORPIPE_TRY(predicted);
+    s.stages = *stages;
+    s.pipelines = *pipelines;
+    s.micro_batches = *micro_batches;
+    s.predicted_samples_per_s = *predicted;
+    if (row.contains("error")) {
+      auto error = field<std::string>(row, "error", where);
+      ACTORPIPE_TRY(error);
+      s.error = *error;
+    } else {
+      auto measured = field<double>(row, "measured_samples_per_s", where);
+      ACTORPIPE_TRY(measured);
+      auto step = field<double>(row, "median_step_ms", where);
+      ACTORPIPE_TRY(step);
+      s.measured_samples_per_s = *measured;
+      s.median_step_ms = *step;
+    }
+  }
+  auto chosen = field<std::size_t>(j, "chosen", "");
+  ACTORPIPE_TRY(chosen);
+  auto why = field<std::string>(j, "why", "");
+  ACTORPIPE_TRY(why);
+  report.chosen = *chosen;
+  report.why = *why;
   if (report.chosen >= report.tried.size())
     return Error::bad_input("chosen: " + std::to_string(report.chosen) + " names none of the " +
                             std::to_string(report.tried.size()) + " shapes tried");
