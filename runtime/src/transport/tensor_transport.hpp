@@ -1,9 +1,9 @@
 #pragma once
 
-/// Tensors between the processes of a run, through LibTorch's c10d: a Gloo process
-/// group over TCP, set up through a TCPStore that rank 0 (the coordinator) hosts. Only
-/// tensors travel here; the messages that say what to do with them are CAF's. The
-/// header shows no LibTorch, so the actors include it without LibTorch's headers.
+/// Tensors between the processes of a run, through LibTorch's c10d: Gloo process groups
+/// over TCP (and NCCL between GPUs, below), met through a TCPStore that rank 0 (the
+/// coordinator) hosts on the control plane's address only. Only tensors travel here; the messages that say what to do
+/// with them are CAF's. The header shows no LibTorch, so the actors include it without LibTorch's headers.
 ///
 /// Point-to-point: send() posts the bytes and returns at once with a ticket (who sent
 /// what, under which tag), which the sender puts in the CAF message that tells the
