@@ -107,6 +107,7 @@ Result<std::unique_ptr<Coordination>> coordinate(caf::actor_system& system, cons
   auto coordination = std::make_unique<Coordination>();
   transport::TransportOptions tensors;
   tensors.store = {options.listen.host, 0};
+  tensors.key_prefix = launch::store_prefix(options.token);
   tensors.host = options.listen.host;
   tensors.rank = 0;
   tensors.world = options.workers + 1;

@@ -24,6 +24,9 @@ struct InjectedFailure {
     /// stuck in a kernel or a deadlock, while its process (a worker's answers
     /// heartbeats) goes on; only the stage's own activity tells (stage_activity.hpp)
     stall_thread,
+    /// `STAGE:STEP:stall-sync`: the stage's thread blocks for good in its sync round
+    /// (a collective whose peer never comes, a sync policy that never returns)
+    stall_sync,
   };
   std::size_t stage = 0;
   std::uint64_t step = 1;

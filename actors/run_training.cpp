@@ -22,6 +22,7 @@
 #include "base/atomic_file.hpp"
 #include "base/boundary.hpp"
 #include "base/folder_lock.hpp"
+#include "base/output_folder.hpp"
 #include "device/cuda_queries.hpp"
 #include "device/placement.hpp"
 #include "base/input_file.hpp"
@@ -129,9 +130,7 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   const double time_scale = setup.time_scale;
 
   // Every input is checked: only now does the run create and write its folder.
-  std::error_code ec;
-  std::filesystem::create_directories(options.output_dir, ec);
-  if (ec) return Error::run_failed(options.output_dir + ": cannot create the output folder: " + ec.message());
+  ACTORPIPE_TRY(make_folder_inside(options.output_dir, {}));
   auto lock = FolderLock::take(options.output_dir);
   ACTORPIPE_TRY(lock);
   ACTORPIPE_TRY(write_file_atomically(options.output_dir + "/plan.json", plan_to_json(plan, job.profile, job.cluster)));

@@ -14,9 +14,12 @@ std::optional<std::string> stuck_text(const StageActivity& activity, Clock::time
   if (busy < limit) return std::nullopt;
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.1f", std::chrono::duration<double>(busy).count());
-  return "stage " + std::to_string(activity.stage) + " of pipeline " + std::to_string(activity.pipeline) +
-         " has worked on step " + std::to_string(activity.step.load(std::memory_order_relaxed)) + " for " + seconds +
-         " s without finishing";
+  const std::string step = std::to_string(activity.step.load(std::memory_order_relaxed));
+  const std::string what = activity.work.load(std::memory_order_relaxed) == StageWork::sync_round
+                               ? " has been in the sync round of step " + step
+                               : " has worked on step " + step;
+  return "stage " + std::to_string(activity.stage) + " of pipeline " + std::to_string(activity.pipeline) + what +
+         " for " + seconds + " s without finishing";
 }
 
 std::optional<std::string> first_stuck(const std::vector<const StageActivity*>& watched, Clock::time_point now,

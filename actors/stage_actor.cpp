@@ -202,6 +202,7 @@ void run_action(StageActor self, const Action& a, TakenIn taken) {
     case Effect::hang_process: ::raise(SIGSTOP); break; // every thread stops; its sockets stay open
     case Effect::stall_thread: std::promise<void>().get_future().wait(); break; // never fulfilled
     case Effect::throw_error: throw std::runtime_error("injected failure");
+    case Effect::stall_sync: break; // in its sync round: arrive()
     }
   }
   const auto started = Clock::now();
@@ -253,6 +254,11 @@ bool released(StageActor self, bool stepped) {
 /// replicas have stepped; otherwise (or on a failure, reported) nothing.
 std::optional<bool> arrive(StageActor self) {
   auto& st = self->state;
+  // Watched as the stage's own work: a round that never returns is a stuck stage.
+  const BusyScope busy(st.config.activity, st.step, StageWork::sync_round);
+  if (st.config.inject_failure && st.config.inject_failure->effect == InjectedFailure::Effect::stall_sync &&
+      st.config.inject_failure->stage == st.config.stage && st.config.inject_failure->step == st.step)
+    std::promise<void>().get_future().wait(); // never fulfilled
   if (st.config.step_ahead) {
     const auto started = Clock::now();
     try {

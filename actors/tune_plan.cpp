@@ -5,6 +5,7 @@
 
 #include <actorpipe/planner.hpp>
 
+#include "base/output_folder.hpp"
 #include "base/text.hpp"
 
 #include <algorithm>
@@ -65,7 +66,11 @@ Result<std::pair<Plan, TuneReport>> tune_plan(const JobSpec& job, const Plan& pl
       plans.push_back(*plan);
       RunOptions run;
       run.steps = p.tune_steps;
-      run.output_dir = (scratch / ("setting-" + std::to_string(k + 1))).string();
+      // Made inside the run's folder without following a link planted as its "tune".
+      auto folder =
+          make_folder_inside(scratch.parent_path().string(), scratch.filename() / ("setting-" + std::to_string(k + 1)));
+      ACTORPIPE_TRY(folder);
+      run.output_dir = *folder;
       run.data = options.data;
       run.plugins = options.plugins;
       run.stop_requested = options.stop_requested;

@@ -16,6 +16,7 @@
 #include <actorpipe/tuning.hpp>
 
 #include "launch/core_list.hpp"
+#include "launch/job_token.hpp"
 #include "train/cores.hpp"
 #include "transport/tensor_transport.hpp"
 
@@ -140,6 +141,7 @@ Status run_worker(const WorkerOptions& options) {
 
   transport::TransportOptions tensors;
   tensors.store = {order->store_host, order->store_port};
+  tensors.key_prefix = launch::store_prefix(options.token);
   auto here = launch::address_towards({order->store_host, order->store_port});
   ACTORPIPE_TRY(here);
   tensors.host = *here; // the coordinator, and the other workers, connect to it there

@@ -26,7 +26,7 @@ packages=(
   g++ meson ninja-build pkg-config cmake ccache
   python3 python3-venv
   libcaf-dev libtomlplusplus-dev liblua5.4-dev libboost-test-dev libplplot-dev
-  nlohmann-json3-dev libcli11-dev zlib1g-dev
+  nlohmann-json3-dev libcli11-dev zlib1g-dev libssl-dev
   # Headers that c10d's Gloo process group header names (the Gloo code is LibTorch's own).
   libgloo-dev
   dataset-fashion-mnist

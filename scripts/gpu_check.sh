@@ -36,7 +36,7 @@ packages=(
   libboost-test-dev libboost-test1.74-dev libboost-test1.74.0 libboost1.74-dev
   libplplot-dev libplplot17 libshp2 libfreetype6 libbrotli1 libpng16-16 libcsirocsa0 libcsironn0 libqhull-r8.0
   libqsastime0 libltdl7
-  libcli11-dev nlohmann-json3-dev libgloo-dev zlib1g-dev zlib1g
+  libcli11-dev nlohmann-json3-dev libgloo-dev zlib1g-dev zlib1g libssl-dev libssl3
   # The default job's data, which the *_cuda tests train on.
   dataset-fashion-mnist
 )

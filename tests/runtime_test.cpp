@@ -24,6 +24,7 @@
 #include "base/atomic_file.hpp"
 #include "base/folder_lock.hpp"
 #include "base/input_file.hpp"
+#include "base/output_folder.hpp"
 #include "device/emulated_device.hpp"
 #include "device/memory_meter.hpp"
 #include "device/placement.hpp"
@@ -52,6 +53,7 @@
 #include <set>
 #include <sched.h>
 #include <sstream>
+#include <sys/stat.h>
 #include <thread>
 
 using namespace actorpipe;
@@ -888,6 +890,68 @@ BOOST_AUTO_TEST_CASE(a_write_clears_the_temporaries_a_killed_one_left) {
   BOOST_TEST(files == 3u); // checkpoint.pt and the two that are not its temporaries
 }
 
+BOOST_AUTO_TEST_CASE(a_write_replaces_only_a_regular_file_and_names_a_bad_path_as_bad_input) {
+  test::ScratchDir dir;
+  const auto at = [&](const char* name) { return (dir.path() / name).string(); };
+  BOOST_REQUIRE(::mkfifo(at("pipe").c_str(), 0644) == 0); // as a device or a terminal would be
+  std::filesystem::create_symlink(at("pipe"), at("to-pipe"));
+  std::filesystem::create_directories(at("folder"));
+  dir.write("file", "a file");
+  const std::pair<const char*, const char*> refused[] = {
+      {"pipe", "pipe: is a pipe, not a regular file"},
+      {"to-pipe", "to-pipe: is a symbolic link to "},
+      {"folder", "folder: is a folder, not a regular file"},
+      {"missing/x.json", "missing/x.json: cannot create the file: No such file or directory"},
+      {"file/x.json", "file/x.json: cannot create the file: Not a directory"}};
+  for (const auto& [name, message] : refused) {
+    BOOST_TEST_CONTEXT(name) {
+      const Status written = write_file_atomically(at(name), "{}");
+      BOOST_REQUIRE(!written.ok());
+      BOOST_TEST(exit_status(written.error().code) == 2);
+      BOOST_TEST(test::contains(written.error().message, message), written.error().message);
+    }
+  }
+  struct stat st {};
+  BOOST_TEST((::lstat(at("pipe").c_str(), &st) == 0 && S_ISFIFO(st.st_mode)));
+  BOOST_TEST(std::filesystem::is_symlink(at("to-pipe")));
+  // A link to a regular file is replaced, what it names left alone; the file is 0644
+  // whatever the umask.
+  std::filesystem::create_symlink(at("file"), at("to-file"));
+  const mode_t umask_before = ::umask(077);
+  const Status written = write_file_atomically(at("to-file"), "new");
+  ::umask(umask_before);
+  REQUIRE_OK(written);
+  BOOST_TEST(read_file(at("file")).value() == "a file");
+  BOOST_TEST((::lstat(at("to-file").c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0644));
+}
+
+BOOST_AUTO_TEST_CASE(a_folder_inside_an_output_folder_never_goes_through_a_link) {
+  test::ScratchDir dir;
+  const auto outside = dir.path() / "outside";
+  std::filesystem::create_directories(outside);
+  std::filesystem::create_directory_symlink(outside, dir.path() / "root");
+  // The root is the user's path: through a link it may go.
+  auto made = make_folder_inside((dir.path() / "root").string(), "a/b");
+  REQUIRE_OK(made);
+  BOOST_TEST(std::filesystem::is_directory(outside / "a/b"));
+  std::filesystem::create_directory_symlink(dir.path(), outside / "a/tune");
+  for (const char* relative : {"a/tune", "a/tune/setting-1", "../x", "a/../../x"}) {
+    BOOST_TEST_CONTEXT(relative) {
+      auto refused = make_folder_inside((dir.path() / "root").string(), relative);
+      BOOST_REQUIRE(!refused.ok());
+      BOOST_TEST(exit_status(refused.error().code) == 2);
+    }
+  }
+  BOOST_TEST(!std::filesystem::exists(dir.path() / "setting-1"));
+  BOOST_TEST(!std::filesystem::exists(dir.path() / "x"));
+  dir.write("outside/a/file", "");
+  auto not_folder = make_folder_inside((dir.path() / "root").string(), "a/file/c");
+  BOOST_REQUIRE(!not_folder.ok());
+  BOOST_TEST(test::contains(not_folder.error().message, "a/file: is not a folder"), not_folder.error().message);
+  BOOST_TEST(resolves_inside(outside, outside / "a/b/c.json"));
+  BOOST_TEST(!resolves_inside(outside, outside / "a/tune/x"));
+}
+
 BOOST_AUTO_TEST_CASE(a_failing_stage_ends_the_run_naming_it) {
   test::ScratchDir dir;
   const std::string job = dir.write(
@@ -961,6 +1025,13 @@ BOOST_AUTO_TEST_CASE(a_stage_stuck_at_its_work_ends_the_run_naming_it_and_the_la
     BOOST_TEST(other.status == 1, sync + ": " + other.err);
     BOOST_TEST(test::contains(other.err, "(its thread is stuck)"), other.err);
   }
+  // A sync round that never returns (the all-reduce's replica that arrived last runs
+  // it on its thread) is that stage's stuck work too.
+  const auto sync =
+      test::run_cli("run " + job + " --steps 10 --inject-failure 1:4:stall-sync --stall-timeout 1 -o " + out + "-sync");
+  BOOST_TEST(sync.status == 1, sync.err);
+  BOOST_TEST(test::contains(sync.err, " has been in the sync round of step 4 for "), sync.err);
+  BOOST_TEST(test::contains(sync.err, "(its thread is stuck); the last completed step is 3"), sync.err);
   const auto negative = test::run_cli("run " + job + " --stall-timeout -1 -o " + out);
   BOOST_TEST(negative.status == 2);
   BOOST_TEST(test::contains(negative.err, "--stall-timeout"), negative.err);

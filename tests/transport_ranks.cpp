@@ -13,9 +13,10 @@ using transport::TensorTransport;
 using transport::TransportOptions;
 
 std::vector<std::unique_ptr<TensorTransport>> joined(std::size_t world, std::size_t compute_threads,
-                                                     bool follows_others) {
+                                                     bool follows_others, const std::string& key_prefix) {
   std::vector<std::unique_ptr<TensorTransport>> ranks(world);
   TransportOptions options;
+  options.key_prefix = key_prefix;
   options.compute_threads = compute_threads;
   options.follows_others = follows_others;
   options.store = {"127.0.0.1", 0};

@@ -5,9 +5,13 @@
 #include <boost/test/unit_test.hpp>
 
 #include "test_support.hpp"
+#include "launch/job_token.hpp"
 #include "transport_ranks.hpp"
 #include "train/tensor_box.hpp"
 #include "transport/tensor_transport.hpp"
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <filesystem>
 #include <functional>
@@ -75,6 +79,33 @@ BOOST_AUTO_TEST_CASE(the_store_listens_only_where_it_is_told) {
   BOOST_REQUIRE(!nowhere.ok());
   BOOST_TEST(test::contains(nowhere.error().message, "the tensor store at not an address:0: cannot listen: "),
              nowhere.error().message);
+}
+
+BOOST_AUTO_TEST_CASE(a_client_without_the_jobs_token_can_name_none_of_the_jobs_keys_in_the_store) {
+  const std::string token = launch::new_token();
+  auto ranks = joined(2, 0, false, launch::store_prefix(token));
+  // A client that reaches the port: c10d's store admits it. It knows the names of the
+  // keys (they are in the source), not the prefix the token gives them.
+  c10d::TCPStoreOptions client;
+  client.port = ranks[0]->store_port();
+  client.isServer = false;
+  client.waitWorkers = false;
+  client.timeout = std::chrono::seconds(5);
+  auto intruder = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", client);
+  c10d::PrefixStore with_token(launch::store_prefix(token), intruder);
+  BOOST_REQUIRE(with_token.check({"gpu-count/0", "gpu-count/1"})); // the keys the intruder is after
+  const std::vector<std::uint8_t> value = with_token.get("gpu-count/1");
+  for (const std::string& prefix : {std::string(), std::string("job"), launch::store_prefix(launch::new_token())}) {
+    BOOST_TEST_CONTEXT("prefix '" << prefix << "'") {
+      c10d::PrefixStore guess(prefix, intruder);
+      BOOST_TEST(!guess.check({"gpu-count/0"}));
+      BOOST_TEST(!intruder->check({prefix + "gpu-count/0"}));
+      guess.set("gpu-count/1", std::vector<std::uint8_t>{'9', '9'}); // lands beside the job's key, not on it
+    }
+  }
+  BOOST_TEST(with_token.get("gpu-count/1") == value, boost::test_tools::per_element());
+  BOOST_TEST(launch::store_prefix(token) != launch::store_prefix(token + "x"));
+  BOOST_TEST(launch::store_prefix(token).size() == 36u); // "job-" and 128 bits
 }
 
 BOOST_AUTO_TEST_CASE(tensors_on_the_cpu_keep_to_gloo_whatever_link_they_are_sent_on) {

@@ -5,9 +5,7 @@
 #include "train/cores.hpp"
 
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
-#include <unistd.h>
 
 namespace actorpipe::cli {
 
@@ -42,9 +40,6 @@ Result<std::unique_ptr<LocalLaunch>> LocalLaunch::prepare(const LaunchArguments&
     return Error::bad_input("--listen " + arguments.listen +
                             ": workers that join from elsewhere need a port to go to (HOST:PORT, not port 0)");
   std::unique_ptr<LocalLaunch> launch(new LocalLaunch());
-  char folder[] = "/tmp/actorpipe-launch-XXXXXX"; // 0700: the token stays the owner's
-  if (::mkdtemp(folder) == nullptr) return Error::run_failed("cannot make a folder for the job's token");
-  launch->folder_ = folder;
   actors::CoordinateOptions& c = launch->coordinate_;
   c.workers = arguments.nprocs;
   c.token = token;
@@ -56,8 +51,6 @@ Result<std::unique_ptr<LocalLaunch>> LocalLaunch::prepare(const LaunchArguments&
   c.heartbeat_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(arguments.heartbeat_timeout * 1000.0));
   // One write a line: the workers started here share this process's standard error.
   c.log = [](const std::string& line) { std::cerr << ("actorpipe: " + line + "\n"); };
-  const std::string token_file = launch->folder_ + "/token";
-  if (auto written = launch::write_token_file(token_file, c.token); !written) return written.error();
   launch->local_ = local;
   if (arguments.bind == "cores") {
     // Each its own cores, as MPI launchers bind their ranks: the stage threads of two
@@ -73,7 +66,7 @@ Result<std::unique_ptr<LocalLaunch>> LocalLaunch::prepare(const LaunchArguments&
   if (arguments.tls.enabled())
     flags = {"--tls-certificate", arguments.tls.certificate, "--tls-key", arguments.tls.key,
              "--tls-ca",          arguments.tls.authority};
-  c.on_listening = [self, token_file, flags](const launch::Endpoint& gate) {
+  c.on_listening = [self, flags](const launch::Endpoint& gate) {
     const std::size_t n = self->local_, elsewhere = self->coordinate_.workers - n;
     // A restart: the lost run's workers are gone, or told to go; one that hangs is stopped.
     if (self->starts_++ > 0) (void)self->workers_.wait(2);
@@ -81,15 +74,10 @@ Result<std::unique_ptr<LocalLaunch>> LocalLaunch::prepare(const LaunchArguments&
     if (elsewhere > 0) std::cerr << ", waiting for " << elsewhere << " from elsewhere";
     std::cerr << "\n";
     if (n == 0) return;
-    if (auto started = self->workers_.start(n, gate.text(), token_file, flags, self->cores_); !started)
+    if (auto started = self->workers_.start(n, gate.text(), self->coordinate_.token, flags, self->cores_); !started)
       std::cerr << "actorpipe: " << started.error().message << "\n";
   };
   return launch;
-}
-
-LocalLaunch::~LocalLaunch() {
-  std::error_code ec;
-  std::filesystem::remove_all(folder_, ec);
 }
 
 Status LocalLaunch::finish(bool run_succeeded) { return workers_.wait(run_succeeded ? 30 : 2); }

@@ -1,7 +1,7 @@
 #pragma once
 
-/// What `actorpipe launch` adds to a run: the job's token in a folder only its owner
-/// can read, the coordinator's options, and the worker processes on this machine,
+/// What `actorpipe launch` adds to a run: the job's token (made here, or the user's),
+/// the coordinator's options, and the worker processes on this machine,
 /// started as the coordinator listens, and started again when it restarts a run after
 /// a lost worker.
 
@@ -41,11 +41,11 @@ struct LaunchArguments {
 
 class LocalLaunch {
 public:
-  /// Checks the flags and writes the token; `job_file` and `overrides` are what each
-  /// worker loads.
+  /// Checks the flags and makes the token (or takes the user's); `job_file` and
+  /// `overrides` are what each worker loads.
   static Result<std::unique_ptr<LocalLaunch>> prepare(const LaunchArguments& arguments, const std::string& job_file,
                                                       std::vector<std::string> overrides);
-  ~LocalLaunch(); ///< removes the token's folder; workers still there are stopped
+  ~LocalLaunch() = default; ///< workers still there are stopped
   LocalLaunch(const LocalLaunch&) = delete;
   LocalLaunch& operator=(const LocalLaunch&) = delete;
 
@@ -60,7 +60,6 @@ private:
 
   actors::CoordinateOptions coordinate_;
   LocalWorkers workers_;
-  std::string folder_;
   std::size_t local_ = 0;               ///< workers started here
   std::vector<std::vector<int>> cores_; ///< by local worker: its share (`--bind cores`), else none
   std::size_t starts_ = 0;

@@ -1,9 +1,11 @@
 #pragma once
 
 /// The worker processes `actorpipe launch` starts on this machine: this program again,
-/// as `worker --coordinator HOST:PORT --token-file FILE`, each in its own process group
-/// with this one's environment. Whatever is left of them when the object goes is
-/// stopped (SIGTERM, then SIGKILL) and reaped.
+/// as `worker --coordinator HOST:PORT`, each in its own process group with this one's
+/// environment and the job's token in ACTORPIPE_TOKEN. The token goes in no file: a
+/// coordinator killed outright leaves nothing of it behind, and a process's environment
+/// is as much its owner's alone as a 0600 file. Whatever is left of the workers when
+/// the object goes is stopped (SIGTERM, then SIGKILL) and reaped.
 
 #include <actorpipe/error.hpp>
 
@@ -24,7 +26,7 @@ public:
   /// Starts `count` workers of the coordinator at `coordinator` ("HOST:PORT"), with
   /// `flags` added to their command lines; worker i bound to cores[i] (`--cpus`) where
   /// `cores` has it and it is not empty.
-  Status start(std::size_t count, const std::string& coordinator, const std::string& token_file,
+  Status start(std::size_t count, const std::string& coordinator, const std::string& token,
                const std::vector<std::string>& flags = {}, const std::vector<std::vector<int>>& cores = {});
 
   /// Waits for the workers to end, at most `seconds`; the ones that did not are

@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 #include "training_handoff.hpp"
+#include "lua/lua_watchdog.hpp"
 #include "train/training_entry.hpp"
 
 #include <actorpipe/version.hpp>
@@ -30,6 +31,9 @@ int main(int argc, char** argv) {
   app.fallthrough();
 
   cli::remember_arguments(argc, argv);
+  // A command ends when its Lua outruns its limit where no hook can stop it (a
+  // finaliser, one long library call): lua_watchdog.hpp.
+  lua::end_process_on_overrun(true);
 #ifdef ACTORPIPE_CLI_CORE
   // A script's first actorpipe.run or profile loads the training runtime from there.
   train::set_training_library(cli::training_library());

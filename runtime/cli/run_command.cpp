@@ -47,8 +47,8 @@ std::string duration(double seconds) {
   return std::to_string(s) + "s";
 }
 
-/// "STAGE:STEP", "STAGE:STEP:stall" or, in a run of several processes, "STAGE:STEP:exit"
-/// or "STAGE:STEP:hang" → InjectedFailure.
+/// "STAGE:STEP", "STAGE:STEP:stall", "STAGE:STEP:stall-sync" or, in a run of several
+/// processes, "STAGE:STEP:exit" or "STAGE:STEP:hang" → InjectedFailure.
 Result<actors::InjectedFailure> parse_failure(const std::string& text, const Plan& plan, bool processes) {
   using Effect = actors::InjectedFailure::Effect;
   actors::InjectedFailure f;
@@ -58,7 +58,8 @@ Result<actors::InjectedFailure> parse_failure(const std::string& text, const Pla
   for (const auto& [suffix, effect, anywhere] :
        {std::tuple<std::string, Effect, bool>{":exit", Effect::exit_process, false},
         {":hang", Effect::hang_process, false},
-        {":stall", Effect::stall_thread, true}})
+        {":stall", Effect::stall_thread, true},
+        {":stall-sync", Effect::stall_sync, true}})
     if ((processes || anywhere) && form.size() > suffix.size() && form.ends_with(suffix)) {
       f.effect = effect;
       form.resize(form.size() - suffix.size());
@@ -78,7 +79,7 @@ Result<actors::InjectedFailure> parse_failure(const std::string& text, const Pla
   if (!parsed || step == 0)
     return Error::bad_input("--inject-failure: expected STAGE:STEP (step from 1 to 2^40), " +
                             std::string(processes ? "STAGE:STEP:exit, STAGE:STEP:hang or " : "") +
-                            "STAGE:STEP:stall, found '" + text + "'");
+                            "STAGE:STEP:stall or STAGE:STEP:stall-sync, found '" + text + "'");
   if (stage >= plan.stages.size())
     return Error::bad_input("--inject-failure: the plan has no stage " + std::to_string(stage) + " (stages 0.." +
                             std::to_string(plan.stages.size() - 1) + ")");
@@ -244,7 +245,8 @@ void add_run_options(CLI::App* command, const std::shared_ptr<RunArguments>& arg
   command
       ->add_option("--inject-failure", args->inject_failure,
                    "testing aid: make stage STAGE throw in step STEP (STAGE:STEP); STAGE:STEP:stall blocks the "
-                   "stage's thread there for good instead; under launch, STAGE:STEP:exit ends the worker process "
+                   "stage's thread there for good instead, STAGE:STEP:stall-sync in its sync round; under launch, "
+                   "STAGE:STEP:exit ends the worker process "
                    "there, and STAGE:STEP:hang stops it (SIGSTOP)")
       ->group("Testing");
 }

@@ -26,6 +26,10 @@ void add_script_command(CLI::App& app, CommonOptions& common, Run& run) {
                       "folder the script's files are written to (default runs/<script name>)");
   command->add_option("--timeout", args->options.timeout_s, "stop the script after this many seconds (up to 30 days)")
       ->check(seconds_from(0.001, 30 * 86400));
+  command
+      ->add_option("--memory-limit", args->options.memory_limit_mib,
+                   "stop the script once its Lua values take more than this many MiB (default 1024)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
   command->add_flag("--allow-io", args->options.allow_io,
                     "give the script the whole Lua library: files, processes, C modules");
   command->add_option("--plugin-path", common.plugin_path, "also search this folder or file for plugins (repeatable)");

@@ -6,7 +6,13 @@
 #include "config/cluster_config.hpp"
 #include "config/job_config.hpp"
 #include "config/toml_reader.hpp"
+#include "lua/lua_job.hpp"
+#include "lua/lua_state.hpp"
+#include "lua/lua_values.hpp"
 #include "train/idx_file.hpp"
+
+#include <lua.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <string>
@@ -66,6 +72,24 @@ void idx_reader(const std::uint8_t* data, std::size_t size) {
       count *= static_cast<std::size_t>(n);
     require(array->shape.size() == dimensions && array->data.size() == count);
   }
+}
+
+void lua_values(const std::uint8_t* data, std::size_t size) {
+  // The input is a Lua chunk whose first result is walked as scripts' values are: as
+  // write_json writes it and as a Lua job's table is read. Finalisers are left out:
+  // one that loops hangs lua_close, where only the watchdog (lua_test) stops it.
+  const std::string text = text_of(data, size);
+  if (text.find("__gc") != std::string::npos) return;
+  lua::StateOptions options;
+  options.call_timeout_s = 0.2;
+  options.memory_limit_mib = 64;
+  lua::LuaState state(options);
+  lua_State* L = state.get();
+  if (luaL_loadbufferx(L, text.data(), text.size(), "=fuzz/value.lua", "t") != LUA_OK) return;
+  if (!state.call(0, 1)) return;
+  auto json = lua::to_json(L, -1, "value");
+  if (json) (void)json->dump(); // what write_json writes; its strings are UTF-8
+  if (lua_type(L, -1) == LUA_TTABLE) (void)lua::job_from_table(L, -1, "fuzz/job.lua", text, {});
 }
 
 } // namespace actorpipe::fuzz

@@ -1,6 +1,7 @@
 #pragma once
 
-/// The parsers that read what users hand actorpipe, each as a function of raw bytes:
+/// The parsers that read what users hand actorpipe (and the walk over Lua values that
+/// scripts hand it), each as a function of raw bytes:
 /// libFuzzer drives them (fuzzer.cpp, `-Dfuzz=true` with clang) and the corpus replay
 /// test runs every kept input through them in each test run. A target returns
 /// normally whatever the input; a crash, a sanitizer report or a broken invariant
@@ -20,6 +21,7 @@ void toml_profile_reader(const std::uint8_t* data, std::size_t size);
 void pipedream_profile_reader(const std::uint8_t* data, std::size_t size);
 void schedule_reader(const std::uint8_t* data, std::size_t size);
 void idx_reader(const std::uint8_t* data, std::size_t size);
+void lua_values(const std::uint8_t* data, std::size_t size);
 
 struct NamedTarget {
   std::string_view name; ///< also the corpus folder: tests/fuzz/corpus/NAME
@@ -33,6 +35,7 @@ inline constexpr NamedTarget targets[] = {
     {"pipedream_profile_reader", pipedream_profile_reader},
     {"schedule_reader", schedule_reader},
     {"idx_reader", idx_reader},
+    {"lua_values", lua_values},
 };
 
 } // namespace actorpipe::fuzz

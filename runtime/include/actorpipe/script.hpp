@@ -8,6 +8,7 @@
 #include <actorpipe/error.hpp>
 
 #include <atomic>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,8 @@ struct ScriptOptions {
   /// The whole Lua standard library: files, processes, C modules.
   bool allow_io = false;
   double timeout_s = 0; ///< stop the script after this long; 0: never
+  /// Stop the script once its Lua values take more than this many MiB.
+  std::size_t memory_limit_mib = 1024;
   /// Set from elsewhere (a signal handler, another thread) to stop the script.
   const std::atomic<bool>* cancel = nullptr;
   /// Searched for plugins after the default folders and each job's plan.plugin_path.

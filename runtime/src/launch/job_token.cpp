@@ -1,11 +1,11 @@
 #include "launch/job_token.hpp"
 
-#include "base/atomic_file.hpp"
-
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <openssl/evp.h>
 #include <random>
+#include <stdexcept>
 #include <sys/stat.h>
 
 namespace actorpipe::launch {
@@ -22,8 +22,17 @@ std::string new_token() {
   return token;
 }
 
-Status write_token_file(const std::string& path, const std::string& token) {
-  return write_file_atomically(path, token + "\n", 0600);
+std::string store_prefix(const std::string& token) {
+  const std::string input = "actorpipe tensor store\n" + token;
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_Digest(input.data(), input.size(), digest, &length, EVP_sha256(), nullptr) != 1)
+    throw std::runtime_error("SHA-256 is not available from OpenSSL");
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string prefix = "job-";
+  for (unsigned int i = 0; i < 16 && i < length; ++i)
+    prefix += {digits[digest[i] >> 4], digits[digest[i] & 0xF]};
+  return prefix;
 }
 
 namespace {

@@ -23,8 +23,10 @@ inline constexpr std::size_t min_token_length = 32;
 /// 256 random bits from the system's source (std::random_device), as 64 hex digits.
 std::string new_token();
 
-/// Writes `token` to `path`, readable and writable by its owner only, atomically.
-Status write_token_file(const std::string& path, const std::string& token);
+/// Where a job's keys sit in its tensor store (c10d's TCPStore, which checks no one):
+/// under a prefix derived from its token by SHA-256, so that a client without the
+/// token can name no key the job reads or writes.
+std::string store_prefix(const std::string& token);
 
 /// The token in `path` (its first line). Refused, naming the file: one that its group
 /// or others may read or write, an empty or short one, one that cannot be read.

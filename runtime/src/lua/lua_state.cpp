@@ -1,10 +1,12 @@
-/// LuaState: the sandbox, the deadline hook and the traceback handler.
+/// LuaState: the sandbox, the deadline and memory hook, the counting allocator and the
+/// traceback handler.
 
 #include "lua_state.hpp"
 
 #include <lua.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string_view>
 #include <vector>
 
@@ -95,8 +97,60 @@ void open_sandboxed(lua_State* L) {
 
 } // namespace
 
-LuaState::LuaState(const StateOptions& options) : L_(luaL_newstate()), options_(options) {
+/// Lua of the state runs while alive: the watchdog watches it from then.
+class LuaState::Running {
+public:
+  explicit Running(WatchedLimits& limits) : limits_(limits), was_running_(limits.running.load()) {
+    if (!was_running_) limits_.running_since = now_ns();
+    limits_.running = true;
+  }
+  ~Running() { limits_.running = was_running_; }
+  Running(const Running&) = delete;
+  Running& operator=(const Running&) = delete;
+
+private:
+  WatchedLimits& limits_;
+  bool was_running_;
+};
+
+LuaState::Outside::Outside(lua_State* L) : limits_(owner(L).limits_), was_running_(limits_.running.load()) {
+  limits_.running = false;
+}
+
+LuaState::Outside::~Outside() {
+  if (was_running_) limits_.running_since = now_ns();
+  limits_.running = was_running_;
+}
+
+void* LuaState::allocate(void* memory, void* block, std::size_t old_size, std::size_t new_size) {
+  auto& m = *static_cast<Memory*>(memory);
+  const std::size_t old = block ? old_size : 0; // without a block, old_size is a type
+  if (new_size == 0) {
+    std::free(block);
+    m.used -= old;
+    return nullptr;
+  }
+  // Refused outright only at twice the limit (one huge string.rep): Lua's own code
+  // raises the error then. Below, the hook stops the code at a point where no C++
+  // frame is in between, which an allocation failure raised under C++ would unwind.
+  if (m.limit != 0 && new_size > old && m.used - old + new_size > 2 * m.limit) return nullptr;
+  void* grown = std::realloc(block, new_size);
+  if (grown) m.used = m.used - old + new_size;
+  return grown;
+}
+
+/// What an error outside every protected call does: nothing can catch it.
+static int panic(lua_State* L) {
+  const char* message = lua_tostring(L, -1);
+  std::fprintf(stderr, "actorpipe: unprotected Lua error: %s\n", message ? message : "(not a string)");
+  std::abort();
+}
+
+LuaState::LuaState(const StateOptions& options) : L_(nullptr), options_(options) {
+  memory_.limit = options_.memory_limit_mib << 20;
+  L_ = lua_newstate(allocate, &memory_);
   if (!L_) throw std::bad_alloc();
+  lua_atpanic(L_, panic);
   lua_pushlightuserdata(L_, this);
   lua_setfield(L_, LUA_REGISTRYINDEX, owner_key);
   // Generational: a plugin call's tables (a profile of a thousand blocks) die young.
@@ -110,8 +164,20 @@ LuaState::LuaState(const StateOptions& options) : L_(luaL_newstate()), options_(
                                                        std::chrono::duration<double>(options_.timeout_s));
     limit_s_ = options_.timeout_s;
   }
-  if (deadline_ || options_.cancel || options_.call_timeout_s > 0) watch();
+  limits_.cancel = options_.cancel;
+  limits_.deadline =
+      deadline_ ? std::chrono::duration_cast<std::chrono::nanoseconds>(deadline_->time_since_epoch()).count() : 0;
+  watched_ = std::make_unique<Watched>(limits_, "a Lua state", limit_text());
+  watch();
 }
+
+std::string LuaState::limit_text() const {
+  char limit[32];
+  std::snprintf(limit, sizeof limit, "%g", limit_s_);
+  return std::string(options_.call_timeout_s > 0 ? "time limit of " : "--timeout of ") + limit + " s";
+}
+
+void LuaState::describe() { watched_->describe(file_.empty() ? "a Lua state" : file_, limit_text()); }
 
 void LuaState::watch() {
   lua_sethook(
@@ -119,7 +185,8 @@ void LuaState::watch() {
       [](lua_State* L, lua_Debug*) {
         const LuaState& state = owner(L);
         const StateOptions& o = state.options_;
-        if (!state.stop_due()) return;
+        const bool over_memory = state.memory_.limit != 0 && state.memory_.used > state.memory_.limit;
+        if (!over_memory && !state.stop_due()) return;
         const bool cancelled = o.cancel && o.cancel->load();
         // From now on every instruction stops it: a pcall around the loop cannot
         // swallow the stop, the code around that pcall is stopped too.
@@ -127,6 +194,9 @@ void LuaState::watch() {
         luaL_where(L, 0); // the running function's FILE:LINE
         if (cancelled) {
           lua_pushstring(L, "interrupted");
+        } else if (over_memory) {
+          lua_pushfstring(L, "its Lua values took more than their limit of %d MiB",
+                          static_cast<int>(state.memory_.limit >> 20));
         } else {
           char limit[32]; // no std::string: the error unwinds past destructors
           std::snprintf(limit, sizeof limit, "%g", state.limit_s_);
@@ -140,7 +210,15 @@ void LuaState::watch() {
       LUA_MASKCOUNT, hook_every);
 }
 
-LuaState::~LuaState() { lua_close(L_); }
+LuaState::~LuaState() {
+  {
+    // Finalisers run in lua_close, where no hook does: the watchdog stops one that
+    // loops past the limit.
+    const Running closing(limits_);
+    lua_close(L_);
+  }
+  watched_.reset();
+}
 
 bool LuaState::stop_due() const {
   return (options_.cancel && options_.cancel->load()) || (deadline_ && std::chrono::steady_clock::now() > *deadline_);
@@ -159,20 +237,36 @@ Status LuaState::call(int nargs, int nresults) {
     deadline_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                                        std::chrono::duration<double>(options_.call_timeout_s));
     limit_s_ = options_.call_timeout_s;
+    limits_.deadline = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline_->time_since_epoch()).count();
+    describe();
     watch();
   }
   const int base = lua_gettop(L_) - nargs;
   lua_pushcfunction(L_, traceback);
   lua_insert(L_, base);
-  const int status = lua_pcall(L_, nargs, nresults, base);
+  int status = LUA_OK;
+  {
+    const Running running(limits_);
+    status = lua_pcall(L_, nargs, nresults, base);
+  }
   lua_remove(L_, base);
   if (status == LUA_OK) return Ok{};
+  if (status == LUA_ERRMEM) {
+    // Lua calls no handler for it: the place is not known.
+    lua_pop(L_, 1);
+    return Error::bad_input((file_.empty() ? std::string("Lua") : file_) +
+                            ": not enough memory: an allocation would have taken its Lua values past twice their "
+                            "limit of " +
+                            std::to_string(memory_.limit >> 20) + " MiB");
+  }
   std::string message = lua_tostring(L_, -1) ? lua_tostring(L_, -1) : "error object is not a string";
   lua_pop(L_, 1);
   return Error::bad_input(std::move(message));
 }
 
 Status LuaState::run_file(const std::string& path, const std::vector<std::string>& args) {
+  file_ = path;
+  describe();
   // Chunk names "@FILE" make Lua's messages and tracebacks say FILE:LINE.
   if (luaL_loadfilex(L_, path.c_str(), "t") != LUA_OK) {
     std::string message = lua_tostring(L_, -1);

@@ -79,6 +79,7 @@ Status run_script(const std::string& path, const ScriptOptions& options) {
   state_options.allow_io = options.allow_io;
   state_options.cancel = options.cancel;
   state_options.timeout_s = options.timeout_s;
+  state_options.memory_limit_mib = options.memory_limit_mib;
   lua::LuaState state(state_options);
   lua_State* L = state.get();
   lua::set_context(L, &c);

@@ -3,6 +3,7 @@
 #include "script_module.hpp"
 
 #include "base/input_file.hpp"
+#include "base/output_folder.hpp"
 #include "config/toml_reader.hpp"
 #include "lua/lua_job.hpp"
 #include "lua/lua_values.hpp"
@@ -40,7 +41,7 @@ Status push_job_file(lua_State* L, const std::string& path) {
       lua_pop(L, 1);
       return Error::bad_input(std::move(message));
     }
-    ACTORPIPE_TRY(pcall(L, 0, 1));
+    ACTORPIPE_TRY(owner(L).call(0, 1));
   } else {
     auto table = config::parse_toml_file(path);
     ACTORPIPE_TRY(table);
@@ -68,7 +69,7 @@ Status job_table_argument(lua_State* L) {
     lua_getfield(L, lua_upvalueindex(1), "with");
     lua_pushvalue(L, 1);
     lua_pushvalue(L, 2);
-    ACTORPIPE_TRY(pcall(L, 2, 1));
+    ACTORPIPE_TRY(owner(L).call(2, 1));
     lua_replace(L, 1);
   }
   lua_settop(L, 1);
@@ -96,13 +97,6 @@ void set_functions(lua_State* L, int module, std::initializer_list<luaL_Reg> fun
     lua_pushcclosure(L, f.func, 1);
     lua_setfield(L, module, f.name);
   }
-}
-
-Status pcall(lua_State* L, int nargs, int nresults) {
-  if (lua_pcall(L, nargs, nresults, 0) == LUA_OK) return Ok{};
-  std::string message = lua_tostring(L, -1) ? lua_tostring(L, -1) : "error";
-  lua_pop(L, 1);
-  return Error::bad_input(std::move(message));
 }
 
 Status expect_type(lua_State* L, int index, int type, const char* what) {
@@ -142,18 +136,25 @@ Result<PluginRegistry> plugins_for(lua_State* L, const JobSpec* job, std::vector
 
 Result<std::string> output_file(lua_State* L, int index) {
   if (lua_type(L, index) != LUA_TSTRING) return Error::bad_input("expected a file name");
-  const std::string name = lua_tostring(L, index);
+  return output_file(L, std::string(lua_tostring(L, index)));
+}
+
+Result<std::string> output_file(lua_State* L, const std::string& name) {
   const fs::path relative(name);
-  bool escapes = relative.is_absolute() || relative.empty();
+  bool escapes = relative.is_absolute() || relative.empty() || !relative.has_filename();
   for (const auto& part : relative)
     escapes = escapes || part == "..";
   if (escapes)
     return Error::bad_input("'" + name + "': a script writes only inside its output folder: give a relative name");
-  const fs::path path = fs::path(context(L).output_dir) / relative;
-  std::error_code ec;
-  fs::create_directories(path.parent_path(), ec);
-  if (ec) return Error::run_failed(path.parent_path().string() + ": cannot create the folder: " + ec.message());
-  return path.string();
+  auto folder = make_folder_inside(context(L).output_dir, relative.parent_path());
+  ACTORPIPE_TRY(folder);
+  return (fs::path(*folder) / relative.filename()).string();
+}
+
+Result<std::string> output_folder(lua_State* L, const std::string& name) {
+  auto checked = output_file(L, name);
+  ACTORPIPE_TRY(checked);
+  return make_folder_inside(context(L).output_dir, name);
 }
 
 Status check_keys(lua_State* L, int index, const char* function, std::initializer_list<const char*> known) {

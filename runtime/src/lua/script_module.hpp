@@ -8,6 +8,7 @@
 /// script_training.cpp (run, profile, devices) and script_plots.cpp (plot_*).
 
 #include "lua/lua_plugins.hpp"
+#include "lua/lua_state.hpp"
 
 #include <actorpipe/job.hpp>
 #include <actorpipe/plugin_registry.hpp>
@@ -43,6 +44,7 @@ using ModuleFunction = Result<int> (*)(lua_State*);
 template <ModuleFunction f> int entry(lua_State* L) {
   bool failed = false;
   {
+    const LuaState::Outside outside(L); // C++ work, which asks stop_due() itself
     std::string message;
     try {
       auto result = f(L);
@@ -62,9 +64,6 @@ template <ModuleFunction f> int entry(lua_State* L) {
 /// Sets each function in the table at `module`, with the module as its upvalue.
 void set_functions(lua_State* L, int module, std::initializer_list<luaL_Reg> functions);
 
-/// Calls the function below `nargs` arguments in protected mode; its error as a value.
-Status pcall(lua_State* L, int nargs, int nresults);
-
 Status expect_type(lua_State* L, int index, int type, const char* what);
 
 /// The job in argument 1 (a path or a table) with argument 2's overrides applied
@@ -81,9 +80,15 @@ Status measure_if_needed(lua_State* L, JobSpec& job);
 /// plugin path, and what the script registered. `searched` gets the folders.
 Result<PluginRegistry> plugins_for(lua_State* L, const JobSpec* job, std::vector<std::string>* searched = nullptr);
 
-/// The file named by the string at `index`: relative, inside the output folder, whose
-/// folder is created.
+/// The file named by the string at `index` (or `name`): relative, inside the output
+/// folder, whose folder is created; no symbolic link inside the output folder is
+/// followed (make_folder_inside).
 Result<std::string> output_file(lua_State* L, int index);
+Result<std::string> output_file(lua_State* L, const std::string& name);
+
+/// The folder `name` inside the output folder, created as output_file() creates a
+/// file's folder.
+Result<std::string> output_folder(lua_State* L, const std::string& name);
 
 /// The options table at `index` (absent or nil: none): an error names a key that is
 /// not in `known`.

@@ -4,6 +4,7 @@
 #include "script_module.hpp"
 
 #include "base/input_file.hpp"
+#include "base/output_folder.hpp"
 #include "lua/lua_values.hpp"
 #include "plot/charts.hpp"
 #include "plot/trace_timeline.hpp"
@@ -145,16 +146,13 @@ Result<std::string> trace_file(lua_State* L, int index) {
   const fs::path given = lua_tostring(L, index);
   const fs::path root = fs::absolute(c.output_dir).lexically_normal();
   fs::path path = fs::absolute(given).lexically_normal();
-  const auto inside = [&](const fs::path& p) {
-    const auto rel = p.lexically_relative(root);
-    return !rel.empty() && *rel.begin() != "..";
-  };
-  if (!inside(path) && given.is_relative()) path = (root / given).lexically_normal();
-  if (!c.options.allow_io && !inside(path))
-    return Error::bad_input("'" + given.string() + "': a sandboxed script reads traces only inside its output folder " +
-                            c.output_dir + " (run it with --allow-io to read others)");
+  // Links resolved on both sides: one planted inside the folder may point anywhere.
+  if (!resolves_inside(root, path) && given.is_relative()) path = (root / given).lexically_normal();
   std::error_code ec;
   if (fs::is_directory(path, ec)) path /= "trace.json";
+  if (!c.options.allow_io && !resolves_inside(root, path))
+    return Error::bad_input("'" + given.string() + "': a sandboxed script reads traces only inside its output folder " +
+                            c.output_dir + " (run it with --allow-io to read others)");
   return path.string();
 }
 

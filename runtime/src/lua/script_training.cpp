@@ -85,14 +85,6 @@ Result<std::string> string_option(lua_State* L, int index, const char* function,
   return value;
 }
 
-/// A folder named by the string `name`: inside the output folder, as output_file() has it.
-Result<std::string> output_folder(lua_State* L, const std::string& name) {
-  lua_pushstring(L, name.c_str());
-  auto path = output_file(L, -1);
-  lua_pop(L, 1);
-  return path;
-}
-
 void push_step(lua_State* L, const StepMetrics& m) {
   lua_createtable(L, 0, 8);
   const std::pair<const char*, double> fields[] = {{"step", static_cast<double>(m.step)},
@@ -310,7 +302,7 @@ Result<int> profile_fn(lua_State* L) {
   auto profile = (*training)->measure_profile(*job, options);
   ACTORPIPE_TRY(profile);
   if (!output->empty()) {
-    auto file = output_folder(L, *output);
+    auto file = output_file(L, *output);
     ACTORPIPE_TRY(file);
     ACTORPIPE_TRY(save_profile(*profile, *file));
   }

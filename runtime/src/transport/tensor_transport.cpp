@@ -95,7 +95,8 @@ struct TensorTransport::State {
   /// process groups that may still write into them.
   std::map<const Arrival*, std::shared_ptr<Arrival>> posted;
   bool loop_yields = false; ///< Gloo's loop runs under SCHED_IDLE
-  c10::intrusive_ptr<c10d::TCPStore> store;
+  c10::intrusive_ptr<c10d::TCPStore> tcp_store;
+  c10::intrusive_ptr<c10d::Store> store; ///< tcp_store under the job's key prefix
   c10::intrusive_ptr<c10d::ProcessGroupGloo> world;
   std::shared_ptr<::gloo::transport::Device> device;
   /// Posting is serialised (stage threads send and receive at once); waiting is not.
@@ -176,7 +177,8 @@ Result<std::unique_ptr<TensorTransport>> TensorTransport::open(const TransportOp
     store.numWorkers = options.world;
     store.waitWorkers = false;
     store.timeout = options.timeout;
-    transport->state_->store = c10::make_intrusive<c10d::TCPStore>(options.store.host, store);
+    transport->state_->tcp_store = c10::make_intrusive<c10d::TCPStore>(options.store.host, store);
+    transport->state_->store = c10::make_intrusive<c10d::PrefixStore>(options.key_prefix, transport->state_->tcp_store);
   } catch (const std::exception& e) {
     // Where rank 0 cannot listen, the address it was given is at fault (--listen).
     if (options.rank == 0) return Error::bad_input(store_text(options) + ": cannot listen: " + text::message_of(e));
@@ -217,7 +219,7 @@ Status TensorTransport::join() {
   return Ok{};
 }
 
-std::uint16_t TensorTransport::store_port() const { return state_->store->getPort(); }
+std::uint16_t TensorTransport::store_port() const { return state_->tcp_store->getPort(); }
 
 std::uint32_t TensorTransport::link_id(std::size_t pipeline, std::size_t stages, std::size_t from_stage,
                                        std::size_t to_stage) {
@@ -425,11 +427,12 @@ TensorTransport::group(const std::string& name, const std::vector<std::size_t>& 
     // a client's wait holds the client, so a group made at the same time on another
     // thread (another stage's) could not post its own address through a shared one.
     c10d::TCPStoreOptions client;
-    client.port = state_->store->getPort();
+    client.port = state_->tcp_store->getPort();
     client.isServer = false;
     client.waitWorkers = false;
     client.timeout = options_.timeout;
-    auto store = c10::make_intrusive<c10d::TCPStore>(options_.store.host, client);
+    auto store = c10::make_intrusive<c10d::PrefixStore>(
+        options_.key_prefix, c10::make_intrusive<c10d::TCPStore>(options_.store.host, client));
     group->size = static_cast<std::uint32_t>(ranks.size());
     group->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(
         c10::make_intrusive<c10d::PrefixStore>("group/" + name, store), mine, static_cast<int>(ranks.size()),

@@ -2,7 +2,8 @@
 
 /// Tensors between the processes of a run, through LibTorch's c10d: Gloo process groups
 /// over TCP (and NCCL between GPUs, below), met through a TCPStore that rank 0 (the
-/// coordinator) hosts on the control plane's address only. Only tensors travel here; the messages that say what to do
+/// coordinator) hosts on the control plane's address only, its keys under a prefix only
+/// the job's token gives. Only tensors travel here; the messages that say what to do
 /// with them are CAF's. The header shows no LibTorch, so the actors include it without LibTorch's headers.
 ///
 /// Point-to-point: send() posts the bytes and returns at once with a ticket (who sent
@@ -55,6 +56,9 @@ struct TensorTicket {
 
 struct TransportOptions {
   launch::Endpoint store; ///< the store's address: where rank 0 hosts it (port 0 there: any free one)
+  /// Every key of the job's lives under this prefix (launch::store_prefix of its token):
+  /// the store itself admits any client that reaches its port.
+  std::string key_prefix;
   std::size_t rank = 0;
   std::size_t world = 1;
   std::string host = "127.0.0.1";           ///< the address this process's connections bind to
