@@ -8,8 +8,15 @@
 
 namespace actorpipe::actors {
 
-void load_control_plane(caf::actor_system_config& config, const launch::TlsFiles& tls) {
+void load_control_plane(caf::actor_system_config& config, const launch::TlsFiles& tls,
+                        std::chrono::milliseconds silence) {
   config.load<caf::io::middleman>();
+  // CAF's connections say nothing when idle and its handshake waits without end: with
+  // heartbeats, a connection silent for `silence` (a peer that accepted and never
+  // answers, or one gone without a word) is closed, and a remote_actor() waiting on
+  // it returns.
+  config.set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds(250)});
+  config.set("middleman.connection-timeout", caf::timespan{silence});
   if (!tls.enabled()) return;
   config.load<caf::openssl::manager>();
   config.openssl_certificate = tls.certificate;

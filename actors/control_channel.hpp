@@ -12,13 +12,16 @@
 
 #include <caf/fwd.hpp>
 
+#include <chrono>
 #include <cstdint>
 
 namespace actorpipe::actors {
 
 /// Loads what the control plane needs into a process's actor system config: the
-/// middleman, and with `tls` the OpenSSL module and its files.
-void load_control_plane(caf::actor_system_config& config, const launch::TlsFiles& tls);
+/// middleman, and with `tls` the OpenSSL module and its files. A connection silent for
+/// `silence` (its peer sends heartbeats four times a second) is closed.
+void load_control_plane(caf::actor_system_config& config, const launch::TlsFiles& tls,
+                        std::chrono::milliseconds silence = std::chrono::seconds(10));
 
 /// Publishes `gate` at `where` (port 0: any free one); the port it got.
 caf::expected<std::uint16_t> publish_gate(caf::actor_system& system, const gate_actor& gate,

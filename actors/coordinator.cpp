@@ -10,7 +10,10 @@
 #include <caf/io/all.hpp>
 
 #include <algorithm>
-#include <future>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
 #include <optional>
 #include <set>
 
@@ -21,6 +24,9 @@ namespace {
 struct GateState {
   GateConfig config;
   std::vector<bool> taken; ///< by rank − 1
+  /// The admitted workers not yet ready, by the actor that asked to join (which lives
+  /// as long as its worker): its rank and its "HOST pid P".
+  std::map<caf::actor_addr, std::pair<std::uint64_t, std::string>> joining;
   static inline const char* name = "gate";
 };
 
@@ -32,6 +38,18 @@ gate_actor::behavior_type gate_behavior(Gate self, GateConfig config) {
   const auto log = [self](const std::string& line) {
     if (self->state.config.log) self->state.config.log(line);
   };
+  // A worker that ends between its order and its readiness (it refused the plan, or
+  // was killed) is named at once: the others would wait for it until a timeout.
+  self->set_down_handler([=](caf::down_msg& down) {
+    auto& st = self->state;
+    const auto it = st.joining.find(down.source);
+    if (it == st.joining.end()) return;
+    const auto [rank, host] = it->second;
+    st.joining.erase(it);
+    if (st.config.on_lost)
+      st.config.on_lost("worker process " + std::to_string(rank) + " (" + host +
+                        ") ended before the run began (its messages say why)");
+  });
   return {
       [=](join_atom, const std::string& token, const std::string& host_name,
           std::uint32_t pid) -> caf::result<JobOrder> {
@@ -75,19 +93,28 @@ gate_actor::behavior_type gate_behavior(Gate self, GateConfig config) {
         st.taken[*place] = true;
         JobOrder order = st.config.order;
         order.rank = *place + 1;
+        if (const caf::strong_actor_ptr& sender = self->current_sender()) {
+          st.joining[caf::actor_cast<caf::actor_addr>(sender)] = {order.rank, host};
+          self->monitor(sender);
+        }
         return order;
       },
       [=](ready_atom, std::uint64_t rank, stage_host_actor host) {
-        if (self->state.config.on_ready) self->state.config.on_ready(rank, std::move(host));
+        auto& st = self->state;
+        std::erase_if(st.joining, [&](const auto& entry) { return entry.second.first == rank; });
+        if (st.config.on_ready) st.config.on_ready(rank, std::move(host));
       },
   };
 }
 
-/// The hosts of the workers ready so far, filled by the gate, waited for by coordinate().
+/// What coordinate() waits for, filled by the gate and by rank 0's join: the hosts of
+/// the workers ready so far, the join's end, and a worker lost on the way.
 struct Arrivals {
   std::mutex mutex;
+  std::condition_variable changed;
   std::map<std::uint64_t, stage_host_actor> hosts;
-  std::promise<void> all_ready;
+  std::optional<Status> joined;
+  std::optional<std::string> lost;
 };
 
 } // namespace
@@ -121,17 +148,21 @@ Result<std::unique_ptr<Coordination>> coordinate(caf::actor_system& system, cons
   order.world = options.workers + 1;
 
   auto arrivals = std::make_shared<Arrivals>();
-  std::future<void> ready = arrivals->all_ready.get_future();
   GateConfig gate;
   gate.token = options.token;
   gate.order = std::move(order);
   gate.workers = options.workers;
   gate.hosts = std::move(hosts);
   gate.log = options.log;
-  gate.on_ready = [arrivals, workers = options.workers](std::uint64_t rank, stage_host_actor host) {
+  gate.on_ready = [arrivals](std::uint64_t rank, stage_host_actor host) {
     std::lock_guard<std::mutex> lock(arrivals->mutex);
     arrivals->hosts[rank] = std::move(host);
-    if (arrivals->hosts.size() == workers) arrivals->all_ready.set_value();
+    arrivals->changed.notify_all();
+  };
+  gate.on_lost = [arrivals](const std::string& what) {
+    std::lock_guard<std::mutex> lock(arrivals->mutex);
+    if (!arrivals->lost) arrivals->lost = what;
+    arrivals->changed.notify_all();
   };
   coordination->gate = spawn_gate(system, std::move(gate));
   auto port = publish_gate(system, coordination->gate, options.listen, options.tls);
@@ -139,14 +170,29 @@ Result<std::unique_ptr<Coordination>> coordinate(caf::actor_system& system, cons
     return Error::run_failed("cannot listen for workers on " + options.listen.text() + ": " +
                              system.render(port.error()));
   if (options.on_listening) options.on_listening({options.listen.host, *port});
-  // Every worker joins the tensor transport once it has its order; so does rank 0.
-  ACTORPIPE_TRY(coordination->transport->join());
-  if (ready.wait_for(options.join_timeout) != std::future_status::ready) {
+  // Every worker joins the tensor transport once it has its order; so does rank 0, on a
+  // thread of its own, so that a worker lost before it joins ends the wait at once.
+  std::thread([arrivals, transport = coordination->transport.get()] {
+    Status joined = transport->join();
     std::lock_guard<std::mutex> lock(arrivals->mutex);
+    arrivals->joined = std::move(joined);
+    arrivals->changed.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(arrivals->mutex);
+  arrivals->changed.wait(lock, [&] { return arrivals->joined || arrivals->lost; });
+  if (!arrivals->joined) {
+    // The join waits in c10d for the lost rank until its timeout: the transport stays
+    // with it, and goes with the process.
+    (void)coordination->transport.release();
+    return Error::run_failed(*arrivals->lost);
+  }
+  ACTORPIPE_TRY(*arrivals->joined);
+  const bool ready = arrivals->changed.wait_for(
+      lock, options.join_timeout, [&] { return arrivals->hosts.size() == options.workers || arrivals->lost; });
+  if (arrivals->lost) return Error::run_failed(*arrivals->lost);
+  if (!ready)
     return Error::run_failed(std::to_string(arrivals->hosts.size()) + " of " + std::to_string(options.workers) +
                              " workers were ready within " + std::to_string(options.join_timeout.count()) + " s");
-  }
-  std::lock_guard<std::mutex> lock(arrivals->mutex);
   coordination->hosts = arrivals->hosts;
   return coordination;
 }

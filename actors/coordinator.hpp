@@ -58,6 +58,9 @@ struct GateConfig {
   std::vector<std::string> hosts;
   std::function<void(const std::string& line)> log;
   std::function<void(std::uint64_t rank, stage_host_actor host)> on_ready;
+  /// A worker it admitted that ended (or lost its connection) before it was ready:
+  /// what to tell ("worker process 2 (HOST pid P) ended before the run began").
+  std::function<void(const std::string& what)> on_lost;
 };
 gate_actor spawn_gate(caf::actor_system& system, GateConfig config);
 

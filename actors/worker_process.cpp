@@ -30,6 +30,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <future>
 #include <thread>
 
 #include <unistd.h>
@@ -91,7 +92,10 @@ Status run_worker(const WorkerOptions& options) {
     say("bound to cores " + launch::core_list_text(options.cores));
   }
   caf::actor_system_config config;
-  load_control_plane(config, options.tls);
+  // A coordinator that accepts and never answers is given up on within the time to
+  // reach it.
+  load_control_plane(config, options.tls,
+                     std::min<std::chrono::milliseconds>(options.connect_timeout, std::chrono::seconds(10)));
   config.set("scheduler.policy", caf::atom("sharing"));
   add_process_message_types(config);
   caf::actor_system system{config};
@@ -103,8 +107,11 @@ Status run_worker(const WorkerOptions& options) {
     gate = reach_gate(system, options.coordinator, options.tls);
   }
   if (!gate) {
-    const std::string why = gate.error() == caf::sec::cannot_connect_to_node ? "nothing there accepted the connection"
-                                                                             : error_text(system, gate.error());
+    const std::string why =
+        gate.error() == caf::sec::cannot_connect_to_node ? "nothing there accepted the connection"
+        : gate.error() == caf::sec::connection_timeout
+            ? "it accepted the connection and never answered (not an actorpipe coordinator, or one that hangs)"
+            : error_text(system, gate.error());
     return Error::run_failed(where + ": cannot reach it (tried for " + std::to_string(options.connect_timeout.count()) +
                              " s): " + why);
   }
@@ -155,7 +162,22 @@ Status run_worker(const WorkerOptions& options) {
   tensors.follows_others = setup.job.elastic_period.has_value() || (setup.job.staleness && *setup.job.staleness > 0);
   auto transport = transport::TensorTransport::open(tensors);
   ACTORPIPE_TRY(transport);
-  ACTORPIPE_TRY((*transport)->join());
+  // Joined on a thread of its own: a coordinator that ends meanwhile (it lost another
+  // worker before the run began) ends the wait at once, not c10d's timeout.
+  self->monitor(*gate);
+  auto joining = std::make_shared<std::promise<Status>>();
+  std::future<Status> transport_joined = joining->get_future();
+  std::thread([joining, rank = transport->get()] { joining->set_value(rank->join()); }).detach();
+  bool coordinator_gone = false;
+  while (!coordinator_gone && transport_joined.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+    self->receive([&](caf::down_msg&) { coordinator_gone = true; },
+                  caf::after(std::chrono::milliseconds(100)) >> [] {});
+  if (coordinator_gone) {
+    // The join waits in c10d until its timeout: the transport stays with it.
+    (void)transport->release();
+    return Error::run_failed(where + " ended before the run began (its messages say why)");
+  }
+  ACTORPIPE_TRY(transport_joined.get());
   // NCCL between its stages and their neighbours elsewhere where both are on GPUs of
   // their own; every worker opens the same list in the same order.
   auto nccl_links = (*transport)->open_gpu_links(gpu_links(job.cluster, plan, order->placement));
@@ -247,7 +269,6 @@ Status run_worker(const WorkerOptions& options) {
   stage_host_actor host = spawn_stage_host(
       system, {&setup, &session, order->rank, order->placement, transport->get(), &traces, &activities, say});
   self->monitor(host);
-  self->monitor(*gate);
   self->send(*gate, ready_atom::value, order->rank, host);
   say("rank " + std::to_string(order->rank) + " ready (Gloo's loop " +
       ((*transport)->loop_yields() ? "on cores its stages leave idle" : "as any thread") + ")");

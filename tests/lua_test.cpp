@@ -284,7 +284,11 @@ BOOST_AUTO_TEST_CASE(lua_values_too_deep_cyclic_or_with_metamethods_are_named_no
            {"local row = { a = 1 } row.b = { row }\nactorpipe.write_csv('x.csv', { row })\n",
             "a table that contains itself cannot be written"},
            {"actorpipe.write_json('x.json', { name = '\\255\\254' })\n",
-            "value.name: a string that is not UTF-8 cannot be written"}})
+            "value.name: a string that is not UTF-8 cannot be written"},
+           // A lead byte past F4, an overlong '/', a surrogate: the fuzzer's find.
+           {"actorpipe.write_json('x.json', { '\\247\\160\\160\\179' })\n", "value[1]: a string that is not UTF-8"},
+           {"actorpipe.write_json('x.json', { '\\192\\175' })\n", "value[1]: a string that is not UTF-8"},
+           {"actorpipe.write_json('x.json', { '\\237\\160\\128' })\n", "value[1]: a string that is not UTF-8"}})
     BOOST_TEST_CONTEXT(source) {
       const std::string error = script_error(dir, source);
       BOOST_TEST(contains(error, message), error);
@@ -718,6 +722,24 @@ actorpipe.write_json("second.json", second)
   BOOST_TEST(contains(failed, "on_step: "), failed);
   BOOST_TEST(contains(failed, "script.lua:2: no more"), failed);
   BOOST_TEST(contains(failed, "the run stopped after step"), failed);
+  // From a coroutine: its callbacks run on the coroutine's stack (they ran on the main
+  // thread's), and one that yields is told why it cannot.
+  BOOST_TEST(script_error(dir,
+                          "local job = ...\nlocal seen = 0\nlocal run = coroutine.wrap(function()\n"
+                          "  return actorpipe.run(job, { steps = 3, output = 'in-coroutine',\n"
+                          "    on_step = function(m) seen = seen + 1 end })\nend)()\n"
+                          "assert(seen == 3 and run.steps == 3, seen)\n",
+                          with_args({job}))
+                 .empty());
+  const std::string yielded =
+      script_error(dir,
+                   "local job = ...\nprint(coroutine.wrap(function()\n  actorpipe.run(job, { steps = 3, output = "
+                   "'yielding', on_step = function(m) coroutine.yield(m.step) end })\nend)())\n",
+                   with_args({job}));
+  BOOST_TEST(contains(yielded, "on_step: attempt to yield across a C-call boundary (a function that actorpipe calls "
+                               "back, such as a run's on_step or a plugin's, cannot yield)"),
+             yielded);
+  BOOST_TEST(!contains(yielded, "error object is not a string"), yielded);
   BOOST_TEST(contains(script_error(dir, "actorpipe.run(..., { step = 3 })\n", with_args({job})),
                       "run: unknown option 'step' (steps, epochs, output, resume, pin, stall_timeout, on_step, "
                       "on_evaluation)"));

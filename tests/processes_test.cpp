@@ -246,6 +246,21 @@ private:
   bool made_ = false;
 };
 
+/// A socket listening on a free loopback port, whose "127.0.0.1:PORT" goes to `where`;
+/// the kernel completes connections to it whether or not anyone accepts them.
+int loopback_listener(std::string& where) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof any;
+  BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&any), sizeof any) == 0);
+  BOOST_REQUIRE(::listen(fd, 8) == 0);
+  BOOST_REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&any), &size) == 0);
+  where = "127.0.0.1:" + std::to_string(ntohs(any.sin_port));
+  return fd;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_CASE(launched_workers_train_as_one_process_does) {
@@ -862,6 +877,18 @@ BOOST_AUTO_TEST_CASE(a_worker_that_cannot_reach_its_coordinator_says_where_and_h
   BOOST_TEST(contains(lone.err, "the coordinator at 127.0.0.1:1: cannot reach it (tried for 1 s): nothing there "
                                 "accepted the connection"),
              lone.err);
+  // Something that accepts the connection (the kernel does, for a socket that listens)
+  // and never answers: CAF's handshake waited for it without end.
+  std::string where;
+  const int silent = loopback_listener(where);
+  const auto unanswered =
+      test::run_cli("worker --coordinator " + where + " --token-file " + token + " --connect-timeout 1");
+  ::close(silent);
+  BOOST_TEST(unanswered.status == 1);
+  BOOST_TEST(contains(unanswered.err, "the coordinator at " + where +
+                                          ": cannot reach it (tried for 1 s): it accepted "
+                                          "the connection and never answered"),
+             unanswered.err);
 }
 
 BOOST_AUTO_TEST_CASE(the_gate_gives_each_worker_a_place_on_its_own_machine) {
@@ -1126,6 +1153,38 @@ BOOST_AUTO_TEST_CASE(two_servers_joined_by_a_slow_link_train_as_one_process_does
                                        test::single_process(*loaded, 10)) < 1e-5);
   // The batches went to the workers over the link: 10 steps of 16 samples of 12 floats.
   BOOST_TEST(servers.sent_by_a() > 10 * 16 * 12 * 4);
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_that_ends_after_its_order_and_before_the_run_is_named_at_once) {
+  // The coordinator and worker A plan with a Lua plugin's partitioner; worker B,
+  // without that plugin on its search path, cannot plan the job alike and ends after
+  // the gate gave it its order. The coordinator and worker A waited in the tensor
+  // transport's join for c10d's timeout and said only "Socket Timeout"; the
+  // coordinator names B as soon as it ends, and A ends as soon as the coordinator does.
+  test::ScratchDir dir;
+  const std::string job = job_file(dir, "gpipe");
+  const std::string token = dir.write("token", std::string(40, 'k') + "\n");
+  ::chmod(token.c_str(), 0600);
+  std::string where;
+  ::close(loopback_listener(where)); // a free port for the coordinator
+  const std::string twins = (test::source_root() / "tests/lua_plugins/twins.lua").string();
+  const char* before = std::getenv("ACTORPIPE_PLUGIN_PATH");
+  const std::string kept = before ? before : "";
+  ::setenv("ACTORPIPE_PLUGIN_PATH", twins.c_str(), 1); // for the two started here
+  test::RunningCli coordinator({"launch", "--nprocs", "2", "--local-workers", "0", "--listen", where, "--token-file",
+                                token, job, "--set", "plan.partitioner=\"lua-uniform\"", "--steps", "4", "-o",
+                                (dir.path() / "run").string()});
+  test::RunningCli a({"worker", "--coordinator", where, "--token-file", token});
+  ::setenv("ACTORPIPE_PLUGIN_PATH", kept.c_str(), 1);
+  BOOST_REQUIRE_MESSAGE(a.wait_for_line("joined the coordinator"), a.err);
+  const auto b = test::run_cli("worker --coordinator " + where + " --token-file " + token); // without twins.lua
+  BOOST_TEST(b.status == 2, b.err);
+  BOOST_TEST(contains(b.err, "lua-uniform"), b.err);
+  BOOST_TEST(coordinator.wait() == 1);
+  BOOST_TEST(contains(coordinator.err, ") ended before the run began (its messages say why)"), coordinator.err);
+  BOOST_TEST(!contains(coordinator.err, "Socket Timeout"), coordinator.err);
+  BOOST_TEST(a.wait() == 1);
+  BOOST_TEST(contains(a.err, "the coordinator at " + where + " ended before the run began"), a.err);
 }
 
 BOOST_AUTO_TEST_CASE(bad_launch_and_worker_flags_are_named_with_exit_status_2) {

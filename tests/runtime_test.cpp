@@ -33,6 +33,7 @@
 #include "train/freed_memory.hpp"
 #include "train/idx_file.hpp"
 #include "train/model_zoo.hpp"
+#include "train/session.hpp"
 #include "train/single_process.hpp"
 
 #include <nlohmann/json.hpp>
@@ -1175,6 +1176,36 @@ BOOST_AUTO_TEST_CASE(a_damaged_checkpoint_or_another_batch_is_refused_on_resume)
   BOOST_REQUIRE(!other_batch.ok());
   BOOST_TEST(test::contains(other_batch.error().message, "written at train.batch_size 16, the job has 32"),
              other_batch.error().message);
+  // Another optimizer's state: said in the job's words, not LibTorch's assertion.
+  Prepared adam = p;
+  adam.job.train.optimizer = "adam";
+  auto other_optimizer = run(adam, (dir.path() / "adam").string(), 8, first);
+  BOOST_REQUIRE(!other_optimizer.ok());
+  BOOST_TEST(exit_status(other_optimizer.error().code) == 2);
+  BOOST_TEST(test::contains(other_optimizer.error().message,
+                            "stage 0 has optimizer state that the job's optimizer (train.optimizer) cannot take"),
+             other_optimizer.error().message);
+  BOOST_TEST(!test::contains(other_optimizer.error().message, "INTERNAL ASSERT"), other_optimizer.error().message);
+  // Sealed afresh (its CRC valid) at a position no run of the job reaches: past the
+  // data, or an epoch of four billion.
+  {
+    auto session = train::Session::open(p.job, p.plan);
+    REQUIRE_OK(session);
+    REQUIRE_OK((*session)->load_checkpoint(checkpoint));
+    const std::string forged = (dir.path() / "forged").string();
+    std::filesystem::create_directories(forged);
+    for (const train::Progress& position :
+         {train::Progress{4, 0, 400}, train::Progress{4, 4'000'000'000, 4}, train::Progress{40, 0, 4}}) {
+      REQUIRE_OK((*session)->save_checkpoint(forged + "/checkpoint.pt", position));
+      auto resumed = run(p, (dir.path() / "from-forged").string(), 8, forged);
+      BOOST_REQUIRE(!resumed.ok());
+      BOOST_TEST(exit_status(resumed.error().code) == 2);
+      BOOST_TEST(test::contains(resumed.error().message, "is not one a run of this job reaches at 16 batches an epoch"),
+                 resumed.error().message);
+    }
+    REQUIRE_OK((*session)->save_checkpoint(forged + "/checkpoint.pt", train::Progress{20, 1, 4})); // one it reaches
+    REQUIRE_OK(run(p, (dir.path() / "from-reachable").string(), 21, forged));
+  }
   // A byte flipped in the middle of the file.
   auto bytes = read_file(checkpoint);
   REQUIRE_OK(bytes);

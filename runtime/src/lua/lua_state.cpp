@@ -231,7 +231,8 @@ LuaState& owner(lua_State* L) {
   return *state;
 }
 
-Status LuaState::call(int nargs, int nresults) {
+Status LuaState::call(int nargs, int nresults, lua_State* thread) {
+  lua_State* L = thread ? thread : L_;
   if (options_.call_timeout_s > 0) {
     // Each call has its time; the hook, set to every instruction by a stop, is reset.
     deadline_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -241,26 +242,31 @@ Status LuaState::call(int nargs, int nresults) {
     describe();
     watch();
   }
-  const int base = lua_gettop(L_) - nargs;
-  lua_pushcfunction(L_, traceback);
-  lua_insert(L_, base);
+  const int base = lua_gettop(L) - nargs;
+  lua_pushcfunction(L, traceback);
+  lua_insert(L, base);
   int status = LUA_OK;
   {
     const Running running(limits_);
-    status = lua_pcall(L_, nargs, nresults, base);
+    status = lua_pcall(L, nargs, nresults, base);
   }
-  lua_remove(L_, base);
+  lua_remove(L, base);
   if (status == LUA_OK) return Ok{};
   if (status == LUA_ERRMEM) {
     // Lua calls no handler for it: the place is not known.
-    lua_pop(L_, 1);
+    lua_pop(L, 1);
     return Error::bad_input((file_.empty() ? std::string("Lua") : file_) +
                             ": not enough memory: an allocation would have taken its Lua values past twice their "
                             "limit of " +
                             std::to_string(memory_.limit >> 20) + " MiB");
   }
-  std::string message = lua_tostring(L_, -1) ? lua_tostring(L_, -1) : "error object is not a string";
-  lua_pop(L_, 1);
+  std::string message = lua_tostring(L, -1) ? lua_tostring(L, -1) : "error object is not a string";
+  // A callback that yields: the C++ between it and its coroutine cannot be resumed.
+  constexpr std::string_view yielded = "attempt to yield across a C-call boundary";
+  if (const auto at = message.find(yielded); at != std::string::npos)
+    message.insert(at + yielded.size(),
+                   " (a function that actorpipe calls back, such as a run's on_step or a plugin's, cannot yield)");
+  lua_pop(L, 1);
   return Error::bad_input(std::move(message));
 }
 

@@ -54,9 +54,11 @@ public:
   /// "FILE:LINE: message" and the traceback.
   Status run_file(const std::string& path, const std::vector<std::string>& args = {});
 
-  /// Calls the function below `nargs` arguments on the stack in protected mode, with
-  /// the traceback handler, leaving `nresults` results.
-  Status call(int nargs, int nresults);
+  /// Calls the function below `nargs` arguments on the stack of `thread` (the state's
+  /// main thread by default; a module function called from a coroutine passes that
+  /// coroutine's) in protected mode, with the traceback handler, leaving `nresults`
+  /// results.
+  Status call(int nargs, int nresults, lua_State* thread = nullptr);
 
   /// Whether the cancel flag is set or the deadline has passed: the hook stops Lua code
   /// then, and long C++ work the script started (a training run) asks this.

@@ -62,17 +62,15 @@ void raw_field(lua_State* L, int table, const std::string& key) {
   lua_rawget(L, table);
 }
 
-/// Whether `text` is UTF-8, as JSON and TOML text must be.
-bool utf8(std::string_view text) {
-  for (std::size_t i = 0; i < text.size();) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (n == 0 || i + n > text.size()) return false;
-    for (std::size_t k = 1; k < n; ++k)
-      if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return false;
-    i += n;
+/// Whether `text` is UTF-8 as JSON and TOML text must be (no overlong forms, no
+/// surrogates, nothing past U+10FFFF): the check of the JSON library that writes it.
+bool utf8(const std::string& text) {
+  try {
+    (void)nlohmann::json(text).dump();
+    return true;
+  } catch (const nlohmann::json::type_error&) {
+    return false;
   }
-  return true;
 }
 
 /// The string at `index`, where it is UTF-8; an error names `where`.

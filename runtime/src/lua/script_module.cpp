@@ -41,7 +41,7 @@ Status push_job_file(lua_State* L, const std::string& path) {
       lua_pop(L, 1);
       return Error::bad_input(std::move(message));
     }
-    ACTORPIPE_TRY(owner(L).call(0, 1));
+    ACTORPIPE_TRY(owner(L).call(0, 1, L));
   } else {
     auto table = config::parse_toml_file(path);
     ACTORPIPE_TRY(table);
@@ -69,7 +69,7 @@ Status job_table_argument(lua_State* L) {
     lua_getfield(L, lua_upvalueindex(1), "with");
     lua_pushvalue(L, 1);
     lua_pushvalue(L, 2);
-    ACTORPIPE_TRY(owner(L).call(2, 1));
+    ACTORPIPE_TRY(owner(L).call(2, 1, L));
     lua_replace(L, 1);
   }
   lua_settop(L, 1);

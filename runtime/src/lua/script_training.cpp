@@ -128,7 +128,7 @@ struct Callbacks {
     std::lock_guard lock(context(L).registrations.host->mutex());
     f.push();
     push();
-    if (auto s = owner(L).call(1, 1); !s) {
+    if (auto s = owner(L).call(1, 1, L); !s) {
       error = Error::bad_input(std::string(name) + ": " + s.error().message);
       stop = true;
       return;

@@ -267,6 +267,15 @@ Result<Progress> Session::load_checkpoint(const std::string& path) {
                               " training samples, the job's data has " + std::to_string(d_->data.train.size()) +
                               "; resume with the same data");
     Progress progress{integer("step"), integer("epoch"), integer("index")};
+    // A position the run could not have reached (one a valid CRC over altered bytes
+    // still carries) would resume past the data or count epochs from nowhere.
+    const std::uint64_t per_epoch = steps_per_epoch();
+    if (per_epoch != 0 && (progress.index >= per_epoch || progress.epoch > progress.step / per_epoch ||
+                           progress.step != progress.epoch * per_epoch + progress.index))
+      return Error::bad_input(path + ": the checkpoint's position (step " + std::to_string(progress.step) + ", epoch " +
+                              std::to_string(progress.epoch) + ", batch " + std::to_string(progress.index) +
+                              ") is not one a run of this job reaches at " + std::to_string(per_epoch) +
+                              " batches an epoch");
     torch::NoGradGuard no_grad;
     // Each pipeline reads its own copy: tensors read from one archive are shared, and
     // optimizer state shared between pipelines would be updated once per pipeline.

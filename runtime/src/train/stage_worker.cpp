@@ -164,7 +164,14 @@ std::string read_state(StageWorker::Impl& stage, torch::serialize::InputArchive&
   if (stage.optimizer) {
     torch::serialize::InputArchive optimizer;
     archive.read("optimizer", optimizer);
-    stage.optimizer->load(optimizer);
+    // LibTorch asserts on state of another optimizer (SGD's momentum read as Adam's),
+    // in words that ask for a bug report: said here in the job's.
+    try {
+      stage.optimizer->load(optimizer);
+    } catch (const c10::Error&) {
+      return "has optimizer state that the job's optimizer (train.optimizer) cannot take: the checkpoint was "
+             "written with another optimizer";
+    }
   }
   return {};
 }
