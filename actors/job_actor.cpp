@@ -11,7 +11,7 @@
 #include "server_copy_actor.hpp"
 #include "stage_actor.hpp"
 #include "stall_watchdog_actor.hpp"
-#include "sync_round.hpp"
+#include "replica_barrier.hpp"
 
 #include "base/text.hpp"
 #include "train/cores.hpp"
@@ -110,11 +110,9 @@ PipelineConfig pipeline_config(const JobConfig& config, std::vector<stage_actor>
   PipelineConfig pipeline;
   pipeline.stages = std::move(stages);
   pipeline.micro_batch_sizes = config.plan.schedule.micro_batch_sizes;
-  std::uint32_t share = 0;
-  for (auto n : pipeline.micro_batch_sizes)
-    share += n;
   // A pipeline stepping on its own steps on its share's mean gradient.
-  pipeline.batch_size = config.asynchronous() ? share : static_cast<std::uint32_t>(config.plan.batch_size);
+  pipeline.batch_size =
+      static_cast<std::uint32_t>(config.asynchronous() ? config.plan.schedule.samples() : config.plan.batch_size);
   pipeline.first_step = config.first_step;
   pipeline.to_first = to_first;
   pipeline.to_last = to_last;
@@ -202,9 +200,7 @@ void build(JobActor self, const JobConfig& config) {
       stages[p].push_back(spawn_stage(self->system(), stage_config(config, p, s, cores[p][s])));
       watch(stages[p].back(), name);
     }
-  std::uint32_t share = 0;
-  for (auto n : plan.schedule.micro_batch_sizes)
-    share += n;
+  const auto share = static_cast<std::uint32_t>(plan.schedule.samples());
   st.asynchronous = config.asynchronous();
   st.dealer.emplace(share_dealer(config, P));
   for (std::size_t p = 0; p < P; ++p) {
@@ -343,14 +339,15 @@ void build(JobActor self, const JobConfig& config) {
                              " could not wire its stages: " + error_text(self->system(), error));
             });
   for (std::size_t s = 0; s < S; ++s) {
-    std::shared_ptr<SyncRound> round;
+    std::shared_ptr<ReplicaBarrier> round;
     std::vector<stage_actor> replicas;
     if (P > 1) {
       for (std::size_t p = 0; p < P; ++p)
         replicas.push_back(stages[p][s]);
     }
     if (P > 1 && !st.asynchronous) {
-      round = std::make_shared<SyncRound>(s, P, [sync = config.sync, s](std::uint64_t step) { return sync(s, step); });
+      round =
+          std::make_shared<ReplicaBarrier>(s, P, [sync = config.sync, s](std::uint64_t step) { return sync(s, step); });
     }
     for (std::size_t p = 0; p < P; ++p)
       if (rank(p, s) == 0)

@@ -2,7 +2,7 @@
 
 /// The job actor: builds the run's actors from a plan (a stage actor per pipeline ×
 /// stage and a pipeline actor per pipeline, but for those worker processes spawned,
-/// and with several pipelines a SyncRound per
+/// and with several pipelines a ReplicaBarrier per
 /// stage index or, for an asynchronous policy, the group-scheduler actor with an
 /// averager actor per stage index, or a parameter-server actor per stage index),
 /// splits each batch into a share per pipeline and answers a step once all its shares

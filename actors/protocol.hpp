@@ -8,7 +8,7 @@
 ///            ─labels(n, micro, labels, scale)→ stage S−1
 ///   stage s ─backward(n, micro, gradient)→ stage s−1
 ///   the replica of stage s last to have its gradients of step n, having run the sync
-///     policy's round (SyncRound) ─synced(n, stepped)→ the other replicas of stage s
+///     policy's round (ReplicaBarrier) ─synced(n, stepped)→ the other replicas of stage s
 ///   stage ─done(n, stage, loss)→ pipeline, once it has stepped
 ///   stage ─failed(what)→ job
 /// With an asynchronous policy each pipeline numbers its own steps. Under scheduled
@@ -39,12 +39,12 @@
 ///   server copy of every process with replicas of the stage, which steps its copy
 ///   alike and ─synced(n, true)→ each of its own pushers)
 ///
-/// `n` is the run's step number: the run queues step n + 1 while step n runs, so a
-/// stage may hold inputs of both. Tensors travel as Payload handles within the job
-/// actor, and from the job to its pipelines, from a pipeline to its stages and between
-/// stages as Parcels (parcel.hpp): between actors of one process a pointer, never a
-/// copy; to another process, a ticket for bytes that c10d carries, or which rows of a
-/// batch they are.
+/// `n` is the run's step number: the run queues the steps after n while step n runs
+/// (one ahead in one process, two across processes, two per pipeline when pipelines
+/// step on their own: run_training.cpp), so a stage may hold inputs of several. Tensors travel as Payload handles
+/// within the job actor, and from the job to its pipelines, from a pipeline to its stages and between stages as Parcels
+/// (parcel.hpp): between actors of one process a pointer, never a copy; to another process, a ticket for bytes that
+/// c10d carries, or which rows of a batch they are.
 
 #include "parcel.hpp"
 #include "train/payload.hpp"
@@ -60,7 +60,7 @@
 
 namespace actorpipe::actors {
 
-class SyncRound;
+class ReplicaBarrier;
 
 using connect_atom = caf::atom_constant<caf::atom("connect")>;
 using step_atom = caf::atom_constant<caf::atom("step")>;
@@ -142,8 +142,8 @@ struct StageLinks {
   stage_actor previous{};
   stage_actor next{};
   pipeline_actor pipeline{};
-  std::shared_ptr<SyncRound> sync{};   ///< shared by the replicas of this stage index
-  std::vector<stage_actor> replicas{}; ///< this stage index's actor in each pipeline, this one's included
+  std::shared_ptr<ReplicaBarrier> sync{}; ///< shared by the replicas of this stage index
+  std::vector<stage_actor> replicas{};    ///< this stage index's actor in each pipeline, this one's included
   group_scheduler_actor scheduler{};
   job_actor job{};
   parameter_server_actor server{};

@@ -17,9 +17,7 @@ Result<std::shared_ptr<SyncPolicy>> sync_policy(const JobSpec& job, const Plan& 
   std::optional<PluginRegistry> discovered;
   const PluginRegistry* registry = options.plugins;
   if (!registry) {
-    std::vector<std::string> folders = PluginRegistry::default_folders();
-    folders.insert(folders.end(), job.plan.plugin_path.begin(), job.plan.plugin_path.end());
-    auto found = PluginRegistry::discover(folders);
+    auto found = PluginRegistry::discover(PluginRegistry::search_path(job.plan.plugin_path));
     ACTORPIPE_TRY(found);
     discovered.emplace(std::move(*found));
     registry = &*discovered;
@@ -54,9 +52,7 @@ Result<std::unique_ptr<RunSetup>> prepare_run(const JobSpec& job, const Plan& pl
     return session.worker(p, s);
   };
   if (policy) {
-    std::uint64_t share = 0;
-    for (const std::uint32_t n : plan.schedule.micro_batch_sizes)
-      share += n;
+    const std::uint64_t share = plan.schedule.samples();
     const auto options_it = job.plan.options.find(plan.sync);
     setup->sync.emplace(policy, "sync '" + plan.sync + "'",
                         options_it == job.plan.options.end() ? PluginOptions{} : options_it->second, plan.pipelines,

@@ -23,6 +23,8 @@
 #include "base/boundary.hpp"
 #include "base/folder_lock.hpp"
 #include "base/output_folder.hpp"
+#include "base/scope_exit.hpp"
+#include "base/statistics.hpp"
 #include "device/cuda_queries.hpp"
 #include "device/placement.hpp"
 #include "base/input_file.hpp"
@@ -245,10 +247,7 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
     }
     system.await_all_actors_done();
   };
-  struct OnExit {
-    std::function<void()> run;
-    ~OnExit() { run(); }
-  } on_exit{shut_down};
+  const ScopeExit on_exit(shut_down);
 
   RunSummary summary;
   summary.output_dir = options.output_dir;
@@ -440,11 +439,7 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   summary.seconds = step_seconds;
   summary.samples_per_s =
       step_seconds > 0 ? static_cast<double>(steps_here * plan.batch_size) / (step_seconds * time_scale) : 0;
-  if (!step_ms.empty()) {
-    const auto middle = step_ms.begin() + static_cast<std::ptrdiff_t>(step_ms.size() / 2);
-    std::nth_element(step_ms.begin(), middle, step_ms.end());
-    summary.median_step_ms = *middle;
-  }
+  summary.median_step_ms = median(step_ms);
   return summary;
 }
 

@@ -20,7 +20,7 @@ namespace actorpipe::actors {
 /// What a stage's thread is busy with, for the message that names a stuck one.
 enum class StageWork : std::uint8_t {
   compute,    ///< an action of its schedule, or its optimizer step
-  sync_round, ///< its stage index's sync round (sync_round.hpp), run on its thread
+  sync_round, ///< its stage index's sync round (replica_barrier.hpp), run on its thread
 };
 
 struct StageActivity {

@@ -4,7 +4,7 @@
 
 #include "stage_actor.hpp"
 
-#include "sync_round.hpp"
+#include "replica_barrier.hpp"
 
 #include "base/text.hpp"
 #include "train/cores.hpp"
@@ -270,19 +270,19 @@ std::optional<bool> arrive(StageActor self) {
   }
   st.syncing = true;
   st.sync_since = Clock::now();
-  SyncRound::Arrival arrival = SyncRound::Arrival::waiting;
+  ReplicaBarrier::Arrival arrival = ReplicaBarrier::Arrival::waiting;
   try {
     arrival = st.links.sync->arrive(st.step, st.config.pipeline);
   } catch (const std::exception& e) {
     fail(self, "sync", text::message_of(e));
     return std::nullopt;
   }
-  if (arrival == SyncRound::Arrival::waiting) return std::nullopt;
+  if (arrival == ReplicaBarrier::Arrival::waiting) return std::nullopt;
   // Between emulated devices the ring all-reduce, ready when the last replica arrived
   // (now), takes its modelled time on the links (dilated) before anyone goes on.
   if (st.emulated)
     if (const auto done = st.emulated->allreduce_end(*st.sync_since)) std::this_thread::sleep_until(*done);
-  const bool stepped = arrival == SyncRound::Arrival::stepped;
+  const bool stepped = arrival == ReplicaBarrier::Arrival::stepped;
   for (const stage_actor& replica : st.links.replicas)
     if (replica.address() != self->address()) self->send(replica, synced_atom::value, st.step, stepped);
   return stepped;

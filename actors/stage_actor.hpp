@@ -73,7 +73,7 @@ struct StageConfig {
 };
 
 /// Expects a `connect` message with its links before any input. With replicas in its
-/// links, each step ends in their sync round (SyncRound): the sync policy's reduction
+/// links, each step ends in their sync round (ReplicaBarrier): the sync policy's reduction
 /// before its optimizer steps, or its own optimizer step (step_ahead) before a round
 /// that averages the replicas; or, with a group scheduler instead, in its optimizer
 /// step, a snapshot, an ask and the step's report; the answer (the group's averager's,

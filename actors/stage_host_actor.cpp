@@ -7,7 +7,7 @@
 #include "pipeline_actor.hpp"
 #include "server_copy_actor.hpp"
 #include "stage_actor.hpp"
-#include "sync_round.hpp"
+#include "replica_barrier.hpp"
 
 #include "base/text.hpp"
 #include "train/cores.hpp"
@@ -73,7 +73,7 @@ void wire(StageHost self, const std::vector<StageWiring>& wirings) {
   const auto route = [&](std::uint64_t rank) {
     return rank == st.config.rank ? Route{} : Route{st.config.transport, static_cast<std::size_t>(rank)};
   };
-  std::map<std::size_t, std::shared_ptr<SyncRound>> rounds;
+  std::map<std::size_t, std::shared_ptr<ReplicaBarrier>> rounds;
   std::map<std::size_t, std::vector<stage_actor>> replicas;
   if (P > 1 && !st.config.setup->asynchronous())
     for (const auto& [key, actor] : st.stages) {
@@ -83,8 +83,8 @@ void wire(StageHost self, const std::vector<StageWiring>& wirings) {
         std::vector<std::size_t> pipelines;
         for (std::size_t q = 0; q < P; ++q)
           if (mine(st.config, q, s)) pipelines.push_back(q);
-        rounds[s] = std::make_shared<SyncRound>(s, pipelines,
-                                                [sync = job.sync, s = s](std::uint64_t step) { return sync(s, step); });
+        rounds[s] = std::make_shared<ReplicaBarrier>(
+            s, pipelines, [sync = job.sync, s = s](std::uint64_t step) { return sync(s, step); });
       }
     }
   for (const StageWiring& w : wirings) {

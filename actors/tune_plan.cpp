@@ -6,6 +6,7 @@
 #include <actorpipe/planner.hpp>
 
 #include "base/output_folder.hpp"
+#include "base/scope_exit.hpp"
 #include "base/text.hpp"
 
 #include <algorithm>
@@ -47,13 +48,10 @@ Result<std::pair<Plan, TuneReport>> tune_plan(const JobSpec& job, const Plan& pl
   TuneReport report;
   std::vector<Plan> plans;
   const std::filesystem::path scratch(options.scratch_dir);
-  struct RemoveAfter {
-    std::filesystem::path path;
-    ~RemoveAfter() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  } remove_after{scratch};
+  const ScopeExit remove_after([&scratch] {
+    std::error_code ignored;
+    std::filesystem::remove_all(scratch, ignored);
+  });
   for (std::size_t k = 0; k < shapes.size(); ++k) {
     if (options.stop_requested && options.stop_requested()) return Error::run_failed("tuning was interrupted");
     TunedSetting& setting = report.tried.emplace_back(setting_of(shapes[k]));

@@ -60,9 +60,7 @@ Result<std::pair<JobSpec, Plan>> plan_alike(const JobOrder& order) {
   shape.pipelines = order.pipelines;
   shape.micro_batches = order.micro_batches;
   JobSpec shaped = job_with_shape(*job, shape);
-  std::vector<std::string> folders = PluginRegistry::default_folders();
-  folders.insert(folders.end(), shaped.plan.plugin_path.begin(), shaped.plan.plugin_path.end());
-  auto plugins = PluginRegistry::discover(folders);
+  auto plugins = PluginRegistry::discover(PluginRegistry::search_path(shaped.plan.plugin_path));
   ACTORPIPE_TRY(plugins);
   auto plan = make_plan(shaped, *plugins);
   ACTORPIPE_TRY(plan);

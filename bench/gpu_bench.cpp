@@ -20,6 +20,7 @@
 #include <actorpipe/plugin_registry.hpp>
 #include <actorpipe/training.hpp>
 
+#include "base/statistics.hpp"
 #include "base/text.hpp"
 #include "base/text_table.hpp"
 #include "device/cuda_queries.hpp"
@@ -66,12 +67,6 @@ struct Row {
 template <class T> T need(Result<T> r, const std::string& what) {
   if (!r) die(what + ": " + r.error().message);
   return std::move(*r);
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
 }
 
 /// A corpus of this tree's own text (docs, sources): enough 513-byte windows for any batch.

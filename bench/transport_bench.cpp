@@ -16,6 +16,7 @@
 /// as a run's processes do (train.retain_memory).
 ///   build/bench/transport_bench [--repeats N]   (N: 15)
 
+#include "base/statistics.hpp"
 #include "base/text_table.hpp"
 #include "train/freed_memory.hpp"
 #include "train/tensor_box.hpp"
@@ -46,11 +47,6 @@ namespace {
 const std::vector<std::size_t> point_sizes{1u << 10, 16u << 10, 256u << 10, 1u << 20, 4u << 20, 16u << 20, 64u << 20};
 const std::vector<std::size_t> reduce_sizes{1u << 20, 4u << 20, 16u << 20, 64u << 20};
 constexpr std::size_t reduce_tensors = 16;
-
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
 
 void must(bool ok, const char* what) {
   if (!ok) {

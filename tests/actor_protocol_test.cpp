@@ -14,7 +14,7 @@
 #include "share_dealer.hpp"
 #include "stage_actor.hpp"
 #include "stall_watchdog_actor.hpp"
-#include "sync_round.hpp"
+#include "replica_barrier.hpp"
 
 #include "train/stage_computation.hpp"
 #include "train/tensor_box.hpp"
@@ -197,7 +197,7 @@ struct fixture : test_coordinator_fixture<> {
 
   /// Links every stage of pipeline `stages` in order, to the doubles and, where given,
   /// to a sync round with `replicas`.
-  void connect(const std::vector<stage_actor>& stages, std::shared_ptr<actors::SyncRound> round = {},
+  void connect(const std::vector<stage_actor>& stages, std::shared_ptr<actors::ReplicaBarrier> round = {},
                const std::vector<stage_actor>& replicas = {}) {
     for (std::size_t s = 0; s < stages.size(); ++s)
       self->send(stages[s], connect_atom::value,
@@ -440,7 +440,7 @@ CAF_TEST(the_replica_last_to_its_gradients_reduces_them_and_releases_the_others)
   auto replica0 = stage(0, 0, one);
   auto replica1 = stage(1, 0, one);
   int reductions = 0;
-  auto round = std::make_shared<actors::SyncRound>(0, 2, [&](std::uint64_t) {
+  auto round = std::make_shared<actors::ReplicaBarrier>(0, 2, [&](std::uint64_t) {
     ++reductions;
     log.push_back("reduce");
     return false; // the replicas step themselves
@@ -472,7 +472,7 @@ CAF_TEST(a_round_that_steps_every_replica_leaves_none_to_step_again) {
   auto replica1 = stage(1, 0, one);
   // As parameter averaging runs: every replica steps on its own gradient, then the
   // parameters are averaged, all on the last arrival's thread.
-  auto round = std::make_shared<actors::SyncRound>(0, 2, [&](std::uint64_t) {
+  auto round = std::make_shared<actors::ReplicaBarrier>(0, 2, [&](std::uint64_t) {
     fake(0, 0).step();
     fake(1, 0).step();
     log.push_back("average");
@@ -495,9 +495,9 @@ CAF_TEST(a_round_that_steps_every_replica_leaves_none_to_step_again) {
   CAF_CHECK(failures.empty());
 }
 
-CAF_TEST(a_sync_round_refuses_arrivals_out_of_protocol) {
+CAF_TEST(a_replica_barrier_refuses_arrivals_out_of_protocol) {
   int reductions = 0;
-  actors::SyncRound round(3, 2, [&](std::uint64_t) {
+  actors::ReplicaBarrier round(3, 2, [&](std::uint64_t) {
     ++reductions;
     return false;
   });
@@ -510,7 +510,7 @@ CAF_TEST(a_sync_round_refuses_arrivals_out_of_protocol) {
     return "";
   };
   CAF_CHECK_EQUAL(refused(1, 2), "sync of stage 3: gradients from unknown pipeline 2");
-  using Arrival = actors::SyncRound::Arrival;
+  using Arrival = actors::ReplicaBarrier::Arrival;
   CAF_CHECK(round.arrive(1, 0) == Arrival::waiting);
   CAF_CHECK_EQUAL(refused(1, 0), "sync of stage 3: pipeline 0 sent gradients of step 1 while step 1 is being reduced");
   CAF_CHECK_EQUAL(refused(2, 1), "sync of stage 3: pipeline 1 sent gradients of step 2 while step 1 is being reduced");

@@ -10,7 +10,9 @@
 #include <actorpipe/simulator.hpp>
 
 #include "test_support.hpp"
+#include "base/scope_exit.hpp"
 
+#include <clocale>
 #include <unistd.h>
 
 using namespace actorpipe;
@@ -51,6 +53,27 @@ BOOST_AUTO_TEST_CASE(shipped_plugins_are_found_with_their_info) {
   BOOST_TEST(contains(uniform->file, "partitioner_uniform.so"));
   BOOST_TEST(!sequential->description.empty());
   BOOST_TEST(registry->plugins().size() == 18u);
+}
+
+BOOST_AUTO_TEST_CASE(a_plugin_number_option_reads_numbers_as_the_job_file_wrote_them) {
+  // std::stod follows the C locale: under one whose decimal point is a comma, "0.5"
+  // read as 0. The option reads '.' as the TOML file wrote it, in any locale (checked
+  // under a comma locale where this machine has one).
+  for (const char* locale : {"de_DE.UTF-8", "fr_FR.UTF-8"})
+    if (std::setlocale(LC_NUMERIC, locale)) break;
+  const ScopeExit restore([] { std::setlocale(LC_NUMERIC, "C"); });
+  const PluginOptions options{{"half", "0.5"}, {"thousand", "1e3"}, {"comma", "0,5"}, {"word", "half"}, {"none", ""}};
+  BOOST_TEST(number_option(options, "half", 9, 0, 10).value() == 0.5);
+  BOOST_TEST(number_option(options, "thousand", 9, 0, 1e4).value() == 1000.0);
+  BOOST_TEST(number_option(options, "absent", 9, 0, 10).value() == 9.0);
+  for (const char* bad : {"comma", "word", "none"}) {
+    const auto read = number_option(options, bad, 9, 0, 10);
+    BOOST_REQUIRE(!read.ok());
+    BOOST_TEST(read.error().message == "option '" + std::string(bad) + "': '" + options.at(bad) + "' is not a number");
+  }
+  const auto far = number_option(options, "thousand", 9, 0, 10);
+  BOOST_REQUIRE(!far.ok());
+  BOOST_TEST(far.error().message == "option 'thousand': 1e3 is outside [0, 10]");
 }
 
 BOOST_AUTO_TEST_CASE(wrong_abi_is_refused_before_the_factory_runs) {

@@ -3,6 +3,7 @@
 /// What every runner of the runtime bench shares: the warm-up, the rate of a run's
 /// timed steps, and ending the bench with a message.
 
+#include "base/statistics.hpp"
 #include <actorpipe/error.hpp>
 
 #include <algorithm>
@@ -24,11 +25,6 @@ struct Rate {
   double samples_per_s = 0;
   double step_ms = 0; ///< median of the timed steps
 };
-
-inline double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
 
 inline Rate rate_of(std::vector<double> step_ms, std::uint32_t batch) {
   double total = 0;

@@ -54,10 +54,7 @@ void add_job_arguments(CLI::App& command, JobArguments& args, CommonOptions& com
 Result<LoadedJob> load(const JobArguments& args, const CommonOptions& common) {
   auto job = load_job(args.job, job_overrides(args));
   ACTORPIPE_TRY(job);
-  std::vector<std::string> folders = PluginRegistry::default_folders();
-  folders.insert(folders.end(), job->plan.plugin_path.begin(), job->plan.plugin_path.end());
-  folders.insert(folders.end(), common.plugin_path.begin(), common.plugin_path.end());
-  auto registry = PluginRegistry::discover(folders);
+  auto registry = PluginRegistry::discover(PluginRegistry::search_path(job->plan.plugin_path, common.plugin_path));
   ACTORPIPE_TRY(registry);
   // A zoo model named without a profile is measured here, as `actorpipe profile` would.
   std::shared_ptr<const TrainingData> data;

@@ -17,8 +17,7 @@ void add_plugins_command(CLI::App& app, CommonOptions& common, Run& run) {
   command->add_option("--plugin-path", common.plugin_path, "also search this folder or file (repeatable)");
   command->callback([&run, &common, json] {
     run = [&common, json]() -> int {
-      std::vector<std::string> folders = PluginRegistry::default_folders();
-      folders.insert(folders.end(), common.plugin_path.begin(), common.plugin_path.end());
+      const std::vector<std::string> folders = PluginRegistry::search_path({}, common.plugin_path);
       auto registry = PluginRegistry::discover(folders);
       if (!registry) return report(registry.error());
       if (*json) {

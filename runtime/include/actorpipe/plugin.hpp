@@ -81,14 +81,12 @@ inline Result<double> number_option(const PluginOptions& options, const std::str
                                     double max) {
   const auto it = options.find(key);
   if (it == options.end()) return fallback;
+  // from_chars, not stod: a decimal point is '.' whatever the host's locale says.
   double value = 0;
-  try {
-    std::size_t used = 0;
-    value = std::stod(it->second, &used);
-    if (used != it->second.size()) throw std::invalid_argument(key);
-  } catch (const std::exception&) {
-    return Error::bad_input("option '" + key + "': '" + it->second + "' is not a number");
-  }
+  const std::string& text = it->second;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size())
+    return Error::bad_input("option '" + key + "': '" + text + "' is not a number");
   if (!(value >= min && value <= max))
     return Error::bad_input("option '" + key + "': " + it->second + " is outside [" + number_text(min) + ", " +
                             number_text(max) + "]");

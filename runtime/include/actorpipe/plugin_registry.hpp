@@ -44,6 +44,11 @@ public:
   /// to this library, then ACTORPIPE_PLUGIN_PATH.
   static std::vector<std::string> default_folders();
 
+  /// Where a job's plugins are searched, in order: the default folders, the job's
+  /// plan.plugin_path (`job_folders`), then `extra` (a command line's --plugin-path).
+  static std::vector<std::string> search_path(const std::vector<std::string>& job_folders,
+                                              const std::vector<std::string>& extra = {});
+
   PluginRegistry(PluginRegistry&&) noexcept;
   PluginRegistry& operator=(PluginRegistry&&) noexcept;
   ~PluginRegistry();

@@ -122,10 +122,8 @@ Result<PluginRegistry> plugins_for(lua_State* L, const JobSpec* job, std::vector
     return Error::bad_input(job->where("plan.plugin_path") +
                             "a sandboxed script loads plugins only from the folders its command line (--plugin-path) "
                             "and environment (ACTORPIPE_PLUGIN_PATH) name; run it with --allow-io to load the job's");
-  std::vector<std::string> folders = PluginRegistry::default_folders();
-  if (job) folders.insert(folders.end(), job->plan.plugin_path.begin(), job->plan.plugin_path.end());
-  const auto& extra = context(L).options.plugin_path;
-  folders.insert(folders.end(), extra.begin(), extra.end());
+  const std::vector<std::string> folders = PluginRegistry::search_path(
+      job ? job->plan.plugin_path : std::vector<std::string>{}, context(L).options.plugin_path);
   if (searched) *searched = folders;
   auto registry = PluginRegistry::discover(folders);
   ACTORPIPE_TRY(registry);

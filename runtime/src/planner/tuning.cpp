@@ -4,6 +4,7 @@
 
 #include <actorpipe/planner.hpp>
 
+#include "base/statistics.hpp"
 #include "base/input_file.hpp"
 #include "base/text.hpp"
 #include "base/text_table.hpp"
@@ -31,9 +32,7 @@ void record_measurement(TunedSetting& setting, std::uint32_t batch_size, std::ve
   const double ms = std::accumulate(step_ms.begin(), step_ms.end(), 0.0);
   setting.measured_samples_per_s =
       ms > 0 ? 1000.0 * static_cast<double>(batch_size) * static_cast<double>(step_ms.size()) / ms : 0.0;
-  const auto middle = step_ms.begin() + static_cast<std::ptrdiff_t>(step_ms.size() / 2);
-  std::nth_element(step_ms.begin(), middle, step_ms.end());
-  setting.median_step_ms = *middle;
+  setting.median_step_ms = median(std::move(step_ms));
 }
 
 std::string tune_report_to_text(const TuneReport& report) {

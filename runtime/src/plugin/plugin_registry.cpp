@@ -191,6 +191,14 @@ PluginRegistry::PluginRegistry(PluginRegistry&&) noexcept = default;
 PluginRegistry& PluginRegistry::operator=(PluginRegistry&&) noexcept = default;
 PluginRegistry::~PluginRegistry() = default;
 
+std::vector<std::string> PluginRegistry::search_path(const std::vector<std::string>& job_folders,
+                                                     const std::vector<std::string>& extra) {
+  std::vector<std::string> folders = default_folders();
+  folders.insert(folders.end(), job_folders.begin(), job_folders.end());
+  folders.insert(folders.end(), extra.begin(), extra.end());
+  return folders;
+}
+
 std::vector<std::string> PluginRegistry::default_folders() {
   std::vector<std::string> folders;
   const fs::path here = own_folder();

@@ -2,6 +2,7 @@
 
 #include <actorpipe/training.hpp>
 
+#include "base/statistics.hpp"
 #include "base/boundary.hpp"
 #include "base/text.hpp"
 
@@ -34,11 +35,6 @@ namespace {
 /// the last must agree for the times to have settled.
 constexpr std::size_t max_warmup_passes = 30;
 constexpr std::size_t settled_passes = 3;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 /// (slowest − fastest) / median of pass times, the slowest and the fastest set aside
 /// from five passes on: one pass that a page fault or another process slowed says

@@ -29,7 +29,6 @@ public:
 
   /// Trains on the next batch of `train.batch_size` samples; returns its loss.
   double step();
-  std::uint64_t steps_done() const { return steps_; }
   /// Every parameter, in model order.
   const std::vector<torch::Tensor>& parameters() const { return parameters_; }
 

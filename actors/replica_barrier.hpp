@@ -1,8 +1,10 @@
 #pragma once
 
-/// The sync of one stage index over the pipelines (the sync policy's round: a gradient
-/// all-reduce, or steps and parameter averaging), done by the replica whose gradients
-/// are ready last, on its own thread, which then releases the others.
+/// The barrier where one stage index's replicas (one per pipeline) meet each step for
+/// the sync policy's round (a gradient all-reduce, or steps and parameter averaging):
+/// the replica whose gradients are ready last runs the round on its own thread, then
+/// releases the others. (Not the plugin ABI's actorpipe::SyncRound, which says what a
+/// round is.)
 /// A sync actor of its own put a third thread on every step's critical path: on a busy
 /// machine waking it cost up to a scheduler slice (about 1.9 ms at p90 on two shared
 /// cores, against 0.6 ms with that thread at real-time priority). Needs no CAF: the
@@ -16,15 +18,16 @@
 
 namespace actorpipe::actors {
 
-class SyncRound {
+class ReplicaBarrier {
 public:
   /// `sync(step)` runs the round on the replicas once per step, after every replica's
   /// gradients are ready (train::SyncExecutor in a run), and says whether the replicas
   /// have stepped (then they must not step again).
-  SyncRound(std::size_t stage, std::size_t members, std::function<bool(std::uint64_t step)> sync);
+  ReplicaBarrier(std::size_t stage, std::size_t members, std::function<bool(std::uint64_t step)> sync);
   /// The round of some pipelines' replicas only: those of one process, in a run of
   /// several, whose sync() reduces across the processes too.
-  SyncRound(std::size_t stage, const std::vector<std::size_t>& pipelines, std::function<bool(std::uint64_t step)> sync);
+  ReplicaBarrier(std::size_t stage, const std::vector<std::size_t>& pipelines,
+                 std::function<bool(std::uint64_t step)> sync);
 
   enum class Arrival {
     waiting, ///< others are yet to arrive: wait to be released

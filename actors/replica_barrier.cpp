@@ -1,17 +1,17 @@
-/// SyncRound: who arrived, and the round run by the last to arrive.
+/// ReplicaBarrier: who arrived, and the round run by the last to arrive.
 
-#include "sync_round.hpp"
+#include "replica_barrier.hpp"
 
 #include <stdexcept>
 #include <string>
 
 namespace actorpipe::actors {
 
-SyncRound::SyncRound(std::size_t stage, std::size_t members, std::function<bool(std::uint64_t)> sync)
+ReplicaBarrier::ReplicaBarrier(std::size_t stage, std::size_t members, std::function<bool(std::uint64_t)> sync)
     : stage_(stage), sync_(std::move(sync)), member_(members, true), arrived_(members, false), members_(members) {}
 
-SyncRound::SyncRound(std::size_t stage, const std::vector<std::size_t>& pipelines,
-                     std::function<bool(std::uint64_t)> sync)
+ReplicaBarrier::ReplicaBarrier(std::size_t stage, const std::vector<std::size_t>& pipelines,
+                               std::function<bool(std::uint64_t)> sync)
     : stage_(stage), sync_(std::move(sync)), members_(pipelines.size()) {
   for (const std::size_t p : pipelines) {
     if (p >= member_.size()) member_.resize(p + 1, false);
@@ -20,7 +20,7 @@ SyncRound::SyncRound(std::size_t stage, const std::vector<std::size_t>& pipeline
   arrived_.assign(member_.size(), false);
 }
 
-SyncRound::Arrival SyncRound::arrive(std::uint64_t step, std::size_t pipeline) {
+ReplicaBarrier::Arrival ReplicaBarrier::arrive(std::uint64_t step, std::size_t pipeline) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const std::string where = "sync of stage " + std::to_string(stage_) + ": ";
