@@ -9,7 +9,8 @@
 /// has spent `stall_timeout` on one piece of its work (its thread stuck while the process is
 /// fine).
 
-#include "job_actor.hpp"
+#include "failure.hpp"
+#include "protocol.hpp"
 #include "process_protocol.hpp"
 
 #include <caf/fwd.hpp>

@@ -13,6 +13,7 @@
 /// micro-batch, so a run ends, it never hangs. Shutting the
 /// job down shuts down all of them.
 
+#include "failure.hpp"
 #include "injected_failure.hpp"
 #include "pipeline_actor.hpp"
 #include "process_protocol.hpp"
@@ -43,18 +44,6 @@ class StageComputation;
 }
 
 namespace actorpipe::actors {
-
-/// The first failure's message, read by the run after a step fails.
-struct Failure {
-  std::mutex mutex;
-  std::string what;
-  /// A worker process was lost (its connection gone, or silent past the heartbeat
-  /// timeout), rather than a stage failing: what a restart is for.
-  bool worker_lost = false;
-  /// A stage of this process is stuck at its work (stall_watchdog_actor.hpp): its thread
-  /// never ends, so neither does its actor, and the run cannot wait for it.
-  bool stage_stuck = false;
-};
 
 struct JobConfig {
   Plan plan;

@@ -7,7 +7,8 @@
 /// others wait for it without end. Stages in worker processes are watched through their
 /// hosts' heartbeats (heartbeat_actor.hpp).
 
-#include "job_actor.hpp"
+#include "failure.hpp"
+#include "protocol.hpp"
 #include "stage_activity.hpp"
 
 #include <caf/fwd.hpp>

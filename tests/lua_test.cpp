@@ -10,8 +10,8 @@
 #include <actorpipe/report.hpp>
 #include <actorpipe/script.hpp>
 
-#include "lua/lua_plugins.hpp"
-#include "lua/source_keys.hpp"
+#include "plugin/lua_plugins.hpp"
+#include "config/source_keys.hpp"
 #include "plot/trace_timeline.hpp"
 #include "train/training_entry.hpp"
 

@@ -11,8 +11,8 @@
 
 #include "test_support.hpp"
 
-#include "../plugins/partitioner/autopipe/cut_search.hpp"
-#include "../plugins/partitioner/unit_costs.hpp"
+#include "partitioning/cut_search.hpp"
+#include "partitioning/unit_costs.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -6,7 +6,7 @@
 #include "config/cluster_config.hpp"
 #include "config/job_config.hpp"
 #include "config/toml_reader.hpp"
-#include "lua/lua_job.hpp"
+#include "config/lua_job.hpp"
 #include "lua/lua_state.hpp"
 #include "lua/lua_values.hpp"
 #include "train/idx_file.hpp"

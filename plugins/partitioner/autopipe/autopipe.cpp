@@ -8,8 +8,8 @@
 /// search gives each of them. Option `search = false` returns the exact min-max compute
 /// split alone.
 
-#include "../unit_costs.hpp"
-#include "cut_search.hpp"
+#include "partitioning/unit_costs.hpp"
+#include "partitioning/cut_search.hpp"
 
 #include <algorithm>
 

@@ -12,7 +12,7 @@
 #include "base/input_file.hpp"
 #include "config/toml_reader.hpp"
 #include "base/text.hpp"
-#include "lua/lua_job.hpp"
+#include "config/lua_job.hpp"
 
 #include <filesystem>
 #include <sstream>

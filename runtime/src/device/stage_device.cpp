@@ -34,12 +34,8 @@ std::optional<c10::StreamGuard> StageDevice::enter() const {
   return std::optional<c10::StreamGuard>(std::in_place, *stream_);
 }
 
-torch::Tensor StageDevice::take(const train::Payload& payload) const {
-  if (payload->ready && stream_) payload->ready->block(*stream_);
-  return take(payload->tensor);
-}
-
-torch::Tensor StageDevice::take(const torch::Tensor& tensor) const {
+torch::Tensor StageDevice::take(const torch::Tensor& tensor, const c10::Event* ready) const {
+  if (ready && stream_) ready->block(*stream_);
   if (!tensor.defined() || tensor.device() == device_) {
     // Used on this stage's stream: the allocator must not hand its memory to the
     // producer's stream again before this stream is done with it.
@@ -52,14 +48,11 @@ torch::Tensor StageDevice::take(const torch::Tensor& tensor) const {
   return here;
 }
 
-train::Payload StageDevice::give(torch::Tensor tensor) const {
-  auto box = std::make_shared<train::TensorBox>(train::TensorBox{std::move(tensor), std::nullopt});
-  if (stream_) {
-    auto ready = std::make_shared<c10::Event>(c10::DeviceType::CUDA);
-    ready->record(*stream_);
-    box->ready = std::move(ready);
-  }
-  return box;
+std::shared_ptr<const c10::Event> StageDevice::record() const {
+  if (!stream_) return nullptr;
+  auto ready = std::make_shared<c10::Event>(c10::DeviceType::CUDA);
+  ready->record(*stream_);
+  return ready;
 }
 
 void StageDevice::adopt(torch::Tensor& tensor) const {

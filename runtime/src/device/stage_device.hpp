@@ -8,8 +8,6 @@
 /// settle(). LibTorch inside (its device-generic streams and events, so this compiles
 /// the same without CUDA): include only from the training code.
 
-#include "train/tensor_box.hpp"
-
 #include <torch/torch.h>
 
 #include <c10/core/Event.h>
@@ -36,14 +34,13 @@ public:
   /// stream: a sync round's sums, an evaluation.
   std::optional<c10::StreamGuard> enter() const;
 
-  /// `payload`'s tensor ready to use here, on this stage's stream: waits (on the GPU)
-  /// for the event its producer recorded, then takes it by pointer on this device or
-  /// copies it from the host or another GPU.
-  torch::Tensor take(const train::Payload& payload) const;
-  torch::Tensor take(const torch::Tensor& tensor) const;
-  /// `tensor`, computed on this stage's stream, as a payload another stage may take:
-  /// with an event recorded after the work that made it.
-  train::Payload give(torch::Tensor tensor) const;
+  /// `tensor` ready to use here, on this stage's stream: waits (on the GPU) for `ready`,
+  /// the event its producer recorded (none: ready now), then takes it by pointer on
+  /// this device or copies it from the host or another GPU.
+  torch::Tensor take(const torch::Tensor& tensor, const c10::Event* ready = nullptr) const;
+  /// An event recorded on this stage's stream after the work queued so far (what a
+  /// tensor it computed is given away with, for the taker to wait for); none on the CPU.
+  std::shared_ptr<const c10::Event> record() const;
   /// Moves `tensor` (a parameter or buffer: its storage is swapped, so the module that
   /// owns it sees the move) to this device.
   void adopt(torch::Tensor& tensor) const;

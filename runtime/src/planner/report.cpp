@@ -2,7 +2,7 @@
 
 #include "base/text.hpp"
 #include "base/text_table.hpp"
-#include "planner/stepping_json.hpp"
+#include "sim/stepping_json.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/text.hpp"
-#include "lua/lua_plugins.hpp"
+#include "plugin/lua_plugins.hpp"
 #include "plugin/install_dirs.hpp"
 
 #include <algorithm>

@@ -13,6 +13,16 @@ namespace actorpipe::train {
 
 namespace {
 
+/// `payload`'s tensor ready on `device` (after the event its producer recorded).
+torch::Tensor take(const device::StageDevice& device, const Payload& payload) {
+  return device.take(payload->tensor, payload->ready.get());
+}
+
+/// `tensor`, computed on `device`'s stream, as a payload another stage may take.
+Payload give(const device::StageDevice& device, torch::Tensor tensor) {
+  return std::make_shared<const TensorBox>(TensorBox{std::move(tensor), std::nullopt, device.record()});
+}
+
 /// A forward in training. Where the stage draws random numbers (dropout), it runs
 /// under one lock, the global generator seeded from the job's seed, the replica and
 /// the forward's count: a run then repeats exactly, whatever order the stage actors
@@ -62,23 +72,23 @@ const StageSetup& StageWorker::setup() const { return impl_->setup; }
 Payload StageWorker::forward(std::size_t micro, const Payload& input) {
   use_compute_threads(impl_->setup.threads);
   const auto on = impl_->device.enter();
-  torch::Tensor x = impl_->device.take(input);
+  torch::Tensor x = take(impl_->device, input);
   // Floating-point inputs from the stage before become leaves that collect the
   // gradient to send back; the storage is shared, not copied.
   if (!first() && x.is_floating_point()) x = x.detach().requires_grad_(true);
   torch::Tensor y = training_forward(*impl_, x);
   impl_->stash[micro] = {x, y};
-  return impl_->device.give(y.detach());
+  return give(impl_->device, y.detach());
 }
 
 void StageWorker::forward_loss(std::size_t micro, const Payload& input, const Payload& labels, double loss_scale,
                                std::uint32_t samples) {
   use_compute_threads(impl_->setup.threads);
   const auto on = impl_->device.enter();
-  torch::Tensor x = impl_->device.take(input);
+  torch::Tensor x = take(impl_->device, input);
   if (!first() && x.is_floating_point()) x = x.detach().requires_grad_(true);
   const torch::Tensor logits = training_forward(*impl_, x);
-  const torch::Tensor loss = mean_loss(logits.to(torch::kFloat), impl_->device.take(labels));
+  const torch::Tensor loss = mean_loss(logits.to(torch::kFloat), take(impl_->device, labels));
   // In double, as the loss was summed when read one micro-batch at a time.
   const torch::Tensor weighted = loss.detach().to(torch::kDouble) * static_cast<double>(samples);
   impl_->loss_sum = impl_->loss_sum.defined() ? impl_->loss_sum + weighted : weighted;
@@ -106,9 +116,9 @@ Payload StageWorker::backward(std::size_t micro, const Payload& output_gradient)
   if (last())
     stash.output.backward();
   else
-    stash.output.backward(impl_->device.take(output_gradient));
+    stash.output.backward(take(impl_->device, output_gradient));
   if (first() || !stash.input.requires_grad()) return nullptr;
-  return impl_->device.give(stash.input.grad());
+  return give(impl_->device, stash.input.grad());
 }
 
 std::size_t StageWorker::stashed() const { return impl_->stash.size(); }

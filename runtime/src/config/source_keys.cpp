@@ -1,7 +1,7 @@
 /// SourceKeys: a small Lua tokenizer (names, strings, comments, brackets) and the key
 /// fields it records per table constructor.
 
-#include "source_keys.hpp"
+#include "config/source_keys.hpp"
 
 #include <cctype>
 

@@ -2,7 +2,7 @@
 /// for a thousand-block profile many times a plan) and plugin results back (through
 /// JSON, which names the place of a mistake).
 
-#include "plugin_values.hpp"
+#include "plugin/plugin_values.hpp"
 
 #include "lua/lua_values.hpp"
 

@@ -7,7 +7,7 @@
 /// (load_job, plan, simulate, plugins), script_files.cpp (write_json, write_csv),
 /// script_training.cpp (run, profile, devices) and script_plots.cpp (plot_*).
 
-#include "lua/lua_plugins.hpp"
+#include "plugin/lua_plugins.hpp"
 #include "lua/lua_state.hpp"
 
 #include <actorpipe/job.hpp>

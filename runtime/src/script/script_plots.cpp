@@ -1,7 +1,7 @@
 /// The module's plot functions: plot_lines, plot_bars and plot_timeline, drawing SVG
 /// files into the script's output folder (plot/charts.hpp).
 
-#include "script_module.hpp"
+#include "script/script_module.hpp"
 
 #include "base/input_file.hpp"
 #include "base/output_folder.hpp"

@@ -5,7 +5,7 @@
 /// register_mapper, register_scheduler, register_sync). Each becomes an object of the
 /// C++ interface, so the planner asks it and checks its answer as it does a module's.
 
-#include "lua_state.hpp"
+#include "lua/lua_state.hpp"
 
 #include <actorpipe/plugin_registry.hpp>
 

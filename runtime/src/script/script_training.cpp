@@ -2,7 +2,7 @@
 /// the training runtime's entry points (train/training_entry.hpp), loaded on a script's
 /// first run or profile, so a script that only plans starts without LibTorch.
 
-#include "script_module.hpp"
+#include "script/script_module.hpp"
 
 #include <actorpipe/gpu.hpp>
 #include <actorpipe/planner.hpp>
@@ -12,7 +12,7 @@
 
 #include "lua/lua_state.hpp"
 #include "lua/lua_values.hpp"
-#include "lua/plugin_values.hpp"
+#include "plugin/plugin_values.hpp"
 #include "base/atomic_file.hpp"
 #include "train/training_entry.hpp"
 

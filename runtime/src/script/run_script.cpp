@@ -5,7 +5,7 @@
 
 #include "base/input_file.hpp"
 #include "lua/lua_state.hpp"
-#include "lua/script_module.hpp"
+#include "script/script_module.hpp"
 
 #include <cstring>
 #include <filesystem>

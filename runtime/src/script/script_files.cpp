@@ -1,7 +1,7 @@
 /// The module's file functions: write_json and write_csv, into the script's output
 /// folder only, each file written atomically.
 
-#include "script_module.hpp"
+#include "script/script_module.hpp"
 
 #include "base/atomic_file.hpp"
 #include "lua/lua_values.hpp"

@@ -1,8 +1,8 @@
 /// The register_* functions and the C++ objects that call a registered Lua function.
 
-#include "lua_plugins.hpp"
+#include "plugin/lua_plugins.hpp"
 
-#include "lua/plugin_values.hpp"
+#include "plugin/plugin_values.hpp"
 
 #include <lua.hpp>
 

@@ -1,10 +1,10 @@
 /// Lua jobs: the table as TOML text, read by config::read_job, its places moved from the
 /// TOML text's lines to the Lua source's.
 
-#include "lua_job.hpp"
+#include "config/lua_job.hpp"
 
-#include "lua_values.hpp"
-#include "source_keys.hpp"
+#include "lua/lua_values.hpp"
+#include "config/source_keys.hpp"
 
 #include "base/input_file.hpp"
 #include "config/job_config.hpp"

@@ -5,7 +5,7 @@
 /// and read by the same code as a job file, so a mistake is the same clear error, placed
 /// at the FILE:LINE of the Lua source that wrote the key (SourceKeys).
 
-#include "lua_state.hpp"
+#include "lua/lua_state.hpp"
 
 #include <actorpipe/job.hpp>
 

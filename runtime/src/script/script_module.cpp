@@ -1,11 +1,11 @@
 /// The parts of the module `actorpipe` that its functions share.
 
-#include "script_module.hpp"
+#include "script/script_module.hpp"
 
 #include "base/input_file.hpp"
 #include "base/output_folder.hpp"
 #include "config/toml_reader.hpp"
-#include "lua/lua_job.hpp"
+#include "config/lua_job.hpp"
 #include "lua/lua_values.hpp"
 
 #include <nlohmann/json.hpp>

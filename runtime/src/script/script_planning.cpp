@@ -1,7 +1,7 @@
 /// The module's planning functions: load_job, plan, simulate and plugins, each returning
 /// the document the CLI's --json prints, as a table.
 
-#include "script_module.hpp"
+#include "script/script_module.hpp"
 
 #include <actorpipe/planner.hpp>
 #include <actorpipe/report.hpp>
