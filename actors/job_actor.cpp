@@ -5,7 +5,7 @@
 #include "averager_actor.hpp"
 #include "error_text.hpp"
 #include "group_scheduler_actor.hpp"
-#include "heartbeat_actor.hpp"
+#include "processes/heartbeat_actor.hpp"
 #include "parameter_server_actor.hpp"
 #include "pipeline_actor.hpp"
 #include "server_copy_actor.hpp"

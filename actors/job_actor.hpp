@@ -16,7 +16,7 @@
 #include "failure.hpp"
 #include "injected_failure.hpp"
 #include "pipeline_actor.hpp"
-#include "process_protocol.hpp"
+#include "processes/process_protocol.hpp"
 #include "protocol.hpp"
 #include "share_dealer.hpp"
 #include "stage_actor.hpp"

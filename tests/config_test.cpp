@@ -68,7 +68,7 @@ BOOST_AUTO_TEST_CASE(valid_job_reads_every_section_and_resolves_paths) {
   BOOST_TEST(spec->job.name == "t");
   BOOST_TEST(spec->job.seed == 7u);
   BOOST_TEST(spec->train.batch_size == 32u);
-  BOOST_TEST(spec->train.optimizer == "adam");
+  BOOST_TEST((spec->train.optimizer == Optimizer::adam));
   BOOST_TEST(spec->plan.stages == 2u);
   BOOST_TEST(spec->plan.micro_batches == 4u);
   BOOST_TEST(spec->plan.options.at("uniform").at("foo") == "3");
@@ -126,10 +126,10 @@ BOOST_AUTO_TEST_CASE(bad_choice_lists_the_allowed_values) {
   BOOST_TEST(contains(wrong.message, "train.buffers: 'averaged' is not one of broadcast, average"), wrong.message);
   auto average = load_job(buffers.path, {"train.buffers=average"});
   REQUIRE_OK(average);
-  BOOST_TEST(average->train.buffers == "average");
+  BOOST_TEST((average->train.buffers == BufferSync::average));
   auto plain = load_job(job.path, {"train.optimizer=sgd"});
   REQUIRE_OK(plain);
-  BOOST_TEST(plain->train.buffers == "broadcast");
+  BOOST_TEST((plain->train.buffers == BufferSync::broadcast));
   // Freed memory is kept for reuse unless a job says otherwise.
   BOOST_TEST(plain->train.retain_memory);
   auto system = load_job(job.path, {"train.optimizer=sgd", "train.retain_memory=false"});
@@ -229,7 +229,7 @@ BOOST_AUTO_TEST_CASE(tuning_keys_are_checked) {
              error.message);
   auto tuned = load_job(job.path, {"plan.tune=profile", "plan.tune_candidates=4", "plan.tune_steps=5"});
   REQUIRE_OK(tuned);
-  BOOST_TEST(tuned->plan.tune == "profile");
+  BOOST_TEST((tuned->plan.tune == Tuning::profile));
   BOOST_TEST(tuned->plan.tune_candidates == 4u);
   BOOST_TEST(tuned->plan.tune_steps == 5u);
   // No more candidates than the planner keeps shapes; at least one step to time.

@@ -74,7 +74,7 @@ struct Replicas {
 Replicas replicas_of(const std::string& file, const train::DataShape& shape, std::size_t count) {
   Replicas r;
   ModelOptions options;
-  options.zoo = "torchscript";
+  options.zoo = ZooModel::torchscript;
   options.file = file;
   for (std::size_t p = 0; p < count; ++p) {
     auto model = train::build_model(options, shape, 7);
@@ -111,8 +111,8 @@ BOOST_AUTO_TEST_CASE(buffers_are_broadcast_from_the_first_replica_or_averaged) {
   const train::DataShape shape{{1, 28, 28}, 10, false};
   torch::manual_seed(3);
   const torch::Tensor a = torch::randn({8, 1, 28, 28}), b = torch::randn({8, 1, 28, 28}) * 2 + 1;
-  for (const char* how : {"broadcast", "average"})
-    BOOST_TEST_CONTEXT(how) {
+  for (const BufferSync how : {BufferSync::broadcast, BufferSync::average})
+    BOOST_TEST_CONTEXT(option_name(how)) {
       Replicas r = replicas_of(fixture("lenet-bn.pt"), shape, 2);
       const std::vector<torch::Tensor>& first = r.workers[0]->impl().buffers;
       const std::vector<torch::Tensor>& second = r.workers[1]->impl().buffers;
@@ -123,8 +123,8 @@ BOOST_AUTO_TEST_CASE(buffers_are_broadcast_from_the_first_replica_or_averaged) {
       std::vector<torch::Tensor> expected;
       for (std::size_t i = 0; i < first.size(); ++i) {
         BOOST_TEST(!first[i].equal(second[i]) == first[i].is_floating_point());
-        expected.push_back(std::string(how) == "average" && first[i].is_floating_point() ? (first[i] + second[i]) / 2
-                                                                                         : first[i].clone());
+        expected.push_back(how == BufferSync::average && first[i].is_floating_point() ? (first[i] + second[i]) / 2
+                                                                                      : first[i].clone());
       }
       train::agree_buffers(r.pointers, how);
       for (std::size_t i = 0; i < first.size(); ++i) {

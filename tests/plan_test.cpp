@@ -11,8 +11,8 @@
 
 #include "test_support.hpp"
 
-#include "partitioning/cut_search.hpp"
-#include "partitioning/unit_costs.hpp"
+#include "common/cut_search.hpp"
+#include "common/unit_costs.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -72,7 +72,7 @@ BOOST_AUTO_TEST_CASE(every_shipped_config_plans) {
       const JobSpec spec = job(entry.path().filename().string());
       // A zoo model without a profile file is measured by the command that runs it
       // (runtime_test covers those jobs).
-      if (spec.profile.blocks.empty() && !spec.model.zoo.empty()) continue;
+      if (spec.profile.blocks.empty() && spec.model.zoo != ZooModel::none) continue;
       const Plan p = plan(spec);
       // The shape asked for, a schedule for every stage, and a time the simulator
       // predicted for it.

@@ -19,7 +19,7 @@
 #include <actorpipe/schedule_builders.hpp>
 #include <actorpipe/training.hpp>
 
-#include "gpu_links.hpp"
+#include "processes/gpu_links.hpp"
 
 #include "base/atomic_file.hpp"
 #include "base/folder_lock.hpp"
@@ -1178,7 +1178,7 @@ BOOST_AUTO_TEST_CASE(a_damaged_checkpoint_or_another_batch_is_refused_on_resume)
              other_batch.error().message);
   // Another optimizer's state: said in the job's words, not LibTorch's assertion.
   Prepared adam = p;
-  adam.job.train.optimizer = "adam";
+  adam.job.train.optimizer = Optimizer::adam;
   auto other_optimizer = run(adam, (dir.path() / "adam").string(), 8, first);
   BOOST_REQUIRE(!other_optimizer.ok());
   BOOST_TEST(exit_status(other_optimizer.error().code) == 2);

@@ -65,7 +65,8 @@ Result<LoadedJob> load(const JobArguments& args, const CommonOptions& common) {
     auto loaded = load_training_data(*job);
     ACTORPIPE_TRY(loaded);
     data = std::move(*loaded);
-    std::cerr << "actorpipe: measuring the profile of model '" << job->model.zoo << "' (no model.profile given)\n";
+    std::cerr << "actorpipe: measuring the profile of model '" << option_name(job->model.zoo)
+              << "' (no model.profile given)\n";
     MeasureOptions options;
     options.data = data;
     options.on_pass = measuring_progress();

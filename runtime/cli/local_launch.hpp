@@ -9,7 +9,7 @@
 
 #include <actorpipe/error.hpp>
 
-#include "coordinator.hpp"
+#include "processes/coordinator.hpp"
 #include "launch/tls_files.hpp"
 
 #include <chrono>

@@ -24,7 +24,7 @@ struct ProfileArguments {
 int profile_job(const ProfileArguments& a) {
   auto job = load_job(a.job, a.set);
   if (!job) return report(job.error());
-  if (job->model.zoo.empty())
+  if (job->model.zoo == ZooModel::none)
     return report(Error::bad_input(job->where("model.zoo") + "the job names no model to measure (model.zoo)"));
   MeasureOptions options;
   if (a.device == "cpu") options.on = MeasureOptions::On::cpu;

@@ -14,7 +14,7 @@
 
 #include "base/atomic_file.hpp"
 #include "base/text.hpp"
-#include "run_training.hpp"
+#include "run/run_training.hpp"
 #include "train/cores.hpp"
 
 #include <atomic>
@@ -92,7 +92,7 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
   auto loaded = load(a.job, common);
   if (!loaded) return report(loaded.error());
   const JobSpec& job = loaded->job;
-  if (job.model.zoo.empty())
+  if (job.model.zoo == ZooModel::none)
     return report(Error::bad_input(job.where("model.zoo") + "the job names no model to train (model.zoo)"));
   // A tuned run resumed keeps the shape it chose.
   auto resumed = plan_resumed_tuning(job, loaded->plugins, a.resume);
@@ -114,7 +114,7 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
   options.output_dir = !a.output.empty() ? a.output : !a.resume.empty() ? a.resume : job.output.dir;
   if (const auto at = options.output_dir.find("{job}"); at != std::string::npos)
     options.output_dir.replace(at, 5, job.job.name);
-  if (job.plan.tune == "profile" && !resume_tuned) {
+  if (job.plan.tune == Tuning::profile && !resume_tuned) {
     std::cerr << "actorpipe: tuning: running the "
               << std::min<std::size_t>(job.plan.tune_candidates, plan->tried.size())
               << " fastest shapes the simulator found for " << job.plan.tune_steps << " steps each\n";

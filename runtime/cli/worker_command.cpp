@@ -7,7 +7,7 @@
 #include "launch/job_token.hpp"
 #include "launch/process_place.hpp"
 #include "launch/tls_files.hpp"
-#include "worker_process.hpp"
+#include "processes/worker_process.hpp"
 
 #include <iostream>
 #include <unistd.h>

@@ -16,7 +16,7 @@
 /// when they beat the partition given, since a placement-aware partitioner re-cuts for
 /// the layout in the planner's next round; the faster wins. Option `layout` fixes it.
 
-#include "partitioning/cut_search.hpp"
+#include "common/cut_search.hpp"
 
 #include <actorpipe/iteration_model.hpp>
 #include <actorpipe/plugin.hpp>

@@ -15,7 +15,7 @@
 /// policy with the least total latency wins. Layers are whole blocks; devices are taken
 /// as identical. O(3 · S · N²).
 
-#include "partitioning/unit_costs.hpp"
+#include "common/unit_costs.hpp"
 
 #include <limits>
 

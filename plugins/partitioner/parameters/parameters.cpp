@@ -5,7 +5,7 @@
 /// least sum of squared stage sizes, so that stages off the critical one are even too.
 /// O(stages · blocks²).
 
-#include "partitioning/unit_costs.hpp"
+#include "common/unit_costs.hpp"
 
 #include <limits>
 

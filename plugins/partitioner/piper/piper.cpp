@@ -13,7 +13,7 @@
 ///   dp[s][j] = min over i and recompute of max(dp[s − 1][i], time(i..j, s, recompute)).
 /// Layers are whole blocks; devices are taken as identical. O(2 · S · N²).
 
-#include "partitioning/unit_costs.hpp"
+#include "common/unit_costs.hpp"
 
 #include <vector>
 

@@ -10,6 +10,7 @@
 #include <actorpipe/error.hpp>
 #include <actorpipe/model_profile.hpp>
 #include <actorpipe/plugin.hpp>
+#include <actorpipe/option_names.hpp>
 #include <actorpipe/precision.hpp>
 
 #include <cstdint>
@@ -26,11 +27,68 @@ struct JobOptions {
   std::uint64_t seed = 0;
 };
 
+/// data.dataset: what a run trains on.
+enum class Dataset {
+  fashion_mnist, ///< "fashion-mnist": the IDX files of data.path (the Debian package's by default)
+  synthetic,     ///< random samples of data.shape with data.classes labels
+  text,          ///< "text": a file of characters, for language models (gpt)
+};
+template <> struct OptionNames<Dataset> {
+  static constexpr std::array values{std::pair{Dataset::fashion_mnist, std::string_view("fashion-mnist")},
+                                     std::pair{Dataset::synthetic, std::string_view("synthetic")},
+                                     std::pair{Dataset::text, std::string_view("text")}};
+};
+
+/// train.optimizer.
+enum class Optimizer { sgd, adam };
+template <> struct OptionNames<Optimizer> {
+  static constexpr std::array values{std::pair{Optimizer::sgd, std::string_view("sgd")},
+                                     std::pair{Optimizer::adam, std::string_view("adam")}};
+};
+
+/// train.buffers: what the pipelines' replicas of a buffer (BatchNorm's running
+/// statistics) hold after each step. Integer buffers (BatchNorm's count of batches)
+/// are broadcast either way.
+enum class BufferSync {
+  broadcast, ///< the first pipeline's, as DistributedDataParallel does
+  average,   ///< the mean over the pipelines
+};
+template <> struct OptionNames<BufferSync> {
+  static constexpr std::array values{std::pair{BufferSync::broadcast, std::string_view("broadcast")},
+                                     std::pair{BufferSync::average, std::string_view("average")}};
+};
+
+/// plan.tune: how `run` chooses among the shapes "auto" leaves open.
+enum class Tuning {
+  simulate, ///< the simulator's fastest
+  profile,  ///< short measured runs of the simulator's fastest few
+};
+template <> struct OptionNames<Tuning> {
+  static constexpr std::array values{std::pair{Tuning::simulate, std::string_view("simulate")},
+                                     std::pair{Tuning::profile, std::string_view("profile")}};
+};
+
+/// model.zoo: the built-in model a job trains.
+enum class ZooModel {
+  none, ///< "" (absent): the job can be planned, not run
+  mlp,
+  cnn,
+  resnet,
+  gpt,
+  torchscript, ///< a scripted nn.Sequential in model.file
+};
+template <> struct OptionNames<ZooModel> {
+  static constexpr std::array values{std::pair{ZooModel::none, std::string_view("")},
+                                     std::pair{ZooModel::mlp, std::string_view("mlp")},
+                                     std::pair{ZooModel::cnn, std::string_view("cnn")},
+                                     std::pair{ZooModel::resnet, std::string_view("resnet")},
+                                     std::pair{ZooModel::gpt, std::string_view("gpt")},
+                                     std::pair{ZooModel::torchscript, std::string_view("torchscript")}};
+};
+
 /// [model]
 struct ModelOptions {
-  /// A built-in model to train: "mlp", "cnn", "resnet", "gpt", or "torchscript" (a
-  /// scripted nn.Sequential in `file`). Empty: the job can be planned, not run.
-  std::string zoo;
+  ZooModel zoo = ZooModel::none;
   std::string file; ///< the TorchScript file of zoo = "torchscript"
   std::uint32_t layers =
       0; ///< hidden layers (mlp), residual blocks (resnet), transformer blocks (gpt); 0: the model's default
@@ -46,7 +104,7 @@ struct ModelOptions {
 
 /// [data]
 struct DataOptions {
-  std::string dataset = "synthetic"; ///< "fashion-mnist", "synthetic" or "text"
+  Dataset dataset = Dataset::synthetic;
   /// Folder (fashion-mnist) or file (text) of the data set; empty: the Debian package's
   /// folder for fashion-mnist.
   std::string path;
@@ -74,15 +132,11 @@ struct TrainOptions {
   /// at its end; in between, steps flow across epoch ends without draining the
   /// pipelines (worth it when an epoch is a few steps).
   std::uint32_t evaluate_every = 1;
-  std::string optimizer = "sgd"; ///< "sgd" or "adam"
+  Optimizer optimizer = Optimizer::sgd;
   double lr = 0.01;
   double momentum = 0.0;
   double weight_decay = 0.0;
-  /// What the pipelines' replicas of a buffer (BatchNorm's running statistics) hold
-  /// after each step: "broadcast", the first pipeline's (as DistributedDataParallel
-  /// does), or "average", the mean over the pipelines (integer buffers, such as
-  /// BatchNorm's count of batches, are broadcast).
-  std::string buffers = "broadcast";
+  BufferSync buffers = BufferSync::broadcast;
   /// Whether the process keeps the memory it frees for reuse, as a caching allocator
   /// does, rather than giving it back to the operating system after every
   /// micro-batch. Process-wide, from the first run or profile that asks for it.
@@ -97,7 +151,7 @@ inline constexpr std::uint32_t auto_count = 0;
 /// Bytes of gradients and optimizer state per byte of parameters under `train`: 1 for
 /// SGD (the gradient), 2 with momentum, 3 for Adam (gradient and two moments).
 inline double optimizer_state_factor(const TrainOptions& train) {
-  if (train.optimizer == "adam") return 3.0;
+  if (train.optimizer == Optimizer::adam) return 3.0;
   return train.momentum > 0 ? 2.0 : 1.0;
 }
 
@@ -111,9 +165,7 @@ struct PlanOptions {
   std::uint32_t stages = auto_count;
   std::uint32_t pipelines = auto_count;
   std::uint32_t micro_batches = auto_count;
-  /// How `run` chooses among the shapes "auto" leaves open: "simulate" (the simulator's
-  /// fastest) or "profile" (short measured runs of the simulator's fastest few).
-  std::string tune = "simulate";
+  Tuning tune = Tuning::simulate;
   std::uint32_t tune_candidates = 3;    ///< with tune = "profile": shapes measured (at most Plan::tried_shapes_kept)
   std::uint32_t tune_steps = 8;         ///< with tune = "profile": steps each is run for (the first two not timed)
   bool sub_blocks = true;               ///< may stages start or end inside a block

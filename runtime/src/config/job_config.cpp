@@ -95,15 +95,15 @@ Status read_model(TableReader& top, ModelOptions& model) {
   auto table = top.subtable("model");
   ACTORPIPE_TRY(table);
   TableReader r(**table, "model");
-  if (auto s = r.choice("zoo", model.zoo, {"", "mlp", "cnn", "resnet", "gpt", "torchscript"}); !s) return s;
+  if (auto s = r.choice("zoo", model.zoo); !s) return s;
   if (auto s = r.path("file", model.file); !s) return s;
   if (auto s = r.integer("layers", model.layers, 0u, 4096u); !s) return s;
   if (auto s = r.integer("width", model.width, 0u, 1u << 20); !s) return s;
   if (auto s = r.integer("heads", model.heads, 1u, 1024u); !s) return s;
   if (auto s = r.integer("context", model.context, 1u, 1u << 20); !s) return s;
-  if (model.zoo.empty())
+  if (model.zoo == ZooModel::none)
     if (auto s = r.require("profile"); !s) return s;
-  if (model.zoo == "torchscript")
+  if (model.zoo == ZooModel::torchscript)
     if (auto s = r.require("file"); !s) return s;
   if (auto s = r.path("profile", model.profile); !s) return s;
   if (auto s = r.choice("profile_format", model.profile_format, {"auto", "toml", "pipedream"}); !s) return s;
@@ -113,7 +113,7 @@ Status read_model(TableReader& top, ModelOptions& model) {
 
 Status read_data(TableReader& top, DataOptions& data) {
   return top.optional_table("data", [&](TableReader& r) -> Status {
-    if (auto s = r.choice("dataset", data.dataset, {"fashion-mnist", "synthetic", "text"}); !s) return s;
+    if (auto s = r.choice("dataset", data.dataset); !s) return s;
     if (auto s = r.path("path", data.path); !s) return s;
     if (auto s = r.boolean("shuffle", data.shuffle); !s) return s;
     if (auto s = r.integer("samples", data.samples, 1u, 1u << 30); !s) return s;
@@ -130,11 +130,11 @@ Status read_train(TableReader& top, TrainOptions& train) {
     if (auto s = r.integer("epochs", train.epochs, 1u, max_epochs); !s) return s;
     if (auto s = r.integer("steps", train.steps, std::uint64_t{0}, max_steps); !s) return s;
     if (auto s = r.integer("evaluate_every", train.evaluate_every, 1u, max_epochs); !s) return s;
-    if (auto s = r.choice("optimizer", train.optimizer, {"sgd", "adam"}); !s) return s;
+    if (auto s = r.choice("optimizer", train.optimizer); !s) return s;
     if (auto s = r.number("lr", train.lr, 0, unlimited); !s) return s;
     if (auto s = r.number("momentum", train.momentum, 0, 0.999999); !s) return s;
     if (auto s = r.number("weight_decay", train.weight_decay, 0, unlimited); !s) return s;
-    if (auto s = r.choice("buffers", train.buffers, {"broadcast", "average"}); !s) return s;
+    if (auto s = r.choice("buffers", train.buffers); !s) return s;
     if (auto s = r.boolean("retain_memory", train.retain_memory); !s) return s;
     std::string precision = precision_name(train.precision);
     if (auto s = r.choice("precision", precision, {"fp32", "bf16", "fp16"}); !s) return s;
@@ -176,7 +176,7 @@ Status read_plan(TableReader& top, PlanOptions& plan) {
     if (auto s = count_or_auto(r, "stages", plan.stages); !s) return s;
     if (auto s = count_or_auto(r, "pipelines", plan.pipelines); !s) return s;
     if (auto s = count_or_auto(r, "micro_batches", plan.micro_batches); !s) return s;
-    if (auto s = r.choice("tune", plan.tune, {"simulate", "profile"}); !s) return s;
+    if (auto s = r.choice("tune", plan.tune); !s) return s;
     if (auto s = r.integer("tune_candidates", plan.tune_candidates, 2u, std::uint32_t{Plan::tried_shapes_kept}); !s)
       return s;
     if (auto s = r.integer("tune_steps", plan.tune_steps, 3u, 1000u); !s) return s;

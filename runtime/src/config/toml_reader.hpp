@@ -4,6 +4,7 @@
 /// reported as "FILE:LINE:COL: key.path: what is wrong" and unknown keys get a
 /// "did you mean" suggestion. Internal to the config readers.
 
+#include <actorpipe/option_names.hpp>
 #include <actorpipe/error.hpp>
 
 #include <toml++/toml.h>
@@ -59,6 +60,16 @@ public:
   /// Each getter leaves `out` as it is when the key is absent (its default).
   Status string(std::string_view key, std::string& out);
   Status choice(std::string_view key, std::string& out, const std::vector<std::string>& allowed);
+  /// An option enum's value, spelled as OptionNames<E> spells them.
+  template <class E> Status choice(std::string_view key, E& out) {
+    std::string value(option_name(out));
+    std::vector<std::string> allowed;
+    for (const auto& [v, name] : OptionNames<E>::values)
+      allowed.emplace_back(name);
+    if (auto s = choice(key, value, allowed); !s) return s;
+    out = *option_named<E>(value);
+    return Ok{};
+  }
   Status boolean(std::string_view key, bool& out);
   Status number(std::string_view key, double& out, double min, double max);
   Status bytes(std::string_view key, std::uint64_t& out);

@@ -145,14 +145,14 @@ JobSpec job_with_shape(const JobSpec& job, const TunedSetting& shape) {
   fixed.plan.stages = static_cast<std::uint32_t>(shape.stages);
   fixed.plan.pipelines = static_cast<std::uint32_t>(shape.pipelines);
   fixed.plan.micro_batches = shape.micro_batches;
-  fixed.plan.tune = "simulate";
+  fixed.plan.tune = Tuning::simulate;
   return fixed;
 }
 
 Result<std::optional<std::pair<Plan, TuneReport>>>
 plan_resumed_tuning(const JobSpec& job, const PluginRegistry& plugins, const std::string& run_dir) {
   const std::string file = run_dir + "/tune.json";
-  if (job.plan.tune != "profile" || run_dir.empty() || !std::filesystem::exists(file))
+  if (job.plan.tune != Tuning::profile || run_dir.empty() || !std::filesystem::exists(file))
     return std::optional<std::pair<Plan, TuneReport>>{};
   auto text = read_file(file);
   ACTORPIPE_TRY(text);

@@ -219,7 +219,7 @@ Result<int> run_fn(lua_State* L) {
   ACTORPIPE_TRY(plan);
   if (*resumed) {
     tuned = (*resumed)->second;
-  } else if (job->plan.tune == "profile") {
+  } else if (job->plan.tune == Tuning::profile) {
     TuneOptions tune;
     tune.scratch_dir = options.output_dir + "/tune";
     tune.plugins = &*plugins;
@@ -345,7 +345,7 @@ Status measure_if_needed(lua_State* L, JobSpec& job) {
   auto training = train::training_entry_points();
   ACTORPIPE_TRY(training);
   std::fprintf(stderr, "actorpipe: measuring the profile of model '%s' (no model.profile given)\n",
-               job.model.zoo.c_str());
+               std::string(option_name(job.model.zoo)).c_str());
   auto profile = (*training)->measure_profile(job, MeasureOptions{});
   ACTORPIPE_TRY(profile);
   job.profile = *profile;

@@ -173,8 +173,8 @@ Result<DataSets> text(const DataOptions& data, const ModelOptions& model) {
 } // namespace
 
 Result<DataSets> load_data(const DataOptions& data, const ModelOptions& model) {
-  if (data.dataset == "fashion-mnist") return fashion_mnist(data);
-  if (data.dataset == "text") return text(data, model);
+  if (data.dataset == Dataset::fashion_mnist) return fashion_mnist(data);
+  if (data.dataset == Dataset::text) return text(data, model);
   return synthetic(data);
 }
 

@@ -292,20 +292,16 @@ ModelProfile Model::skeleton() const {
 
 Result<Model> build_model(const ModelOptions& options, const DataShape& shape, std::uint64_t seed) {
   torch::manual_seed(seed);
-  Result<Model> model = Error::bad_input("model.zoo: no model named '" + options.zoo + "'");
-  if (options.zoo == "mlp")
-    model = mlp(options, shape);
-  else if (options.zoo == "cnn")
-    model = cnn(options, shape);
-  else if (options.zoo == "resnet")
-    model = resnet(options, shape);
-  else if (options.zoo == "gpt")
-    model = gpt(options, shape);
-  else if (options.zoo == "torchscript")
-    model = torchscript(options);
-  else if (options.zoo.empty())
-    model = Error::bad_input("model.zoo: the job names no model to train");
-  if (model) model->name = options.zoo;
+  Result<Model> model = Error::bad_input("model.zoo: the job names no model to train");
+  switch (options.zoo) {
+  case ZooModel::mlp: model = mlp(options, shape); break;
+  case ZooModel::cnn: model = cnn(options, shape); break;
+  case ZooModel::resnet: model = resnet(options, shape); break;
+  case ZooModel::gpt: model = gpt(options, shape); break;
+  case ZooModel::torchscript: model = torchscript(options); break;
+  case ZooModel::none: break;
+  }
+  if (model) model->name = option_name(options.zoo);
   return model;
 }
 
@@ -362,8 +358,9 @@ Result<Model> build_model(const JobSpec& job, const DataShape& shape) {
   try {
     model = build_model(job.model, shape, job.job.seed);
   } catch (const std::exception& e) {
-    model = Error::bad_input("model.zoo: '" + job.model.zoo + "' cannot be built for samples of " +
-                             dimensions(shape.sample) + ": " + text::message_of(e));
+    model =
+        Error::bad_input("model.zoo: '" + std::string(option_name(job.model.zoo)) +
+                         "' cannot be built for samples of " + dimensions(shape.sample) + ": " + text::message_of(e));
   }
   Status fits = model ? check_fit(*model, shape) : Status(Ok{});
   if (model && fits) return model;

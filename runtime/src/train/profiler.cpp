@@ -184,7 +184,7 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
   const c10::Device where = stage.device();
   const Precision precision = job.train.precision;
   ModelProfile profile = model->skeleton();
-  profile.name = job.model.zoo;
+  profile.name = option_name(job.model.zoo);
   profile.precision = precision;
   const int threads = options.threads > 0 ? options.threads : compute_threads_for(job.cluster.devices.size());
   profile.reference_device = stage.is_cuda()

@@ -23,12 +23,12 @@ void swap_parameters(std::vector<torch::Tensor>& copy, StageWorker& replica) {
 
 } // namespace
 
-void agree_buffers(const std::vector<StageWorker*>& replicas, const std::string& how) {
+void agree_buffers(const std::vector<StageWorker*>& replicas, BufferSync how) {
   if (replicas.size() < 2) return;
   torch::NoGradGuard no_grad;
   const auto& first = replicas.front()->impl().buffers;
   for (std::size_t i = 0; i < first.size(); ++i) {
-    if (how == "average" && first[i].is_floating_point()) {
+    if (how == BufferSync::average && first[i].is_floating_point()) {
       torch::Tensor sum = first[i].clone();
       for (std::size_t r = 1; r < replicas.size(); ++r)
         sum.add_(replicas[r]->impl().buffers[i]);
@@ -56,8 +56,8 @@ void sum_gradients_across(const std::vector<StageWorker*>& local, double scale, 
       sum->tensor.mul_(scale);
 }
 
-void agree_buffers_across(const std::vector<StageWorker*>& local, std::size_t members, bool holds_first,
-                          const std::string& how, const SumAcross& across) {
+void agree_buffers_across(const std::vector<StageWorker*>& local, std::size_t members, bool holds_first, BufferSync how,
+                          const SumAcross& across) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor>& first = local.front()->impl().buffers;
   // Floating-point and integer buffers apart: one flat all-reduce takes one type.
@@ -66,7 +66,7 @@ void agree_buffers_across(const std::vector<StageWorker*>& local, std::size_t me
     for (std::size_t i = 0; i < first.size(); ++i) {
       if (first[i].is_floating_point() != floating) continue;
       torch::Tensor part = first[i].clone();
-      if (how == "average" && floating) {
+      if (how == BufferSync::average && floating) {
         for (std::size_t r = 1; r < local.size(); ++r)
           part.add_(local[r]->impl().buffers[i]);
       } else if (!holds_first) {
@@ -80,7 +80,7 @@ void agree_buffers_across(const std::vector<StageWorker*>& local, std::size_t me
     for (std::size_t i = 0; i < first.size(); ++i) {
       if (first[i].is_floating_point() != floating) continue;
       torch::Tensor agreed = parts[at++]->tensor;
-      if (how == "average" && floating) agreed.div_(static_cast<double>(members));
+      if (how == BufferSync::average && floating) agreed.div_(static_cast<double>(members));
       for (StageWorker* r : local)
         r->impl().buffers[i].copy_(agreed);
     }
@@ -180,7 +180,7 @@ void AveragingSnapshot::take(StageWorker& replica) {
 }
 
 void AveragingSnapshot::average(const std::vector<AveragingSnapshot*>& local, std::size_t members, bool holds_first,
-                                const std::string& buffers, const SumAcross& across) {
+                                BufferSync buffers, const SumAcross& across) {
   if (members < 2 || local.empty()) return;
   torch::NoGradGuard no_grad;
   const double n = static_cast<double>(members);
@@ -199,10 +199,10 @@ void AveragingSnapshot::average(const std::vector<AveragingSnapshot*>& local, st
       member->impl_->parameters[i].neg_().add_(mean);
   }
   // Buffers agree as agree_buffers() has them: floating-point ones to their mean under
-  // "average", the rest to the group's first member's (from its process alone). One
+  // BufferSync::average, the rest to the group's first member's (from its process alone). One
   // flat all-reduce takes one type: floating-point and integer buffers apart.
   for (const bool floating : {true, false}) {
-    const bool mean = buffers == "average" && floating;
+    const bool mean = buffers == BufferSync::average && floating;
     std::vector<std::size_t> at;
     std::vector<Payload> agreed;
     for (std::size_t i = 0; i < first.buffers.size(); ++i) {

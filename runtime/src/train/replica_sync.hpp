@@ -63,7 +63,7 @@ public:
   /// are summed in through `across` (none: the group is `local`). A group of one
   /// changes nothing.
   static void average(const std::vector<AveragingSnapshot*>& local, std::size_t members, bool holds_first,
-                      const std::string& buffers, const SumAcross& across = {});
+                      BufferSync buffers, const SumAcross& across = {});
   /// Asynchronous elastic averaging: with d = snapshot − c, the snapshot's change
   /// becomes −alpha · d and the centre moves by alpha · d. Buffers stay the replica's.
   /// With `across`, every other process keeping a copy of the centre moves it alike
@@ -104,20 +104,20 @@ private:
 };
 
 /// Makes every replica's buffers (BatchNorm's running statistics) the first replica's
-/// (`how` "broadcast") or, for floating-point buffers, their mean ("average"), as
+/// (`how` BufferSync::broadcast) or, for floating-point buffers, their mean (BufferSync::average), as
 /// TrainOptions::buffers says. Each replica updated its own from its own micro-batches.
-void agree_buffers(const std::vector<StageWorker*>& replicas, const std::string& how);
+void agree_buffers(const std::vector<StageWorker*>& replicas, BufferSync how);
 
 /// sum_gradients() over a group whose replicas live in several processes, `local` being
 /// this process's (at least one): sums the local ones, then the processes' sums
 /// (`across`), scaled by `scale`; every local replica holds the result.
 void sum_gradients_across(const std::vector<StageWorker*>& local, double scale, const SumAcross& across);
 
-/// agree_buffers() over such a group of `members` replicas: "average" sums the local
+/// agree_buffers() over such a group of `members` replicas: BufferSync::average sums the local
 /// ones' floating-point buffers and the processes' sums, over `members`; otherwise every
 /// replica takes those of the group's first, which `holds_first` says is local.
-void agree_buffers_across(const std::vector<StageWorker*>& local, std::size_t members, bool holds_first,
-                          const std::string& how, const SumAcross& across);
+void agree_buffers_across(const std::vector<StageWorker*>& local, std::size_t members, bool holds_first, BufferSync how,
+                          const SumAcross& across);
 
 /// A parameter server's copy of one stage: its parameters and an optimizer of its own
 /// (the job's kind), which steps on the gradients pipelines push; pipelines then pull

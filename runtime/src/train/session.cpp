@@ -61,8 +61,8 @@ Result<std::unique_ptr<Session>> Session::open(const JobSpec& job, const Plan& p
     ACTORPIPE_TRY(model);
     if (model->blocks.size() != job.profile.blocks.size() && !job.profile.blocks.empty())
       return Error::bad_input(job.where("model.profile") + "the profile has " +
-                              std::to_string(job.profile.blocks.size()) + " blocks, model '" + job.model.zoo + "' " +
-                              std::to_string(model->blocks.size()));
+                              std::to_string(job.profile.blocks.size()) + " blocks, model '" +
+                              std::string(option_name(job.model.zoo)) + "' " + std::to_string(model->blocks.size()));
     d.replicas.push_back(std::make_shared<const Model>(std::move(*model)));
     d.workers.emplace_back();
     for (std::size_t s = 0; s < plan.stages.size(); ++s) {

@@ -8,7 +8,7 @@ namespace actorpipe::train {
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& parameters,
                                                         const TrainOptions& options) {
-  if (options.optimizer == "adam")
+  if (options.optimizer == Optimizer::adam)
     return std::make_unique<torch::optim::Adam>(
         parameters, torch::optim::AdamOptions(options.lr).weight_decay(options.weight_decay));
   return std::make_unique<torch::optim::SGD>(

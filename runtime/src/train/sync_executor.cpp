@@ -13,10 +13,10 @@
 namespace actorpipe::train {
 
 SyncExecutor::SyncExecutor(std::shared_ptr<SyncPolicy> policy, std::string label, PluginOptions options,
-                           std::size_t pipelines, std::size_t stages, double batch_share, std::string buffers,
+                           std::size_t pipelines, std::size_t stages, double batch_share, BufferSync buffers,
                            std::function<std::vector<StageWorker*>(std::size_t)> replicas)
     : policy_(std::move(policy)), label_(std::move(label)), options_(std::move(options)), pipelines_(pipelines),
-      batch_share_(batch_share), buffers_(std::move(buffers)),
+      batch_share_(batch_share), buffers_(buffers),
       // A round works on replicas from another thread: their queued GPU work first.
       replicas_([replicas = std::move(replicas)](std::size_t stage) {
         std::vector<StageWorker*> all = replicas(stage);

@@ -2,7 +2,7 @@
 
 /// What a sync policy's round does to a stage's replicas (actorpipe/plugin.hpp,
 /// SyncRound), run by the replica whose gradients are ready last while the others wait
-/// (actors/sync_round.hpp):
+/// (actors/replica_barrier.hpp):
 ///   - allreduce_gradients: each group sums its gradients, scaled up to the whole
 ///     batch's; a pipeline in no group scales its own; every replica then steps itself;
 ///   - average_parameters: every replica steps on its own gradient (each on its own
@@ -40,7 +40,7 @@ public:
   /// `replicas(s)` gives stage s's replica of each pipeline; `batch_share` is the
   /// fraction of a batch each pipeline gets (its gradient is that share of the batch's).
   SyncExecutor(std::shared_ptr<SyncPolicy> policy, std::string label, PluginOptions options, std::size_t pipelines,
-               std::size_t stages, double batch_share, std::string buffers,
+               std::size_t stages, double batch_share, BufferSync buffers,
                std::function<std::vector<StageWorker*>(std::size_t)> replicas);
   ~SyncExecutor();
 
@@ -128,7 +128,7 @@ private:
   PluginOptions options_;
   std::size_t pipelines_;
   double batch_share_;
-  std::string buffers_;
+  BufferSync buffers_;
   std::function<std::vector<StageWorker*>(std::size_t)> replicas_;
   std::vector<std::unique_ptr<ElasticCentre>> centres_;   ///< per stage, made at its first elastic round
   std::vector<std::unique_ptr<ServerWeights>> servers_;   ///< per stage, made at its first push

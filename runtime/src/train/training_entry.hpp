@@ -47,5 +47,5 @@ Result<const TrainingEntryPoints*> training_entry_points();
 
 } // namespace actorpipe::train
 
-/// Defined by the training runtime only (actors/training_entry_points.cpp).
+/// Defined by the training runtime only (actors/run/training_entry_points.cpp).
 extern "C" const actorpipe::train::TrainingEntryPoints* actorpipe_training_entry_points();

@@ -5,7 +5,7 @@
 /// the stages, a resumed run's state into them, the state that evaluation and
 /// checkpoints read out of them, and their spans at the end.
 
-#include "coordinator.hpp"
+#include "processes/coordinator.hpp"
 #include "injected_failure.hpp"
 #include "stage_trace.hpp"
 

@@ -16,7 +16,7 @@
 /// stage stays within T and fits in memory, a window that only moves right as j grows: a monotone queue makes it O(S ·
 /// N). Bounds are taken from T0 (the compute-only optimum) upwards, and the splits of least L kept.
 
-#include "partitioning/unit_costs.hpp"
+#include "common/unit_costs.hpp"
 
 #include <algorithm>
 #include <cstdint>

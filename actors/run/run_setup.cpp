@@ -1,6 +1,6 @@
 /// prepare_run(): the sync executor, job config and emulation of a run.
 
-#include "run_setup.hpp"
+#include "run/run_setup.hpp"
 
 #include <actorpipe/plugin_registry.hpp>
 

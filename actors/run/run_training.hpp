@@ -5,7 +5,7 @@
 /// named, instead of hanging it (`actorpipe run --inject-failure STAGE:STEP`); and the
 /// coordination of a run of several processes (`actorpipe launch`).
 
-#include "coordinator.hpp"
+#include "processes/coordinator.hpp"
 #include "injected_failure.hpp"
 
 #include <actorpipe/training.hpp>

@@ -10,7 +10,7 @@
 /// it ends when that does not help either, or when the evaluation budget is spent. Every move keeps both stages it
 /// touches in memory and, where a compute limit is given, within it.
 
-#include "partitioning/unit_costs.hpp"
+#include "common/unit_costs.hpp"
 
 #include <actorpipe/iteration_model.hpp>
 

@@ -5,7 +5,7 @@
 /// its gate; a worker reaches it; every actor message between them then travels over
 /// that connection.
 
-#include "process_protocol.hpp"
+#include "processes/process_protocol.hpp"
 
 #include "launch/process_place.hpp"
 #include "launch/tls_files.hpp"

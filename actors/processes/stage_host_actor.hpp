@@ -6,8 +6,8 @@
 /// says (process_protocol.hpp), and hands the coordinator their state and spans.
 /// Shutting it down shuts them all down.
 
-#include "process_protocol.hpp"
-#include "run_setup.hpp"
+#include "processes/process_protocol.hpp"
+#include "run/run_setup.hpp"
 #include "stage_activity.hpp"
 
 #include <caf/fwd.hpp>

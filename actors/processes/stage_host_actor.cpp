@@ -1,6 +1,6 @@
 /// Stage host: a worker process's stages, spawned and wired on the coordinator's word.
 
-#include "stage_host_actor.hpp"
+#include "processes/stage_host_actor.hpp"
 
 #include "averager_actor.hpp"
 #include "job_actor.hpp"

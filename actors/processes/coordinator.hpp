@@ -5,7 +5,7 @@
 /// worker's address), the tensor transport's store and world, and the stage hosts of
 /// the workers once each is ready. run_training() then runs the job over them.
 
-#include "process_protocol.hpp"
+#include "processes/process_protocol.hpp"
 
 #include "launch/process_place.hpp"
 #include "launch/tls_files.hpp"

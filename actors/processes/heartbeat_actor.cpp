@@ -1,6 +1,6 @@
 /// Heartbeat actor: pings every worker's stage host; silence past the timeout fails the run.
 
-#include "heartbeat_actor.hpp"
+#include "processes/heartbeat_actor.hpp"
 
 #include <caf/all.hpp>
 

@@ -1,6 +1,6 @@
 /// The coordinator's side of its workers' stages: start, spawn, state in and out, spans.
 
-#include "worker_stages.hpp"
+#include "processes/worker_stages.hpp"
 
 #include "error_text.hpp"
 

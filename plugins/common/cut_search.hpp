@@ -34,11 +34,11 @@
 /// depends on the cuts through compute alone: the search then keeps every stage within
 /// the exact min-max bound and uses the estimate only to choose among such splits.
 
-#include "partitioning/unit_costs.hpp"
-#include "partitioning/balanced_split.hpp"
-#include "partitioning/iteration_search.hpp"
-#include "partitioning/latency_split.hpp"
-#include "partitioning/send_aware_split.hpp"
+#include "common/unit_costs.hpp"
+#include "common/balanced_split.hpp"
+#include "common/iteration_search.hpp"
+#include "common/latency_split.hpp"
+#include "common/send_aware_split.hpp"
 
 #include <actorpipe/iteration_model.hpp>
 #include <actorpipe/schedule_builders.hpp>

@@ -1,6 +1,6 @@
 /// The message types of a run of several processes, registered with CAF.
 
-#include "process_protocol.hpp"
+#include "processes/process_protocol.hpp"
 
 #include <caf/actor_system_config.hpp>
 

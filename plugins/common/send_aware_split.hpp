@@ -16,7 +16,7 @@
 /// over a window of starts that only moves right as j grows (memory limits it from the
 /// left), kept in a monotone queue: O(S · N) per bound.
 
-#include "partitioning/unit_costs.hpp"
+#include "common/unit_costs.hpp"
 
 #include <cmath>
 #include <cstdint>

@@ -1,8 +1,8 @@
 /// The coordinator's gate and the joining of a run's workers.
 
-#include "coordinator.hpp"
+#include "processes/coordinator.hpp"
 
-#include "control_channel.hpp"
+#include "processes/control_channel.hpp"
 
 #include "launch/job_token.hpp"
 

@@ -11,7 +11,7 @@
 
 #include "failure.hpp"
 #include "protocol.hpp"
-#include "process_protocol.hpp"
+#include "processes/process_protocol.hpp"
 
 #include <caf/fwd.hpp>
 

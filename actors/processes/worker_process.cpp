@@ -1,13 +1,13 @@
 /// run_worker(): a worker process's life, from joining to the end of the run.
 
-#include "worker_process.hpp"
+#include "processes/worker_process.hpp"
 
-#include "control_channel.hpp"
+#include "processes/control_channel.hpp"
 #include "error_text.hpp"
-#include "gpu_links.hpp"
-#include "process_protocol.hpp"
-#include "run_setup.hpp"
-#include "stage_host_actor.hpp"
+#include "processes/gpu_links.hpp"
+#include "processes/process_protocol.hpp"
+#include "run/run_setup.hpp"
+#include "processes/stage_host_actor.hpp"
 
 #include <actorpipe/planner.hpp>
 #include <actorpipe/plugin_registry.hpp>

@@ -1,6 +1,6 @@
 /// A run's trace and the metrics a resume keeps (run_record.hpp).
 
-#include "run_record.hpp"
+#include "run/run_record.hpp"
 
 #include "base/chrome_trace.hpp"
 #include "base/input_file.hpp"

@@ -6,15 +6,15 @@
 #include <actorpipe/report.hpp>
 #include <actorpipe/training.hpp>
 
-#include "run_training.hpp"
+#include "run/run_training.hpp"
 
-#include "control_channel.hpp"
-#include "coordinator.hpp"
+#include "processes/control_channel.hpp"
+#include "processes/coordinator.hpp"
 #include "job_actor.hpp"
-#include "run_setup.hpp"
-#include "worker_stages.hpp"
+#include "run/run_setup.hpp"
+#include "processes/worker_stages.hpp"
 #include "protocol.hpp"
-#include "run_record.hpp"
+#include "run/run_record.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>

@@ -1,6 +1,6 @@
 /// Control plane connections: CAF's middleman, or its OpenSSL module with TLS files.
 
-#include "control_channel.hpp"
+#include "processes/control_channel.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>

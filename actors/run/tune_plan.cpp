@@ -1,7 +1,7 @@
 /// tune_plan(): the simulator's fastest shapes, each measured in a short run; the
 /// fastest measured wins (plan.tune = "profile").
 
-#include "run_training.hpp"
+#include "run/run_training.hpp"
 
 #include <actorpipe/planner.hpp>
 

@@ -1,6 +1,6 @@
 /// gpu_links() and group_gpus(): the plan's GPUs, seen from the processes.
 
-#include "gpu_links.hpp"
+#include "processes/gpu_links.hpp"
 
 #include "device/placement.hpp"
 
