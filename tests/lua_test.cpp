@@ -7,7 +7,7 @@
 
 #include <actorpipe/job.hpp>
 #include <actorpipe/planner.hpp>
-#include <actorpipe/report.hpp>
+#include <actorpipe/plan_report.hpp>
 #include <actorpipe/script.hpp>
 
 #include "plugin/lua_plugins.hpp"

@@ -6,7 +6,8 @@
 #include <actorpipe/planner.hpp>
 #include <actorpipe/plugin_registry.hpp>
 #include <actorpipe/profile_io.hpp>
-#include <actorpipe/report.hpp>
+#include <actorpipe/plan_report.hpp>
+#include <actorpipe/simulator.hpp>
 #include <actorpipe/tuning.hpp>
 
 #include "test_support.hpp"

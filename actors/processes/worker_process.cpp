@@ -12,7 +12,7 @@
 #include <actorpipe/planner.hpp>
 #include <actorpipe/plugin_registry.hpp>
 #include <actorpipe/profile_io.hpp>
-#include <actorpipe/report.hpp>
+#include <actorpipe/plan_report.hpp>
 #include <actorpipe/tuning.hpp>
 
 #include "launch/core_list.hpp"

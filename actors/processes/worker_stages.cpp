@@ -5,7 +5,7 @@
 #include "error_text.hpp"
 
 #include <actorpipe/profile_io.hpp>
-#include <actorpipe/report.hpp>
+#include <actorpipe/plan_report.hpp>
 
 #include "base/text.hpp"
 #include "train/payload.hpp"

@@ -3,7 +3,7 @@
 
 #include <actorpipe/plugin_registry.hpp>
 #include <actorpipe/profile_io.hpp>
-#include <actorpipe/report.hpp>
+#include <actorpipe/plan_report.hpp>
 #include <actorpipe/training.hpp>
 
 #include "run/run_training.hpp"

@@ -5,7 +5,7 @@
 #include "job_arguments.hpp"
 
 #include <actorpipe/planner.hpp>
-#include <actorpipe/report.hpp>
+#include <actorpipe/plan_report.hpp>
 
 #include "base/atomic_file.hpp"
 #include "base/text.hpp"

@@ -9,7 +9,7 @@
 #include "seconds_option.hpp"
 
 #include <actorpipe/planner.hpp>
-#include <actorpipe/report.hpp>
+#include <actorpipe/run_report.hpp>
 #include <actorpipe/training.hpp>
 
 #include "base/atomic_file.hpp"

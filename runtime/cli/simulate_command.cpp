@@ -5,7 +5,7 @@
 #include "job_arguments.hpp"
 
 #include <actorpipe/planner.hpp>
-#include <actorpipe/report.hpp>
+#include <actorpipe/simulation_report.hpp>
 #include <actorpipe/simulator.hpp>
 
 #include "base/atomic_file.hpp"

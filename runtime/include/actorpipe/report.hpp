@@ -1,51 +1,9 @@
 #pragma once
 
-/// Plans, simulations and runs as people and programs read them: a summary with a
-/// per-stage table, and JSON.
+/// Every report at once, for a program that writes several: plans (plan_report.hpp),
+/// simulations (simulation_report.hpp) and runs (run_report.hpp). Code that writes one
+/// kind includes its header alone.
 
-#include <actorpipe/export.hpp>
-#include <actorpipe/cluster_spec.hpp>
-#include <actorpipe/model_profile.hpp>
-#include <actorpipe/plan.hpp>
-#include <actorpipe/simulator.hpp>
-#include <actorpipe/training.hpp>
-
-#include <string>
-#include <vector>
-
-namespace actorpipe {
-
-/// Summary lines and a table: stage, blocks, devices, compute per micro-batch,
-/// parameter, optimizer, activation and total memory against the device's.
-ACTORPIPE_EXPORT std::string format_plan(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster);
-
-/// The best shapes the planner tried (Plan::tried) as a table, best first.
-ACTORPIPE_EXPORT std::string format_tried_shapes(const Plan& plan);
-
-/// The plan as a JSON document: the fields of Plan and each stage's estimates.
-ACTORPIPE_EXPORT std::string plan_to_json(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster);
-
-/// Plans of one job side by side, a row each: partitioner, mapper, shape, predicted
-/// time and samples/s (with the ratio to the first plan), balance, memory, search time.
-ACTORPIPE_EXPORT std::string format_comparison(const std::vector<Plan>& plans, const ClusterSpec& cluster);
-
-/// The plans as a JSON array of plan documents.
-ACTORPIPE_EXPORT std::string comparison_to_json(const std::vector<Plan>& plans, const ModelProfile& profile,
-                                                const ClusterSpec& cluster);
-
-/// A simulated run: iteration times, per-stage busy/bubble/sync, the fullest devices
-/// and the busiest links.
-ACTORPIPE_EXPORT std::string format_simulation(const SimulationReport& report, const Plan& plan,
-                                               const ClusterSpec& cluster);
-
-/// The same as JSON (docs/simulate.md lists the fields).
-ACTORPIPE_EXPORT std::string simulation_to_json(const SimulationReport& report, const Plan& plan,
-                                                const ClusterSpec& cluster);
-
-/// A finished run as `actorpipe run --json` prints it: the summary's fields beside what
-/// was predicted: the step time on this machine, the plan's own (`plan_step_ms`), and
-/// the plan's memory estimate of each stage's replica (`predicted_memory_bytes`), which
-/// `peak_gpu_bytes` measures on GPUs.
-ACTORPIPE_EXPORT std::string run_summary_to_json(const RunSummary& summary, double predicted_step_ms, const Plan& plan);
-
-} // namespace actorpipe
+#include <actorpipe/plan_report.hpp>
+#include <actorpipe/run_report.hpp>
+#include <actorpipe/simulation_report.hpp>

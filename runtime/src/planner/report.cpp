@@ -1,4 +1,4 @@
-#include <actorpipe/report.hpp>
+#include <actorpipe/plan_report.hpp>
 
 #include "base/text.hpp"
 #include "base/text_table.hpp"

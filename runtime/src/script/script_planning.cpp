@@ -4,7 +4,8 @@
 #include "script/script_module.hpp"
 
 #include <actorpipe/planner.hpp>
-#include <actorpipe/report.hpp>
+#include <actorpipe/plan_report.hpp>
+#include <actorpipe/simulation_report.hpp>
 #include <actorpipe/simulator.hpp>
 
 namespace actorpipe::lua {

@@ -7,7 +7,7 @@
 #include <actorpipe/gpu.hpp>
 #include <actorpipe/planner.hpp>
 #include <actorpipe/profile_io.hpp>
-#include <actorpipe/report.hpp>
+#include <actorpipe/run_report.hpp>
 #include <actorpipe/tuning.hpp>
 
 #include "lua/lua_state.hpp"

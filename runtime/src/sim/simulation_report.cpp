@@ -1,6 +1,6 @@
 /// Simulated runs as tables and JSON (report.hpp).
 
-#include <actorpipe/report.hpp>
+#include <actorpipe/simulation_report.hpp>
 
 #include "base/text.hpp"
 #include "base/text_table.hpp"

@@ -1,7 +1,7 @@
 /// run_summary_to_json(): what `actorpipe run --json` prints and a script's
 /// actorpipe.run() returns.
 
-#include <actorpipe/report.hpp>
+#include <actorpipe/run_report.hpp>
 
 #include <nlohmann/json.hpp>
 
