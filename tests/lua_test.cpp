@@ -509,6 +509,11 @@ BOOST_AUTO_TEST_CASE(the_cli_plans_a_lua_job_and_runs_scripts_with_exit_2_on_err
   BOOST_TEST(stopped.status == 2);
   BOOST_TEST(stopped.out == "a\tb\n");
   BOOST_TEST(contains(stopped.err, "loop.lua:2: stopped after its --timeout of 0.2 s"), stopped.err);
+  for (const char* limit : {"0", "lots", "1048577"}) {
+    auto refused = test::run_cli("script " + loop + " --memory-limit " + limit);
+    BOOST_TEST(refused.status == 2);
+    BOOST_TEST(contains(refused.err, std::string("--memory-limit: Value ") + limit), refused.err);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(plugins_written_in_lua_plan_as_their_cpp_twins) {

@@ -14,6 +14,9 @@
 
 namespace actorpipe::lua {
 
+// A Lua job table is written as TOML: no deeper than TOML is read.
+static_assert(lua::max_lua_depth == config::max_toml_depth);
+
 namespace {
 
 /// Rewrites every "SOURCE:LINE:COL" of the TOML text in `text` as "SOURCE:LUALINE" (or

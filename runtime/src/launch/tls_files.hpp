@@ -19,7 +19,9 @@ struct TlsFiles {
   bool enabled() const { return !certificate.empty() || !key.empty() || !authority.empty(); }
 };
 
-/// All three files or none; each one readable. The error names the flag and the file.
+/// All three files or none; each one a PEM file OpenSSL reads (a certificate that has
+/// not expired, an unencrypted key of that certificate, an authority). The error names
+/// the flag and the file.
 Status check_tls_files(const TlsFiles& files);
 
 } // namespace actorpipe::launch

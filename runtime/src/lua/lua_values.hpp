@@ -17,7 +17,8 @@ struct lua_State;
 namespace actorpipe::lua {
 
 /// The deepest Lua value written as JSON or TOML (tables within tables): as deep as TOML
-/// is read (config::max_toml_depth). Deeper, or a table inside itself, is an error.
+/// is read (config::max_toml_depth; config/lua_job.cpp checks they agree). Deeper, or a
+/// table inside itself, is an error.
 inline constexpr std::size_t max_lua_depth = 64;
 
 /// Pushes `value`: objects become tables with string keys, arrays sequences from 1,
