@@ -1,7 +1,7 @@
 """PyTorch eager baseline for gpu_bench: the zoo's `gpt` (token and position
 embeddings; per layer x + proj(causal attention(norm(x))) and x + down(gelu(up(norm(x))));
 a norm and a linear head over 256 byte values), trained with Adam on whole batches on
-cuda:0, under autocast for bf16 or fp16 (fp16 with torch.amp's GradScaler) or in fp32
+cuda:0 (PyTorch's default multi-tensor step, or with --fused its fused kernel), under autocast for bf16 or fp16 (fp16 with torch.amp's GradScaler) or in fp32
 (TF32 off). Prints one JSON line: {"samples_per_s", "step_ms", "peak_bytes"}.
 
     python3 bench/gpt_eager.py --layers 12 --width 1024 --heads 16 --context 512 --batch 32 --precision bf16
@@ -65,6 +65,7 @@ def main() -> None:
                           ("steps", 20), ("warmup", 5)):
         parser.add_argument("--" + name, type=int, default=default)
     parser.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default="bf16")
+    parser.add_argument("--fused", action="store_true", help="Adam's fused kernel (fused=True)")
     args = parser.parse_args()
 
     device = torch.device("cuda", 0)
@@ -73,7 +74,7 @@ def main() -> None:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
     model = Gpt(args.layers, args.width, args.heads, args.context).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-4)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-4, fused=args.fused or None)
     scaler = torch.amp.GradScaler("cuda", enabled=args.precision == "fp16")
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.precision)
     # Batches in page-locked host memory, copied in each step as the runtime's are.

@@ -5,7 +5,9 @@
 ///   GPU, each stage on a stream of its own;
 ///   the same model and batch in a plain LibTorch training loop (train::SingleProcessTraining
 ///   on the GPU: whole batches, no actors);
-///   PyTorch eager of the same architecture (bench/gpt_eager.py, through python3);
+///   PyTorch eager of the same architecture (bench/gpt_eager.py, through python3), with
+///   Adam as PyTorch steps it on a GPU by default (multi-tensor) and with fused=True, the
+///   kernel actorpipe's Adam runs on a GPU;
 ///   actorpipe 1 × 1 and the plain loop again in fp32 (TF32 off), for bf16's gain;
 ///   the hop between two stages on one GPU: a tiny MLP through 8 stages and through 1,
 ///   the extra step time over the 14 extra hops.
@@ -14,6 +16,7 @@
 /// the plain loop of the same precision, measured in the same run.
 ///   build/bench/gpu_bench [SOURCE_ROOT] [--steps N] [--batch B] [--micro-batches M]
 ///                         [--layers L] [--width W] [--heads H] [--context T] [--json FILE]
+///                         [--traces DIR]   (each actorpipe run's Perfetto trace, kept in DIR)
 
 #include <actorpipe/job.hpp>
 #include <actorpipe/planner.hpp>
@@ -29,6 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -49,6 +53,7 @@ struct Settings {
   std::uint64_t steps = 20, warmup = 5;
   std::uint32_t batch = 32, micro_batches = 4, layers = 12, width = 1024, heads = 16, context = 512;
   std::string json;
+  std::string traces;
 };
 
 struct Row {
@@ -124,6 +129,14 @@ Row actorpipe_row(const std::string& name, JobSpec job, const ModelProfile& prof
     if (m.step > s.warmup) times.push_back(m.step_ms);
   };
   const RunSummary summary = need(run_training(job, plan, options), name);
+  if (!s.traces.empty()) {
+    std::string file = name + "-" + precision_name(job.train.precision) + ".trace.json";
+    std::replace_if(
+        file.begin(), file.end(),
+        [](char c) { return !std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-'; }, '_');
+    fs::create_directories(s.traces);
+    fs::copy_file(out / "trace.json", fs::path(s.traces) / file, fs::copy_options::overwrite_existing);
+  }
   Row row{name, precision_name(job.train.precision), median(times), 0,
           summary.peak_gpu_bytes.empty() ? 0.0 : static_cast<double>(summary.peak_gpu_bytes.front())};
   row.samples_per_s = row.step_ms > 0 ? job.train.batch_size / (row.step_ms / 1e3) : 0;
@@ -146,11 +159,11 @@ Row libtorch_row(const std::string& name, const JobSpec& job, const Settings& s)
   return row;
 }
 
-Row eager_row(const Settings& s, const std::string& precision) {
+Row eager_row(const Settings& s, const std::string& precision, bool fused) {
   std::ostringstream command;
   command << "python3 '" << (s.source / "bench" / "gpt_eager.py").string() << "' --layers " << s.layers << " --width "
           << s.width << " --heads " << s.heads << " --context " << s.context << " --batch " << s.batch << " --steps "
-          << s.steps << " --warmup " << s.warmup << " --precision " << precision;
+          << s.steps << " --warmup " << s.warmup << " --precision " << precision << (fused ? " --fused" : "");
   std::FILE* pipe = ::popen(command.str().c_str(), "r");
   if (!pipe) die("cannot start python3");
   std::string out;
@@ -159,8 +172,8 @@ Row eager_row(const Settings& s, const std::string& precision) {
     out += buffer;
   if (::pclose(pipe) != 0) die("PyTorch eager failed: " + out);
   const auto json = nlohmann::json::parse(out.substr(out.rfind('{')));
-  return {"PyTorch eager", precision, json["step_ms"].get<double>(), json["samples_per_s"].get<double>(),
-          json["peak_bytes"].get<double>()};
+  return {fused ? "PyTorch eager, fused Adam" : "PyTorch eager", precision, json["step_ms"].get<double>(),
+          json["samples_per_s"].get<double>(), json["peak_bytes"].get<double>()};
 }
 
 /// The tiny MLP's step through `stages` stages on the one GPU.
@@ -214,6 +227,8 @@ Settings parse(int argc, char** argv) {
       s.context = static_cast<std::uint32_t>(std::stoul(next()));
     else if (a == "--json")
       s.json = next();
+    else if (a == "--traces")
+      s.traces = next();
     else if (!a.starts_with("--"))
       s.source = a;
     else
@@ -257,7 +272,8 @@ int main(int argc, char** argv) {
     rows.push_back(r);
   };
   progress(libtorch_row("plain LibTorch loop", bf16_one, s));
-  progress(eager_row(s, "bf16"));
+  progress(eager_row(s, "bf16", false));
+  progress(eager_row(s, "bf16", true));
   for (const std::size_t stages : {1u, 2u, 4u}) {
     Row r =
         actorpipe_row("actorpipe " + std::to_string(stages) + " × 1", gpt_job(s, dir, corpus, stages, Precision::bf16),

@@ -173,14 +173,25 @@ cuda_tests=$(meson test -C "$build" --no-rebuild --list 2>/dev/null | grep -E '_
 # shellcheck disable=SC2086
 meson test -C "$build" --no-rebuild --print-errorlogs --test-args=--log_level=message $cuda_tests >"$out/tests.log" 2>&1 || status=1
 grep -E '^ *[0-9]+/[0-9]+ ' "$out/tests.log" | tee -a "$log"
-grep -h -E 'test accuracy|peak allocated|alone|NCCL|error|fatal|gpu_cuda:' "$build/meson-logs/testlog.txt" | sed -n 1,40p |
-  tee -a "$log"
+# (meson's own lines, which quote the whole environment, are left out)
+grep -h -E 'test accuracy|peak allocated|alone|NCCL|error|fatal|gpu_cuda:' "$build/meson-logs/testlog.txt" |
+  grep -v -E '^(Inherited environment|command|env):' | sed -n 1,40p | tee -a "$log"
 cp "$build/meson-logs/testlog.txt" "$out/testlog.txt"
+say "==> this machine as actorpipe sees it"
+{
+  "$build/runtime/cli/actorpipe" --version
+  "$build/runtime/cli/actorpipe" devices --nccl
+  "$build/runtime/cli/actorpipe" devices --cluster "$build/this-machine.toml" && cat "$build/this-machine.toml"
+} 2>&1 | tee -a "$log" || status=1
 if $tests_only; then
   say "==> done in $(elapsed): $([ $status = 0 ] && echo ok || echo FAILED)"
   exit $status
 fi
 say "==> the GPU benchmark ($(elapsed))"
-"$build/bench/gpu_bench" "$root" --json "$out/gpu_bench.json" 2>&1 | tee "$out/gpu_bench.txt" | tee -a "$log" || status=1
+# The actorpipe runs' Perfetto traces, one archive (ui.perfetto.dev opens each).
+traces=$build/gpu-bench-traces
+rm -rf "$traces"
+"$build/bench/gpu_bench" "$root" --json "$out/gpu_bench.json" --traces "$traces" 2>&1 | tee "$out/gpu_bench.txt" | tee -a "$log" || status=1
+[ ! -d "$traces" ] || tar -czf "$out/gpu_bench_traces.tar.gz" -C "$traces" .
 say "==> done in $(elapsed): $([ $status = 0 ] && echo ok || echo FAILED)"
 exit $status

@@ -31,6 +31,7 @@
 #include "train/checkpoint_file.hpp"
 #include "train/cores.hpp"
 #include "train/freed_memory.hpp"
+#include "train/fused_adam.hpp"
 #include "train/idx_file.hpp"
 #include "train/model_zoo.hpp"
 #include "train/session.hpp"
@@ -165,6 +166,72 @@ BOOST_AUTO_TEST_CASE(a_run_reports_the_activations_its_schedule_stashes) {
       auto summary = run(p, (dir.path() / scheduler).string(), 3);
       REQUIRE_OK(summary);
       BOOST_TEST(summary->peak_stashed == peaks, boost::test_tools::per_element());
+    }
+}
+
+BOOST_AUTO_TEST_CASE(fused_adam_steps_as_libtorchs_adam_and_takes_its_checkpoints) {
+  // What GPUs run (one fused kernel), against LibTorch's loop, on the CPU where both
+  // run: the same parameters after every step, with weight decay and with AMSGrad, and
+  // after each optimizer resumes from the other's archive mid-run (the step counts the
+  // fused kernel keeps on the device are rebuilt from the archive's).
+  for (const bool amsgrad : {false, true})
+    BOOST_TEST_CONTEXT("amsgrad " << amsgrad) {
+      torch::manual_seed(7);
+      const std::vector<torch::Tensor> start = {torch::randn({3, 5}), torch::randn({5}), torch::randn({2, 2, 2})};
+      const auto copies = [&] {
+        std::vector<torch::Tensor> c;
+        for (const torch::Tensor& t : start)
+          c.push_back(t.clone().requires_grad_(true));
+        return c;
+      };
+      std::vector<torch::Tensor> loop_params = copies(), fused_params = copies();
+      const auto options = torch::optim::AdamOptions(0.05).weight_decay(0.01).amsgrad(amsgrad);
+      auto loop = std::make_unique<torch::optim::Adam>(loop_params, options);
+      auto fused = std::make_unique<train::FusedAdam>(fused_params, options);
+      const auto step_both = [&](int k) {
+        torch::manual_seed(100 + k);
+        for (std::size_t i = 0; i < start.size(); ++i) {
+          const torch::Tensor g = torch::randn(start[i].sizes()) * (i + 1);
+          loop_params[i].mutable_grad() = g.clone();
+          fused_params[i].mutable_grad() = g.clone();
+        }
+        loop->step();
+        fused->step();
+        for (std::size_t i = 0; i < start.size(); ++i)
+          BOOST_TEST(torch::allclose(loop_params[i], fused_params[i], 1e-5, 1e-6),
+                     "step " << k << ", parameter " << i << ": " << (loop_params[i] - fused_params[i]).abs().max());
+      };
+      for (int k = 0; k < 4; ++k)
+        step_both(k);
+      // Both go on two steps, then each goes back to step 4 from the other's archive
+      // (the same objects: the fused one's counts on the device say 6 by then).
+      std::stringstream loop_bytes, fused_bytes;
+      {
+        torch::serialize::OutputArchive a, b;
+        loop->save(a);
+        fused->save(b);
+        a.save_to(loop_bytes);
+        b.save_to(fused_bytes);
+      }
+      std::vector<torch::Tensor> at_four;
+      for (const torch::Tensor& p : loop_params)
+        at_four.push_back(p.detach().clone());
+      for (int k = 4; k < 6; ++k)
+        step_both(k);
+      {
+        torch::NoGradGuard no_grad;
+        for (std::size_t i = 0; i < start.size(); ++i) {
+          loop_params[i].copy_(at_four[i]);
+          fused_params[i].copy_(at_four[i]);
+        }
+        torch::serialize::InputArchive a, b;
+        a.load_from(fused_bytes);
+        b.load_from(loop_bytes);
+        loop->load(a);
+        fused->load(b);
+      }
+      for (int k = 4; k < 8; ++k)
+        step_both(k);
     }
 }
 

@@ -2,15 +2,21 @@
 
 #include "train/step_parts.hpp"
 
+#include "train/fused_adam.hpp"
+
 #include <cmath>
 
 namespace actorpipe::train {
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& parameters,
                                                         const TrainOptions& options) {
-  if (options.optimizer == Optimizer::adam)
-    return std::make_unique<torch::optim::Adam>(
-        parameters, torch::optim::AdamOptions(options.lr).weight_decay(options.weight_decay));
+  if (options.optimizer == Optimizer::adam) {
+    const auto adam = torch::optim::AdamOptions(options.lr).weight_decay(options.weight_decay);
+    // On a GPU one fused kernel per step; on the CPU LibTorch's own loop, the step
+    // PyTorch eager takes there too (the parity tests compare the two).
+    if (!parameters.empty() && parameters.front().is_cuda()) return std::make_unique<FusedAdam>(parameters, adam);
+    return std::make_unique<torch::optim::Adam>(parameters, adam);
+  }
   return std::make_unique<torch::optim::SGD>(
       parameters, torch::optim::SGDOptions(options.lr).momentum(options.momentum).weight_decay(options.weight_decay));
 }

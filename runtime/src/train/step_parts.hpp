@@ -13,7 +13,8 @@
 
 namespace actorpipe::train {
 
-/// The optimizer `[train]` names (sgd with momentum, or adam) over `parameters`.
+/// The optimizer `[train]` names (sgd with momentum, or adam) over `parameters`;
+/// Adam over parameters on a GPU is FusedAdam.
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& parameters,
                                                         const TrainOptions& options);
 
