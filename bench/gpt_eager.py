@@ -66,6 +66,7 @@ def main() -> None:
         parser.add_argument("--" + name, type=int, default=default)
     parser.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default="bf16")
     parser.add_argument("--fused", action="store_true", help="Adam's fused kernel (fused=True)")
+    parser.add_argument("--trace", help="after the timed steps, two more under the profiler, as a Chrome trace")
     args = parser.parse_args()
 
     device = torch.device("cuda", 0)
@@ -101,8 +102,15 @@ def main() -> None:
         step()
         times.append((time.perf_counter() - start) * 1e3)
     step_ms = statistics.median(times)
+    peak_bytes = torch.cuda.max_memory_allocated(device)
+    if args.trace:
+        activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+        with torch.profiler.profile(activities=activities) as profile:
+            for _ in range(2):
+                step()
+        profile.export_chrome_trace(args.trace)
     print(json.dumps({"samples_per_s": args.batch / (step_ms / 1e3), "step_ms": step_ms,
-                      "peak_bytes": torch.cuda.max_memory_allocated(device)}))
+                      "peak_bytes": peak_bytes}))
 
 
 if __name__ == "__main__":

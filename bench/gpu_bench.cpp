@@ -16,7 +16,10 @@
 /// the plain loop of the same precision, measured in the same run.
 ///   build/bench/gpu_bench [SOURCE_ROOT] [--steps N] [--batch B] [--micro-batches M]
 ///                         [--layers L] [--width W] [--heads H] [--context T] [--json FILE]
-///                         [--traces DIR]   (each actorpipe run's Perfetto trace, kept in DIR)
+///                         [--traces DIR]
+/// --traces keeps each actorpipe run's Perfetto trace in DIR, and Kineto traces (every
+/// GPU kernel with its time) of two steps of the plain loop (bf16, after every timed
+/// run) and of PyTorch eager, to compare kernel by kernel (bench/kernel_table.py).
 
 #include <actorpipe/job.hpp>
 #include <actorpipe/planner.hpp>
@@ -30,6 +33,7 @@
 #include "train/single_process.hpp"
 
 #include <nlohmann/json.hpp>
+#include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <algorithm>
 #include <cctype>
@@ -39,6 +43,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -143,6 +148,19 @@ Row actorpipe_row(const std::string& name, JobSpec job, const ModelProfile& prof
   return row;
 }
 
+/// Two more calls of `step` under LibTorch's profiler (Kineto, CUPTI for the GPU),
+/// saved as a Chrome trace: the kernels a step launches, each with its GPU time.
+template <class Step> void kernel_trace(Step step, const fs::path& file) {
+  namespace impl = torch::profiler::impl;
+  const impl::ProfilerConfig config(impl::ProfilerState::KINETO);
+  const std::set<impl::ActivityType> activities{impl::ActivityType::CPU, impl::ActivityType::CUDA};
+  torch::autograd::profiler::prepareProfiler(config, activities);
+  torch::autograd::profiler::enableProfiler(config, activities);
+  for (int k = 0; k < 2; ++k)
+    step();
+  torch::autograd::profiler::disableProfiler()->save(file.string());
+}
+
 Row libtorch_row(const std::string& name, const JobSpec& job, const Settings& s) {
   auto training = need(train::SingleProcessTraining::open(job, 0), name);
   device::reset_peak_memory();
@@ -164,6 +182,11 @@ Row eager_row(const Settings& s, const std::string& precision, bool fused) {
   command << "python3 '" << (s.source / "bench" / "gpt_eager.py").string() << "' --layers " << s.layers << " --width "
           << s.width << " --heads " << s.heads << " --context " << s.context << " --batch " << s.batch << " --steps "
           << s.steps << " --warmup " << s.warmup << " --precision " << precision << (fused ? " --fused" : "");
+  if (!s.traces.empty()) {
+    fs::create_directories(s.traces);
+    command << " --trace '"
+            << (fs::path(s.traces) / ("eager-" + precision + (fused ? "-fused" : "") + ".kineto.json")).string() << "'";
+  }
   std::FILE* pipe = ::popen(command.str().c_str(), "r");
   if (!pipe) die("cannot start python3");
   std::string out;
@@ -321,6 +344,15 @@ int main(int argc, char** argv) {
             << " ms through 1 stage, " << text::format_fixed(eight, 3)
             << " ms through 8: " << text::format_fixed(hop_us, 1) << " µs a hop\n";
   out["hop_us"] = hop_us;
+  if (!s.traces.empty()) {
+    // Last, after every timed run: once the profiler has run, LibTorch's host side
+    // stays slower in this process (a stage's forwards took twice the host time).
+    auto training = need(train::SingleProcessTraining::open(bf16_one, 0), "kernel trace");
+    for (std::uint64_t k = 0; k < s.warmup; ++k)
+      training->step();
+    fs::create_directories(s.traces);
+    kernel_trace([&] { training->step(); }, fs::path(s.traces) / "plain-loop-bf16.kineto.json");
+  }
   if (!s.json.empty()) std::ofstream(s.json) << out.dump(2) << "\n";
   fs::remove_all(dir);
   return 0;

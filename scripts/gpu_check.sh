@@ -8,12 +8,14 @@
 #   scripts/gpu_check.sh --fetch            download the .deb files into .gpu-debs/ (apt)
 #   scripts/gpu_check.sh OUT_DIR            the check (about 4 minutes on 16 cores)
 #   scripts/gpu_check.sh --tests-only OUT_DIR   what the *_cuda tests need, and them; no benchmark
+#   scripts/gpu_check.sh --bench-only OUT_DIR   what the GPU benchmark needs, and it; no tests
 #   scripts/gpu_check.sh --dry-run OUT_DIR  every step that needs no GPU, where there is none:
 #                                           tools, packages (fetched if missing), the
 #                                           unpacked prefix, the configure; no build or run
 #
 # ACTORPIPE_GPU_DEBS names another folder of .deb files; ACTORPIPE_GPU_PREFIX where they
-# are unpacked (default: a fresh temporary folder).
+# are unpacked (default: a fresh temporary folder); ACTORPIPE_GPU_BENCH_ARGS more
+# arguments for the benchmark (`--steps 10`, say).
 #
 # The GPU servers this is written for (read off one, an H100 80GB HBM3, driver
 # 580.159.04): Ubuntu 24.04 (glibc 2.39); g++ 13.3 (no clang, no ccache); python3 3.12 in
@@ -42,7 +44,7 @@ packages=(
 )
 
 usage() {
-  echo "usage: $0 --fetch | [--dry-run] OUT_DIR" >&2
+  echo "usage: $0 --fetch | [--dry-run | --tests-only | --bench-only] OUT_DIR" >&2
   exit 2
 }
 
@@ -55,10 +57,12 @@ fetch() {
 
 dry_run=false
 tests_only=false
+bench_only=false
 case "${1:-}" in
   --fetch) fetch; exit 0 ;;
   --dry-run) dry_run=true; shift ;;
   --tests-only) tests_only=true; shift ;;
+  --bench-only) bench_only=true; shift ;;
   -h|--help) usage ;;
 esac
 [ $# -eq 1 ] || usage
@@ -164,25 +168,30 @@ if $tests_only; then
   mapfile -t targets < <(ninja -C "$build" -t targets all | sed -n -E 's#^(plugins/[^:]*\.so):.*#\1#p')
   targets+=(tests/training_cuda_test tests/transport_cuda_test tests/gpu_cuda_test runtime/cli/actorpipe
     runtime/cli/actorpipe-train)
+elif $bench_only; then
+  mapfile -t targets < <(ninja -C "$build" -t targets all | sed -n -E 's#^(plugins/[^:]*\.so):.*#\1#p')
+  targets+=(bench/gpu_bench)
 fi
 ninja -C "$build" -k 0 "${targets[@]}" >"$out/build.log" 2>&1 || { grep -A5 -E 'error|FAILED' "$out/build.log" | sed -n 1,40p | tee -a "$log"; status=1; }
 
 # --- the *_cuda tests, the benchmark ---------------------------------------------
-say "==> the *_cuda tests ($(elapsed))"
-cuda_tests=$(meson test -C "$build" --no-rebuild --list 2>/dev/null | grep -E '_cuda$' | tr '\n' ' ' || true)
-# shellcheck disable=SC2086
-meson test -C "$build" --no-rebuild --print-errorlogs --test-args=--log_level=message $cuda_tests >"$out/tests.log" 2>&1 || status=1
-grep -E '^ *[0-9]+/[0-9]+ ' "$out/tests.log" | tee -a "$log"
-# (meson's own lines, which quote the whole environment, are left out)
-grep -h -E 'test accuracy|peak allocated|alone|NCCL|error|fatal|gpu_cuda:' "$build/meson-logs/testlog.txt" |
-  grep -v -E '^(Inherited environment|command|env):' | sed -n 1,40p | tee -a "$log"
-cp "$build/meson-logs/testlog.txt" "$out/testlog.txt"
-say "==> this machine as actorpipe sees it"
-{
-  "$build/runtime/cli/actorpipe" --version
-  "$build/runtime/cli/actorpipe" devices --nccl
-  "$build/runtime/cli/actorpipe" devices --cluster "$build/this-machine.toml" && cat "$build/this-machine.toml"
-} 2>&1 | tee -a "$log" || status=1
+if ! $bench_only; then
+  say "==> the *_cuda tests ($(elapsed))"
+  cuda_tests=$(meson test -C "$build" --no-rebuild --list 2>/dev/null | grep -E '_cuda$' | tr '\n' ' ' || true)
+  # shellcheck disable=SC2086
+  meson test -C "$build" --no-rebuild --print-errorlogs --test-args=--log_level=message $cuda_tests >"$out/tests.log" 2>&1 || status=1
+  grep -E '^ *[0-9]+/[0-9]+ ' "$out/tests.log" | tee -a "$log"
+  # (meson's own lines, which quote the whole environment, are left out)
+  grep -h -E 'test accuracy|peak allocated|alone|NCCL|error|fatal|gpu_cuda:' "$build/meson-logs/testlog.txt" |
+    grep -v -E '^(Inherited environment|command|env):' | sed -n 1,40p | tee -a "$log"
+  cp "$build/meson-logs/testlog.txt" "$out/testlog.txt"
+  say "==> this machine as actorpipe sees it"
+  {
+    "$build/runtime/cli/actorpipe" --version
+    "$build/runtime/cli/actorpipe" devices --nccl
+    "$build/runtime/cli/actorpipe" devices --cluster "$build/this-machine.toml" && cat "$build/this-machine.toml"
+  } 2>&1 | tee -a "$log" || status=1
+fi
 if $tests_only; then
   say "==> done in $(elapsed): $([ $status = 0 ] && echo ok || echo FAILED)"
   exit $status
@@ -191,7 +200,13 @@ say "==> the GPU benchmark ($(elapsed))"
 # The actorpipe runs' Perfetto traces, one archive (ui.perfetto.dev opens each).
 traces=$build/gpu-bench-traces
 rm -rf "$traces"
-"$build/bench/gpu_bench" "$root" --json "$out/gpu_bench.json" --traces "$traces" 2>&1 | tee "$out/gpu_bench.txt" | tee -a "$log" || status=1
+# shellcheck disable=SC2086
+"$build/bench/gpu_bench" "$root" --json "$out/gpu_bench.json" --traces "$traces" ${ACTORPIPE_GPU_BENCH_ARGS:-} 2>&1 | tee "$out/gpu_bench.txt" | tee -a "$log" || status=1
+if [ -f "$traces/plain-loop-bf16.kineto.json" ]; then
+  say "==> the plain LibTorch loop's kernels against PyTorch eager's ($(elapsed))"
+  python3 "$root/bench/kernel_table.py" "$traces/plain-loop-bf16.kineto.json" "$traces"/eager-bf16*.kineto.json 2>&1 |
+    tee -a "$log" || status=1
+fi
 [ ! -d "$traces" ] || tar -czf "$out/gpu_bench_traces.tar.gz" -C "$traces" .
 say "==> done in $(elapsed): $([ $status = 0 ] && echo ok || echo FAILED)"
 exit $status

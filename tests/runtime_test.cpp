@@ -235,6 +235,36 @@ BOOST_AUTO_TEST_CASE(fused_adam_steps_as_libtorchs_adam_and_takes_its_checkpoint
     }
 }
 
+BOOST_AUTO_TEST_CASE(the_gpts_linears_are_one_gemm_each_with_the_bias_inside_as_eagers_are) {
+  // The C++ frontend's Linear multiplies a [batch, tokens, width] input and then adds
+  // the bias in a kernel of its own; ATen's linear, which PyTorch eager calls, folds it
+  // into one addmm. Counted through ATen's op callbacks over a forward.
+  ModelOptions options;
+  options.zoo = ZooModel::gpt;
+  options.layers = 2;
+  options.width = 32;
+  options.heads = 4;
+  auto model = train::build_model(options, train::DataShape{{16}, 256, true}, 1);
+  REQUIRE_OK(model);
+  // ATen takes a plain function: the counts live where one can reach them.
+  static std::map<std::string, int> ops;
+  ops.clear();
+  const auto counting = at::addThreadLocalCallback(
+      at::RecordFunctionCallback([](const at::RecordFunction& f) -> std::unique_ptr<at::ObserverContext> {
+        ++ops[f.name()];
+        return nullptr;
+      }).scopes({at::RecordScope::FUNCTION}));
+  torch::Tensor x = torch::randint(0, 256, {3, 16});
+  for (const train::ModelBlock& b : model->blocks)
+    for (const train::ModelUnit& u : b.units)
+      x = u.forward(x);
+  at::removeCallback(counting);
+  const int linears = 2 * 4 + 1; // qkv, proj, up and down per layer; the head
+  BOOST_TEST(ops["aten::addmm"] == linears);
+  BOOST_TEST(ops["aten::matmul"] == 0);
+  BOOST_TEST(ops["aten::add_"] == 0);
+}
+
 BOOST_AUTO_TEST_CASE(the_plans_memory_estimate_holds_against_the_cpu_allocators_peak) {
   // The CNN in 2 stages × 1, batch 512 in 2 micro-batches under 1F1B: what LibTorch's CPU
   // allocator held at most during the run, over what it held before, against the sum of

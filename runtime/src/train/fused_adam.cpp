@@ -64,8 +64,8 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
     const auto [beta1, beta2] = options.betas();
     for (Bucket& b : buckets) {
       at::_foreach_add_(b.counts, 1);
-      at::_fused_adam_(b.parameters, b.gradients, b.averages, b.squares, b.maxima, b.counts, options.lr(), beta1,
-                       beta2, options.weight_decay(), options.eps(), options.amsgrad(), /*maximize=*/false);
+      at::_fused_adam_(b.parameters, b.gradients, b.averages, b.squares, b.maxima, b.counts, options.lr(), beta1, beta2,
+                       options.weight_decay(), options.eps(), options.amsgrad(), /*maximize=*/false);
     }
   }
   return loss;
