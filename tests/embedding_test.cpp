@@ -9,10 +9,14 @@
 
 #include <actorpipe/job.hpp>
 #include <actorpipe/planner.hpp>
+#include <actorpipe/train_job.hpp>
 #include <actorpipe/training.hpp>
+#include <actorpipe/tuning.hpp>
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <sched.h>
 #include <sys/stat.h>
 
@@ -74,6 +78,57 @@ BOOST_AUTO_TEST_CASE(an_application_loads_measures_plans_and_trains) {
   BOOST_TEST(std::isfinite(summary->final_loss));
   for (const char* file : {"plan.json", "metrics.jsonl", "trace.json", "checkpoint.pt"})
     BOOST_TEST(std::filesystem::exists(dir.path() / "run" / file), file);
+}
+
+BOOST_AUTO_TEST_CASE(an_application_trains_a_job_the_way_the_command_does) {
+  // train_job(): planned, tuned by measurement, trained, its report kept as tune.json;
+  // the callbacks at each turn, in order. Resumed, the run keeps the shape it chose.
+  test::ScratchDir dir;
+  const auto [job, planned] = synthetic_plan(
+      dir, {"plan.tune=\"profile\"", "plan.tune_candidates=2", "plan.tune_steps=4", "plan.micro_batches=\"auto\""});
+  std::vector<std::string> turns;
+  TrainJobOptions course;
+  course.run.steps = 3;
+  course.run.output_dir = (dir.path() / "run").string();
+  course.on_planned = [&](const Plan&) { turns.push_back("planned"); };
+  course.on_tuning = [&](std::size_t candidates, std::size_t steps) {
+    turns.push_back("tuning " + std::to_string(candidates) + " × " + std::to_string(steps));
+  };
+  course.on_setting = [&](std::size_t, std::size_t, const TunedSetting&) { turns.push_back("setting"); };
+  course.on_tuned = [&](const TuneReport&) { turns.push_back("tuned"); };
+  double predicted = 0;
+  course.on_plan = [&](const Plan&, double ms) {
+    turns.push_back("plan");
+    predicted = ms;
+  };
+  auto trained = train_job(job, test::plugins(), course);
+  REQUIRE_OK(trained);
+  const std::vector<std::string> expected{"planned", "tuning 2 × 4", "setting", "setting", "tuned", "plan"};
+  BOOST_TEST(turns == expected, boost::test_tools::per_element());
+  BOOST_TEST(trained->summary.steps == 3u);
+  BOOST_TEST(predicted > 0);
+  BOOST_TEST(trained->predicted_step_ms == predicted);
+  BOOST_REQUIRE(trained->tuned.has_value());
+  const TunedSetting& chosen = trained->tuned->tried.at(trained->tuned->chosen);
+  BOOST_TEST(trained->plan.schedule.micro_batch_sizes.size() == chosen.micro_batches);
+  std::ifstream file(dir.path() / "run" / "tune.json");
+  BOOST_REQUIRE(file);
+  std::stringstream text;
+  text << file.rdbuf();
+  auto kept = tune_report_from_json(text.str());
+  REQUIRE_OK(kept);
+  BOOST_TEST(kept->chosen == trained->tuned->chosen);
+
+  turns.clear();
+  course.run.steps = 5;
+  course.run.resume = course.run.output_dir;
+  auto resumed = train_job(job, test::plugins(), course);
+  REQUIRE_OK(resumed);
+  const std::vector<std::string> without_tuning{"planned", "plan"};
+  BOOST_TEST(turns == without_tuning, boost::test_tools::per_element());
+  BOOST_TEST(resumed->summary.steps == 5u);
+  BOOST_REQUIRE(resumed->tuned.has_value());
+  BOOST_TEST(resumed->plan.schedule.micro_batch_sizes.size() == chosen.micro_batches);
 }
 
 BOOST_AUTO_TEST_CASE(missing_data_is_bad_input_for_an_application_too) {

@@ -8,11 +8,9 @@
 #include "local_launch.hpp"
 #include "seconds_option.hpp"
 
-#include <actorpipe/planner.hpp>
 #include <actorpipe/run_report.hpp>
-#include <actorpipe/training.hpp>
+#include <actorpipe/train_job.hpp>
 
-#include "base/atomic_file.hpp"
 #include "base/text.hpp"
 #include "run/run_training.hpp"
 #include "train/cores.hpp"
@@ -92,60 +90,44 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
   auto loaded = load(a.job, common);
   if (!loaded) return report(loaded.error());
   const JobSpec& job = loaded->job;
-  if (job.model.zoo == ZooModel::none)
-    return report(Error::bad_input(job.where("model.zoo") + "the job names no model to train (model.zoo)"));
-  // A tuned run resumed keeps the shape it chose.
-  auto resumed = plan_resumed_tuning(job, loaded->plugins, a.resume);
-  if (!resumed) return report(resumed.error());
-  const bool resume_tuned = resumed->has_value();
-  std::optional<TuneReport> tuned;
-  auto plan = resume_tuned ? Result<Plan>((*resumed)->first) : make_plan(job, loaded->plugins, planning_progress());
-  if (!plan) return report(plan.error());
-  if (resume_tuned) tuned = (*resumed)->second;
-
-  RunOptions options;
+  TrainJobOptions course;
+  RunOptions& options = course.run;
   options.steps = a.steps.value_or(0);
   options.epochs = a.epochs.value_or(0);
   options.resume = a.resume;
   options.pin_threads = !a.no_pin;
   options.stall_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(a.stall_timeout * 1000.0));
   options.data = loaded->data;
-  options.plugins = &loaded->plugins;
   options.output_dir = !a.output.empty() ? a.output : !a.resume.empty() ? a.resume : job.output.dir;
   if (const auto at = options.output_dir.find("{job}"); at != std::string::npos)
     options.output_dir.replace(at, 5, job.job.name);
-  if (job.plan.tune == Tuning::profile && !resume_tuned) {
-    std::cerr << "actorpipe: tuning: running the "
-              << std::min<std::size_t>(job.plan.tune_candidates, plan->tried.size())
-              << " fastest shapes the simulator found for " << job.plan.tune_steps << " steps each\n";
-    TuneOptions tune;
-    tune.scratch_dir = options.output_dir + "/tune";
-    tune.data = loaded->data;
-    tune.plugins = &loaded->plugins;
-    tune.stop_requested = [] { return InterruptScope::requested().load(); };
-    tune.on_setting = [](std::size_t k, std::size_t n, const TunedSetting& s) {
-      std::cerr << "actorpipe: tuning: " << k << "/" << n << ": " << s.stages << " × " << s.pipelines << " × "
-                << s.micro_batches << ": "
-                << (s.error.empty() ? text::format_fixed(s.measured_samples_per_s, 0) + " samples/s" : s.error) << "\n";
-    };
-    auto result = [&] {
-      const InterruptScope interrupts;
-      return tune_plan(job, *plan, tune);
-    }();
-    if (!result) {
-      const int code = report(result.error());
-      return InterruptScope::requested() ? 128 + InterruptScope::signal() : code; // as the shell reports a signal
-    }
-    *plan = std::move(result->first);
-    tuned = std::move(result->second);
-    std::cerr << tune_report_to_text(*tuned);
-  }
-  std::optional<actors::InjectedFailure> inject_failure;
-  if (!a.inject_failure.empty()) {
-    auto failure = parse_failure(a.inject_failure, *plan, a.launch.nprocs > 0);
-    if (!failure) return report(failure.error());
-    inject_failure = *failure;
-  }
+  options.stop_requested = [] { return InterruptScope::requested().load(); };
+  course.on_planning = planning_progress();
+  // Ctrl-C ends planning at once; from then on it asks the tuning or the run to stop at
+  // the end of a step, with a checkpoint.
+  std::optional<InterruptScope> interrupts;
+  course.on_planned = [&](const Plan&) { interrupts.emplace(); };
+  course.on_tuning = [](std::size_t candidates, std::size_t steps) {
+    std::cerr << "actorpipe: tuning: running the " << candidates << " fastest shapes the simulator found for " << steps
+              << " steps each\n";
+  };
+  course.on_setting = [](std::size_t k, std::size_t n, const TunedSetting& s) {
+    std::cerr << "actorpipe: tuning: " << k << "/" << n << ": " << s.stages << " × " << s.pipelines << " × "
+              << s.micro_batches << ": "
+              << (s.error.empty() ? text::format_fixed(s.measured_samples_per_s, 0) + " samples/s" : s.error) << "\n";
+  };
+  course.on_tuned = [](const TuneReport& tuned) { std::cerr << tune_report_to_text(tuned); };
+  course.on_plan = [&](const Plan& plan, double predicted) {
+    std::cerr << "actorpipe: training '" << job.job.name << "': " << plan.stages.size() << " stages × "
+              << plan.pipelines << " pipelines, " << plan.scheduler << ", " << plan.schedule.micro_batch_sizes.size()
+              << " micro-batches; output in " << options.output_dir << "\n";
+    // Stage actors compute on this machine's cores; the plan gives each device its own.
+    const std::size_t actors = plan.pipelines * plan.stages.size(), cores = train::usable_cores().size();
+    if (actors > cores)
+      std::cerr << "actorpipe: " << actors << " stage actors share " << cores << (cores == 1 ? " core" : " cores")
+                << ": " << text::format_fixed(predicted, 2) << " ms per step predicted here (the plan's "
+                << text::format_fixed(plan.iteration_time_ms, 2) << " ms gives each a core)\n";
+  };
   const bool terminal = ::isatty(STDERR_FILENO);
   std::uint64_t shown = 0;
   options.on_step = [&](const StepMetrics& m) {
@@ -162,60 +144,53 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
               << text::format_fixed(100.0 * e.test_accuracy, 2) << "%, test loss " << text::format_fixed(e.test_loss, 4)
               << "\n";
   };
-  std::cerr << "actorpipe: training '" << job.job.name << "': " << plan->stages.size() << " stages × "
-            << plan->pipelines << " pipelines, " << plan->scheduler << ", " << plan->schedule.micro_batch_sizes.size()
-            << " micro-batches; output in " << options.output_dir << "\n";
-  // Stage actors compute on this machine's cores; the plan gives each device its own.
-  const std::size_t actors = plan->pipelines * plan->stages.size(), cores = train::usable_cores().size();
-  auto here = predicted_step_ms(job, *plan);
-  if (!here) return report(here.error());
-  const double predicted = *here;
-  if (actors > cores)
-    std::cerr << "actorpipe: " << actors << " stage actors share " << cores << (cores == 1 ? " core" : " cores") << ": "
-              << text::format_fixed(predicted, 2) << " ms per step predicted here (the plan's "
-              << text::format_fixed(plan->iteration_time_ms, 2) << " ms gives each a core)\n";
-  options.stop_requested = [] { return InterruptScope::requested().load(); };
-  // launch: workers on this machine run the stages; this process coordinates.
-  std::unique_ptr<LocalLaunch> launch;
-  if (a.launch.nprocs > 0) {
-    auto prepared = LocalLaunch::prepare(a.launch, a.job.job, job_overrides(a.job));
-    if (!prepared) return report(prepared.error());
-    launch = std::move(*prepared);
-  }
-  auto summary = [&] {
-    const InterruptScope interrupts;
-    return actors::run_training(job, *plan, options, inject_failure, launch ? &launch->coordinate() : nullptr);
-  }();
-  if (launch) {
-    // A failure is told before the wait for workers that may be hung.
-    if (!summary) {
-      const int status = report(summary.error());
-      (void)launch->finish(false);
-      return status;
+  // The run itself: with a failure injected where asked, and under launch with workers
+  // on this machine running the stages while this process coordinates.
+  std::optional<int> told; ///< the exit status of a failure reported already
+  course.runner = [&](const JobSpec& job, const Plan& plan, const RunOptions& options) -> Result<RunSummary> {
+    std::optional<actors::InjectedFailure> inject_failure;
+    if (!a.inject_failure.empty()) {
+      auto failure = parse_failure(a.inject_failure, plan, a.launch.nprocs > 0);
+      ACTORPIPE_TRY(failure);
+      inject_failure = *failure;
     }
-    if (auto ended = launch->finish(true); !ended) return report(ended.error());
-  }
+    if (a.launch.nprocs == 0) return actors::run_training(job, plan, options, inject_failure);
+    auto launch = LocalLaunch::prepare(a.launch, a.job.job, job_overrides(a.job));
+    ACTORPIPE_TRY(launch);
+    auto summary = actors::run_training(job, plan, options, inject_failure, &(*launch)->coordinate());
+    if (!summary) {
+      // A failure is told before the wait for workers that may be hung.
+      told = report(summary.error());
+      (void)(*launch)->finish(false);
+    } else {
+      ACTORPIPE_TRY((*launch)->finish(true));
+    }
+    return summary;
+  };
+  auto trained = train_job(job, loaded->plugins, course);
   if (terminal && shown) std::cerr << "\n";
-  if (!summary) return report(summary.error());
-  if (tuned)
-    if (auto s = write_file_atomically(summary->output_dir + "/tune.json", tune_report_to_json(*tuned)); !s)
-      return report(s.error());
-  if (summary->stopped)
-    std::cerr << "actorpipe: interrupted; stopped after step " << summary->steps << " with a checkpoint in "
-              << summary->output_dir << ": the same command with --resume " << summary->output_dir << " continues it\n";
-  if (a.json) {
-    std::cout << run_summary_to_json(*summary, predicted, *plan);
-  } else if (!summary->stopped) {
-    std::cout << "trained " << summary->steps << " steps in " << duration(summary->seconds) << " ("
-              << text::format_fixed(summary->samples_per_s, 0) << " samples/s): final loss "
-              << text::format_fixed(summary->final_loss, 4) << ", test accuracy "
-              << text::format_fixed(100.0 * summary->test_accuracy, 2) << "%\n"
-              << "median step " << text::format_fixed(summary->median_step_ms, 2) << " ms; predicted "
-              << text::format_fixed(predicted, 2) << " ms\n"
-              << "wrote " << summary->output_dir << "/{plan.json, metrics.jsonl, trace.json, checkpoint.pt"
-              << (tuned ? ", tune.json" : "") << "}\n";
+  if (!trained) {
+    const int code = told ? *told : report(trained.error());
+    // A tuning stopped by a signal ends as the shell reports one.
+    return interrupts && InterruptScope::requested() ? 128 + InterruptScope::signal() : code;
   }
-  return summary->stopped ? 128 + InterruptScope::signal() : 0; // as the shell reports a signal
+  const RunSummary& summary = trained->summary;
+  if (summary.stopped)
+    std::cerr << "actorpipe: interrupted; stopped after step " << summary.steps << " with a checkpoint in "
+              << summary.output_dir << ": the same command with --resume " << summary.output_dir << " continues it\n";
+  if (a.json) {
+    std::cout << run_summary_to_json(summary, trained->predicted_step_ms, trained->plan);
+  } else if (!summary.stopped) {
+    std::cout << "trained " << summary.steps << " steps in " << duration(summary.seconds) << " ("
+              << text::format_fixed(summary.samples_per_s, 0) << " samples/s): final loss "
+              << text::format_fixed(summary.final_loss, 4) << ", test accuracy "
+              << text::format_fixed(100.0 * summary.test_accuracy, 2) << "%\n"
+              << "median step " << text::format_fixed(summary.median_step_ms, 2) << " ms; predicted "
+              << text::format_fixed(trained->predicted_step_ms, 2) << " ms\n"
+              << "wrote " << summary.output_dir << "/{plan.json, metrics.jsonl, trace.json, checkpoint.pt"
+              << (trained->tuned ? ", tune.json" : "") << "}\n";
+  }
+  return summary.stopped ? 128 + InterruptScope::signal() : 0; // as the shell reports a signal
 }
 
 } // namespace

@@ -8,12 +8,11 @@
 #include <actorpipe/planner.hpp>
 #include <actorpipe/profile_io.hpp>
 #include <actorpipe/run_report.hpp>
-#include <actorpipe/tuning.hpp>
+#include <actorpipe/train_job.hpp>
 
 #include "lua/lua_state.hpp"
 #include "lua/lua_values.hpp"
 #include "plugin/plugin_values.hpp"
-#include "base/atomic_file.hpp"
 #include "train/training_entry.hpp"
 
 #include <nlohmann/json.hpp>
@@ -207,58 +206,33 @@ Result<int> run_fn(lua_State* L) {
   ACTORPIPE_TRY(measure_if_needed(L, *job));
   auto plugins = plugins_for(L, &*job);
   ACTORPIPE_TRY(plugins);
-  auto training = train::training_entry_points();
-  ACTORPIPE_TRY(training);
   const LuaState& state = owner(L);
-  // Tuned as `actorpipe run` tunes (plan.tune = "profile"), or resumed with the shape
-  // the resumed run chose.
-  auto resumed = plan_resumed_tuning(*job, *plugins, options.resume);
-  ACTORPIPE_TRY(resumed);
-  std::optional<TuneReport> tuned;
-  auto plan = *resumed ? Result<Plan>((*resumed)->first) : make_plan(*job, *plugins);
-  ACTORPIPE_TRY(plan);
-  if (*resumed) {
-    tuned = (*resumed)->second;
-  } else if (job->plan.tune == Tuning::profile) {
-    TuneOptions tune;
-    tune.scratch_dir = options.output_dir + "/tune";
-    tune.plugins = &*plugins;
-    tune.stop_requested = [&] { return state.stop_due(); };
-    auto result = (*training)->tune_plan(*job, *plan, tune);
-    ACTORPIPE_TRY(result);
-    *plan = std::move(result->first);
-    tuned = std::move(result->second);
-    std::cerr << "actorpipe: tuned '" << job->job.name << "':\n" << tune_report_to_text(*tuned);
-  }
-  auto predicted = (*training)->predicted_step_ms(*job, *plan);
-  ACTORPIPE_TRY(predicted);
-
-  options.plugins = &*plugins; // the script's own sync policies among them
-  options.stop_requested = [&] { return callbacks.stop || state.stop_due(); };
+  TrainJobOptions course;
+  course.run = std::move(options);
+  course.run.plugins = &*plugins; // the script's own sync policies among them
+  course.run.stop_requested = [&] { return callbacks.stop || state.stop_due(); };
   if (callbacks.on_step)
-    options.on_step = [&](const StepMetrics& m) {
+    course.run.on_step = [&](const StepMetrics& m) {
       callbacks.call(*callbacks.on_step, "on_step", [&] { push_step(L, m); });
     };
   if (callbacks.on_evaluation)
-    options.on_evaluation = [&](const EvaluationMetrics& e) {
+    course.run.on_evaluation = [&](const EvaluationMetrics& e) {
       callbacks.call(*callbacks.on_evaluation, "on_evaluation", [&] { push_evaluation(L, e); });
     };
-  auto summary = (*training)->run_training(*job, *plan, options);
-  ACTORPIPE_TRY(summary);
+  course.on_tuned = [&](const TuneReport& tuned) {
+    std::cerr << "actorpipe: tuned '" << job->job.name << "':\n" << tune_report_to_text(tuned);
+  };
+  auto trained = train_job(*job, *plugins, course);
+  ACTORPIPE_TRY(trained);
+  const RunSummary& summary = trained->summary;
   if (callbacks.error)
     return Error::bad_input(callbacks.error->message + "\n(the run stopped after step " +
-                            std::to_string(summary->steps) + ", its checkpoint in " + summary->output_dir + ")");
+                            std::to_string(summary.steps) + ", its checkpoint in " + summary.output_dir + ")");
   if (state.stop_due())
-    return Error::bad_input("the script was stopped during a run (stopped after step " +
-                            std::to_string(summary->steps) + ", its checkpoint in " + summary->output_dir + ")");
-  if (!tuned) {
-    push_json_text(L, run_summary_to_json(*summary, *predicted, *plan));
-    return 1;
-  }
-  const std::string report = tune_report_to_json(*tuned);
-  ACTORPIPE_TRY(write_file_atomically(summary->output_dir + "/tune.json", report));
-  auto result = nlohmann::json::parse(run_summary_to_json(*summary, *predicted, *plan));
-  result["tune"] = nlohmann::json::parse(report);
+    return Error::bad_input("the script was stopped during a run (stopped after step " + std::to_string(summary.steps) +
+                            ", its checkpoint in " + summary.output_dir + ")");
+  auto result = nlohmann::json::parse(run_summary_to_json(summary, trained->predicted_step_ms, trained->plan));
+  if (trained->tuned) result["tune"] = nlohmann::json::parse(tune_report_to_json(*trained->tuned));
   push_json_text(L, result.dump());
   return 1;
 }
