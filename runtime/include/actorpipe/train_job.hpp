@@ -28,7 +28,7 @@ struct TrainJobOptions {
   /// Before tuning: how many shapes it will run, and for how many steps each.
   std::function<void(std::size_t candidates, std::size_t steps)> on_tuning;
   std::function<void(std::size_t, std::size_t, const TunedSetting&)> on_setting; ///< TuneOptions::on_setting
-  std::function<void(const TuneReport&)> on_tuned;                                ///< tuned, before training
+  std::function<void(const TuneReport&)> on_tuned;                               ///< tuned, before training
   /// The plan as it will train, with the step time the simulator predicts on this machine.
   std::function<void(const Plan& plan, double predicted_step_ms)> on_plan;
   /// Trains the final plan; empty: run_training. The CLI's launch and its failure
