@@ -82,8 +82,10 @@ void fail(JobActor self, const std::string& what) {
 
 ShareDealer share_dealer(const JobConfig& config, std::size_t pipelines) {
   if (!config.asynchronous()) return ShareDealer(pipelines, ShareDealer::Order::in_turn);
+  const auto* scheduled = std::get_if<ScheduledAveraging>(&config.mode);
+  const auto* server = std::get_if<ParameterServer>(&config.mode);
   const bool waits_for_all =
-      (config.scheduling && config.scheduling->force_every == 1) || (config.staleness && *config.staleness == 0);
+      (scheduled && scheduled->scheduling.force_every == 1) || (server && server->staleness == 0);
   return ShareDealer(pipelines, waits_for_all ? ShareDealer::Order::in_turn : ShareDealer::Order::least_busy,
                      shares_ahead);
 }
@@ -147,11 +149,12 @@ StageConfig stage_config(const JobConfig& config, std::size_t p, std::size_t s, 
   if (p < config.emulated.size()) stage.emulated = config.emulated[p][s];
   if (config.step_ahead && P > 1)
     stage.step_ahead = [step_ahead = config.step_ahead, s, p](std::uint64_t step) { return step_ahead(s, p, step); };
-  if ((config.scheduling || config.elastic_period) && config.average) {
+  if (averaging(config.mode) && config.average) {
     stage.snapshot = [snapshot = config.snapshot, s, p] { snapshot(s, p); };
     stage.correct = [correct = config.correct, s, p] { correct(s, p); };
-    if (config.scheduling) stage.overlap = config.scheduling->overlap;
-    if (config.elastic_period) stage.period = *config.elastic_period;
+    if (const auto* scheduled = std::get_if<ScheduledAveraging>(&config.mode))
+      stage.overlap = scheduled->scheduling.overlap;
+    if (const auto* elastic = std::get_if<ElasticAveraging>(&config.mode)) stage.period = elastic->period;
   }
   stage.transport = config.transport;
   stage.make_rows = config.make_rows;
@@ -232,7 +235,8 @@ void build(JobActor self, const JobConfig& config) {
       }
     return mine;
   };
-  if ((config.scheduling || config.elastic_period) && P > 1) {
+  const bool elastic = std::holds_alternative<ElasticAveraging>(config.mode);
+  if (averaging(config.mode) && P > 1) {
     for (std::size_t s = 0; s < S; ++s) {
       if (auto replicas = here(s)) {
         averagers[s] =
@@ -251,7 +255,7 @@ void build(JobActor self, const JobConfig& config) {
           if (by_stage[s]) watch(by_stage[s], "the averager of stage " + std::to_string(s), host);
     // Asynchronous elastic averaging over several processes: a stage asks its stage's
     // relay, which tells every process's averager of the stage.
-    if (config.elastic_period && config.processes)
+    if (elastic && config.processes)
       for (std::size_t s = 0; s < S; ++s) {
         std::vector<averager_actor> every;
         for (std::size_t p = 0; p < P; ++p)
@@ -263,12 +267,12 @@ void build(JobActor self, const JobConfig& config) {
     for (const auto& pipeline : stages)
       st.stages.insert(st.stages.end(), pipeline.begin(), pipeline.end());
   }
-  if (config.scheduling && P > 1) {
+  if (const auto* scheduled = std::get_if<ScheduledAveraging>(&config.mode); scheduled && P > 1) {
     st.scheduler =
-        spawn_group_scheduler(self->system(), {*config.scheduling, stages, averager_of, config.time_scale, job});
+        spawn_group_scheduler(self->system(), {scheduled->scheduling, stages, averager_of, config.time_scale, job});
     watch(st.scheduler, "the group scheduler");
   }
-  if (config.staleness)
+  if (const auto* server = std::get_if<ParameterServer>(&config.mode))
     for (std::size_t s = 0; s < S; ++s) {
       std::vector<stage_actor> replicas;
       for (std::size_t p = 0; p < P; ++p)
@@ -289,7 +293,7 @@ void build(JobActor self, const JobConfig& config) {
           }
       }
       st.servers.push_back(spawn_parameter_server(
-          self->system(), {s, *config.staleness, std::move(replicas), serve, job, config.detached, std::move(copies)}));
+          self->system(), {s, server->staleness, std::move(replicas), serve, job, config.detached, std::move(copies)}));
       watch(st.servers.back(), "the parameter server of stage " + std::to_string(s));
     }
   // Stages in other processes are wired by their hosts, which make their sync rounds
@@ -298,11 +302,10 @@ void build(JobActor self, const JobConfig& config) {
   for (std::size_t p = 0; p < P; ++p)
     for (std::size_t s = 0; s < S; ++s)
       if (rank(p, s) != 0)
-        wirings[rank(p, s)].push_back({p, s, s > 0 ? stages[p][s - 1] : stage_actor{},
-                                       s + 1 < S ? stages[p][s + 1] : stage_actor{}, s > 0 ? rank(p, s - 1) : 0,
-                                       s + 1 < S ? rank(p, s + 1) : 0, st.pipelines[p], job, st.scheduler,
-                                       config.elastic_period ? averagers[s] : averager_actor{},
-                                       st.servers.empty() ? parameter_server_actor{} : st.servers[s]});
+        wirings[rank(p, s)].push_back(
+            {p, s, s > 0 ? stages[p][s - 1] : stage_actor{}, s + 1 < S ? stages[p][s + 1] : stage_actor{},
+             s > 0 ? rank(p, s - 1) : 0, s + 1 < S ? rank(p, s + 1) : 0, st.pipelines[p], job, st.scheduler,
+             elastic ? averagers[s] : averager_actor{}, st.servers.empty() ? parameter_server_actor{} : st.servers[s]});
   st.unwired = wirings.size();
   if (config.processes) {
     HeartbeatConfig heartbeat{config.processes->hosts, {},  config.processes->heartbeat_timeout,
@@ -349,14 +352,14 @@ void build(JobActor self, const JobConfig& config) {
       round =
           std::make_shared<ReplicaBarrier>(s, P, [sync = config.sync, s](std::uint64_t step) { return sync(s, step); });
     }
+    const StepEnd end = step_end(config.mode, round, replicas, st.scheduler, averagers[s],
+                                 st.servers.empty() ? parameter_server_actor{} : st.servers[s]);
     for (std::size_t p = 0; p < P; ++p)
       if (rank(p, s) == 0)
         self->send(stages[p][s], connect_atom::value,
                    StageLinks{s > 0 ? stages[p][s - 1] : stage_actor{}, s + 1 < S ? stages[p][s + 1] : stage_actor{},
-                              st.pipelines[p], round, replicas, st.scheduler, job,
-                              st.servers.empty() ? parameter_server_actor{} : st.servers[s],
-                              config.elastic_period ? averagers[s] : averager_actor{},
-                              s > 0 ? route(p, s - 1) : Route{}, s + 1 < S ? route(p, s + 1) : Route{}});
+                              st.pipelines[p], job, end, s > 0 ? route(p, s - 1) : Route{},
+                              s + 1 < S ? route(p, s + 1) : Route{}});
   }
 }
 

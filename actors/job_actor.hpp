@@ -21,6 +21,7 @@
 #include "share_dealer.hpp"
 #include "stage_actor.hpp"
 #include "stage_trace.hpp"
+#include "sync_mode.hpp"
 
 #include <actorpipe/plan.hpp>
 #include <actorpipe/plugin.hpp>
@@ -56,29 +57,24 @@ struct JobConfig {
   /// a step; true when it stepped that replica already (train::SyncExecutor's
   /// step_ahead() in a run). Unset: the round steps the replicas, or they step after it.
   std::function<bool(std::size_t stage, std::size_t pipeline, std::uint64_t step)> step_ahead;
-  /// An asynchronous policy's scheduling (SDPipe's): each pipeline steps on the shares
-  /// it is handed, the least busy pipeline taking the next, and the group-scheduler
-  /// actor groups the replicas that have stepped; none: lockstep rounds (`sync`).
-  std::optional<GroupScheduling> scheduling;
-  /// With `scheduling`: stage s's replica of pipeline p keeps a snapshot as it asks,
-  /// a group's snapshots become the changes that average them, and a replica adds its
-  /// change (train::SyncExecutor's snapshot(), average(), correct() in a run).
+  /// How the pipelines meet at the end of each step (sync_mode.hpp): lockstep rounds
+  /// (`sync`), or on their own under scheduled averaging (the group scheduler groups the
+  /// replicas that have stepped), asynchronous elastic averaging (every period of its
+  /// steps a pipeline has each stage's averager move it and the centre towards each
+  /// other: `average` of that pipeline alone) or a parameter server per stage index
+  /// (`serve`). Those that do not step in lockstep step on the shares they are handed.
+  SyncMode mode = Lockstep{};
+  /// Averaging as they go (scheduled or elastic): stage s's replica of pipeline p keeps a
+  /// snapshot as it asks, a group's snapshots become the changes that average them, and a
+  /// replica adds its change (train::SyncExecutor's snapshot(), average(), correct() in
+  /// a run).
   std::function<void(std::size_t stage, std::size_t pipeline)> snapshot;
   std::function<void(std::size_t stage, const std::vector<std::size_t>& pipelines)> average;
   std::function<void(std::size_t stage, std::size_t pipeline)> correct;
-  /// Asynchronous elastic averaging (SyncRound::period): each pipeline steps on the
-  /// shares it is handed, and every this many of its steps each of its stages has its
-  /// stage's averager move it and the centre towards each other (`average` of that
-  /// pipeline alone), with `snapshot` and `correct` as under `scheduling`.
-  std::optional<std::uint64_t> elastic_period;
-  /// A parameter server's staleness bound (SyncRound::staleness): asynchronous too, with
-  /// a parameter-server actor per stage index that steps on pushed gradients (`serve`).
-  std::optional<std::uint64_t> staleness;
-  /// Whether the pipelines step on their own (scheduled averaging, a parameter server,
-  /// asynchronous elastic averaging), else in lockstep rounds.
-  bool asynchronous() const { return scheduling || staleness || elastic_period; }
+  /// Whether the pipelines step on their own, else in lockstep rounds.
+  bool asynchronous() const { return actors::asynchronous(mode); }
   /// Stage s's server steps on these pipelines' replicas' gradients (each its share of
-  /// a batch's), which take its weights (with `staleness`).
+  /// a batch's), which take its weights (ParameterServer).
   std::function<void(std::size_t stage, const std::vector<std::size_t>& pushers)> serve;
   double time_scale = 1; ///< modelled ms per wall ms: the group scheduler's windows are modelled time
   /// Stage s of pipeline p on an emulated device: emulated[p][s] (empty: none is).

@@ -56,6 +56,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace actorpipe::actors {
@@ -133,21 +134,38 @@ using stage_actor = caf::typed_actor<caf::reacts_to<connect_atom, StageLinks>,
                                      caf::reacts_to<backward_atom, std::uint64_t, std::uint64_t, Parcel>,
                                      caf::reacts_to<synced_atom, std::uint64_t, bool>, settle_signature>;
 
+/// How a stage's step ends, one per sync mode (sync_mode.hpp chooses). Alone: its
+/// optimizer step at once (a lone pipeline).
+struct Alone {};
+/// Lockstep: the round its replicas share, which runs the sync policy's round on the
+/// last arrival; that one releases the others.
+struct ReplicaRound {
+  std::shared_ptr<ReplicaBarrier> barrier; ///< shared by the replicas of this stage index
+  std::vector<stage_actor> replicas;       ///< this stage index's actor in each pipeline, this one's included
+};
+/// Scheduled averaging: its optimizer step, then an ask to the group scheduler.
+struct GroupAsk {
+  group_scheduler_actor scheduler;
+};
+/// Asynchronous elastic averaging: its optimizer step, then every period an ask to its
+/// stage's averager.
+struct ElasticAsk {
+  averager_actor averager;
+};
+/// A parameter server: a push of its gradient; the server's weights come back.
+struct ServerPush {
+  parameter_server_actor server;
+};
+using StepEnd = std::variant<Alone, ReplicaRound, GroupAsk, ElasticAsk, ServerPush>;
+
 /// Whom a stage talks to, sent once before any input. The first stage has no
-/// `previous`, the last no `next`, a stage of a lone pipeline no `sync`, no `scheduler`
-/// and no `replicas`; a lockstep policy gives a `sync` round, scheduled averaging a
-/// `scheduler`, a parameter server a `server`, asynchronous elastic averaging an
-/// `averager`.
+/// `previous`, the last no `next`.
 struct StageLinks {
   stage_actor previous{};
   stage_actor next{};
   pipeline_actor pipeline{};
-  std::shared_ptr<ReplicaBarrier> sync{}; ///< shared by the replicas of this stage index
-  std::vector<stage_actor> replicas{};    ///< this stage index's actor in each pipeline, this one's included
-  group_scheduler_actor scheduler{};
   job_actor job{};
-  parameter_server_actor server{};
-  averager_actor averager{};      ///< asynchronous elastic averaging: the stage's averager
+  StepEnd step_end{};             ///< whom it meets at the end of each step
   Route to_previous{}, to_next{}; ///< how tensors reach them: within this process unless a rank is named
 };
 

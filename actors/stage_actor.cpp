@@ -21,6 +21,8 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <type_traits>
+#include <variant>
 
 namespace actorpipe::actors {
 
@@ -252,7 +254,7 @@ bool released(StageActor self, bool stepped) {
 /// first where the round says so (step_ahead: each replica on its own thread). When this
 /// replica was the last, it ran the round, released the others and says whether the
 /// replicas have stepped; otherwise (or on a failure, reported) nothing.
-std::optional<bool> arrive(StageActor self) {
+std::optional<bool> arrive(StageActor self, const ReplicaRound& round) {
   auto& st = self->state;
   // Watched as the stage's own work: a round that never returns is a stuck stage.
   const BusyScope busy(st.config.activity, st.step, StageWork::sync_round);
@@ -272,7 +274,7 @@ std::optional<bool> arrive(StageActor self) {
   st.sync_since = Clock::now();
   ReplicaBarrier::Arrival arrival = ReplicaBarrier::Arrival::waiting;
   try {
-    arrival = st.links.sync->arrive(st.step, st.config.pipeline);
+    arrival = round.barrier->arrive(st.step, st.config.pipeline);
   } catch (const std::exception& e) {
     fail(self, "sync", text::message_of(e));
     return std::nullopt;
@@ -283,7 +285,7 @@ std::optional<bool> arrive(StageActor self) {
   if (st.emulated)
     if (const auto done = st.emulated->allreduce_end(*st.sync_since)) std::this_thread::sleep_until(*done);
   const bool stepped = arrival == ReplicaBarrier::Arrival::stepped;
-  for (const stage_actor& replica : st.links.replicas)
+  for (const stage_actor& replica : round.replicas)
     if (replica.address() != self->address()) self->send(replica, synced_atom::value, st.step, stepped);
   return stepped;
 }
@@ -292,11 +294,11 @@ void advance(StageActor self);
 
 /// A parameter server: the push of this step's gradient, which the server steps on;
 /// the stage waits for its weights.
-void push(StageActor self) {
+void push(StageActor self, const ServerPush& to) {
   auto& st = self->state;
   st.syncing = true;
   st.sync_since = Clock::now();
-  self->send(st.links.server, ask_atom::value, static_cast<std::uint64_t>(st.config.stage),
+  self->send(to.server, ask_atom::value, static_cast<std::uint64_t>(st.config.stage),
              static_cast<std::uint64_t>(st.config.pipeline), st.step);
 }
 
@@ -325,9 +327,10 @@ bool take_average(StageActor self) {
 /// this pipeline's own gradient, the snapshot, the ask (to the group scheduler, or
 /// every `period` steps to the averager) and the report. With overlap
 /// the stage goes on with the next step while its group forms; without, it waits for
-/// the answer first. False when it waits or failed.
-bool ask(StageActor self) {
+/// the answer first. False when it waits or failed. `end` is a GroupAsk or an ElasticAsk.
+bool ask(StageActor self, const StepEnd& end) {
   auto& st = self->state;
+  const auto* group = std::get_if<GroupAsk>(&end);
   if (st.asked) {
     if (!st.answered) {
       st.syncing = true;
@@ -337,7 +340,7 @@ bool ask(StageActor self) {
     if (!take_average(self)) return false;
   }
   // The group scheduler hears every step; an averager, every `period`.
-  const bool asking = st.links.scheduler || st.step % st.config.period == 0;
+  const bool asking = group || st.step % st.config.period == 0;
   const BusyScope busy(st.config.activity, st.step);
   const auto started = Clock::now();
   try {
@@ -349,10 +352,10 @@ bool ask(StageActor self) {
   }
   record(st, SpanKind::step, 0, started);
   const std::uint64_t stage = st.config.stage, pipeline = st.config.pipeline;
-  if (st.links.scheduler)
-    self->send(st.links.scheduler, ask_atom::value, stage, pipeline, st.step);
+  if (group)
+    self->send(group->scheduler, ask_atom::value, stage, pipeline, st.step);
   else if (asking)
-    self->send(st.links.averager, average_atom::value, std::vector<std::uint64_t>{pipeline},
+    self->send(std::get<ElasticAsk>(end).averager, average_atom::value, std::vector<std::uint64_t>{pipeline},
                std::vector<std::uint64_t>{st.step});
   if (asking) st.asked = st.step;
   self->send(st.links.pipeline, done_atom::value, st.step, stage, step_loss(st));
@@ -419,21 +422,24 @@ void advance(StageActor self) {
       if (!st.waiting_since) st.waiting_since = Clock::now();
       return;
     }
-    if (st.links.scheduler || st.links.averager) {
-      if (!ask(self)) return;
-      continue;
-    }
-    if (st.links.server) {
-      push(self);
-      return;
-    }
-    bool stepped = false;
-    if (st.links.sync) {
-      const std::optional<bool> synced = arrive(self);
-      if (!synced) return;
-      stepped = *synced;
-    }
-    if (!released(self, stepped)) return;
+    // The step's end, as the run's sync mode has it; true: on with the next step.
+    const bool next = std::visit(
+        [&](const auto& end) {
+          using End = std::decay_t<decltype(end)>;
+          if constexpr (std::is_same_v<End, Alone>) {
+            return released(self, false);
+          } else if constexpr (std::is_same_v<End, ReplicaRound>) {
+            const std::optional<bool> stepped = arrive(self, end);
+            return stepped && released(self, *stepped);
+          } else if constexpr (std::is_same_v<End, ServerPush>) {
+            push(self, end);
+            return false;
+          } else {
+            return ask(self, st.links.step_end);
+          }
+        },
+        st.links.step_end);
+    if (!next) return;
   }
 }
 
@@ -468,7 +474,8 @@ stage_actor::behavior_type stage_behavior(StageActor self, StageConfig config) {
       [=](synced_atom, std::uint64_t step, bool stepped) {
         auto& st = self->state;
         if (st.failed) return;
-        if (st.links.scheduler || st.links.averager) {
+        if (std::holds_alternative<GroupAsk>(st.links.step_end) ||
+            std::holds_alternative<ElasticAsk>(st.links.step_end)) {
           answered(self, step);
           return;
         }

@@ -72,14 +72,18 @@ struct StageConfig {
   bool detached = true;
 };
 
-/// Expects a `connect` message with its links before any input. With replicas in its
-/// links, each step ends in their sync round (ReplicaBarrier): the sync policy's reduction
-/// before its optimizer steps, or its own optimizer step (step_ahead) before a round
-/// that averages the replicas; or, with a group scheduler instead, in its optimizer
-/// step, a snapshot, an ask and the step's report; the answer (the group's averager's,
-/// or leave to go on alone) comes while the stage computes its next step, whose
-/// actions' end waits for it. The change is added then, or at once when the answer
-/// finds the stage between steps.
+/// Expects a `connect` message with its links before any input. Its links' `step_end`
+/// (the run's sync mode, sync_mode.hpp) says how each step ends:
+///   Alone: its optimizer step;
+///   ReplicaRound: its replicas' round (ReplicaBarrier), the sync policy's reduction
+///     before its optimizer steps, or its own optimizer step (step_ahead) before a round
+///     that averages the replicas;
+///   GroupAsk, ElasticAsk: its optimizer step, a snapshot, an ask (every step to the
+///     group scheduler, every period to its averager) and the step's report; the answer
+///     comes while the stage computes its next step, whose actions' end waits for it.
+///     The change is added then, or at once when the answer finds the stage between
+///     steps;
+///   ServerPush: a push to its parameter server, whose weights come back.
 stage_actor spawn_stage(caf::actor_system& system, StageConfig config);
 
 } // namespace actorpipe::actors

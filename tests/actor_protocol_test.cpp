@@ -204,9 +204,8 @@ struct fixture : test_coordinator_fixture<> {
                  StageLinks{.previous = s > 0 ? stages[s - 1] : stage_actor{},
                             .next = s + 1 < stages.size() ? stages[s + 1] : stage_actor{},
                             .pipeline = pipeline,
-                            .sync = round,
-                            .replicas = replicas,
-                            .job = job});
+                            .job = job,
+                            .step_end = round ? StepEnd(ReplicaRound{round, replicas}) : StepEnd(Alone{})});
     run();
   }
 
@@ -585,7 +584,7 @@ CAF_TEST(stages_ask_the_group_scheduler_after_their_step_and_compute_on_while_a_
   spawned.push_back(caf::actor_cast<caf::actor>(scheduler));
   for (std::size_t p = 0; p < 3; ++p)
     self->send(replicas[p], connect_atom::value,
-               StageLinks{.pipeline = pipeline, .replicas = replicas, .scheduler = scheduler, .job = job});
+               StageLinks{.pipeline = pipeline, .job = job, .step_end = GroupAsk{scheduler}});
   sched.run();
   // Pipeline 0 computes, steps on its own gradient and asks.
   self->send(replicas[0], labels_atom::value, std::uint64_t{1}, std::uint64_t{0}, parcel(0), 1.0);
@@ -737,7 +736,7 @@ CAF_TEST(under_asynchronous_elastic_averaging_a_stage_asks_its_averager_every_pe
   const averager_actor averager = averager_of(replicas, moved);
   for (std::size_t p = 0; p < 2; ++p) {
     self->send(replicas[p], connect_atom::value,
-               StageLinks{.pipeline = pipeline, .replicas = replicas, .job = job, .averager = averager});
+               StageLinks{.pipeline = pipeline, .job = job, .step_end = ElasticAsk{averager}});
   }
   sched.run();
   const auto feed = [&](std::size_t p, std::uint64_t step) {
@@ -1031,15 +1030,18 @@ CAF_TEST(shares_go_in_turn_where_every_round_waits_for_every_pipeline_and_to_the
   };
   using Order = ShareDealer::Order;
   CAF_CHECK(order_of([](JobConfig&) {}) == std::pair{Order::in_turn, ShareDealer::unbounded});
-  CAF_CHECK(order_of([](JobConfig& c) { c.scheduling = GroupScheduling{}; }) ==
+  CAF_CHECK(order_of([](JobConfig& c) { c.mode = ScheduledAveraging{}; }) ==
             std::pair{Order::least_busy, std::size_t{2}});
   CAF_CHECK(order_of([](JobConfig& c) {
-              c.scheduling = GroupScheduling{};
-              c.scheduling->force_every = 1;
+              GroupScheduling every_round;
+              every_round.force_every = 1;
+              c.mode = ScheduledAveraging{every_round};
             }) == std::pair{Order::in_turn, std::size_t{2}});
-  CAF_CHECK(order_of([](JobConfig& c) { c.staleness = 0; }) == std::pair{Order::in_turn, std::size_t{2}});
-  CAF_CHECK(order_of([](JobConfig& c) { c.staleness = 3; }) == std::pair{Order::least_busy, std::size_t{2}});
-  CAF_CHECK(order_of([](JobConfig& c) { c.elastic_period = 1; }) == std::pair{Order::least_busy, std::size_t{2}});
+  CAF_CHECK(order_of([](JobConfig& c) { c.mode = ParameterServer{0}; }) == std::pair{Order::in_turn, std::size_t{2}});
+  CAF_CHECK(order_of([](JobConfig& c) { c.mode = ParameterServer{3}; }) ==
+            std::pair{Order::least_busy, std::size_t{2}});
+  CAF_CHECK(order_of([](JobConfig& c) { c.mode = ElasticAveraging{1}; }) ==
+            std::pair{Order::least_busy, std::size_t{2}});
 }
 
 CAF_TEST(a_process_binds_its_own_stages_among_its_cores_numbered_among_themselves) {

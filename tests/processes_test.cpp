@@ -536,7 +536,7 @@ BOOST_AUTO_TEST_CASE(asynchronous_elastic_centres_in_two_processes_move_as_one) 
       for (std::size_t s = 0; s < p.plan.stages.size(); ++s)
         session.worker(1, s).load_state_bytes((*different)->worker(0, s).state_bytes());
     });
-    BOOST_REQUIRE(made.setup->job.elastic_period);
+    BOOST_REQUIRE(std::holds_alternative<actors::ElasticAveraging>(made.setup->job.mode));
     return made;
   };
   PlayedProcess one = process(), a = process(), b = process();
@@ -578,7 +578,7 @@ BOOST_AUTO_TEST_CASE(a_parameter_servers_copies_in_two_processes_step_as_one_on_
   const auto p = test::quick_plan(dir, text_of(job_file(dir, "1f1b")) + "sync = \"parameter-server\"\n");
   const auto process = [&] {
     PlayedProcess made = played(p);
-    BOOST_REQUIRE(made.setup->job.staleness);
+    BOOST_REQUIRE(std::holds_alternative<actors::ParameterServer>(made.setup->job.mode));
     return made;
   };
   PlayedProcess one = process(), a = process(), b = process();

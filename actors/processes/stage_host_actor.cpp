@@ -95,11 +95,8 @@ void wire(StageHost self, const std::vector<StageWiring>& wirings) {
     links.next = w.next;
     links.pipeline = w.pipeline < st.pipelines.size() && st.pipelines[w.pipeline] ? st.pipelines[w.pipeline] : w.owner;
     links.job = w.job;
-    links.sync = rounds.count(w.stage) ? rounds[w.stage] : nullptr;
-    if (links.sync) links.replicas = replicas[w.stage];
-    links.scheduler = w.scheduler;
-    links.averager = w.averager;
-    links.server = w.server;
+    links.step_end = step_end(job.mode, rounds.count(w.stage) ? rounds[w.stage] : nullptr, replicas[w.stage],
+                              w.scheduler, w.averager, w.server);
     links.to_previous = route(w.previous_rank);
     links.to_next = route(w.next_rank);
     // Its links to stages on GPUs of other processes: NCCL where the transport opened them.
@@ -151,7 +148,7 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
         // here, for the groups with members here (the elastic moves of every member,
         // for the copy of the centre here). A parameter server: a copy of each stage's.
         // A failure ends either, which the job watching it hears.
-        if ((job.scheduling || job.elastic_period) && P > 1) {
+        if (averaging(job.mode) && P > 1) {
           st.averagers.resize(S);
           for (std::size_t s = 0; s < S; ++s)
             if (auto here = members(s))
@@ -164,7 +161,7 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
                    true});
           spawned.averagers = st.averagers;
         }
-        if (job.staleness && P > 1) {
+        if (std::holds_alternative<ParameterServer>(job.mode) && P > 1) {
           st.servers.resize(S);
           for (std::size_t s = 0; s < S; ++s)
             if (auto here = members(s))

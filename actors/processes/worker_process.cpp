@@ -157,7 +157,9 @@ Status run_worker(const WorkerOptions& options) {
   // each push as it comes, takes part in every move, its process's stages computing
   // meanwhile. A server with staleness 0 gathers a push from every pipeline first: its
   // copies meet at each step as a lockstep round's members do.
-  tensors.follows_others = setup.job.elastic_period.has_value() || (setup.job.staleness && *setup.job.staleness > 0);
+  const auto* server = std::get_if<ParameterServer>(&setup.job.mode);
+  tensors.follows_others =
+      std::holds_alternative<ElasticAveraging>(setup.job.mode) || (server && server->staleness > 0);
   auto transport = transport::TensorTransport::open(tensors);
   ACTORPIPE_TRY(transport);
   // Joined on a thread of its own: a coordinator that ends meanwhile (it lost another

@@ -70,12 +70,13 @@ Result<std::unique_ptr<RunSetup>> prepare_run(const JobSpec& job, const Plan& pl
     } catch (const std::exception& e) {
       return Error::bad_input(job.where("plan.sync") + e.what());
     }
+    // The one place the run's sync mode is chosen.
     if (asynchronous && asynchronous->kind == actorpipe::SyncRound::Kind::scheduled_averaging)
-      setup->job.scheduling = asynchronous->scheduling;
+      setup->job.mode = ScheduledAveraging{asynchronous->scheduling};
     if (asynchronous && asynchronous->kind == actorpipe::SyncRound::Kind::parameter_server)
-      setup->job.staleness = asynchronous->staleness;
+      setup->job.mode = ParameterServer{asynchronous->staleness};
     if (asynchronous && asynchronous->kind == actorpipe::SyncRound::Kind::elastic_asynchronous)
-      setup->job.elastic_period = asynchronous->period;
+      setup->job.mode = ElasticAveraging{asynchronous->period};
     setup->job.snapshot = [sync = &setup->sync](std::size_t s, std::size_t p) { (*sync)->snapshot(s, p); };
     setup->job.average = [sync = &setup->sync](std::size_t s, const std::vector<std::size_t>& group) {
       (*sync)->average(s, group);
