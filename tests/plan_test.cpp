@@ -14,6 +14,7 @@
 
 #include "common/cut_search.hpp"
 #include "common/unit_costs.hpp"
+#include "planner/plan_wire.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -170,6 +171,43 @@ BOOST_AUTO_TEST_CASE(plan_json_has_the_documented_fields) {
   BOOST_TEST(contains(table, "compute ms"));
   BOOST_TEST(contains(table, "node/gpu3"));
   BOOST_TEST(contains(table, "balance"));
+}
+
+BOOST_AUTO_TEST_CASE(a_plan_crosses_to_a_worker_as_text_that_reads_back_equal) {
+  // What a launch's workers run instead of planning again: every field, numbers and
+  // the schedule as they were; damage is named, not taken.
+  for (const auto& [config, overrides] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"vgg16-4dev.toml", {}},
+           {"resnet50-hetero-2x8.toml", {}},
+           {"vgg16-4dev.toml", {"plan.scheduler=\"gpipe\"", "plan.sync=\"parameter-server\""}}})
+    BOOST_TEST_CONTEXT(config) {
+      const JobSpec spec = job(config, overrides);
+      const Plan original = plan(spec);
+      const std::string text = planner::plan_to_wire(original);
+      auto back = planner::plan_from_wire(text);
+      REQUIRE_OK(back);
+      BOOST_TEST(planner::plan_to_wire(*back) == text);
+      BOOST_TEST(plan_to_json(*back, spec.profile, spec.cluster) == plan_to_json(original, spec.profile, spec.cluster));
+      BOOST_TEST((back->schedule.stages == original.schedule.stages));
+      BOOST_TEST(back->schedule.name == original.schedule.name);
+      BOOST_TEST((back->devices == original.devices));
+      BOOST_TEST(back->stepping.staleness == original.stepping.staleness);
+      BOOST_TEST(back->stages.back().estimate.workspace_bytes == original.stages.back().estimate.workspace_bytes);
+      BOOST_TEST(back->iteration_time_ms == original.iteration_time_ms); // exactly
+      REQUIRE_OK(back->validate(spec.profile, spec.cluster));
+
+      auto cut_short = planner::plan_from_wire(text.substr(0, text.size() / 2));
+      BOOST_REQUIRE(!cut_short);
+      BOOST_TEST(contains(cut_short.error().message, "not a plan's text"), cut_short.error().message);
+      auto document = nlohmann::json::parse(text);
+      document["pipelines"] = "two";
+      auto wrong = planner::plan_from_wire(document.dump());
+      BOOST_REQUIRE(!wrong);
+      BOOST_TEST(contains(wrong.error().message, "field 'pipelines'"), wrong.error().message);
+      document = nlohmann::json::parse(text);
+      document["schedule"] = "micro_batch_sizes = [1]\nstages = [\"F0\"]\n";
+      BOOST_TEST(!planner::plan_from_wire(document.dump()));
+    }
 }
 
 BOOST_AUTO_TEST_CASE(impossible_shapes_are_bad_input_naming_the_key) {

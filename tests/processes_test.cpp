@@ -11,8 +11,10 @@
 #include <actorpipe/profile_io.hpp>
 
 #include "base/input_file.hpp"
+#include "base/sha256.hpp"
 #include "launch/core_list.hpp"
 #include "launch/process_place.hpp"
+#include "planner/plan_wire.hpp"
 #include "processes/control_channel.hpp"
 #include "processes/coordinator.hpp"
 #include "processes/process_protocol.hpp"
@@ -867,6 +869,54 @@ BOOST_AUTO_TEST_CASE(a_worker_with_a_wrong_token_is_refused_and_logged_with_its_
   BOOST_TEST(contains(full, "all its 1 workers"));
 }
 
+BOOST_AUTO_TEST_CASE(a_worker_refuses_a_plan_that_came_damaged_or_was_made_for_another_job) {
+  // Workers run the plan the coordinator sends, planning nothing: one whose SHA-256
+  // does not match, or made for a job other than the one the worker's server reads,
+  // is named before anything runs.
+  test::ScratchDir dir;
+  const std::string job = job_file(dir, "1f1b");
+  const std::string token = dir.write("token", "a-token-long-enough-to-be-taken-here\n");
+  ::chmod(token.c_str(), 0600);
+  const auto worker_given = [&](const actors::JobOrder& order) {
+    caf::actor_system_config config;
+    config.load<caf::io::middleman>();
+    actors::add_process_message_types(config);
+    caf::actor_system coordinator{config};
+    actors::GateConfig gate_config;
+    gate_config.token = "a-token-long-enough-to-be-taken-here";
+    gate_config.order = order;
+    gate_config.workers = 1;
+    auto gate = actors::spawn_gate(coordinator, gate_config);
+    const GateEndsWithTest ends{gate};
+    auto port = coordinator.middleman().publish(gate, 0, "127.0.0.1");
+    BOOST_REQUIRE(static_cast<bool>(port));
+    return test::run_cli("worker --coordinator 127.0.0.1:" + std::to_string(*port) + " --token-file " + token);
+  };
+  const auto order_of = [&](const Plan& plan) {
+    actors::JobOrder order;
+    order.job_file = job;
+    order.profile_toml = text_of((dir.path() / "profile.toml").string());
+    order.plan = planner::plan_to_wire(plan);
+    order.plan_sha256 = sha256_hex(order.plan);
+    order.world = 2;
+    return order;
+  };
+  const test::MeasuredPlan here = test::quick_plan(dir, text_of(job));
+  actors::JobOrder damaged = order_of(here.plan);
+  damaged.plan[damaged.plan.find("\"pipelines\":2") + 12] = '3'; // 2 pipelines become 3
+  const auto told_damaged = worker_given(damaged);
+  BOOST_TEST(told_damaged.status == 1);
+  BOOST_TEST(contains(told_damaged.err, "the coordinator's plan came damaged"), told_damaged.err);
+
+  std::string elsewhere = text_of(job);
+  elsewhere.replace(elsewhere.find("name = \"cpu-4\""), 14, "name = \"cpu-X\"");
+  const test::MeasuredPlan there = test::quick_plan(dir, elsewhere);
+  const auto told_other = worker_given(order_of(there.plan));
+  BOOST_TEST(told_other.status == 2);
+  BOOST_TEST(contains(told_other.err, "this server's job is not the one the coordinator planned"), told_other.err);
+  BOOST_TEST(contains(told_other.err, "the plan is for cluster 'cpu-X', the job here names 'cpu-4'"), told_other.err);
+}
+
 BOOST_AUTO_TEST_CASE(a_worker_that_cannot_reach_its_coordinator_says_where_and_how_long_it_tried) {
   test::ScratchDir dir;
   const std::string token = dir.write("token", "a-token-long-enough-to-be-taken-0123\n");
@@ -1156,9 +1206,9 @@ BOOST_AUTO_TEST_CASE(two_servers_joined_by_a_slow_link_train_as_one_process_does
 }
 
 BOOST_AUTO_TEST_CASE(a_worker_that_ends_after_its_order_and_before_the_run_is_named_at_once) {
-  // The coordinator and worker A plan with a Lua plugin's partitioner; worker B,
-  // without that plugin on its search path, cannot plan the job alike and ends after
-  // the gate gave it its order. The coordinator and worker A waited in the tensor
+  // The coordinator and worker A sync with a Lua plugin's policy; worker B, without
+  // that plugin on its search path, cannot set the plan it was sent to run and ends
+  // after the gate gave it its order. The coordinator and worker A waited in the tensor
   // transport's join for c10d's timeout and said only "Socket Timeout"; the
   // coordinator names B as soon as it ends, and A ends as soon as the coordinator does.
   test::ScratchDir dir;
@@ -1172,14 +1222,14 @@ BOOST_AUTO_TEST_CASE(a_worker_that_ends_after_its_order_and_before_the_run_is_na
   const std::string kept = before ? before : "";
   ::setenv("ACTORPIPE_PLUGIN_PATH", twins.c_str(), 1); // for the two started here
   test::RunningCli coordinator({"launch", "--nprocs", "2", "--local-workers", "0", "--listen", where, "--token-file",
-                                token, job, "--set", "plan.partitioner=\"lua-uniform\"", "--steps", "4", "-o",
+                                token, job, "--set", "plan.sync=\"lua-all\"", "--steps", "4", "-o",
                                 (dir.path() / "run").string()});
   test::RunningCli a({"worker", "--coordinator", where, "--token-file", token});
   ::setenv("ACTORPIPE_PLUGIN_PATH", kept.c_str(), 1);
   BOOST_REQUIRE_MESSAGE(a.wait_for_line("joined the coordinator"), a.err);
   const auto b = test::run_cli("worker --coordinator " + where + " --token-file " + token); // without twins.lua
   BOOST_TEST(b.status == 2, b.err);
-  BOOST_TEST(contains(b.err, "lua-uniform"), b.err);
+  BOOST_TEST(contains(b.err, "lua-all"), b.err);
   BOOST_TEST(coordinator.wait() == 1);
   BOOST_TEST(contains(coordinator.err, ") ended before the run began (its messages say why)"), coordinator.err);
   BOOST_TEST(!contains(coordinator.err, "Socket Timeout"), coordinator.err);

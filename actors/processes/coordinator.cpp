@@ -138,8 +138,11 @@ Result<std::unique_ptr<Coordination>> coordinate(caf::actor_system& system, cons
   tensors.host = options.listen.host;
   tensors.rank = 0;
   tensors.world = options.workers + 1;
-  // It hosts no stages, but its local workers' stage threads share its machine.
-  tensors.compute_threads = order.stages * order.pipelines;
+  // It hosts no stages, but its local workers' stage threads share its machine: one a
+  // stage of the placement ([pipeline][stage]).
+  tensors.compute_threads = 0;
+  for (const auto& pipeline : order.placement)
+    tensors.compute_threads += pipeline.size();
   auto opened = transport::TensorTransport::open(tensors);
   ACTORPIPE_TRY(opened);
   coordination->transport = std::move(*opened);

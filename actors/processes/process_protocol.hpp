@@ -63,14 +63,14 @@ using restore_atom = caf::atom_constant<caf::atom("restore")>;
 
 /// What a worker needs to take part: the job as the coordinator loaded it (its file and
 /// overrides, read on the worker's server too, and the profile it planned with), the
-/// plan's shape and its JSON (the worker plans alike and checks), its rank, and where
-/// the tensor transport's store is.
+/// plan itself (planner/plan_wire.hpp) with its SHA-256 (the worker runs it as it
+/// came, planning nothing), its rank, and where the tensor transport's store is.
 struct JobOrder {
   std::string job_file;
   std::vector<std::string> overrides;
   std::string profile_toml;
-  std::uint32_t stages = 0, pipelines = 0, micro_batches = 0;
-  std::string plan_json;
+  std::string plan;        ///< planner::plan_to_wire()
+  std::string plan_sha256; ///< of `plan`
   std::uint64_t rank = 0, world = 0;
   std::string store_host;
   std::uint16_t store_port = 0;
@@ -90,9 +90,9 @@ struct JobOrder {
 };
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, JobOrder& x) {
-  return f(caf::meta::type_name("job_order"), x.job_file, x.overrides, x.profile_toml, x.stages, x.pipelines,
-           x.micro_batches, x.plan_json, x.rank, x.world, x.store_host, x.store_port, x.first_step, x.origin_ns,
-           x.placement, x.inject_stage, x.inject_step, x.inject_effect, x.data_fingerprint, x.pin_threads);
+  return f(caf::meta::type_name("job_order"), x.job_file, x.overrides, x.profile_toml, x.plan, x.plan_sha256, x.rank,
+           x.world, x.store_host, x.store_port, x.first_step, x.origin_ns, x.placement, x.inject_stage, x.inject_step,
+           x.inject_effect, x.data_fingerprint, x.pin_threads);
 }
 
 /// What a host spawned: its stage actors in (pipeline, stage) order and, under

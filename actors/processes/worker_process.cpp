@@ -9,21 +9,18 @@
 #include "run/run_setup.hpp"
 #include "processes/stage_host_actor.hpp"
 
-#include <actorpipe/planner.hpp>
-#include <actorpipe/plugin_registry.hpp>
 #include <actorpipe/profile_io.hpp>
-#include <actorpipe/plan_report.hpp>
 #include <actorpipe/tuning.hpp>
 
+#include "base/sha256.hpp"
 #include "launch/core_list.hpp"
 #include "launch/job_token.hpp"
+#include "planner/plan_wire.hpp"
 #include "train/cores.hpp"
 #include "transport/tensor_transport.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <deque>
@@ -39,35 +36,31 @@ namespace actorpipe::actors {
 
 namespace {
 
-/// Whether two plans' JSON say the same, but for how long their search took.
-bool same_plan(const std::string& a, const std::string& b) {
-  auto x = nlohmann::json::parse(a, nullptr, false), y = nlohmann::json::parse(b, nullptr, false);
-  if (x.is_discarded() || y.is_discarded()) return false;
-  x.erase("search_ms");
-  y.erase("search_ms");
-  return x == y;
-}
-
-/// The job as the coordinator planned it, planned here alike.
-Result<std::pair<JobSpec, Plan>> plan_alike(const JobOrder& order) {
+/// The job as the coordinator loaded it, and the plan it made, as it came: checked
+/// whole (its SHA-256) and against this server's job, which it must fit.
+Result<std::pair<JobSpec, Plan>> take_plan(const JobOrder& order) {
+  if (sha256_hex(order.plan) != order.plan_sha256)
+    return Error::run_failed("the coordinator's plan came damaged (its SHA-256 does not match)");
+  auto plan = planner::plan_from_wire(order.plan);
+  ACTORPIPE_TRY(plan);
   auto job = load_job(order.job_file, order.overrides);
   ACTORPIPE_TRY(job);
   auto profile = parse_toml_profile(order.profile_toml, "the coordinator's profile");
   ACTORPIPE_TRY(profile);
   job->profile = std::move(*profile);
   TunedSetting shape;
-  shape.stages = order.stages;
-  shape.pipelines = order.pipelines;
-  shape.micro_batches = order.micro_batches;
+  shape.stages = plan->stages.size();
+  shape.pipelines = plan->pipelines;
+  shape.micro_batches = static_cast<std::uint32_t>(plan->schedule.micro_batch_sizes.size());
   JobSpec shaped = job_with_shape(*job, shape);
-  auto plugins = PluginRegistry::discover(PluginRegistry::search_path(shaped.plan.plugin_path));
-  ACTORPIPE_TRY(plugins);
-  auto plan = make_plan(shaped, *plugins);
-  ACTORPIPE_TRY(plan);
-  if (!same_plan(plan_to_json(*plan, shaped.profile, shaped.cluster), order.plan_json))
-    return Error::bad_input(order.job_file +
-                            ": this worker plans the job otherwise than the coordinator (another job file, cluster "
-                            "file or plugins on this server?)");
+  const std::string otherwise =
+      order.job_file + ": this server's job is not the one the coordinator planned (another job file or cluster "
+                       "file here?): ";
+  if (plan->cluster != shaped.cluster.name)
+    return Error::bad_input(otherwise + "the plan is for cluster '" + plan->cluster + "', the job here names '" +
+                            shaped.cluster.name + "'");
+  if (auto fits = plan->validate(shaped.profile, shaped.cluster); !fits)
+    return Error::bad_input(otherwise + fits.error().message);
   return std::make_pair(std::move(shaped), std::move(*plan));
 }
 
@@ -124,7 +117,7 @@ Status run_worker(const WorkerOptions& options) {
   ACTORPIPE_TRY(joined);
   say("joined " + where + " as rank " + std::to_string(order->rank) + " of " + std::to_string(order->world));
 
-  auto planned = plan_alike(*order);
+  auto planned = take_plan(*order);
   ACTORPIPE_TRY(planned);
   const JobSpec& job = planned->first;
   const Plan& plan = planned->second;

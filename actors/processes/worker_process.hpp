@@ -1,9 +1,10 @@
 #pragma once
 
 /// A worker process of a run of several: joins the coordinator's gate with the job's
-/// token, loads and plans the job as the coordinator did (and checks the plan is the
-/// same), joins the tensor transport, and hosts the stages the placement gives it
-/// until the coordinator ends the run or goes away.
+/// token, loads the job as the coordinator did and takes the plan it sent (checked
+/// whole and against the job here; it plans nothing), joins the tensor transport, and
+/// hosts the stages the placement gives it until the coordinator ends the run or goes
+/// away.
 
 #include "launch/process_place.hpp"
 #include "launch/tls_files.hpp"

@@ -5,9 +5,10 @@
 #include "error_text.hpp"
 
 #include <actorpipe/profile_io.hpp>
-#include <actorpipe/plan_report.hpp>
 
+#include "base/sha256.hpp"
 #include "base/text.hpp"
+#include "planner/plan_wire.hpp"
 #include "train/payload.hpp"
 #include "train/session.hpp"
 #include "train/stage_worker.hpp"
@@ -30,10 +31,8 @@ start_workers(caf::actor_system& system, const CoordinateOptions& coordinate, co
   order.job_file = coordinate.job_file;
   order.overrides = coordinate.overrides;
   order.profile_toml = to_toml(job.profile);
-  order.stages = static_cast<std::uint32_t>(plan.stages.size());
-  order.pipelines = static_cast<std::uint32_t>(plan.pipelines);
-  order.micro_batches = static_cast<std::uint32_t>(plan.schedule.micro_batch_sizes.size());
-  order.plan_json = plan_to_json(plan, job.profile, job.cluster);
+  order.plan = planner::plan_to_wire(plan);
+  order.plan_sha256 = sha256_hex(order.plan);
   order.first_step = first_step;
   order.origin_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(origin.time_since_epoch()).count();
   order.placement = placement;

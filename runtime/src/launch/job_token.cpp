@@ -1,9 +1,10 @@
 #include "launch/job_token.hpp"
 
+#include "base/sha256.hpp"
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <openssl/evp.h>
 #include <random>
 #include <stdexcept>
 #include <sys/stat.h>
@@ -23,16 +24,8 @@ std::string new_token() {
 }
 
 std::string store_prefix(const std::string& token) {
-  const std::string input = "actorpipe tensor store\n" + token;
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_Digest(input.data(), input.size(), digest, &length, EVP_sha256(), nullptr) != 1)
-    throw std::runtime_error("SHA-256 is not available from OpenSSL");
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string prefix = "job-";
-  for (unsigned int i = 0; i < 16 && i < length; ++i)
-    prefix += {digits[digest[i] >> 4], digits[digest[i] & 0xF]};
-  return prefix;
+  // 128 bits of the digest: as hard to guess as the shortest token taken.
+  return "job-" + sha256_hex("actorpipe tensor store\n" + token).substr(0, 32);
 }
 
 namespace {
