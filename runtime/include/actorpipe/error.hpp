@@ -2,8 +2,11 @@
 
 /// Errors as values: every fallible call in the runtime returns a Result.
 ///
-/// An Error carries a code that the CLI maps to an exit status and a message that
-/// already names the file, line, key or plugin it is about.
+/// An Error carries a code that the CLI maps to an exit status and a message. Where
+/// the error is about a key of a job ("model.width") whose file the producer does not
+/// know, the key travels as data beside the message, and whoever holds the job puts
+/// both in its place (config::place_in_job: "job.toml:4:9: model.width: …"); every other
+/// message already names the file, line, key or plugin it is about.
 
 #include <string>
 #include <utility>
@@ -24,8 +27,15 @@ constexpr int exit_status(ErrorCode code) noexcept { return code == ErrorCode::r
 struct Error {
   ErrorCode code = ErrorCode::bad_input;
   std::string message;
+  /// The job key the error is about ("data.samples"), not yet in `message`; empty when
+  /// the message says where it is about.
+  std::string key = {};
 
   static Error bad_input(std::string message) { return {ErrorCode::bad_input, std::move(message)}; }
+  /// Bad input about the job key `key`, which its job places (config::place_in_job).
+  static Error bad_key(std::string key, std::string message) {
+    return {ErrorCode::bad_input, std::move(message), std::move(key)};
+  }
   static Error run_failed(std::string message) { return {ErrorCode::run_failed, std::move(message)}; }
   static Error unsupported(std::string message) { return {ErrorCode::unsupported, std::move(message)}; }
 

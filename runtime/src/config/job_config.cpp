@@ -318,18 +318,9 @@ Result<JobSpec> config::read_job(toml::table root, const std::string& path, cons
 }
 
 Error config::place_in_job(const JobSpec& job, Error error, const std::string& fallback_key) {
-  const auto colon = error.message.find(": ");
-  const std::string key = colon == std::string::npos ? std::string() : error.message.substr(0, colon);
-  // A key of the job's sections, written as messages write keys ("data.samples").
-  const std::string section = key.substr(0, key.find('.'));
-  const bool is_key = key.find('.') != std::string::npos && key.find_first_of(" /:") == std::string::npos &&
-                      (section == "job" || section == "model" || section == "data" || section == "train" ||
-                       section == "plan" || section == "simulate" || section == "output");
-  if (is_key) {
-    error.message = job.where(key) + error.message.substr(colon + 2);
-    return error;
-  }
-  return std::move(error).with_context(job.where(fallback_key));
+  error.message = job.where(error.key.empty() ? fallback_key : error.key) + error.message;
+  error.key.clear();
+  return error;
 }
 
 } // namespace actorpipe

@@ -15,9 +15,9 @@ namespace actorpipe::config {
 /// relative paths), after the `--set KEY=VALUE` overrides; its profile file is loaded.
 Result<JobSpec> read_job(toml::table root, const std::string& path, const std::vector<std::string>& overrides);
 
-/// `error` placed in `job`: a message that begins with one of its keys ("model.width:
-/// 30 is not …") gets where the job sets that key ("job.toml:4:9: model.width: 30 is
-/// not …"); any other gets `fallback_key`'s place in front.
+/// `error` placed in `job`: one about a key (Error::key, "model.width") gets where the
+/// job sets that key in front ("job.toml:4:9: model.width: 30 is not …"); any other
+/// gets `fallback_key`'s place.
 Error place_in_job(const JobSpec& job, Error error, const std::string& fallback_key);
 
 } // namespace actorpipe::config

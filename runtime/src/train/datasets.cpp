@@ -115,14 +115,15 @@ Result<DataSets> synthetic(const DataOptions& data) {
   std::int64_t features = 1;
   for (auto d : data.shape)
     if (d < 1 || __builtin_mul_overflow(features, d, &features))
-      return Error::bad_input("data.shape: its sizes multiply past what memory holds");
+      return Error::bad_key("data.shape", "its sizes multiply past what memory holds");
   const double bytes = 1.25 * static_cast<double>(data.samples) * static_cast<double>(features) * sizeof(float);
   const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
   if (bytes > memory / 2)
-    return Error::bad_input("data.samples: " + std::to_string(data.samples) + " samples of " +
-                            std::to_string(features) + " features, with a test quarter, take " +
-                            text::format_fixed(bytes / (1 << 30), 1) + " GiB, more than half this machine's " +
-                            text::format_fixed(memory / (1 << 30), 1) + " GiB");
+    return Error::bad_key("data.samples", std::to_string(data.samples) + " samples of " + std::to_string(features) +
+                                              " features, with a test quarter, take " +
+                                              text::format_fixed(bytes / (1 << 30), 1) +
+                                              " GiB, more than half this machine's " +
+                                              text::format_fixed(memory / (1 << 30), 1) + " GiB");
   torch::manual_seed(data.seed + 0x5eed);
   DataSets sets;
   sets.shape.sample = data.shape;
@@ -144,7 +145,7 @@ Result<DataSets> synthetic(const DataOptions& data) {
 /// Non-overlapping windows of `context` + 1 bytes: inputs are the first `context`,
 /// labels the next byte of each. The last tenth of the file is the test split.
 Result<DataSets> text(const DataOptions& data, const ModelOptions& model) {
-  if (data.path.empty()) return Error::bad_input("data.path: a text data set needs a file");
+  if (data.path.empty()) return Error::bad_key("data.path", "a text data set needs a file");
   ACTORPIPE_TRY(check_input_file(data.path));
   std::ifstream in(data.path, std::ios::binary);
   if (!in) return Error::bad_input(data.path + ": cannot open");

@@ -187,11 +187,11 @@ Result<Model> resnet(const ModelOptions& o, const DataShape& shape) {
 }
 
 Result<Model> gpt(const ModelOptions& o, const DataShape& shape) {
-  if (!shape.tokens) return Error::bad_input("model.zoo: \"gpt\" needs token data (data.dataset = \"text\")");
+  if (!shape.tokens) return Error::bad_key("model.zoo", "\"gpt\" needs token data (data.dataset = \"text\")");
   const std::int64_t width = o.width ? o.width : 64, layers = o.layers ? o.layers : 2, heads = o.heads;
   if (width % heads != 0)
-    return Error::bad_input("model.width: " + std::to_string(width) + " is not a multiple of model.heads (" +
-                            std::to_string(heads) + ")");
+    return Error::bad_key("model.width",
+                          std::to_string(width) + " is not a multiple of model.heads (" + std::to_string(heads) + ")");
   Model m;
   m.blocks.push_back(block("embedding", Embedding(shape.classes, shape.sample.at(0), width)));
   for (std::int64_t l = 0; l < layers; ++l) {
@@ -303,7 +303,7 @@ ModelProfile Model::skeleton() const {
 
 Result<Model> build_model(const ModelOptions& options, const DataShape& shape, std::uint64_t seed) {
   torch::manual_seed(seed);
-  Result<Model> model = Error::bad_input("model.zoo: the job names no model to train");
+  Result<Model> model = Error::bad_key("model.zoo", "the job names no model to train");
   switch (options.zoo) {
   case ZooModel::mlp: model = mlp(options, shape); break;
   case ZooModel::cnn: model = cnn(options, shape); break;
@@ -332,8 +332,8 @@ Status check_fit(const Model& model, const DataShape& shape) {
   std::vector<std::int64_t> batch{1};
   batch.insert(batch.end(), shape.sample.begin(), shape.sample.end());
   const auto fail = [&](const std::string& why) {
-    return Error::bad_input("model.zoo: '" + model.name + "' does not fit samples of " + dimensions(shape.sample) +
-                            (shape.tokens ? " tokens" : "") + ": " + why);
+    return Error::bad_key("model.zoo", "'" + model.name + "' does not fit samples of " + dimensions(shape.sample) +
+                                           (shape.tokens ? " tokens" : "") + ": " + why);
   };
   try {
     torch::NoGradGuard no_grad;
@@ -369,9 +369,9 @@ Result<Model> build_model(const JobSpec& job, const DataShape& shape) {
   try {
     model = build_model(job.model, shape, job.job.seed);
   } catch (const std::exception& e) {
-    model =
-        Error::bad_input("model.zoo: '" + std::string(option_name(job.model.zoo)) +
-                         "' cannot be built for samples of " + dimensions(shape.sample) + ": " + text::message_of(e));
+    model = Error::bad_key("model.zoo", "'" + std::string(option_name(job.model.zoo)) +
+                                            "' cannot be built for samples of " + dimensions(shape.sample) + ": " +
+                                            text::message_of(e));
   }
   Status fits = model ? check_fit(*model, shape) : Status(Ok{});
   if (model && fits) return model;

@@ -3,11 +3,13 @@
 #include "train/single_process.hpp"
 #include "train/step_parts.hpp"
 
+#include "config/job_config.hpp"
+
 namespace actorpipe::train {
 
 Result<std::unique_ptr<SingleProcessTraining>> SingleProcessTraining::open(const JobSpec& job, int cuda_device) {
   auto data = load_data(job.data, job.model);
-  ACTORPIPE_TRY(data);
+  if (!data) return config::place_in_job(job, std::move(data).error(), "data.path");
   auto model = build_model(job, data->shape);
   ACTORPIPE_TRY(model);
   if (job.train.batch_size == 0 || data->train.size() < static_cast<std::int64_t>(job.train.batch_size))
