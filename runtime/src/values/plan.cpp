@@ -1,3 +1,6 @@
+/// Plan's checks against the model and cluster it was made for, and how reports name
+/// a stage's blocks and a plan's stepping.
+
 #include <actorpipe/plan.hpp>
 
 #include <numeric>

@@ -1,3 +1,6 @@
+/// ModelProfile's checks and queries: blocks, sub-blocks and the units a partitioner
+/// cuts between.
+
 #include <actorpipe/model_profile.hpp>
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+/// ClusterSpec's checks: servers, links and devices that a cluster file or a program
+/// gave, each fault named.
+
 #include <actorpipe/cluster_spec.hpp>
 
 #include <cmath>
