@@ -24,6 +24,17 @@ void load_control_plane(caf::actor_system_config& config, const launch::TlsFiles
   config.openssl_cafile = tls.authority;
 }
 
+void configure_run_system(caf::actor_system_config& config, const launch::TlsFiles* control_plane,
+                          std::chrono::milliseconds silence) {
+  // The stage actors compute on threads of their own; the job and pipeline actors left
+  // to the scheduler are light. Idle workers block instead of polling (work stealing
+  // polls every 50 µs), which would take cores from compute.
+  config.set("scheduler.policy", caf::atom("sharing"));
+  if (!control_plane) return;
+  load_control_plane(config, *control_plane, silence);
+  add_process_message_types(config);
+}
+
 caf::expected<std::uint16_t> publish_gate(caf::actor_system& system, const gate_actor& gate,
                                           const launch::Endpoint& where, const launch::TlsFiles& tls) {
   if (tls.enabled()) return caf::openssl::publish(gate, where.port, where.host.c_str());

@@ -23,6 +23,12 @@ namespace actorpipe::actors {
 void load_control_plane(caf::actor_system_config& config, const launch::TlsFiles& tls,
                         std::chrono::milliseconds silence = std::chrono::seconds(10));
 
+/// The actor system config of a process of a run, one process or several alike: idle
+/// scheduler threads block instead of polling; with `control_plane` (a run of several
+/// processes), the control plane (load_control_plane) and the messages between them.
+void configure_run_system(caf::actor_system_config& config, const launch::TlsFiles* control_plane,
+                          std::chrono::milliseconds silence = std::chrono::seconds(10));
+
 /// Publishes `gate` at `where` (port 0: any free one); the port it got.
 caf::expected<std::uint16_t> publish_gate(caf::actor_system& system, const gate_actor& gate,
                                           const launch::Endpoint& where, const launch::TlsFiles& tls);

@@ -85,10 +85,8 @@ Status run_worker(const WorkerOptions& options) {
   caf::actor_system_config config;
   // A coordinator that accepts and never answers is given up on within the time to
   // reach it.
-  load_control_plane(config, options.tls,
-                     std::min<std::chrono::milliseconds>(options.connect_timeout, std::chrono::seconds(10)));
-  config.set("scheduler.policy", caf::atom("sharing"));
-  add_process_message_types(config);
+  configure_run_system(config, &options.tls,
+                       std::min<std::chrono::milliseconds>(options.connect_timeout, std::chrono::seconds(10)));
   caf::actor_system system{config};
   const std::string where = "the coordinator at " + options.coordinator.text();
   const auto give_up = std::chrono::steady_clock::now() + options.connect_timeout;

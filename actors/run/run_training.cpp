@@ -148,14 +148,7 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   // On the heap, as the system that keeps referring to it (shut_down).
   auto config_kept = std::make_unique<caf::actor_system_config>();
   caf::actor_system_config& config = *config_kept;
-  // The stage actors compute on threads of their own; the job and
-  // pipeline actors left to the scheduler are light. Idle workers block instead of
-  // polling (work stealing polls every 50 µs), which would take cores from compute.
-  config.set("scheduler.policy", caf::atom("sharing"));
-  if (coordinate) {
-    actors::load_control_plane(config, coordinate->tls);
-    actors::add_process_message_types(config);
-  }
+  actors::configure_run_system(config, coordinate ? &coordinate->tls : nullptr);
   auto system_kept = std::make_unique<caf::actor_system>(config);
   caf::actor_system& system = *system_kept;
   auto failure = std::make_shared<actors::Failure>();
