@@ -11,7 +11,7 @@
 
 #include "test_support.hpp"
 
-#include "config/job_config.hpp"
+#include "config/job_place.hpp"
 #include "config/toml_reader.hpp"
 
 using namespace actorpipe;

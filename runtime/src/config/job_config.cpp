@@ -317,10 +317,4 @@ Result<JobSpec> config::read_job(toml::table root, const std::string& path, cons
   return spec;
 }
 
-Error config::place_in_job(const JobSpec& job, Error error, const std::string& fallback_key) {
-  error.message = job.where(error.key.empty() ? fallback_key : error.key) + error.message;
-  error.key.clear();
-  return error;
-}
-
 } // namespace actorpipe

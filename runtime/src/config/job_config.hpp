@@ -15,9 +15,4 @@ namespace actorpipe::config {
 /// relative paths), after the `--set KEY=VALUE` overrides; its profile file is loaded.
 Result<JobSpec> read_job(toml::table root, const std::string& path, const std::vector<std::string>& overrides);
 
-/// `error` placed in `job`: one about a key (Error::key, "model.width") gets where the
-/// job sets that key in front ("job.toml:4:9: model.width: 30 is not …"); any other
-/// gets `fallback_key`'s place.
-Error place_in_job(const JobSpec& job, Error error, const std::string& fallback_key);
-
 } // namespace actorpipe::config

@@ -2,7 +2,7 @@
 
 #include "train/datasets.hpp"
 #include "base/boundary.hpp"
-#include "config/job_config.hpp"
+#include "config/job_place.hpp"
 #include "base/input_file.hpp"
 #include "base/text.hpp"
 #include "train/idx_file.hpp"

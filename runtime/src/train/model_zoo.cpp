@@ -5,7 +5,7 @@
 
 #include "base/input_file.hpp"
 #include "base/text.hpp"
-#include "config/job_config.hpp"
+#include "config/job_place.hpp"
 #include "train/checkpoint_file.hpp"
 
 #include <torch/csrc/jit/passes/inliner.h>

@@ -3,7 +3,7 @@
 #include "train/single_process.hpp"
 #include "train/step_parts.hpp"
 
-#include "config/job_config.hpp"
+#include "config/job_place.hpp"
 
 namespace actorpipe::train {
 
