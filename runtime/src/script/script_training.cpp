@@ -1,11 +1,11 @@
-/// The module's training functions: run, profile and devices. Training goes through
-/// the training runtime's entry points (train/training_entry.hpp), loaded on a script's
-/// first run or profile, so a script that only plans starts without LibTorch.
+/// The module's training functions: run, profile and devices. A run takes the course
+/// `actorpipe run` takes (train_job()); it and profile reach the training runtime
+/// through its entry points (train/training_entry.hpp), loaded on a script's first run
+/// or profile, so a script that only plans starts without LibTorch.
 
 #include "script/script_module.hpp"
 
 #include <actorpipe/gpu.hpp>
-#include <actorpipe/planner.hpp>
 #include <actorpipe/profile_io.hpp>
 #include <actorpipe/run_report.hpp>
 #include <actorpipe/train_job.hpp>
