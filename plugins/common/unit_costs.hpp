@@ -135,12 +135,7 @@ private:
 };
 
 /// An error for asking more stages than there are units.
-inline Status check_stage_count(const UnitCosts& costs, const PlanContext& context, const char* granularity) {
-  if (context.stages == 0 || context.stages > costs.size())
-    return Error::bad_input("cannot cut " + std::to_string(costs.size()) + " " + granularity + " into " +
-                            std::to_string(context.stages) + " stages");
-  return Ok{};
-}
+Status check_stage_count(const UnitCosts& costs, const PlanContext& context, const char* granularity);
 
 /// Bytes/s between two devices of one server (a PCIe switch's) and between servers
 /// (a NIC's, at most the network's), from the first server: the baselines plan for a
@@ -150,19 +145,8 @@ struct Bandwidths {
   double inter_server = 0;
   std::size_t devices_per_server = 1;
 };
-inline Bandwidths cluster_bandwidths(const ClusterSpec& cluster) {
-  const Server& server = cluster.servers.front();
-  Bandwidths b;
-  b.intra_server = server.pcie_switches.front().bandwidth;
-  b.inter_server = std::min(server.nic_bandwidth, cluster.network.bandwidth);
-  b.devices_per_server = std::max<std::size_t>(1, cluster.devices_of(0).size());
-  return b;
-}
+Bandwidths cluster_bandwidths(const ClusterSpec& cluster);
 
-/// Unit boundaries 0 = b_0 < ... < b_S = N of the contiguous split that minimises the
-/// largest cost(s, i, j) of stage s holding units [i, j), exactly, by dynamic
-/// programming in O(S · N²); infinite costs rule a stage out. Empty when no split has
-/// a finite cost.
 /// Calls `report` with the fraction done of a dynamic programme over `rows` × `columns`
 /// cells about a hundred times, so that a long one shows progress at no real cost.
 class RowProgress {
@@ -182,6 +166,10 @@ private:
   std::size_t stride_, calls_ = 0;
 };
 
+/// Unit boundaries 0 = b_0 < ... < b_S = N of the contiguous split that minimises the
+/// largest cost(s, i, j) of stage s holding units [i, j), exactly, by dynamic
+/// programming in O(S · N²); infinite costs rule a stage out. Empty when no split has
+/// a finite cost.
 template <class Cost>
 std::vector<std::size_t> min_max_split(std::size_t S, std::size_t N, const Cost& cost,
                                        std::function<void(double)> progress = {}) {

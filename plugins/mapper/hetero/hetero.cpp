@@ -17,6 +17,7 @@
 /// the layout in the planner's next round; the faster wins. Option `layout` fixes it.
 
 #include "common/cut_search.hpp"
+#include "common/iteration_search.hpp"
 
 #include <actorpipe/iteration_model.hpp>
 #include <actorpipe/plugin.hpp>

@@ -1,0 +1,170 @@
+/// AutoPipe-H's search for the cuts of one placement (cut_search.hpp says how), compiled
+/// once into the plugins' common library.
+
+#include "common/cut_search.hpp"
+
+#include "common/balanced_split.hpp"
+#include "common/iteration_search.hpp"
+#include "common/latency_split.hpp"
+#include "common/send_aware_split.hpp"
+
+#include <actorpipe/schedule_builders.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+namespace actorpipe::autopipe {
+
+IterationModel iteration_model(const PlanContext& c, std::vector<std::vector<DeviceId>> placement) {
+  const Schedule schedule = c.scheduler == "gpipe" ? gpipe_schedule(c.stages, c.micro_batch_sizes)
+                                                   : one_f_one_b_schedule(c.stages, c.micro_batch_sizes);
+  return IterationModel(c.cluster, {std::move(placement), schedule, c.action_overhead_ms, c.optimizer_factor});
+}
+
+std::size_t choose_up_to(std::size_t n, std::size_t k, std::size_t cap) {
+  if (k > n) return 0;
+  k = std::min(k, n - k);
+  double ways = 1;
+  for (std::size_t i = 1; i <= k; ++i) {
+    ways = ways * static_cast<double>(n - k + i) / static_cast<double>(i);
+    if (ways > static_cast<double>(cap)) return cap + 1;
+  }
+  return static_cast<std::size_t>(std::llround(ways));
+}
+
+std::vector<std::size_t> search_cuts(const PlanContext& context, const partitioning::UnitCosts& costs,
+                                     IterationModel& model, bool search, bool judge) {
+  const std::size_t S = context.stages;
+  std::vector<double> speeds(S);
+  std::vector<std::uint64_t> memory(S);
+  for (std::size_t s = 0; s < S; ++s)
+    speeds[s] = model.stage_speed(s), memory[s] = model.stage_memory(s);
+
+  // 1. The exact min-max compute split; when memory rules every split out, time alone
+  //    is balanced and the planner reports the overflow.
+  std::optional<BalancedSplit> balanced(std::in_place, context, costs, speeds, memory);
+  double bound = balanced->min_max_bound();
+  if (std::isinf(bound)) {
+    memory.clear();
+    balanced.emplace(context, costs, speeds, memory);
+    bound = balanced->min_max_bound();
+  }
+  std::vector<std::size_t> best = balanced->spread(bound);
+  balanced->quiet_cuts(best, bound);
+  context.report(0.2);
+  if (!search) return best;
+
+  const partitioning::MemoryFit fits(costs, context, memory);
+  const bool simulate = model.simulated_actions() <= max_simulated_actions;
+  // The descent's budget grows with the cuts to move, and stops short of two million
+  // simulated actions (about 70 ms) where each estimate simulates many.
+  IterationSearch descent(
+      context, costs, model, fits,
+      std::min<std::size_t>(
+          64 + 32 * S, std::max<std::size_t>(16, 2'000'000 / std::max<std::size_t>(1, model.simulated_actions()))));
+  std::vector<double> ms_per_byte(S, 0.0), latency_ms(S, 0.0); // of the cut before each stage
+  bool sends_free = true;
+  for (std::size_t s = 1; s < S; ++s) {
+    ms_per_byte[s] = model.cut_ms_per_byte(s - 1), latency_ms[s] = model.cut_latency_ms(s - 1);
+    sends_free = sends_free && ms_per_byte[s] == 0 && latency_ms[s] == 0;
+  }
+  if (sends_free) {
+    if (!simulate) return best;
+    double t = descent.time(best);
+    descent.refine(best, t, bound);
+    return best;
+  }
+
+  // 2. Splits that also count each stage's sends: min-max ones, and ones for the
+  //    least pipeline latency under a range of bounds on the slowest stage.
+  auto slowness = [&](std::size_t s) { return 1.0 / speeds[s]; };
+  auto send = [&](std::size_t s, std::size_t i) { return costs.boundary_bytes(i) * ms_per_byte[s] + latency_ms[s]; };
+  std::vector<double> first_sync(costs.size() + 1, -1.0); // the first stage's, by where it ends; −1: not yet known
+  auto sync = [&](std::size_t j) {
+    if (first_sync[j] < 0) first_sync[j] = model.sync_ms(0, costs.parameter_bytes(0, j));
+    return first_sync[j];
+  };
+  LatencySplit latency(costs, S, context.micro_batch_sizes.size(), slowness, fits, send, sync);
+  if (!simulate) {
+    double least = latency.latency(best);
+    for (std::vector<std::size_t>& candidate : latency.candidates(bound, 1, near_bounds))
+      if (const double l = latency.latency(candidate); l < least) least = l, best = std::move(candidate);
+    context.report(1.0);
+    return best;
+  }
+
+  // The best few by the estimate, judged with every pipeline simulated where the
+  // estimate ran representatives (step 4); `ranked` is sorted by the estimate, and not
+  // empty.
+  auto fastest_of = [&](const std::vector<std::pair<double, std::vector<std::size_t>>>& ranked) {
+    if (!judge || model.exact() || model.all_actions() > max_judged_actions) return ranked.front().second;
+    IterationModel full = model.in_full();
+    IterationSearch judging(context, costs, full, fits, judged_candidates);
+    std::vector<const std::vector<std::size_t>*> seen;
+    const std::vector<std::size_t>* fastest = nullptr;
+    double least = std::numeric_limits<double>::infinity();
+    for (const auto& [estimate, b] : ranked) {
+      if (judging.spent()) break;
+      if (std::any_of(seen.begin(), seen.end(), [&](const auto* s) { return *s == b; })) continue;
+      seen.push_back(&b);
+      if (const double t = judging.time(b); t < least) least = t, fastest = &b;
+    }
+    return *fastest;
+  };
+  auto by_estimate = [](const auto& a, const auto& b) { return a.first < b.first; };
+
+  // 2–3 at once where every split costs at most two million simulated actions (about
+  // 70 ms) of estimates.
+  const std::size_t affordable = 2'000'000 / std::max<std::size_t>(1, model.simulated_actions());
+  if (choose_up_to(costs.size() - 1, S - 1, affordable) <= affordable) {
+    std::vector<std::pair<double, std::vector<std::size_t>>> every;
+    for_each_split(costs.size(), S, fits,
+                   [&](const std::vector<std::size_t>& b) { every.emplace_back(descent.time(b), b); });
+    if (!every.empty()) {
+      std::stable_sort(every.begin(), every.end(), by_estimate);
+      context.report(1.0);
+      return fastest_of(every);
+    }
+  }
+
+  std::vector<std::pair<double, std::vector<std::size_t>>> starts{{descent.time(best), best}};
+  auto consider = [&](std::vector<std::size_t> candidate) {
+    if (candidate.empty()) return;
+    for (const auto& start : starts)
+      if (start.second == candidate) return;
+    starts.emplace_back(descent.time(candidate), std::move(candidate));
+  };
+  SendAwareSplit min_max(costs, S, slowness, fits, send);
+  for (double weight : {1.0, 0.5}) {
+    std::vector<std::size_t> candidate = min_max.solve(best, bound, weight);
+    consider(min_max.spread(min_max.largest(candidate, weight), weight));
+    consider(std::move(candidate));
+  }
+  for (std::vector<std::size_t>& candidate : latency.candidates(bound, 4, wide_bounds))
+    consider(std::move(candidate));
+  // Equal unit counts: where the early units are heavy, the front stages take more
+  // work, so that the later stages' all-reduces run while they compute. A start the
+  // other splits, each near the least bound, never are.
+  std::vector<std::size_t> even(S + 1);
+  bool even_fits = true;
+  for (std::size_t s = 0; s <= S; ++s)
+    even[s] = s * costs.size() / S;
+  for (std::size_t s = 0; s < S; ++s)
+    even_fits = even_fits && fits(s, even[s], even[s + 1]);
+  if (even_fits) consider(std::move(even));
+  context.report(0.5);
+
+  // 3. Descent on the estimate from the best two starts; the better end wins.
+  std::sort(starts.begin(), starts.end(), by_estimate);
+  for (std::size_t k = 0; k < starts.size() && k < 2 && !descent.spent(); ++k) {
+    auto& [t, b] = starts[k];
+    descent.refine(b, t, std::numeric_limits<double>::infinity());
+  }
+  std::stable_sort(starts.begin(), starts.end(), by_estimate);
+  context.report(1.0);
+  return fastest_of(starts);
+}
+
+} // namespace actorpipe::autopipe
