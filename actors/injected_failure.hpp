@@ -1,11 +1,14 @@
 #pragma once
 
-/// A failure injected into a stage (`actorpipe run --inject-failure STAGE:STEP`): how
-/// the CLI's tests check that a failing stage, or a lost worker process, ends the run,
-/// named, instead of hanging it. Not part of the public API.
+/// A failure injected into a stage (RunOptions::inject_failure, `actorpipe run
+/// --inject-failure STAGE:STEP`): how the tests check that a failing stage, or a lost
+/// worker process, ends the run, named, instead of hanging it.
+
+#include <actorpipe/error.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace actorpipe::actors {
 
@@ -32,5 +35,10 @@ struct InjectedFailure {
   std::uint64_t step = 1;
   Effect effect = Effect::throw_error;
 };
+
+/// "STAGE:STEP", "STAGE:STEP:stall" or "STAGE:STEP:stall-sync", and in a run of several
+/// processes (`processes`) also "STAGE:STEP:exit" or "STAGE:STEP:hang", with STAGE one
+/// of the plan's `stages` and STEP from 1 to max_steps. Bad input otherwise.
+Result<InjectedFailure> parse_injected_failure(const std::string& text, std::size_t stages, bool processes);
 
 } // namespace actorpipe::actors

@@ -325,6 +325,37 @@ BOOST_AUTO_TEST_CASE(launched_workers_train_as_one_process_does) {
   BOOST_TEST(test::relative_difference(test::checkpoint_parameters(unpinned + "/checkpoint.pt", 2), reference) < 1e-5);
 }
 
+BOOST_AUTO_TEST_CASE(a_script_launches_workers_that_train_as_one_process_does) {
+  test::ScratchDir dir;
+  const std::string job = job_file(dir, "1f1b");
+  auto loaded = load_job(job, {"train.lr=0.02"});
+  REQUIRE_OK(loaded);
+  const auto reference = test::single_process(*loaded, 6);
+  // The Lua module's launch takes the course `actorpipe launch` takes: the library's
+  // launch_training(), its workers this program again, the `set` overrides theirs too.
+  const std::string script = dir.write("launch.lua", "local run = actorpipe.launch('" + job +
+                                                         "', {nprocs = 2, steps = 6, output = 'run', "
+                                                         "set = {'train.lr=0.02'}, bind = 'none'})\n"
+                                                         "print('trained', run.steps, run.output_dir)\n");
+  const std::string out = (dir.path() / "out").string();
+  const auto run = test::run_cli("script --allow-io " + script + " --output " + out);
+  BOOST_REQUIRE_MESSAGE(run.status == 0, run.err);
+  BOOST_TEST(contains(run.err, "starting 2 workers"), run.err);
+  BOOST_TEST(contains(run.out, "trained\t6\t"), run.out);
+  workers_say_what_they_run(run.err, 2);
+  BOOST_TEST(test::relative_difference(test::checkpoint_parameters(out + "/run/checkpoint.pt", 2), reference) < 1e-5);
+  // A sandboxed script starts no processes; a table, which workers could not load, is
+  // not a job file.
+  const auto sandboxed = test::run_cli("script " + script + " --output " + (dir.path() / "sandboxed").string());
+  BOOST_TEST(sandboxed.status == 2);
+  BOOST_TEST(contains(sandboxed.err, "launch: a sandboxed script starts no processes"), sandboxed.err);
+  const std::string table =
+      dir.write("table.lua", "actorpipe.launch(actorpipe.load_job('" + job + "'), {nprocs = 2, steps = 1})\n");
+  const auto refused = test::run_cli("script --allow-io " + table + " --output " + (dir.path() / "table").string());
+  BOOST_TEST(refused.status == 2);
+  BOOST_TEST(contains(refused.err, "launch: expected the job's file name"), refused.err);
+}
+
 BOOST_AUTO_TEST_CASE(lockstep_averaging_runs_across_processes_as_in_one) {
   test::ScratchDir dir;
   const std::string plain = text_of(job_file(dir, "1f1b"));

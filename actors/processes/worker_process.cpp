@@ -66,7 +66,7 @@ Result<std::pair<JobSpec, Plan>> take_plan(const JobOrder& order) {
 
 } // namespace
 
-Status run_worker(const WorkerOptions& options) {
+Status run_worker(const WorkerProcessOptions& options) {
   const auto say = [&](const std::string& line) {
     if (options.log) options.log(line);
   };

@@ -18,7 +18,7 @@
 
 namespace actorpipe::actors {
 
-struct WorkerOptions {
+struct WorkerProcessOptions {
   launch::Endpoint coordinator;
   std::string token;
   launch::TlsFiles tls;  ///< none: plain TCP
@@ -37,6 +37,6 @@ struct WorkerOptions {
 
 /// Ok once the coordinator ended the run; an error names what failed: refused (a wrong
 /// token), a plan unlike the coordinator's, a coordinator that went away.
-Status run_worker(const WorkerOptions& options);
+Status run_worker(const WorkerProcessOptions& options);
 
 } // namespace actorpipe::actors

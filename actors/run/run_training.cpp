@@ -8,6 +8,8 @@
 
 #include "run/run_training.hpp"
 
+#include "injected_failure.hpp"
+
 #include "processes/control_channel.hpp"
 #include "processes/coordinator.hpp"
 #include "job_actor.hpp"
@@ -439,8 +441,13 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
 } // namespace
 
 Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, const RunOptions& options,
-                                        std::optional<InjectedFailure> inject_failure,
                                         const CoordinateOptions* coordinate) {
+  std::optional<InjectedFailure> inject_failure;
+  if (!options.inject_failure.empty()) {
+    auto failure = parse_injected_failure(options.inject_failure, plan.stages.size(), coordinate != nullptr);
+    ACTORPIPE_TRY(failure);
+    inject_failure = *failure;
+  }
   RunOptions current = options;
   for (std::uint32_t restart = 1;; ++restart) {
     Attempt attempt;
@@ -459,7 +466,7 @@ Result<RunSummary> actors::run_training(const JobSpec& job, const Plan& plan, co
 }
 
 Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunOptions& options) {
-  return at_boundary("run", [&] { return actors::run_training(job, plan, options, std::nullopt); });
+  return at_boundary("run", [&] { return actors::run_training(job, plan, options); });
 }
 
 } // namespace actorpipe

@@ -1,6 +1,6 @@
 /// The training runtime's entry points under one C name (train/training_entry.hpp):
-/// how a Lua script in a process without LibTorch reaches run_training and
-/// measure_profile once it has loaded this library.
+/// how a Lua script in a process without LibTorch reaches run_training,
+/// launch_training and measure_profile once it has loaded this library.
 
 #include "device/cuda_queries.hpp"
 #include "train/training_entry.hpp"
@@ -11,6 +11,7 @@ extern "C" ACTORPIPE_EXPORT const actorpipe::train::TrainingEntryPoints* actorpi
   static const actorpipe::train::TrainingEntryPoints entry_points{actorpipe::train::training_entry_version,
                                                                   actorpipe::load_training_data,
                                                                   actorpipe::run_training,
+                                                                  actorpipe::launch_training,
                                                                   actorpipe::measure_profile,
                                                                   actorpipe::predicted_step_ms,
                                                                   actorpipe::tune_plan,

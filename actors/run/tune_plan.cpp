@@ -76,7 +76,7 @@ Result<std::pair<Plan, TuneReport>> tune_plan(const JobSpec& job, const Plan& pl
       run.on_step = [&timed](const StepMetrics& m) {
         if (m.step > untimed_steps) timed.push_back(m.step_ms);
       };
-      auto summary = actors::run_training(fixed, *plan, run, std::nullopt);
+      auto summary = actors::run_training(fixed, *plan, run);
       // Bad input (a straggler spec, a data file) is the job's, whatever the shape.
       if (!summary && summary.error().code == ErrorCode::bad_input) return std::move(summary).error();
       if (!summary) {

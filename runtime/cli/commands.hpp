@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace actorpipe::launch {
+namespace actorpipe {
 struct TlsFiles;
 }
 
@@ -35,7 +35,7 @@ void add_worker_command(CLI::App& app, Run& run);
 inline constexpr const char* launch_summary =
     "Train a job as `run` does, its stages in worker processes on this machine (--nprocs N)";
 /// --tls-certificate, --tls-key and --tls-ca, for launch and worker.
-void add_tls_options(CLI::App& command, launch::TlsFiles& tls);
+void add_tls_options(CLI::App& command, TlsFiles& tls);
 inline constexpr const char* worker_summary = "Run the stages a coordinator (actorpipe launch) gives this process";
 void add_devices_command(CLI::App& app, Run& run);
 void add_script_command(CLI::App& app, CommonOptions& common, Run& run);

@@ -5,22 +5,18 @@
 #include "commands.hpp"
 #include "interrupt.hpp"
 #include "job_arguments.hpp"
-#include "local_launch.hpp"
 #include "seconds_option.hpp"
 
+#include <actorpipe/launch.hpp>
 #include <actorpipe/run_report.hpp>
 #include <actorpipe/train_job.hpp>
 
 #include "base/text.hpp"
-#include "run/run_training.hpp"
-#include "train/cores.hpp"
 
 #include <atomic>
 #include <cstdio>
-#include <charconv>
 #include <iostream>
-#include <limits>
-#include <tuple>
+#include <map>
 #include <unistd.h>
 
 namespace actorpipe::cli {
@@ -34,8 +30,9 @@ struct RunArguments {
   std::string resume, output, inject_failure;
   bool json = false;
   bool no_pin = false;
-  double stall_timeout = 600.0; ///< seconds a stage may spend on one piece of its work; 0: no limit
-  LaunchArguments launch;       ///< nprocs 0: `run`, one process
+  double stall_timeout = 600.0;        ///< seconds a stage may spend on one piece of its work; 0: no limit
+  std::optional<LaunchOptions> launch; ///< `launch`'s; none: `run`, one process
+  double heartbeat_timeout = 3.0;      ///< `--heartbeat-timeout`, seconds
 };
 
 std::string duration(double seconds) {
@@ -43,47 +40,6 @@ std::string duration(double seconds) {
   if (s >= 3600) return std::to_string(s / 3600) + "h" + std::to_string(s / 60 % 60) + "m";
   if (s >= 60) return std::to_string(s / 60) + "m" + std::to_string(s % 60) + "s";
   return std::to_string(s) + "s";
-}
-
-/// "STAGE:STEP", "STAGE:STEP:stall", "STAGE:STEP:stall-sync" or, in a run of several
-/// processes, "STAGE:STEP:exit" or "STAGE:STEP:hang" → InjectedFailure.
-Result<actors::InjectedFailure> parse_failure(const std::string& text, const Plan& plan, bool processes) {
-  using Effect = actors::InjectedFailure::Effect;
-  actors::InjectedFailure f;
-  std::uint64_t stage = 0, step = 0;
-  std::string form = text;
-  // Ending or stopping a process is for workers only.
-  for (const auto& [suffix, effect, anywhere] :
-       {std::tuple<std::string, Effect, bool>{":exit", Effect::exit_process, false},
-        {":hang", Effect::hang_process, false},
-        {":stall", Effect::stall_thread, true},
-        {":stall-sync", Effect::stall_sync, true}})
-    if ((processes || anywhere) && form.size() > suffix.size() && form.ends_with(suffix)) {
-      f.effect = effect;
-      form.resize(form.size() - suffix.size());
-    }
-  // Digits only, each within its bound: sscanf's %lu took "-1" as 2^64 − 1 and let
-  // 20 digits overflow.
-  const auto whole = [](std::string_view digits, std::uint64_t most, std::uint64_t& out) {
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) return false;
-    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
-    return error == std::errc() && end == digits.data() + digits.size() && out <= most;
-  };
-  const auto colon = form.find(':');
-  const bool parsed =
-      colon != std::string::npos &&
-      whole(std::string_view(form).substr(0, colon), std::numeric_limits<std::uint32_t>::max(), stage) &&
-      whole(std::string_view(form).substr(colon + 1), max_steps, step);
-  if (!parsed || step == 0)
-    return Error::bad_input("--inject-failure: expected STAGE:STEP (step from 1 to 2^40), " +
-                            std::string(processes ? "STAGE:STEP:exit, STAGE:STEP:hang or " : "") +
-                            "STAGE:STEP:stall or STAGE:STEP:stall-sync, found '" + text + "'");
-  if (stage >= plan.stages.size())
-    return Error::bad_input("--inject-failure: the plan has no stage " + std::to_string(stage) + " (stages 0.." +
-                            std::to_string(plan.stages.size() - 1) + ")");
-  f.stage = stage;
-  f.step = step;
-  return f;
 }
 
 int run_job(const RunArguments& a, const CommonOptions& common) {
@@ -97,6 +53,7 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
   options.resume = a.resume;
   options.pin_threads = !a.no_pin;
   options.stall_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(a.stall_timeout * 1000.0));
+  options.inject_failure = a.inject_failure;
   options.data = loaded->data;
   options.output_dir = !a.output.empty() ? a.output : !a.resume.empty() ? a.resume : job.output.dir;
   if (const auto at = options.output_dir.find("{job}"); at != std::string::npos)
@@ -122,7 +79,7 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
               << plan.pipelines << " pipelines, " << plan.scheduler << ", " << plan.schedule.micro_batch_sizes.size()
               << " micro-batches; output in " << options.output_dir << "\n";
     // Stage actors compute on this machine's cores; the plan gives each device its own.
-    const std::size_t actors = plan.pipelines * plan.stages.size(), cores = train::usable_cores().size();
+    const std::size_t actors = plan.pipelines * plan.stages.size(), cores = usable_core_count();
     if (actors > cores)
       std::cerr << "actorpipe: " << actors << " stage actors share " << cores << (cores == 1 ? " core" : " cores")
                 << ": " << text::format_fixed(predicted, 2) << " ms per step predicted here (the plan's "
@@ -144,33 +101,18 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
               << text::format_fixed(100.0 * e.test_accuracy, 2) << "%, test loss " << text::format_fixed(e.test_loss, 4)
               << "\n";
   };
-  // The run itself: with a failure injected where asked, and under launch with workers
-  // on this machine running the stages while this process coordinates.
-  std::optional<int> told; ///< the exit status of a failure reported already
-  course.runner = [&](const JobSpec& job, const Plan& plan, const RunOptions& options) -> Result<RunSummary> {
-    std::optional<actors::InjectedFailure> inject_failure;
-    if (!a.inject_failure.empty()) {
-      auto failure = parse_failure(a.inject_failure, plan, a.launch.nprocs > 0);
-      ACTORPIPE_TRY(failure);
-      inject_failure = *failure;
-    }
-    if (a.launch.nprocs == 0) return actors::run_training(job, plan, options, inject_failure);
-    auto launch = LocalLaunch::prepare(a.launch, a.job.job, job_overrides(a.job));
-    ACTORPIPE_TRY(launch);
-    auto summary = actors::run_training(job, plan, options, inject_failure, &(*launch)->coordinate());
-    if (!summary) {
-      // A failure is told before the wait for workers that may be hung.
-      told = report(summary.error());
-      (void)(*launch)->finish(false);
-    } else {
-      ACTORPIPE_TRY((*launch)->finish(true));
-    }
-    return summary;
-  };
+  // Under launch, workers on this machine run the stages while this process coordinates.
+  if (a.launch) {
+    course.launch = *a.launch;
+    course.launch->heartbeat_timeout =
+        std::chrono::milliseconds(static_cast<std::int64_t>(a.heartbeat_timeout * 1000.0));
+    course.launch->job_file = a.job.job;
+    course.launch->overrides = job_overrides(a.job);
+  }
   auto trained = train_job(job, loaded->plugins, course);
   if (terminal && shown) std::cerr << "\n";
   if (!trained) {
-    const int code = told ? *told : report(trained.error());
+    const int code = report(trained.error());
     // A tuning stopped by a signal ends as the shell reports one.
     return interrupts && InterruptScope::requested() ? 128 + InterruptScope::signal() : code;
   }
@@ -235,36 +177,38 @@ void add_run_command(CLI::App& app, CommonOptions& common, Run& run) {
   command->callback([&run, &common, args] { run = [&common, args] { return run_job(*args, common); }; });
 
   auto launched = std::make_shared<RunArguments>();
+  LaunchOptions& l = launched->launch.emplace();
   auto* launch = app.add_subcommand("launch", launch_summary);
   add_run_options(launch, launched, common);
-  launch->add_option("--nprocs", launched->launch.nprocs, "worker processes to start on this machine")
+  launch->add_option("--nprocs", l.nprocs, "worker processes to start on this machine")
       ->required()
       ->check(CLI::Range(std::size_t{1}, std::size_t{1024}));
-  launch->add_option("--listen", launched->launch.listen,
+  launch->add_option("--listen", l.listen,
                      "HOST:PORT where workers reach this coordinator (default 127.0.0.1:0, loopback, any free port)");
   launch
-      ->add_option("--local-workers", launched->launch.local_workers,
+      ->add_option("--local-workers", l.local_workers,
                    "of the --nprocs workers, how many to start here (default: all); the others join with "
                    "`actorpipe worker` from other servers, which needs --listen HOST:PORT and the token")
       ->check(CLI::Range(std::size_t{0}, std::size_t{1024}));
-  add_tls_options(*launch, launched->launch.tls);
-  launch->add_option("--token-file", launched->launch.token_file,
+  add_tls_options(*launch, l.tls);
+  launch->add_option("--token-file", l.token_file,
                      "the job's token, in a file only its owner may read (else ACTORPIPE_TOKEN; made afresh when "
                      "neither is given and every worker starts here)");
   launch
-      ->add_option("--restart", launched->launch.restart,
+      ->add_option("--restart", l.restart,
                    "after a lost worker, start the workers again and resume from the last checkpoint, at most N "
                    "times (default 0: the run fails)")
       ->check(CLI::Range(std::uint32_t{0}, std::uint32_t{100}));
   launch
-      ->add_option("--heartbeat-timeout", launched->launch.heartbeat_timeout,
+      ->add_option("--heartbeat-timeout", launched->heartbeat_timeout,
                    "seconds a worker may leave a heartbeat unanswered before it counts as lost (default 3)")
       ->check(seconds_from(0.1, 3600));
   launch
-      ->add_option("--bind", launched->launch.bind,
+      ->add_option("--bind", l.bind,
                    "cores: each worker started here runs on an even share of this process's cores, its stage "
                    "threads bound among them (the default); none: the workers share every core")
-      ->check(CLI::IsMember({"cores", "none"}));
+      ->transform(CLI::CheckedTransformer(std::map<std::string, LaunchOptions::Bind>{
+          {"cores", LaunchOptions::Bind::cores}, {"none", LaunchOptions::Bind::none}}));
   launch->callback([&run, &common, launched] { run = [&common, launched] { return run_job(*launched, common); }; });
 }
 

@@ -1,13 +1,15 @@
 #pragma once
 
 /// The one course a job's training takes, whoever asks for it (`actorpipe run` and
-/// `launch`, a Lua script's actorpipe.run, a host application): plan the job, or take
-/// the shape of the tuned run it resumes; tune it where plan.tune = "profile"; train it;
-/// and keep the tuning's report as tune.json beside the run's files. Part of
+/// `launch`, a Lua script's actorpipe.run and actorpipe.launch, a host application):
+/// plan the job, or take the shape of the tuned run it resumes; tune it where plan.tune
+/// = "profile"; train it, in this process or launched over several; and keep the
+/// tuning's report as tune.json beside the run's files. Part of
 /// libactorpipe: it reaches the training runtime through its entry points, loading it
 /// on first use, so a program that only plans never loads LibTorch.
 
 #include <actorpipe/export.hpp>
+#include <actorpipe/launch.hpp>
 #include <actorpipe/planner.hpp>
 #include <actorpipe/training.hpp>
 #include <actorpipe/tuning.hpp>
@@ -31,9 +33,9 @@ struct TrainJobOptions {
   std::function<void(const TuneReport&)> on_tuned;                               ///< tuned, before training
   /// The plan as it will train, with the step time the simulator predicts on this machine.
   std::function<void(const Plan& plan, double predicted_step_ms)> on_plan;
-  /// Trains the final plan; empty: run_training. The CLI's launch and its failure
-  /// injection give their own here.
-  std::function<Result<RunSummary>(const JobSpec&, const Plan&, const RunOptions&)> runner;
+  /// Where set, the final plan trains over worker processes (launch_training());
+  /// else in this process (run_training()). Tuning runs in this process either way.
+  std::optional<LaunchOptions> launch;
 };
 
 struct TrainedJob {

@@ -78,6 +78,12 @@ struct RunOptions {
   std::function<bool()> stop_requested;
   std::function<void(const StepMetrics&)> on_step;
   std::function<void(const EvaluationMetrics&)> on_evaluation;
+  /// A testing aid (`--inject-failure`): "STAGE:STEP" makes stage STAGE of every
+  /// pipeline throw at step STEP; ":stall" or ":stall-sync" after it blocks its thread
+  /// there for good, in its work or its sync round; under launch_training(), ":exit"
+  /// ends its worker process and ":hang" stops it. It strikes the first attempt only.
+  /// Empty: none.
+  std::string inject_failure;
 };
 
 struct RunSummary {
@@ -98,6 +104,10 @@ struct RunSummary {
   std::vector<std::uint64_t> peak_gpu_bytes;
   std::string output_dir;
 };
+
+/// The cores this process may run on (its affinity mask): what the stage actors of a
+/// run in it share, each pair of pipeline neighbours one core where they outnumber them.
+ACTORPIPE_EXPORT std::size_t usable_core_count();
 
 /// The step time the simulator predicts for `plan` run on this machine: the plan's own,
 /// unless its stage actors outnumber the cores. Then pipeline neighbours take turns on

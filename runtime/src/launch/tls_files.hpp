@@ -6,18 +6,11 @@
 /// a certificate that the other's authority must have signed.
 
 #include <actorpipe/error.hpp>
-
-#include <string>
+#include <actorpipe/launch.hpp>
 
 namespace actorpipe::launch {
 
-struct TlsFiles {
-  std::string certificate; ///< PEM: this process's certificate (--tls-certificate)
-  std::string key;         ///< PEM: its private key (--tls-key)
-  std::string authority;   ///< PEM: the certificate authority the peers' are signed by (--tls-ca)
-
-  bool enabled() const { return !certificate.empty() || !key.empty() || !authority.empty(); }
-};
+using TlsFiles = actorpipe::TlsFiles;
 
 /// All three files or none; each one a PEM file OpenSSL reads (a certificate that has
 /// not expired, an unencrypted key of that certificate, an authority). The error names

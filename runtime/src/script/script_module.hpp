@@ -5,7 +5,7 @@
 /// and the arguments the functions share (a job, the plugins, a file in the output
 /// folder). The functions themselves are grouped by what they do: script_planning.cpp
 /// (load_job, plan, simulate, plugins), script_files.cpp (write_json, write_csv),
-/// script_training.cpp (run, profile, devices) and script_plots.cpp (plot_*).
+/// script_training.cpp (run, launch, profile, devices) and script_plots.cpp (plot_*).
 
 #include "plugin/lua_plugins.hpp"
 #include "lua/lua_state.hpp"
@@ -75,6 +75,10 @@ Result<JobSpec> job_argument(lua_State* L);
 /// and no profile, as `actorpipe plan` does, once per script for what it measures.
 /// Loads the training runtime; a job with a profile needs nothing.
 Status measure_if_needed(lua_State* L, JobSpec& job);
+
+/// Measures the profile of a job that names a zoo model and no profile, every time
+/// (a job read from its file, with no table to key a script's measurements by).
+Status measure_now_if_needed(JobSpec& job);
 
 /// The plugins a job sees: the default folders, its plan.plugin_path, the script's
 /// plugin path, and what the script registered. `searched` gets the folders.

@@ -1,11 +1,12 @@
-/// The module's training functions: run, profile and devices. A run takes the course
-/// `actorpipe run` takes (train_job()); it and profile reach the training runtime
+/// The module's training functions: run, launch, profile and devices. A run takes the
+/// course `actorpipe run` and `launch` take (train_job()); it and profile reach the training runtime
 /// through its entry points (train/training_entry.hpp), loaded on a script's first run
 /// or profile, so a script that only plans starts without LibTorch.
 
 #include "script/script_module.hpp"
 
 #include <actorpipe/gpu.hpp>
+#include <actorpipe/launch.hpp>
 #include <actorpipe/profile_io.hpp>
 #include <actorpipe/run_report.hpp>
 #include <actorpipe/train_job.hpp>
@@ -21,6 +22,7 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <sstream>
 
 namespace actorpipe::lua {
 
@@ -84,6 +86,20 @@ Result<std::string> string_option(lua_State* L, int index, const char* function,
   return value;
 }
 
+/// A number of seconds from `least` to `most`, popped; none when absent.
+Result<std::optional<double>> seconds_option(lua_State* L, int index, const char* function, const char* key,
+                                             double least, double most) {
+  auto given = option(L, index, function, key, LUA_TNUMBER);
+  ACTORPIPE_TRY(given);
+  const double seconds = *given ? lua_tonumber(L, -1) : 0;
+  lua_pop(L, 1);
+  if (!*given) return std::optional<double>();
+  if (!(seconds >= least && seconds <= most))
+    return Error::bad_input(std::string(function) + ": option '" + key + "' must be seconds from " +
+                            (std::ostringstream() << least).str() + " to " + (std::ostringstream() << most).str());
+  return std::optional<double>(seconds);
+}
+
 void push_step(lua_State* L, const StepMetrics& m) {
   lua_createtable(L, 0, 8);
   const std::pair<const char*, double> fields[] = {{"step", static_cast<double>(m.step)},
@@ -138,6 +154,87 @@ struct Callbacks {
   }
 };
 
+/// The options run and launch share, read from the table at `opts` into `course`'s run
+/// options and `callbacks`. The run's folder: inside the script's output folder, the
+/// `output` option, else `resume`, else the job's name, then NAME-2, NAME-3, …
+Status read_run_options(lua_State* L, int opts, const char* name, const JobSpec& job, TrainJobOptions& course,
+                        Callbacks& callbacks) {
+  RunOptions& options = course.run;
+  auto steps = count_option(L, opts, name, "steps", 0, 0, max_steps);
+  ACTORPIPE_TRY(steps);
+  options.steps = *steps;
+  auto epochs = count_option(L, opts, name, "epochs", 0, 0, max_epochs);
+  ACTORPIPE_TRY(epochs);
+  options.epochs = static_cast<std::uint32_t>(*epochs);
+  auto pin = option(L, opts, name, "pin", LUA_TBOOLEAN);
+  ACTORPIPE_TRY(pin);
+  options.pin_threads = !*pin || lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  auto stall = seconds_option(L, opts, name, "stall_timeout", 0, 86400);
+  ACTORPIPE_TRY(stall);
+  if (*stall) options.stall_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(**stall * 1000.0));
+  auto output = string_option(L, opts, name, "output");
+  ACTORPIPE_TRY(output);
+  auto resume = string_option(L, opts, name, "resume");
+  ACTORPIPE_TRY(resume);
+  for (auto [key, slot] :
+       {std::pair{"on_step", &callbacks.on_step}, std::pair{"on_evaluation", &callbacks.on_evaluation}}) {
+    auto given = option(L, opts, name, key, LUA_TFUNCTION);
+    ACTORPIPE_TRY(given);
+    if (*given) slot->emplace(L, -1);
+    lua_pop(L, 1);
+  }
+  ScriptContext& c = context(L);
+  std::string folder = !output->empty() ? *output : *resume;
+  if (folder.empty()) {
+    const int n = ++c.run_names[job.job.name];
+    folder = n == 1 ? job.job.name : job.job.name + "-" + std::to_string(n);
+  }
+  auto dir = output_folder(L, folder);
+  ACTORPIPE_TRY(dir);
+  options.output_dir = *dir;
+  if (!resume->empty()) {
+    auto from = output_folder(L, *resume);
+    ACTORPIPE_TRY(from);
+    options.resume = *from;
+  }
+  return Ok{};
+}
+
+/// Trains `job` as `course` says, with the script's callbacks and stop: what `actorpipe
+/// run --json` prints, pushed as a table.
+Result<int> train(lua_State* L, const JobSpec& job, TrainJobOptions& course, Callbacks& callbacks) {
+  auto plugins = plugins_for(L, &job);
+  ACTORPIPE_TRY(plugins);
+  const LuaState& state = owner(L);
+  course.run.plugins = &*plugins; // the script's own sync policies among them
+  course.run.stop_requested = [&] { return callbacks.stop || state.stop_due(); };
+  if (callbacks.on_step)
+    course.run.on_step = [&](const StepMetrics& m) {
+      callbacks.call(*callbacks.on_step, "on_step", [&] { push_step(L, m); });
+    };
+  if (callbacks.on_evaluation)
+    course.run.on_evaluation = [&](const EvaluationMetrics& e) {
+      callbacks.call(*callbacks.on_evaluation, "on_evaluation", [&] { push_evaluation(L, e); });
+    };
+  course.on_tuned = [&](const TuneReport& tuned) {
+    std::cerr << "actorpipe: tuned '" << job.job.name << "':\n" << tune_report_to_text(tuned);
+  };
+  auto trained = train_job(job, *plugins, course);
+  ACTORPIPE_TRY(trained);
+  const RunSummary& summary = trained->summary;
+  if (callbacks.error)
+    return Error::bad_input(callbacks.error->message + "\n(the run stopped after step " +
+                            std::to_string(summary.steps) + ", its checkpoint in " + summary.output_dir + ")");
+  if (state.stop_due())
+    return Error::bad_input("the script was stopped during a run (stopped after step " + std::to_string(summary.steps) +
+                            ", its checkpoint in " + summary.output_dir + ")");
+  auto result = nlohmann::json::parse(run_summary_to_json(summary, trained->predicted_step_ms, trained->plan));
+  if (trained->tuned) result["tune"] = nlohmann::json::parse(tune_report_to_json(*trained->tuned));
+  push_json_text(L, result.dump());
+  return 1;
+}
+
 /// run(job [, options]): trains the job; what `actorpipe run --json` prints.
 /// Options: steps, epochs, output (a folder in the script's; default the job's name),
 /// resume (such a folder), pin, stall_timeout (seconds), on_step(m), on_evaluation(e).
@@ -152,89 +249,70 @@ Result<int> run_fn(lua_State* L) {
   auto job = job_argument(L);
   ACTORPIPE_TRY(job);
   options_ref.push();
-  const int opts = lua_gettop(L);
-
-  RunOptions options;
-  auto steps = count_option(L, opts, name, "steps", 0, 0, max_steps);
-  ACTORPIPE_TRY(steps);
-  options.steps = *steps;
-  auto epochs = count_option(L, opts, name, "epochs", 0, 0, max_epochs);
-  ACTORPIPE_TRY(epochs);
-  options.epochs = static_cast<std::uint32_t>(*epochs);
-  auto pin = option(L, opts, name, "pin", LUA_TBOOLEAN);
-  ACTORPIPE_TRY(pin);
-  options.pin_threads = !*pin || lua_toboolean(L, -1);
-  lua_pop(L, 1);
-  auto stall = option(L, opts, name, "stall_timeout", LUA_TNUMBER);
-  ACTORPIPE_TRY(stall);
-  if (*stall) {
-    const double seconds = lua_tonumber(L, -1);
-    if (!(seconds >= 0 && seconds <= 86400))
-      return Error::bad_input(std::string(name) + ": option 'stall_timeout' must be seconds from 0 to 86400");
-    options.stall_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
-  }
-  lua_pop(L, 1);
-  auto output = string_option(L, opts, name, "output");
-  ACTORPIPE_TRY(output);
-  auto resume = string_option(L, opts, name, "resume");
-  ACTORPIPE_TRY(resume);
-  Callbacks callbacks{L, {}, {}, false, {}};
-  for (auto [key, slot] :
-       {std::pair{"on_step", &callbacks.on_step}, std::pair{"on_evaluation", &callbacks.on_evaluation}}) {
-    auto given = option(L, opts, name, key, LUA_TFUNCTION);
-    ACTORPIPE_TRY(given);
-    if (*given) slot->emplace(L, -1);
-    lua_pop(L, 1);
-  }
-
-  // Folders inside the script's output folder: the job's name, then NAME-2, NAME-3, …
-  ScriptContext& c = context(L);
-  std::string folder = !output->empty() ? *output : *resume;
-  if (folder.empty()) {
-    const int n = ++c.run_names[job->job.name];
-    folder = n == 1 ? job->job.name : job->job.name + "-" + std::to_string(n);
-  }
-  auto dir = output_folder(L, folder);
-  ACTORPIPE_TRY(dir);
-  options.output_dir = *dir;
-  if (!resume->empty()) {
-    auto from = output_folder(L, *resume);
-    ACTORPIPE_TRY(from);
-    options.resume = *from;
-  }
-
-  ACTORPIPE_TRY(measure_if_needed(L, *job));
-  auto plugins = plugins_for(L, &*job);
-  ACTORPIPE_TRY(plugins);
-  const LuaState& state = owner(L);
   TrainJobOptions course;
-  course.run = std::move(options);
-  course.run.plugins = &*plugins; // the script's own sync policies among them
-  course.run.stop_requested = [&] { return callbacks.stop || state.stop_due(); };
-  if (callbacks.on_step)
-    course.run.on_step = [&](const StepMetrics& m) {
-      callbacks.call(*callbacks.on_step, "on_step", [&] { push_step(L, m); });
-    };
-  if (callbacks.on_evaluation)
-    course.run.on_evaluation = [&](const EvaluationMetrics& e) {
-      callbacks.call(*callbacks.on_evaluation, "on_evaluation", [&] { push_evaluation(L, e); });
-    };
-  course.on_tuned = [&](const TuneReport& tuned) {
-    std::cerr << "actorpipe: tuned '" << job->job.name << "':\n" << tune_report_to_text(tuned);
-  };
-  auto trained = train_job(*job, *plugins, course);
-  ACTORPIPE_TRY(trained);
-  const RunSummary& summary = trained->summary;
-  if (callbacks.error)
-    return Error::bad_input(callbacks.error->message + "\n(the run stopped after step " +
-                            std::to_string(summary.steps) + ", its checkpoint in " + summary.output_dir + ")");
-  if (state.stop_due())
-    return Error::bad_input("the script was stopped during a run (stopped after step " + std::to_string(summary.steps) +
-                            ", its checkpoint in " + summary.output_dir + ")");
-  auto result = nlohmann::json::parse(run_summary_to_json(summary, trained->predicted_step_ms, trained->plan));
-  if (trained->tuned) result["tune"] = nlohmann::json::parse(tune_report_to_json(*trained->tuned));
-  push_json_text(L, result.dump());
-  return 1;
+  Callbacks callbacks{L, {}, {}, false, {}};
+  ACTORPIPE_TRY(read_run_options(L, lua_gettop(L), name, *job, course, callbacks));
+  ACTORPIPE_TRY(measure_if_needed(L, *job));
+  return train(L, *job, course, callbacks);
+}
+
+/// launch(job_file [, options]): trains the job as run does, its stages in worker
+/// processes on this machine (`actorpipe launch`). The workers load the job from its
+/// file, so it is a file's name, not a table. Options: run's, and nprocs (the workers,
+/// 1 by default), set (a list of "KEY=VALUE" overrides, as `--set` takes them),
+/// restart, heartbeat_timeout (seconds), bind ("cores" or "none").
+Result<int> launch_fn(lua_State* L) {
+  constexpr const char* name = "launch";
+  lua_settop(L, 2);
+  ACTORPIPE_TRY(check_keys(L, 2, name,
+                           {"steps", "epochs", "output", "resume", "pin", "stall_timeout", "on_step", "on_evaluation",
+                            "nprocs", "set", "restart", "heartbeat_timeout", "bind"}));
+  if (!context(L).options.allow_io)
+    return Error::bad_input("launch: a sandboxed script starts no processes; run it with --allow-io to launch");
+  if (lua_type(L, 1) != LUA_TSTRING)
+    return Error::bad_input(std::string("launch: expected the job's file name (its workers load it) and found a ") +
+                            luaL_typename(L, 1));
+  const int opts = 2;
+  LaunchOptions launch;
+  launch.job_file = lua_tostring(L, 1);
+  auto nprocs = count_option(L, opts, name, "nprocs", 1, 1, 1024);
+  ACTORPIPE_TRY(nprocs);
+  launch.nprocs = *nprocs;
+  auto restart = count_option(L, opts, name, "restart", 0, 0, 100);
+  ACTORPIPE_TRY(restart);
+  launch.restart = static_cast<std::uint32_t>(*restart);
+  auto heartbeat = seconds_option(L, opts, name, "heartbeat_timeout", 0.1, 3600);
+  ACTORPIPE_TRY(heartbeat);
+  if (*heartbeat) launch.heartbeat_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(**heartbeat * 1000.0));
+  auto bind = string_option(L, opts, name, "bind");
+  ACTORPIPE_TRY(bind);
+  if (*bind == "none")
+    launch.bind = LaunchOptions::Bind::none;
+  else if (!bind->empty() && *bind != "cores")
+    return Error::bad_input("launch: option 'bind' must be \"cores\" or \"none\", not '" + *bind + "'");
+  auto set = option(L, opts, name, "set", LUA_TTABLE);
+  ACTORPIPE_TRY(set);
+  if (*set) {
+    const lua_Integer n = static_cast<lua_Integer>(lua_rawlen(L, -1));
+    for (lua_Integer i = 1; i <= n; ++i) {
+      if (lua_rawgeti(L, -1, i) != LUA_TSTRING) {
+        lua_pop(L, 2);
+        return Error::bad_input("launch: option 'set' must be a list of \"KEY=VALUE\" strings");
+      }
+      launch.overrides.emplace_back(lua_tostring(L, -1));
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  // As each worker reads it: the file and the overrides.
+  auto job = load_job(launch.job_file, launch.overrides);
+  ACTORPIPE_TRY(job);
+  TrainJobOptions course;
+  Callbacks callbacks{L, {}, {}, false, {}};
+  ACTORPIPE_TRY(read_run_options(L, opts, name, *job, course, callbacks));
+  ACTORPIPE_TRY(measure_now_if_needed(*job));
+  course.launch = std::move(launch);
+  return train(L, *job, course, callbacks);
 }
 
 /// profile(job [, options]): the job's model measured on this machine, as a profile
@@ -316,19 +394,29 @@ Status measure_if_needed(lua_State* L, JobSpec& job) {
     job.profile = it->second;
     return Ok{};
   }
+  ACTORPIPE_TRY(measure_now_if_needed(job));
+  c.measured.emplace(std::move(key), job.profile);
+  return Ok{};
+}
+
+Status measure_now_if_needed(JobSpec& job) {
+  if (!job.profile.blocks.empty()) return Ok{};
   auto training = train::training_entry_points();
   ACTORPIPE_TRY(training);
   std::fprintf(stderr, "actorpipe: measuring the profile of model '%s' (no model.profile given)\n",
                std::string(option_name(job.model.zoo)).c_str());
   auto profile = (*training)->measure_profile(job, MeasureOptions{});
   ACTORPIPE_TRY(profile);
-  job.profile = *profile;
-  c.measured.emplace(std::move(key), std::move(*profile));
+  job.profile = std::move(*profile);
   return Ok{};
 }
 
 void add_training_functions(lua_State* L, int module) {
-  set_functions(L, module, {{"run", entry<run_fn>}, {"profile", entry<profile_fn>}, {"devices", entry<devices_fn>}});
+  set_functions(L, module,
+                {{"run", entry<run_fn>},
+                 {"launch", entry<launch_fn>},
+                 {"profile", entry<profile_fn>},
+                 {"devices", entry<devices_fn>}});
 }
 
 } // namespace actorpipe::lua

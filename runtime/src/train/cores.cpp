@@ -2,6 +2,8 @@
 
 #include "train/cores.hpp"
 
+#include <actorpipe/training.hpp>
+
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -112,3 +114,5 @@ void use_compute_threads(int threads) {
 }
 
 } // namespace actorpipe::train
+
+std::size_t actorpipe::usable_core_count() { return train::usable_cores().size(); }

@@ -47,8 +47,8 @@ Result<TrainedJob> train_job(const JobSpec& job, const PluginRegistry& plugins, 
   if (options.on_plan) options.on_plan(trained.plan, trained.predicted_step_ms);
   RunOptions run = options.run;
   if (!run.plugins) run.plugins = &plugins;
-  auto summary =
-      options.runner ? options.runner(job, trained.plan, run) : (*training)->run_training(job, trained.plan, run);
+  auto summary = options.launch ? (*training)->launch_training(job, trained.plan, run, *options.launch)
+                                : (*training)->run_training(job, trained.plan, run);
   ACTORPIPE_TRY(summary);
   trained.summary = std::move(*summary);
   if (trained.tuned)

@@ -7,6 +7,7 @@
 /// there, any other loads the library on first use.
 
 #include <actorpipe/gpu.hpp>
+#include <actorpipe/launch.hpp>
 #include <actorpipe/training.hpp>
 
 #include <cstdint>
@@ -18,6 +19,7 @@ struct TrainingEntryPoints {
   std::uint32_t version; ///< training_entry_version of the library that filled it
   Result<std::shared_ptr<const TrainingData>> (*load_training_data)(const JobSpec&);
   Result<RunSummary> (*run_training)(const JobSpec&, const Plan&, const RunOptions&);
+  Result<RunSummary> (*launch_training)(const JobSpec&, const Plan&, const RunOptions&, const LaunchOptions&);
   Result<ModelProfile> (*measure_profile)(const JobSpec&, const MeasureOptions&);
   Result<double> (*predicted_step_ms)(const JobSpec&, const Plan&);
   Result<std::pair<Plan, TuneReport>> (*tune_plan)(const JobSpec&, const Plan&, const TuneOptions&);
@@ -29,7 +31,7 @@ struct TrainingEntryPoints {
 };
 
 /// Raised whenever the struct above changes.
-inline constexpr std::uint32_t training_entry_version = 3;
+inline constexpr std::uint32_t training_entry_version = 4;
 /// `extern "C" const TrainingEntryPoints* actorpipe_training_entry_points()`.
 inline constexpr const char* training_entry_symbol = "actorpipe_training_entry_points";
 

@@ -1,4 +1,4 @@
-#include "local_launch.hpp"
+#include "processes/local_launch.hpp"
 
 #include "launch/core_list.hpp"
 #include "launch/job_token.hpp"
@@ -7,10 +7,9 @@
 #include <cstdlib>
 #include <iostream>
 
-namespace actorpipe::cli {
+namespace actorpipe::actors {
 
-Result<std::unique_ptr<LocalLaunch>> LocalLaunch::prepare(const LaunchArguments& arguments, const std::string& job_file,
-                                                          std::vector<std::string> overrides) {
+Result<std::unique_ptr<LocalLaunch>> LocalLaunch::prepare(const LaunchOptions& arguments) {
   auto listen = launch::parse_endpoint(arguments.listen, "--listen", true);
   if (!listen) return listen.error();
   if (auto tls = launch::check_tls_files(arguments.tls); !tls) return std::move(tls).error();
@@ -40,19 +39,19 @@ Result<std::unique_ptr<LocalLaunch>> LocalLaunch::prepare(const LaunchArguments&
     return Error::bad_input("--listen " + arguments.listen +
                             ": workers that join from elsewhere need a port to go to (HOST:PORT, not port 0)");
   std::unique_ptr<LocalLaunch> launch(new LocalLaunch());
-  actors::CoordinateOptions& c = launch->coordinate_;
+  CoordinateOptions& c = launch->coordinate_;
   c.workers = arguments.nprocs;
   c.token = token;
   c.listen = *listen;
-  c.job_file = job_file;
-  c.overrides = std::move(overrides);
+  c.job_file = arguments.job_file;
+  c.overrides = arguments.overrides;
   c.restarts = arguments.restart;
   c.tls = arguments.tls;
-  c.heartbeat_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(arguments.heartbeat_timeout * 1000.0));
+  c.heartbeat_timeout = arguments.heartbeat_timeout;
   // One write a line: the workers started here share this process's standard error.
-  c.log = [](const std::string& line) { std::cerr << ("actorpipe: " + line + "\n"); };
+  c.log = arguments.log ? arguments.log : [](const std::string& line) { std::cerr << ("actorpipe: " + line + "\n"); };
   launch->local_ = local;
-  if (arguments.bind == "cores") {
+  if (arguments.bind == LaunchOptions::Bind::cores) {
     // Each its own cores, as MPI launchers bind their ranks: the stage threads of two
     // workers sharing every core cost each other caches and switches between processes
     // (docs/running.md, "Several processes").
@@ -66,20 +65,22 @@ Result<std::unique_ptr<LocalLaunch>> LocalLaunch::prepare(const LaunchArguments&
   if (arguments.tls.enabled())
     flags = {"--tls-certificate", arguments.tls.certificate, "--tls-key", arguments.tls.key,
              "--tls-ca",          arguments.tls.authority};
-  c.on_listening = [self, flags](const launch::Endpoint& gate) {
+  const std::string program = arguments.worker_program.empty() ? "/proc/self/exe" : arguments.worker_program;
+  c.on_listening = [self, flags, program](const launch::Endpoint& gate) {
     const std::size_t n = self->local_, elsewhere = self->coordinate_.workers - n;
     // A restart: the lost run's workers are gone, or told to go; one that hangs is stopped.
     if (self->starts_++ > 0) (void)self->workers_.wait(2);
-    std::cerr << "actorpipe: listening on " << gate.text() << "; starting " << n << " worker" << (n == 1 ? "" : "s");
-    if (elsewhere > 0) std::cerr << ", waiting for " << elsewhere << " from elsewhere";
-    std::cerr << "\n";
+    self->coordinate_.log("listening on " + gate.text() + "; starting " + std::to_string(n) + " worker" +
+                          (n == 1 ? "" : "s") +
+                          (elsewhere > 0 ? ", waiting for " + std::to_string(elsewhere) + " from elsewhere" : ""));
     if (n == 0) return;
-    if (auto started = self->workers_.start(n, gate.text(), self->coordinate_.token, flags, self->cores_); !started)
-      std::cerr << "actorpipe: " << started.error().message << "\n";
+    if (auto started = self->workers_.start(program, n, gate.text(), self->coordinate_.token, flags, self->cores_);
+        !started)
+      self->coordinate_.log(started.error().message);
   };
   return launch;
 }
 
 Status LocalLaunch::finish(bool run_succeeded) { return workers_.wait(run_succeeded ? 30 : 2); }
 
-} // namespace actorpipe::cli
+} // namespace actorpipe::actors

@@ -1,7 +1,7 @@
 #pragma once
 
-/// The worker processes `actorpipe launch` starts on this machine: this program again,
-/// as `worker --coordinator HOST:PORT`, each in its own process group with this one's
+/// The worker processes a launch starts on this machine: an actorpipe command line (this
+/// program again, in the CLI), as `worker --coordinator HOST:PORT`, each in its own process group with this one's
 /// environment and the job's token in ACTORPIPE_TOKEN. The token goes in no file: a
 /// coordinator killed outright leaves nothing of it behind, and a process's environment
 /// is as much its owner's alone as a 0600 file. Whatever is left of the workers when
@@ -14,7 +14,7 @@
 
 #include <sys/types.h>
 
-namespace actorpipe::cli {
+namespace actorpipe::actors {
 
 class LocalWorkers {
 public:
@@ -23,10 +23,10 @@ public:
   LocalWorkers(const LocalWorkers&) = delete;
   LocalWorkers& operator=(const LocalWorkers&) = delete;
 
-  /// Starts `count` workers of the coordinator at `coordinator` ("HOST:PORT"), with
-  /// `flags` added to their command lines; worker i bound to cores[i] (`--cpus`) where
-  /// `cores` has it and it is not empty.
-  Status start(std::size_t count, const std::string& coordinator, const std::string& token,
+  /// Starts `count` workers of the coordinator at `coordinator` ("HOST:PORT"), each the
+  /// program `program`, with `flags` added to their command lines; worker i bound to
+  /// cores[i] (`--cpus`) where `cores` has it and it is not empty.
+  Status start(const std::string& program, std::size_t count, const std::string& coordinator, const std::string& token,
                const std::vector<std::string>& flags = {}, const std::vector<std::vector<int>>& cores = {});
 
   /// Waits for the workers to end, at most `seconds`; the ones that did not are
@@ -38,4 +38,4 @@ private:
   std::vector<pid_t> pids_;
 };
 
-} // namespace actorpipe::cli
+} // namespace actorpipe::actors

@@ -1,4 +1,4 @@
-#include "local_workers.hpp"
+#include "processes/local_workers.hpp"
 
 #include "launch/core_list.hpp"
 #include "launch/job_token.hpp"
@@ -15,7 +15,7 @@
 
 extern char** environ;
 
-namespace actorpipe::cli {
+namespace actorpipe::actors {
 
 namespace {
 
@@ -57,8 +57,9 @@ void stop(const std::vector<pid_t>& pids) {
 
 LocalWorkers::~LocalWorkers() { stop(pids_); }
 
-Status LocalWorkers::start(std::size_t count, const std::string& coordinator, const std::string& token,
-                           const std::vector<std::string>& flags, const std::vector<std::vector<int>>& cores) {
+Status LocalWorkers::start(const std::string& program, std::size_t count, const std::string& coordinator,
+                           const std::string& token, const std::vector<std::string>& flags,
+                           const std::vector<std::vector<int>>& cores) {
   // This process's environment, its own token (if any) replaced by the job's.
   const std::string variable = std::string(launch::token_variable) + "=";
   std::vector<std::string> environment;
@@ -70,7 +71,7 @@ Status LocalWorkers::start(std::size_t count, const std::string& coordinator, co
     envp.push_back(entry.data());
   envp.push_back(nullptr);
   for (std::size_t i = 0; i < count; ++i) {
-    std::vector<std::string> words{"/proc/self/exe", "worker", "--coordinator", coordinator};
+    std::vector<std::string> words{program, "worker", "--coordinator", coordinator};
     words.insert(words.end(), flags.begin(), flags.end());
     if (i < cores.size() && !cores[i].empty()) words.insert(words.end(), {"--cpus", launch::core_list_text(cores[i])});
     std::vector<char*> argv;
@@ -78,7 +79,7 @@ Status LocalWorkers::start(std::size_t count, const std::string& coordinator, co
       argv.push_back(word.data());
     argv.push_back(nullptr);
     pid_t pid = 0;
-    if (const int error = ::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), envp.data()); error != 0)
+    if (const int error = ::posix_spawn(&pid, program.c_str(), nullptr, nullptr, argv.data(), envp.data()); error != 0)
       return Error::run_failed("cannot start worker " + std::to_string(i + 1) + ": " + std::strerror(error));
     pids_.push_back(pid);
   }
@@ -107,4 +108,4 @@ Status LocalWorkers::wait(double seconds) {
   return Ok{};
 }
 
-} // namespace actorpipe::cli
+} // namespace actorpipe::actors
