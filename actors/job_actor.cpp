@@ -90,21 +90,25 @@ ShareDealer share_dealer(const JobConfig& config, std::size_t pipelines) {
                      shares_ahead);
 }
 
-std::vector<std::vector<std::optional<int>>> stage_cores(const JobConfig& config,
-                                                         const std::function<bool(std::size_t, std::size_t)>& here,
-                                                         const std::vector<int>& usable) {
+std::vector<std::vector<std::optional<int>>> stage_cores(const JobConfig& config, const launch::Topology& topology,
+                                                         std::uint64_t rank, const std::vector<int>& usable) {
   const std::size_t P = config.plan.pipelines, S = config.plan.stages.size();
   std::vector<std::vector<std::optional<int>>> cores(P, std::vector<std::optional<int>>(S));
   if (!config.pin_threads || !config.detached) return cores;
   std::size_t count = 0;
   for (std::size_t p = 0; p < P; ++p)
     for (std::size_t s = 0; s < S; ++s)
-      count += here(p, s) ? 1 : 0;
+      count += topology.runs(rank, p, s) ? 1 : 0;
   std::size_t index = 0;
   for (std::size_t p = 0; p < P; ++p)
     for (std::size_t s = 0; s < S; ++s)
-      if (here(p, s)) cores[p][s] = train::stage_core(usable, index++, count);
+      if (topology.runs(rank, p, s)) cores[p][s] = train::stage_core(usable, index++, count);
   return cores;
+}
+
+launch::Topology JobConfig::topology() const {
+  return processes ? launch::Topology(processes->ranks)
+                   : launch::Topology::one_process(plan.pipelines, plan.stages.size());
 }
 
 PipelineConfig pipeline_config(const JobConfig& config, std::vector<stage_actor> stages, Route to_first,
@@ -182,16 +186,14 @@ void build(JobActor self, const JobConfig& config) {
   };
   std::vector<std::vector<stage_actor>> stages(P);
   // Stage s of pipeline p's process: 0 is this one.
-  const auto rank = [&](std::size_t p, std::size_t s) -> std::uint64_t {
-    return config.processes ? config.processes->ranks[p][s] : 0;
-  };
+  const launch::Topology topology = config.topology();
+  const auto rank = [&](std::size_t p, std::size_t s) { return topology.rank(p, s); };
   const auto route = [&](std::size_t p, std::size_t s) {
     return rank(p, s) == 0 ? Route{}
                            : Route{config.transport, static_cast<std::size_t>(rank(p, s)),
                                    config.processes->same_data.count(rank(p, s)) > 0};
   };
-  const auto cores = stage_cores(
-      config, [&](std::size_t p, std::size_t s) { return rank(p, s) == 0; }, train::usable_cores());
+  const auto cores = stage_cores(config, topology, 0, train::usable_cores());
   for (std::size_t p = 0; p < P; ++p)
     for (std::size_t s = 0; s < S; ++s) {
       const std::string name = "stage " + std::to_string(s) + " of pipeline " + std::to_string(p);
@@ -228,11 +230,10 @@ void build(JobActor self, const JobConfig& config) {
   // This process's stage actors of stage s, by pipeline (empty for others'), if any.
   const auto here = [&](std::size_t s) {
     std::optional<std::vector<stage_actor>> mine;
-    for (std::size_t p = 0; p < P; ++p)
-      if (rank(p, s) == 0) {
-        if (!mine) mine.emplace(P);
-        (*mine)[p] = stages[p][s];
-      }
+    for (const std::size_t p : topology.replicas_in(0, s)) {
+      if (!mine) mine.emplace(P);
+      (*mine)[p] = stages[p][s];
+    }
     return mine;
   };
   const bool elastic = std::holds_alternative<ElasticAveraging>(config.mode);
@@ -302,10 +303,11 @@ void build(JobActor self, const JobConfig& config) {
   for (std::size_t p = 0; p < P; ++p)
     for (std::size_t s = 0; s < S; ++s)
       if (rank(p, s) != 0)
-        wirings[rank(p, s)].push_back(
-            {p, s, s > 0 ? stages[p][s - 1] : stage_actor{}, s + 1 < S ? stages[p][s + 1] : stage_actor{},
-             s > 0 ? rank(p, s - 1) : 0, s + 1 < S ? rank(p, s + 1) : 0, st.pipelines[p], job, st.scheduler,
-             elastic ? averagers[s] : averager_actor{}, st.servers.empty() ? parameter_server_actor{} : st.servers[s]});
+        wirings[rank(p, s)].push_back({p, s, s > 0 ? stages[p][s - 1] : stage_actor{},
+                                       s + 1 < S ? stages[p][s + 1] : stage_actor{},
+                                       topology.previous_rank(p, s).value_or(0), topology.next_rank(p, s).value_or(0),
+                                       st.pipelines[p], job, st.scheduler, elastic ? averagers[s] : averager_actor{},
+                                       st.servers.empty() ? parameter_server_actor{} : st.servers[s]});
   st.unwired = wirings.size();
   if (config.processes) {
     HeartbeatConfig heartbeat{config.processes->hosts, {},  config.processes->heartbeat_timeout,

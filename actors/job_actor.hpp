@@ -17,6 +17,7 @@
 #include "injected_failure.hpp"
 #include "pipeline_actor.hpp"
 #include "processes/process_protocol.hpp"
+#include "launch/topology.hpp"
 #include "protocol.hpp"
 #include "share_dealer.hpp"
 #include "stage_actor.hpp"
@@ -123,6 +124,9 @@ struct JobConfig {
     std::vector<pipeline_actor> pipelines;
   };
   std::optional<Processes> processes;
+
+  /// Where every stage runs: in the processes' ranks, or all in this one (rank 0).
+  launch::Topology topology() const;
 };
 
 job_actor spawn_job(caf::actor_system& system, JobConfig config);
@@ -130,13 +134,12 @@ job_actor spawn_job(caf::actor_system& system, JobConfig config);
 /// How the job deals the shares of its steps under `config`'s policy.
 ShareDealer share_dealer(const JobConfig& config, std::size_t pipelines);
 
-/// The core each stage of this process is bound to, by [pipeline][stage]: the stages
-/// `here` (this process's) share `usable` (train::usable_cores()) as train::stage_core()
-/// has them, numbered in pipeline-major order among themselves; none without
+/// The core each stage of process `rank` is bound to, by [pipeline][stage]: its stages
+/// in `topology` share `usable` (train::usable_cores()) as train::stage_core() has them,
+/// numbered in pipeline-major order among themselves; none without
 /// JobConfig::pin_threads.
-std::vector<std::vector<std::optional<int>>> stage_cores(const JobConfig& config,
-                                                         const std::function<bool(std::size_t, std::size_t)>& here,
-                                                         const std::vector<int>& usable);
+std::vector<std::vector<std::optional<int>>> stage_cores(const JobConfig& config, const launch::Topology& topology,
+                                                         std::uint64_t rank, const std::vector<int>& usable);
 
 /// What stage s of pipeline p is, in the run `config` describes, bound to `core`
 /// (stage_cores()): the job builds its stages from it, and so does a worker process the

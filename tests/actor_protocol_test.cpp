@@ -1050,18 +1050,16 @@ CAF_TEST(a_process_binds_its_own_stages_among_its_cores_numbered_among_themselve
   config.plan.stages.resize(2);
   const std::vector<int> two{4, 6};
   // One process with all four: pipeline neighbours share a core.
-  const auto all = stage_cores(
-      config, [](std::size_t, std::size_t) { return true; }, two);
+  const auto all = stage_cores(config, launch::Topology::one_process(2, 2), 0, two);
   CAF_CHECK(all == (std::vector<std::vector<std::optional<int>>>{{4, 4}, {6, 6}}));
   // A worker with pipeline 1's two stages on two cores: a core each, placed by the
   // system; on one core, both there. The others are not its to bind.
-  const auto pipeline_1 = [](std::size_t p, std::size_t) { return p == 1; };
+  const launch::Topology split({{1, 1}, {2, 2}});
   const std::optional<int> none;
-  CAF_CHECK(stage_cores(config, pipeline_1, two) ==
+  CAF_CHECK(stage_cores(config, split, 2, two) ==
             (std::vector<std::vector<std::optional<int>>>{{none, none}, {none, none}}));
-  CAF_CHECK(stage_cores(config, pipeline_1, {6}) ==
-            (std::vector<std::vector<std::optional<int>>>{{none, none}, {6, 6}}));
+  CAF_CHECK(stage_cores(config, split, 2, {6}) == (std::vector<std::vector<std::optional<int>>>{{none, none}, {6, 6}}));
   config.pin_threads = false;
-  CAF_CHECK(stage_cores(config, pipeline_1, {6}) ==
+  CAF_CHECK(stage_cores(config, split, 2, {6}) ==
             (std::vector<std::vector<std::optional<int>>>{{none, none}, {none, none}}));
 }

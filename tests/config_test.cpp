@@ -62,9 +62,10 @@ Error expect_error(const Result<JobSpec>& result) {
 } // namespace
 
 BOOST_AUTO_TEST_CASE(an_error_about_a_key_is_placed_where_the_job_sets_it_and_no_other_is_taken_for_one) {
-  // The key travels as data (Error::bad_key); a message is never read for one. A
-  // message that only begins like a key ("train.txt: …", a file) gets the fallback's
-  // place, where reading the message for a key had put it nowhere.
+  // The key travels as data (Error::bad_key), and so does the place it gets; a message
+  // is never read for one. A message that only begins like a key ("train.txt: …", a
+  // file) gets the fallback's place, where reading the message for a key had put it
+  // nowhere.
   test::ScratchDir dir;
   auto job = load_job(dir.write("job.toml", test::cpu_cluster_toml(1, "1 GiB") +
                                                 "[model]\nzoo = \"gpt\"\nwidth = 30\n[data]\ndataset = "
@@ -74,7 +75,11 @@ BOOST_AUTO_TEST_CASE(an_error_about_a_key_is_placed_where_the_job_sets_it_and_no
       config::place_in_job(*job, Error::bad_key("model.width", "30 is not a multiple of model.heads"), "model");
   BOOST_TEST(width.message == job->where("model.width") + "30 is not a multiple of model.heads");
   BOOST_TEST(contains(width.message, "job.toml:"), width.message);
-  BOOST_TEST(width.key.empty());
+  BOOST_TEST(width.key == "model.width");
+  BOOST_TEST((width.place == job->place_of("model.width")));
+  BOOST_TEST(width.place->line > 0u);
+  // Placed once: the first to know the place knew best.
+  BOOST_TEST(config::place_in_job(*job, width, "data.path").message == width.message);
   const Error file = config::place_in_job(*job, Error::bad_input("train.txt: cannot open"), "data.path");
   BOOST_TEST(file.message == job->where("data.path") + "train.txt: cannot open");
   BOOST_TEST(job->where("model.width") != job->where("data.path"));

@@ -159,7 +159,7 @@ BOOST_AUTO_TEST_CASE(buffers_are_checkpointed_and_used_at_evaluation) {
 }
 
 BOOST_AUTO_TEST_CASE(a_run_with_dropout_repeats_exactly) {
-  // Four stage actors draw dropout masks from LibTorch's one generator, in turns that
+  // Four stage actors draw dropout masks from the CPU's one default generator, in turns that
   // vary from run to run; each draw is seeded from the replica and the forward.
   test::ScratchDir dir;
   const test::MeasuredPlan p =

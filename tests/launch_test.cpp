@@ -1,6 +1,6 @@
 // Multi-process runs without processes: where a process stands as flags and launchers
-// (torchrun, Slurm, Open MPI) say, the job's token file, and the cores local workers
-// are bound to.
+// (torchrun, Slurm, Open MPI) say, the job's token file, the cores local workers are
+// bound to, and the topology of a run's actors that the job and the stage hosts share.
 #define BOOST_TEST_MODULE launch
 #include <boost/test/unit_test.hpp>
 
@@ -9,6 +9,7 @@
 #include "launch/job_token.hpp"
 #include "launch/placement.hpp"
 #include "launch/process_place.hpp"
+#include "launch/topology.hpp"
 #include <actorpipe/job.hpp>
 #include "test_support.hpp"
 
@@ -300,4 +301,37 @@ BOOST_AUTO_TEST_CASE(even_shares_keep_workers_on_cores_of_their_own_and_share_on
   for (std::size_t k = 0; k < 4; ++k)
     BOOST_TEST(even_share(two, k, 4) == (std::vector<int>{k < 2 ? 2 : 5}), boost::test_tools::per_element());
   BOOST_TEST(even_share(two, 2, 3) == (std::vector<int>{5}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_topology_answers_what_each_process_spawns_and_where_its_neighbours_are) {
+  // Three pipelines of three stages: pipeline 0 whole in rank 1, pipeline 1 split over
+  // ranks 1 and 2, pipeline 2 whole in rank 2.
+  const Topology t({{1, 1, 1}, {1, 2, 2}, {2, 2, 2}});
+  BOOST_TEST(t.pipelines() == 3u);
+  BOOST_TEST(t.stages() == 3u);
+  BOOST_TEST(t.whole_in(1, 0));
+  BOOST_TEST(!t.whole_in(1, 1));
+  BOOST_TEST(!t.whole_in(2, 1));
+  BOOST_TEST(t.whole_in(2, 2));
+  // Rank 1's round (or averager, or server copy) of stage 0 holds pipelines 0 and 1;
+  // of stage 1, pipeline 0 alone.
+  BOOST_TEST(t.replicas_in(1, 0) == (std::vector<std::size_t>{0, 1}), boost::test_tools::per_element());
+  BOOST_TEST(t.replicas_in(1, 1) == (std::vector<std::size_t>{0}), boost::test_tools::per_element());
+  BOOST_TEST(t.replicas_in(2, 1) == (std::vector<std::size_t>{1, 2}), boost::test_tools::per_element());
+  BOOST_TEST(t.replicas_in(0, 1).empty());
+  BOOST_TEST(t.processes_of(1, {0, 1, 2}) == (std::vector<std::uint64_t>{1, 2}), boost::test_tools::per_element());
+  BOOST_TEST(t.processes_of(1, {1, 2}) == (std::vector<std::uint64_t>{2}), boost::test_tools::per_element());
+  BOOST_TEST(t.stages_in(1) == 4u);
+  BOOST_TEST(t.stages_in(2) == 5u);
+  BOOST_TEST(t.processes() == (std::vector<std::uint64_t>{1, 2}), boost::test_tools::per_element());
+  // Pipeline 1's stage 1 gets its input from rank 1 and gives its output within rank 2.
+  BOOST_TEST(t.previous_rank(1, 1).value() == 1u);
+  BOOST_TEST(t.next_rank(1, 1).value() == 2u);
+  BOOST_TEST(!t.previous_rank(1, 0));
+  BOOST_TEST(!t.next_rank(1, 2));
+  // One process: everything is rank 0's.
+  const Topology one = Topology::one_process(2, 3);
+  BOOST_TEST(one.whole_in(0, 1));
+  BOOST_TEST(one.replicas_in(0, 2) == (std::vector<std::size_t>{0, 1}), boost::test_tools::per_element());
+  BOOST_TEST(one.processes() == (std::vector<std::uint64_t>{0}), boost::test_tools::per_element());
 }

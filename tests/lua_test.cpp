@@ -169,6 +169,9 @@ BOOST_AUTO_TEST_CASE(a_mistake_in_a_lua_job_names_its_file_line_and_key) {
   BOOST_REQUIRE(!job);
   BOOST_TEST(job.error().message == typo + ":8: plan.micro_batchs: unknown key, did you mean 'micro_batches'?");
   BOOST_TEST(exit_status(job.error().code) == 2);
+  // The table is read as TOML without TOML text: its key and place come as data.
+  BOOST_TEST(job.error().key == "plan.micro_batchs");
+  BOOST_TEST((job.error().place == SourcePlace{typo, 8}));
 
   const std::string type = dir.write("type.lua", vgg_job("    stages = 'four',"));
   job = load_job(type);

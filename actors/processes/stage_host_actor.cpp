@@ -33,7 +33,9 @@ struct StageHostState {
 
 using StageHost = stage_host_actor::stateful_pointer<StageHostState>;
 
-bool mine(const StageHostConfig& config, std::size_t p, std::size_t s) { return config.placement[p][s] == config.rank; }
+bool mine(const StageHostConfig& config, std::size_t p, std::size_t s) {
+  return config.topology.runs(config.rank, p, s);
+}
 
 /// "rank 1 runs pipeline 0 with its pipeline actor", "rank 1 runs pipelines 0, 1 with
 /// their pipeline actors", or "rank 3 runs stage 1 of pipeline 0; stage 1 of pipeline
@@ -41,13 +43,13 @@ bool mine(const StageHostConfig& config, std::size_t p, std::size_t s) { return 
 std::string what_it_runs(const StageHostConfig& config, const std::vector<pipeline_actor>& pipelines) {
   std::vector<std::size_t> whole;
   std::string parts;
-  for (std::size_t p = 0; p < config.placement.size(); ++p) {
+  for (std::size_t p = 0; p < config.topology.pipelines(); ++p) {
     if (p < pipelines.size() && pipelines[p]) {
       whole.push_back(p);
       continue;
     }
     std::vector<std::size_t> here;
-    for (std::size_t s = 0; s < config.placement[p].size(); ++s)
+    for (std::size_t s = 0; s < config.topology.stages(); ++s)
       if (mine(config, p, s)) here.push_back(s);
     if (here.empty()) continue;
     std::string part = here.size() == 1 ? "stage " : "stages ";
@@ -79,13 +81,10 @@ void wire(StageHost self, const std::vector<StageWiring>& wirings) {
     for (const auto& [key, actor] : st.stages) {
       const auto [p, s] = key;
       replicas[s].push_back(actor);
-      if (!rounds.count(s)) {
-        std::vector<std::size_t> pipelines;
-        for (std::size_t q = 0; q < P; ++q)
-          if (mine(st.config, q, s)) pipelines.push_back(q);
-        rounds[s] = std::make_shared<ReplicaBarrier>(
-            s, pipelines, [sync = job.sync, s = s](std::uint64_t step) { return sync(s, step); });
-      }
+      if (!rounds.count(s))
+        rounds[s] =
+            std::make_shared<ReplicaBarrier>(s, st.config.topology.replicas_in(st.config.rank, s),
+                                             [sync = job.sync, s = s](std::uint64_t step) { return sync(s, step); });
     }
   for (const StageWiring& w : wirings) {
     const auto it = st.stages.find({w.pipeline, w.stage});
@@ -124,8 +123,7 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
       [=](spawn_atom) {
         auto& st = self->state;
         const JobConfig& job = st.config.setup->job;
-        const auto cores = stage_cores(
-            job, [&](std::size_t p, std::size_t s) { return mine(st.config, p, s); }, train::usable_cores());
+        const auto cores = stage_cores(job, st.config.topology, st.config.rank, train::usable_cores());
         const std::size_t P = job.plan.pipelines, S = job.plan.stages.size();
         HostedStages spawned;
         for (std::size_t p = 0; p < P; ++p)
@@ -137,11 +135,10 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
         // This process's stage actors of stage s, by pipeline (empty elsewhere), if any.
         const auto members = [&](std::size_t s) {
           std::optional<std::vector<stage_actor>> here;
-          for (std::size_t p = 0; p < P; ++p)
-            if (mine(st.config, p, s)) {
-              if (!here) here.emplace(P);
-              (*here)[p] = st.stages[{p, s}];
-            }
+          for (const std::size_t p : st.config.topology.replicas_in(st.config.rank, s)) {
+            if (!here) here.emplace(P);
+            (*here)[p] = st.stages[{p, s}];
+          }
           return here;
         };
         // Scheduled or asynchronous elastic averaging: an averager of each stage index
@@ -176,11 +173,11 @@ stage_host_actor::behavior_type stage_host_behavior(StageHost self, StageHostCon
         // its stages' reports and its micro-batches then stay in this process.
         st.pipelines.resize(P);
         for (std::size_t p = 0; p < P && spawned.same_data; ++p) {
+          if (!st.config.topology.whole_in(st.config.rank, p)) continue;
           std::vector<stage_actor> stages;
-          for (std::size_t s = 0; s < S && mine(st.config, p, s); ++s)
+          for (std::size_t s = 0; s < S; ++s)
             stages.push_back(st.stages[{p, s}]);
-          if (stages.size() == S)
-            st.pipelines[p] = spawn_pipeline(self->system(), pipeline_config(job, std::move(stages)));
+          st.pipelines[p] = spawn_pipeline(self->system(), pipeline_config(job, std::move(stages)));
         }
         spawned.pipelines = st.pipelines;
         if (st.config.say) st.config.say(what_it_runs(st.config, st.pipelines));

@@ -7,6 +7,8 @@
 /// Shutting it down shuts them all down.
 
 #include "processes/process_protocol.hpp"
+
+#include "launch/topology.hpp"
 #include "run/run_setup.hpp"
 #include "stage_activity.hpp"
 
@@ -24,7 +26,7 @@ struct StageHostConfig {
   RunSetup* setup = nullptr; ///< this process's run: its job config makes the stages
   train::Session* session = nullptr;
   std::size_t rank = 0;
-  std::vector<std::vector<std::uint64_t>> placement; ///< [pipeline][stage]: the rank that runs it
+  launch::Topology topology; ///< where every stage of the run runs: this host's are those of `rank`
   transport::TensorTransport* transport = nullptr;
   std::vector<StageTrace>* traces = nullptr;       ///< p · S + s, as the job config's
   std::deque<StageActivity>* activities = nullptr; ///< likewise; none: nothing to watch

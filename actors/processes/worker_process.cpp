@@ -15,6 +15,7 @@
 #include "base/sha256.hpp"
 #include "launch/core_list.hpp"
 #include "launch/job_token.hpp"
+#include "launch/topology.hpp"
 #include "planner/plan_wire.hpp"
 #include "train/cores.hpp"
 #include "transport/tensor_transport.hpp"
@@ -119,9 +120,8 @@ Status run_worker(const WorkerProcessOptions& options) {
   ACTORPIPE_TRY(planned);
   const JobSpec& job = planned->first;
   const Plan& plan = planned->second;
-  std::size_t stages_here = 0;
-  for (const auto& pipeline : order->placement)
-    stages_here += static_cast<std::size_t>(std::count(pipeline.begin(), pipeline.end(), order->rank));
+  const launch::Topology topology(order->placement);
+  const std::size_t stages_here = topology.stages_in(order->rank);
   // Bound, its cores are its stages' alone; else every stage of the run shares them.
   auto opened = train::Session::open(job, plan, nullptr, bound ? stages_here : 0);
   ACTORPIPE_TRY(opened);
@@ -187,10 +187,7 @@ Status run_worker(const WorkerProcessOptions& options) {
   };
   std::vector<StageGroups> groups(S);
   const auto ranks_of = [&](std::size_t s, const std::vector<std::size_t>& pipelines) {
-    std::set<std::size_t> ranks;
-    for (const std::size_t p : pipelines)
-      ranks.insert(order->placement[p][s]);
-    return std::vector<std::size_t>(ranks.begin(), ranks.end());
+    return topology.processes_of(s, pipelines);
   };
   std::vector<std::size_t> every(P);
   for (std::size_t p = 0; p < P; ++p)
@@ -220,16 +217,16 @@ Status run_worker(const WorkerProcessOptions& options) {
   };
   if (setup.sync)
     setup.sync->span_processes(
-        {[&](std::size_t s, std::size_t p) { return order->placement[p][s] == order->rank; },
+        {[&](std::size_t s, std::size_t p) { return topology.runs(order->rank, p, s); },
          [&](std::size_t s, const std::vector<std::size_t>& pipelines, const std::vector<train::Payload>& tensors) {
            const std::vector<std::size_t> ranks = ranks_of(s, pipelines);
            if (ranks.size() > 1) (*transport)->all_reduce_sum(*group_of(s, pipelines, ranks), tensors);
          },
-         [&](std::size_t s, std::size_t p) -> std::size_t { return order->placement[p][s]; },
+         [&](std::size_t s, std::size_t p) -> std::size_t { return topology.rank(p, s); },
          [&](std::size_t s, const std::vector<std::size_t>& pipelines, std::size_t root,
              const std::vector<train::Payload>& tensors) {
            const std::vector<std::size_t> ranks = ranks_of(s, pipelines);
-           const auto at = std::find(ranks.begin(), ranks.end(), order->placement[root][s]);
+           const auto at = std::find(ranks.begin(), ranks.end(), topology.rank(root, s));
            if (ranks.size() > 1 && at != ranks.end())
              (*transport)
                  ->broadcast(*group_of(s, pipelines, ranks), static_cast<std::size_t>(at - ranks.begin()), tensors);
@@ -257,8 +254,8 @@ Status run_worker(const WorkerProcessOptions& options) {
   if (order->inject_step > 0)
     setup.job.inject_failure = InjectedFailure{order->inject_stage, order->inject_step,
                                                static_cast<InjectedFailure::Effect>(order->inject_effect)};
-  stage_host_actor host = spawn_stage_host(
-      system, {&setup, &session, order->rank, order->placement, transport->get(), &traces, &activities, say});
+  stage_host_actor host =
+      spawn_stage_host(system, {&setup, &session, order->rank, topology, transport->get(), &traces, &activities, say});
   self->monitor(host);
   self->send(*gate, ready_atom::value, order->rank, host);
   say("rank " + std::to_string(order->rank) + " ready (Gloo's loop " +

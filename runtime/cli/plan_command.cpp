@@ -33,7 +33,7 @@ Result<std::vector<Plan>> compare(const LoadedJob& loaded, const std::string& li
     const auto plus = entry.find('+');
     job.plan.partitioner = entry.substr(0, plus);
     if (plus != std::string::npos) job.plan.mapper = entry.substr(plus + 1);
-    job.origins["plan.partitioner"] = job.origins["plan.mapper"] = "--compare " + entry;
+    job.origins["plan.partitioner"] = job.origins["plan.mapper"] = SourcePlace{"--compare " + entry};
     auto plan = make_plan(job, loaded.plugins, planning_progress());
     ACTORPIPE_TRY(plan);
     plans.push_back(std::move(*plan));

@@ -2,12 +2,15 @@
 
 /// Errors as values: every fallible call in the runtime returns a Result.
 ///
-/// An Error carries a code that the CLI maps to an exit status and a message. Where
-/// the error is about a key of a job ("model.width") whose file the producer does not
-/// know, the key travels as data beside the message, and whoever holds the job puts
-/// both in its place (config::place_in_job: "job.toml:4:9: model.width: …"); every other
-/// message already names the file, line, key or plugin it is about.
+/// An Error carries a code that the CLI maps to an exit status and a message. Where it
+/// is about a key of an input file ("model.width"), the key and the place it was written
+/// (FILE:LINE:COL) travel as data beside the message, which renders them in front
+/// ("job.toml:4:9: model.width: …"). An error about a key whose place its producer does
+/// not know carries the key alone; whoever knows the place puts it there (placed():
+/// config::place_in_job for a job's keys, the Lua job reader for a table's).
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -24,17 +27,41 @@ enum class ErrorCode {
 /// The process exit status for an error code (0 ok, 1 failed run, 2 bad input).
 constexpr int exit_status(ErrorCode code) noexcept { return code == ErrorCode::run_failed ? 1 : 2; }
 
+/// Where in an input something was written.
+struct SourcePlace {
+  std::string file;         ///< a file's path, or an origin such as "--set KEY=VALUE"
+  std::uint32_t line = 0;   ///< from 1; 0: the file as a whole
+  std::uint32_t column = 0; ///< from 1; 0: the line as a whole
+  /// "FILE:LINE:COL", "FILE:LINE" or "FILE".
+  std::string text() const {
+    if (line == 0) return file;
+    return file + ":" + std::to_string(line) + (column == 0 ? "" : ":" + std::to_string(column));
+  }
+  friend bool operator==(const SourcePlace&, const SourcePlace&) = default;
+};
+
 struct Error {
   ErrorCode code = ErrorCode::bad_input;
+  /// What a user reads: with `place` and `key` rendered in front where they are set.
   std::string message;
-  /// The job key the error is about ("data.samples"), not yet in `message`; empty when
-  /// the message says where it is about.
+  /// The input key the error is about ("data.samples", "cluster.servers[1].nic"); empty
+  /// when it is about no key.
   std::string key = {};
+  /// Where `key` was written; none while its producer does not know (`message` then
+  /// holds "KEY: WHAT", or WHAT alone where there is no key).
+  std::optional<SourcePlace> place = {};
 
   static Error bad_input(std::string message) { return {ErrorCode::bad_input, std::move(message)}; }
-  /// Bad input about the job key `key`, which its job places (config::place_in_job).
-  static Error bad_key(std::string key, std::string message) {
-    return {ErrorCode::bad_input, std::move(message), std::move(key)};
+  /// Bad input about the key `key`, whose place whoever holds the input puts in front
+  /// (placed()).
+  static Error bad_key(std::string key, const std::string& what) {
+    Error e{ErrorCode::bad_input, key + ": " + what, std::move(key)};
+    return e;
+  }
+  /// Bad input about `key` as it was written at `place`: "PLACE: KEY: WHAT".
+  static Error bad_key_at(SourcePlace place, std::string key, const std::string& what) {
+    Error e{ErrorCode::bad_input, place.text() + ": " + key + ": " + what, std::move(key), std::move(place)};
+    return e;
   }
   static Error run_failed(std::string message) { return {ErrorCode::run_failed, std::move(message)}; }
   static Error unsupported(std::string message) { return {ErrorCode::unsupported, std::move(message)}; }
@@ -42,6 +69,15 @@ struct Error {
   /// Prefixes the message with a context such as "FILE: " or "stage 3: ".
   Error&& with_context(const std::string& context) && {
     message = context + message;
+    return std::move(*this);
+  }
+
+  /// The error with `where` as its place, rendered in front of the message. A place it
+  /// has already is kept: the first to know it knew best.
+  Error&& placed(SourcePlace where) && {
+    if (place) return std::move(*this);
+    message = where.text() + ": " + message;
+    place = std::move(where);
     return std::move(*this);
   }
 };

@@ -212,10 +212,12 @@ struct ACTORPIPE_EXPORT JobSpec {
   std::string cluster_file; ///< where [cluster] came from, when it named a file
   ClusterSpec cluster;
   ModelProfile profile; ///< loaded from model.profile
-  /// Where each key was set ("plan.partitioner" → "job.toml:14:15" or "--set ..."),
+  /// Where each key was set ("plan.partitioner" → job.toml:14:15, or "--set ..."),
   /// so that errors found later, such as an unknown plugin, can point at it.
-  std::map<std::string, std::string> origins;
+  std::map<std::string, SourcePlace> origins;
 
+  /// Where `key` was set; the job's file where it was not (a default).
+  SourcePlace place_of(const std::string& key) const;
   /// "FILE:LINE:COL: key: " for a key that was set, or "FILE: key: " for a default.
   std::string where(const std::string& key) const;
 };

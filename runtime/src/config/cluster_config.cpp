@@ -184,8 +184,11 @@ Result<ClusterSpec> read_cluster(const toml::table& table, const std::string& pa
       add_server(cluster, options, groups, options.count == 1 ? options.name : options.name + "-" + std::to_string(c),
                  options.hosts.empty() ? std::string() : options.hosts[c]);
   }
-  if (auto s = cluster.validate(); !s)
-    return std::move(s).error().with_context(where(table.source()) + ": " + (path.empty() ? "" : path + ": "));
+  if (auto s = cluster.validate(); !s) {
+    if (!path.empty()) return error_at(table, path, s.error().message);
+    const auto place = place_of(table.source()); // a cluster file's: the file as a whole
+    return place ? std::move(s).error().placed(*place) : std::move(s).error();
+  }
   return cluster;
 }
 

@@ -24,12 +24,17 @@ namespace {
 using config::TableReader;
 constexpr double unlimited = std::numeric_limits<double>::infinity();
 
-/// Records where every leaf key of `table` was set.
-void record_origins(const toml::table& table, const std::string& prefix, std::map<std::string, std::string>& out) {
+/// Records where every key of `table` was set: where its node says, else as `places`
+/// says (a Lua job's table has no places of its own).
+void record_origins(const toml::table& table, const std::string& prefix, const config::KeyPlaces& places,
+                    std::map<std::string, SourcePlace>& out) {
   for (auto&& [key, value] : table) {
     const std::string path = prefix.empty() ? std::string(key.str()) : prefix + "." + std::string(key.str());
-    out[path] = config::where(value.source());
-    if (const toml::table* sub = value.as_table()) record_origins(*sub, path, out);
+    if (auto place = config::place_of(value.source()))
+      out[path] = std::move(*place);
+    else if (places)
+      out[path] = places(path);
+    if (const toml::table* sub = value.as_table()) record_origins(*sub, path, places, out);
   }
 }
 
@@ -94,7 +99,7 @@ Status read_model(TableReader& top, ModelOptions& model) {
   if (auto s = top.require("model"); !s) return s;
   auto table = top.subtable("model");
   ACTORPIPE_TRY(table);
-  TableReader r(**table, "model");
+  TableReader r(**table, "model", top.file());
   if (auto s = r.choice("zoo", model.zoo); !s) return s;
   if (auto s = r.path("file", model.file); !s) return s;
   if (auto s = r.integer("layers", model.layers, 0u, 4096u); !s) return s;
@@ -232,7 +237,7 @@ Status read_cluster_entry(TableReader& top, JobSpec& spec) {
   if (auto s = top.require("cluster"); !s) return s;
   const toml::node* node = top.node("cluster");
   if (const auto* name = node->as_string()) {
-    spec.cluster_file = config::resolve_path(*node, name->get());
+    spec.cluster_file = config::resolve_path(*node, name->get(), top.file());
     auto cluster = load_cluster(spec.cluster_file);
     if (!cluster) {
       Error error = std::move(cluster).error();
@@ -257,10 +262,12 @@ Status read_cluster_entry(TableReader& top, JobSpec& spec) {
 
 } // namespace
 
-std::string JobSpec::where(const std::string& key) const {
+SourcePlace JobSpec::place_of(const std::string& key) const {
   const auto it = origins.find(key);
-  return (it != origins.end() ? it->second : file) + ": " + key + ": ";
+  return it != origins.end() ? it->second : SourcePlace{file};
 }
+
+std::string JobSpec::where(const std::string& key) const { return place_of(key).text() + ": " + key + ": "; }
 
 Result<ClusterSpec> load_cluster(const std::string& path) {
   auto root = config::parse_toml_file(path);
@@ -275,24 +282,31 @@ Result<JobSpec> load_job(const std::string& path, const std::vector<std::string>
   return config::read_job(std::move(*parsed), path, overrides);
 }
 
-Result<JobSpec> config::read_job(toml::table root, const std::string& path, const std::vector<std::string>& overrides) {
+Result<JobSpec> config::read_job(toml::table root, const std::string& path, const std::vector<std::string>& overrides,
+                                 const KeyPlaces& places) {
   for (const auto& assignment : overrides)
     ACTORPIPE_TRY(apply_override(root, assignment));
 
   JobSpec spec;
   spec.file = path;
-  record_origins(root, "", spec.origins);
-  TableReader top(root, "");
-  ACTORPIPE_TRY(read_job_section(top, spec.job));
-  ACTORPIPE_TRY(read_model(top, spec.model));
-  ACTORPIPE_TRY(read_data(top, spec.data));
-  ACTORPIPE_TRY(read_train(top, spec.train));
-  ACTORPIPE_TRY(read_plan(top, spec.plan));
-  ACTORPIPE_TRY(read_simulate(top, spec.simulate));
-  ACTORPIPE_TRY(read_emulation(top, spec.emulation));
-  ACTORPIPE_TRY(read_output(top, spec.output));
-  ACTORPIPE_TRY(read_cluster_entry(top, spec));
-  ACTORPIPE_TRY(top.finish());
+  record_origins(root, "", places, spec.origins);
+  TableReader top(root, "", path);
+  // An error about a key of a built table gets the key's place.
+  const auto placed = [&](Status s) -> Status {
+    if (s || s.error().place || s.error().key.empty() || !places) return s;
+    const SourcePlace where = places(s.error().key);
+    return std::move(s).error().placed(where);
+  };
+  ACTORPIPE_TRY(placed(read_job_section(top, spec.job)));
+  ACTORPIPE_TRY(placed(read_model(top, spec.model)));
+  ACTORPIPE_TRY(placed(read_data(top, spec.data)));
+  ACTORPIPE_TRY(placed(read_train(top, spec.train)));
+  ACTORPIPE_TRY(placed(read_plan(top, spec.plan)));
+  ACTORPIPE_TRY(placed(read_simulate(top, spec.simulate)));
+  ACTORPIPE_TRY(placed(read_emulation(top, spec.emulation)));
+  ACTORPIPE_TRY(placed(read_output(top, spec.output)));
+  ACTORPIPE_TRY(placed(read_cluster_entry(top, spec)));
+  ACTORPIPE_TRY(placed(top.finish()));
 
   ProfileImportOptions import;
   import.batch_size = spec.model.profile_batch_size;

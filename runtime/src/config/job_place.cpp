@@ -5,9 +5,12 @@
 namespace actorpipe::config {
 
 Error place_in_job(const JobSpec& job, Error error, const std::string& fallback_key) {
-  error.message = job.where(error.key.empty() ? fallback_key : error.key) + error.message;
-  error.key.clear();
-  return error;
+  if (error.place) return error;
+  if (error.key.empty()) {
+    error.key = fallback_key;
+    error.message = fallback_key + ": " + error.message;
+  }
+  return std::move(error).placed(job.place_of(error.key));
 }
 
 } // namespace actorpipe::config

@@ -1,5 +1,5 @@
-/// Lua jobs: the table as TOML text, read by config::read_job, its places moved from the
-/// TOML text's lines to the Lua source's.
+/// Lua jobs: the table as a TOML table, read by config::read_job, each key placed at the
+/// line of the Lua source that wrote it.
 
 #include "config/lua_job.hpp"
 
@@ -7,6 +7,7 @@
 #include "config/source_keys.hpp"
 
 #include "base/input_file.hpp"
+#include "base/text.hpp"
 #include "config/job_config.hpp"
 #include "config/toml_reader.hpp"
 
@@ -14,52 +15,32 @@
 
 namespace actorpipe::lua {
 
-// A Lua job table is written as TOML: no deeper than TOML is read.
+// A Lua job table is read as TOML is: no deeper than TOML is read.
 static_assert(lua::max_lua_depth == config::max_toml_depth);
 
 namespace {
 
-/// Rewrites every "SOURCE:LINE:COL" of the TOML text in `text` as "SOURCE:LUALINE" (or
-/// "SOURCE" where the Lua line is unknown).
-std::string to_lua_lines(std::string text, const std::string& source, const std::vector<int>& lua_lines) {
-  const std::string prefix = source + ":";
-  for (std::size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at + 1)) {
-    std::size_t i = at + prefix.size(), line = 0, digits = 0;
-    for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i, ++digits)
-      line = line * 10 + static_cast<std::size_t>(text[i] - '0');
-    if (!digits || i >= text.size() || text[i] != ':') continue;
-    std::size_t end = i + 1;
-    while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end])))
-      ++end;
-    const int lua_line = line >= 1 && line <= lua_lines.size() ? lua_lines[line - 1] : 0;
-    const std::string place = lua_line > 0 ? source + ":" + std::to_string(lua_line) : source;
-    text.replace(at, end - at, place);
-    at += place.size() - 1;
-  }
-  return text;
+/// A key path's parts without their array indices: "cluster.servers[1].nic" →
+/// cluster, servers, nic (SourceKeys follows names, and places an element at its array).
+std::vector<std::string> key_names(const std::string& key_path) {
+  std::vector<std::string> names = text::split(key_path, '.');
+  for (std::string& name : names)
+    name = name.substr(0, name.find('['));
+  return names;
 }
 
 } // namespace
 
 Result<JobSpec> job_from_table(lua_State* L, int index, const std::string& source, const std::string& source_text,
                                const std::vector<std::string>& overrides) {
-  auto toml_text = to_toml(L, index);
-  if (!toml_text) return std::move(toml_text).error().with_context(source + ": ");
+  auto root = to_toml(L, index);
+  if (!root) return std::move(root).error().with_context(source + ": ");
   const SourceKeys keys = SourceKeys::scan(source_text);
-  std::vector<int> lua_lines;
-  for (const auto& path : toml_text->paths)
-    lua_lines.push_back(source_text.empty() ? 0 : keys.line_of(path));
-  auto place = [&](Error error) {
-    error.message = to_lua_lines(std::move(error.message), source, lua_lines);
-    return error;
+  const config::KeyPlaces places = [&](const std::string& key_path) {
+    const int line = source_text.empty() ? 0 : keys.line_of(key_names(key_path));
+    return SourcePlace{source, static_cast<std::uint32_t>(std::max(line, 0))};
   };
-  auto root = config::parse_toml(toml_text->text, source);
-  if (!root) return place(std::move(root).error());
-  auto job = config::read_job(std::move(*root), source, overrides);
-  if (!job) return place(std::move(job).error());
-  for (auto& [key, origin] : job->origins)
-    origin = to_lua_lines(origin, source, lua_lines);
-  return job;
+  return config::read_job(std::move(*root), source, overrides, places);
 }
 
 Result<JobSpec> load_job_file(const std::string& path, const std::vector<std::string>& overrides, double timeout_s) {

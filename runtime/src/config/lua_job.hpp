@@ -1,9 +1,9 @@
 #pragma once
 
 /// Jobs written in Lua: a file that returns a table with exactly the keys of a TOML job
-/// file (docs/config.md), or a table a script builds. The table is written out as TOML
-/// and read by the same code as a job file, so a mistake is the same clear error, placed
-/// at the FILE:LINE of the Lua source that wrote the key (SourceKeys).
+/// file (docs/config.md), or a table a script builds. The table becomes a TOML table,
+/// read by the same code as a job file, so a mistake is the same clear error, placed at
+/// the FILE:LINE of the Lua source that wrote the key (SourceKeys).
 
 #include "lua/lua_state.hpp"
 

@@ -13,21 +13,33 @@ namespace actorpipe::config {
 
 namespace fs = std::filesystem;
 
+std::optional<SourcePlace> place_of(const toml::source_region& region) {
+  if (!region.path) return std::nullopt; // built, not parsed: a Lua job's table
+  if (region.path->starts_with("--")) return SourcePlace{*region.path};
+  return SourcePlace{*region.path, region.begin.line, region.begin.column};
+}
+
 std::string where(const toml::source_region& region) {
-  const std::string path = region.path ? *region.path : std::string("<input>");
-  if (path.starts_with("--")) return path;
-  return path + ":" + std::to_string(region.begin.line) + ":" + std::to_string(region.begin.column);
+  const auto place = place_of(region);
+  return place ? place->text() : std::string("<input>");
+}
+
+Error error_at(const toml::source_region& region, std::string_view key_path, std::string_view what) {
+  auto place = place_of(region);
+  return place ? Error::bad_key_at(std::move(*place), std::string(key_path), std::string(what))
+               : Error::bad_key(std::string(key_path), std::string(what));
 }
 
 Error error_at(const toml::node& node, std::string_view key_path, std::string_view what) {
-  return Error::bad_input(where(node.source()) + ": " + std::string(key_path) + ": " + std::string(what));
+  return error_at(node.source(), key_path, what);
 }
 
-std::string resolve_path(const toml::node& node, const std::string& path) {
+std::string resolve_path(const toml::node& node, const std::string& path, const std::string& file) {
   if (path.empty() || fs::path(path).is_absolute()) return path;
   const auto& source = node.source().path;
-  if (!source || source->starts_with("--")) return path;
-  return (fs::path(*source).parent_path() / path).lexically_normal().string();
+  const std::string& written_in = source ? *source : file;
+  if (written_in.empty() || written_in.starts_with("--")) return path;
+  return (fs::path(written_in).parent_path() / path).lexically_normal().string();
 }
 
 Status check_toml_depth(std::string_view text, const std::string& source) {
@@ -151,7 +163,8 @@ const char* type_name(const toml::node& node) {
   }
 }
 
-TableReader::TableReader(const toml::table& table, std::string path) : table_(table), path_(std::move(path)) {}
+TableReader::TableReader(const toml::table& table, std::string path, std::string file)
+    : table_(table), path_(std::move(path)), file_(std::move(file)) {}
 
 std::string TableReader::key_path(std::string_view key) const {
   return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
@@ -310,7 +323,7 @@ Status TableReader::integer_list(std::string_view key, std::vector<std::int64_t>
 
 Status TableReader::path(std::string_view key, std::string& out) {
   if (auto s = string(key, out); !s) return s;
-  if (const toml::node* n = table_.get(key)) out = resolve_path(*n, out);
+  if (const toml::node* n = table_.get(key)) out = resolve_path(*n, out, file_);
   return Ok{};
 }
 
@@ -319,7 +332,7 @@ Status TableReader::path_list(std::string_view key, std::vector<std::string>& ou
   const toml::node* n = table_.get(key);
   if (!n) return Ok{};
   for (auto& p : out)
-    p = resolve_path(*n, p);
+    p = resolve_path(*n, p, file_);
   return Ok{};
 }
 
@@ -334,7 +347,7 @@ Status TableReader::optional_table(std::string_view key, const std::function<Sta
   auto sub = subtable(key);
   ACTORPIPE_TRY(sub);
   if (!*sub) return Ok{};
-  TableReader reader(**sub, key_path(key));
+  TableReader reader(**sub, key_path(key), file_);
   if (auto s = read(reader); !s) return s;
   return reader.finish();
 }
@@ -360,8 +373,8 @@ Status TableReader::require(std::string_view key) {
   for (auto&& [present, value] : table_) {
     if (known_.contains(present.str())) continue;
     if (text::closest(present.str(), {std::string(key)}) == key)
-      return Error::bad_input(where(present.source()) + ": " + key_path(present.str()) +
-                              ": unknown key, did you mean '" + std::string(key) + "'?");
+      return error_at(present.source(), key_path(present.str()),
+                      "unknown key, did you mean '" + std::string(key) + "'?");
   }
   return error_at(table_, key_path(key), "missing (this key is required)");
 }
@@ -371,8 +384,7 @@ Status TableReader::finish() const {
   for (auto&& [key, value] : table_) {
     if (known_.contains(key.str())) continue;
     const std::string name(key.str());
-    return Error::bad_input(where(key.source()) + ": " + key_path(name) + ": unknown key" +
-                            text::did_you_mean(name, known));
+    return error_at(key.source(), key_path(name), "unknown key" + text::did_you_mean(name, known));
   }
   return Ok{};
 }

@@ -14,6 +14,7 @@
 #include <functional>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -21,10 +22,17 @@
 
 namespace actorpipe::config {
 
-/// "FILE:LINE:COL" of a region, or just its path for values given on the command line.
+/// Where a region was written: FILE:LINE:COL, or its origin alone for values given on
+/// the command line ("--set KEY=VALUE"); none for a node built rather than parsed (a
+/// Lua job's table, whose reader places its errors by their keys).
+std::optional<SourcePlace> place_of(const toml::source_region& region);
+
+/// place_of() as text; "<input>" where there is none.
 std::string where(const toml::source_region& region);
 
-/// An error about `node`, reached as `key_path`.
+/// Bad input about `key_path`, written at `region` (or `node`): its key and place as
+/// data (Error::key, Error::place), the place left out where the node has none.
+Error error_at(const toml::source_region& region, std::string_view key_path, std::string_view what);
 Error error_at(const toml::node& node, std::string_view key_path, std::string_view what);
 
 /// The deepest TOML actorpipe reads: arrays and inline tables nested, or parts of a
@@ -42,16 +50,19 @@ Result<toml::table> parse_toml(std::string_view text, const std::string& source)
 /// Parses a TOML file; a syntax error comes back as "FILE:LINE:COL: what".
 Result<toml::table> parse_toml_file(const std::string& path);
 
-/// The folder a path written in `node` is relative to: the folder of the file it came
-/// from, or the current folder for command-line values.
-std::string resolve_path(const toml::node& node, const std::string& path);
+/// `path` as written in `node`, relative to the folder of the file it came from: the
+/// node's own, else `file` (a Lua job's, whose table has no places); command-line
+/// values are relative to the current folder.
+std::string resolve_path(const toml::node& node, const std::string& path, const std::string& file = {});
 
 class TableReader {
 public:
-  /// `path` is how the table is named in messages ("plan", "cluster.servers[1]").
-  TableReader(const toml::table& table, std::string path);
+  /// `path` is how the table is named in messages ("plan", "cluster.servers[1]");
+  /// `file` is the file it was written in, where its nodes do not say (resolve_path).
+  TableReader(const toml::table& table, std::string path, std::string file = {});
 
   const toml::table& table() const { return table_; }
+  const std::string& file() const { return file_; }
   std::string key_path(std::string_view key) const;
 
   /// Marks `key` as known and returns its node, or nullptr when absent.
@@ -121,6 +132,7 @@ private:
 
   const toml::table& table_;
   std::string path_;
+  std::string file_;
   std::set<std::string, std::less<>> known_;
 };
 

@@ -1,4 +1,4 @@
-/// Lua tables to and from JSON, and to TOML.
+/// Lua tables to and from JSON, and to TOML tables.
 
 #include "lua_values.hpp"
 
@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <variant>
 
 namespace actorpipe::lua {
 
@@ -113,101 +114,61 @@ Result<std::vector<std::string>> sorted_keys(lua_State* L, int index, const std:
 
 std::string child(const std::string& where, const std::string& key) { return where.empty() ? key : where + "." + key; }
 
-std::string toml_number(lua_State* L, int index) {
-  if (lua_isinteger(L, index)) return std::to_string(lua_tointeger(L, index));
-  const double x = lua_tonumber(L, index);
-  if (std::isnan(x)) return "nan";
-  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  char buffer[40];
-  std::snprintf(buffer, sizeof buffer, "%.17g", x);
-  std::string out = buffer;
-  if (out.find_first_of(".e") == std::string::npos) out += ".0";
-  return out;
+/// One Lua value as TOML++ holds it: a table whose keys are 1…n is an array (an empty
+/// one too), any other a table.
+using TomlValue = std::variant<bool, std::int64_t, double, std::string, toml::table, toml::array>;
+
+Result<TomlValue> toml_value(lua_State* L, int index, const std::string& where, Descent& descent);
+
+Status toml_table(lua_State* L, int index, const std::string& where, Descent& descent, toml::table& out) {
+  auto keys = sorted_keys(L, index, where);
+  ACTORPIPE_TRY(keys);
+  for (const std::string& key : *keys) {
+    raw_field(L, index, key);
+    auto value = toml_value(L, -1, child(where, key), descent);
+    lua_pop(L, 1);
+    ACTORPIPE_TRY(value);
+    std::visit([&](auto&& v) { out.insert_or_assign(key, std::move(v)); }, std::move(*value));
+  }
+  return Ok{};
 }
 
-std::string toml_key(const std::string& key) {
-  const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](unsigned char c) {
-    return std::isalnum(c) || c == '_' || c == '-';
-  });
-  return bare ? key : text::toml_quote(key);
-}
-
-/// One value as inline TOML.
-Result<std::string> inline_toml(lua_State* L, int index, const std::string& where, Descent& descent) {
+Result<TomlValue> toml_value(lua_State* L, int index, const std::string& where, Descent& descent) {
   index = lua_absindex(L, index);
   switch (lua_type(L, index)) {
-  case LUA_TBOOLEAN: return std::string(lua_toboolean(L, index) ? "true" : "false");
-  case LUA_TNUMBER: return toml_number(L, index);
+  case LUA_TBOOLEAN: return TomlValue(static_cast<bool>(lua_toboolean(L, index)));
+  case LUA_TNUMBER:
+    if (lua_isinteger(L, index)) return TomlValue(static_cast<std::int64_t>(lua_tointeger(L, index)));
+    return TomlValue(static_cast<double>(lua_tonumber(L, index)));
   case LUA_TSTRING: {
     auto value = utf8_string(L, index, where);
     ACTORPIPE_TRY(value);
-    return text::toml_quote(*value);
+    return TomlValue(std::move(*value));
   }
   case LUA_TTABLE: {
     ACTORPIPE_TRY(descent.enter(L, index, where));
-    auto text = [&]() -> Result<std::string> {
+    auto value = [&]() -> Result<TomlValue> {
       const lua_Integer n = sequence_length(L, index);
-      std::string out;
-      if (n >= 0) {
-        for (lua_Integer i = 1; i <= n; ++i) {
-          lua_rawgeti(L, index, i);
-          auto item = inline_toml(L, -1, where + "[" + std::to_string(i) + "]", descent);
-          lua_pop(L, 1);
-          ACTORPIPE_TRY(item);
-          out += (i > 1 ? ", " : "") + *item;
-        }
-        return "[" + out + "]";
+      if (n < 0) {
+        toml::table table;
+        ACTORPIPE_TRY(toml_table(L, index, where, descent, table));
+        return TomlValue(std::move(table));
       }
-      auto keys = sorted_keys(L, index, where);
-      ACTORPIPE_TRY(keys);
-      for (const std::string& key : *keys) {
-        raw_field(L, index, key);
-        auto item = inline_toml(L, -1, child(where, key), descent);
+      toml::array array;
+      for (lua_Integer i = 1; i <= n; ++i) {
+        lua_rawgeti(L, index, i);
+        auto item = toml_value(L, -1, where + "[" + std::to_string(i) + "]", descent);
         lua_pop(L, 1);
         ACTORPIPE_TRY(item);
-        out += (out.empty() ? "" : ", ") + toml_key(key) + " = " + *item;
+        std::visit([&](auto&& v) { array.push_back(std::move(v)); }, std::move(*item));
       }
-      return "{" + out + "}";
+      return TomlValue(std::move(array));
     }();
     descent.leave();
-    return text;
+    return value;
   }
   default: return Error::bad_input(where + ": a " + luaL_typename(L, index) + " cannot be a job's value");
   }
-}
-
-/// Lines "a.b.c = value" for every key path below the table at `index`.
-Status toml_lines(lua_State* L, int index, std::vector<std::string>& path, TomlText& out, Descent& descent) {
-  index = lua_absindex(L, index);
-  ACTORPIPE_TRY(descent.enter(L, index, path.empty() ? "the job" : text::join(path, ".")));
-  auto keys = sorted_keys(L, index, text::join(path, "."));
-  if (!keys) descent.leave();
-  ACTORPIPE_TRY(keys);
-  for (const std::string& key : *keys) {
-    path.push_back(key);
-    raw_field(L, index, key);
-    Status status = Ok{};
-    if (lua_type(L, -1) == LUA_TTABLE && sequence_length(L, -1) < 0) {
-      status = toml_lines(L, -1, path, out, descent);
-    } else {
-      auto value = inline_toml(L, -1, text::join(path, "."), descent);
-      if (value) {
-        std::string line;
-        for (const std::string& part : path)
-          line += (line.empty() ? "" : ".") + toml_key(part);
-        out.text += line + " = " + *value + "\n";
-        out.paths.push_back(path);
-      } else {
-        status = std::move(value).error();
-      }
-    }
-    lua_pop(L, 1);
-    path.pop_back();
-    if (!status) descent.leave();
-    ACTORPIPE_TRY(status);
-  }
-  descent.leave();
-  return Ok{};
 }
 
 Result<nlohmann::json> json_of(lua_State* L, int index, const std::string& where, Descent& descent) {
@@ -295,13 +256,16 @@ Result<nlohmann::json> to_json(lua_State* L, int index, const std::string& where
   return json_of(L, index, where, descent);
 }
 
-Result<TomlText> to_toml(lua_State* L, int index) {
+Result<toml::table> to_toml(lua_State* L, int index) {
   if (lua_type(L, index) != LUA_TTABLE)
     return Error::bad_input(std::string("expected a table and found a ") + luaL_typename(L, index));
-  TomlText out;
-  std::vector<std::string> path;
+  index = lua_absindex(L, index);
   Descent descent;
-  ACTORPIPE_TRY(toml_lines(L, index, path, out, descent));
+  ACTORPIPE_TRY(descent.enter(L, index, "the table"));
+  toml::table out;
+  Status status = toml_table(L, index, "", descent, out);
+  descent.leave();
+  ACTORPIPE_TRY(status);
   return out;
 }
 

@@ -1,12 +1,13 @@
 #pragma once
 
 /// Values between Lua and the rest of actorpipe: JSON documents (what `--json` prints)
-/// become plain Lua tables, and tables become JSON or TOML (a job table is read by the
-/// same code as a job file).
+/// become plain Lua tables, and tables become JSON or TOML tables (a job table is read
+/// by the same code as a job file).
 
 #include <actorpipe/error.hpp>
 
 #include <nlohmann/json_fwd.hpp>
+#include <toml++/toml.h>
 
 #include <cstddef>
 #include <string>
@@ -16,7 +17,7 @@ struct lua_State;
 
 namespace actorpipe::lua {
 
-/// The deepest Lua value written as JSON or TOML (tables within tables): as deep as TOML
+/// The deepest Lua value turned into JSON or TOML (tables within tables): as deep as TOML
 /// is read (config::max_toml_depth; config/lua_job.cpp checks they agree). Deeper, or a
 /// table inside itself, is an error.
 inline constexpr std::size_t max_lua_depth = 64;
@@ -32,12 +33,10 @@ void push_json(lua_State* L, const nlohmann::json& value);
 /// raw: no metamethod runs.
 Result<nlohmann::json> to_json(lua_State* L, int index, const std::string& where);
 
-/// A table as TOML text, one line per key path ("plan.stages = 4"; arrays and their
-/// tables inline), keys sorted; `paths[i]` is the key path of line i + 1.
-struct TomlText {
-  std::string text;
-  std::vector<std::vector<std::string>> paths;
-};
-Result<TomlText> to_toml(lua_State* L, int index);
+/// A table as a TOML table, read by the same code as a TOML file: a table whose keys
+/// are 1…n is an array (an empty one too), any other a table with its keys as strings;
+/// integers stay integers. Its nodes have no places: its reader places its keys (a Lua
+/// job's, by SourceKeys). Read raw, no deeper than max_lua_depth, as to_json().
+Result<toml::table> to_toml(lua_State* L, int index);
 
 } // namespace actorpipe::lua

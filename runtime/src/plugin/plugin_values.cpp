@@ -8,6 +8,8 @@
 
 #include <actorpipe/schedule_io.hpp>
 
+#include "schedule/schedule_table.hpp"
+
 #include <lua.hpp>
 #include <nlohmann/json.hpp>
 
@@ -303,9 +305,9 @@ Result<Schedule> read_schedule(lua_State* L, int index, const std::string& sourc
   if (lua_type(L, index) != LUA_TTABLE)
     return Error::bad_input(std::string("expected a schedule (its text or a table of its keys), found a ") +
                             luaL_typename(L, index));
-  auto text = to_toml(L, index);
-  ACTORPIPE_TRY(text);
-  return parse_schedule(text->text, source);
+  auto table = to_toml(L, index);
+  ACTORPIPE_TRY(table);
+  return read_schedule_table(*table, source);
 }
 
 namespace {

@@ -2,6 +2,8 @@
 
 #include <actorpipe/schedule_io.hpp>
 
+#include "schedule/schedule_table.hpp"
+
 #include "base/input_file.hpp"
 #include "config/toml_reader.hpp"
 #include "base/text.hpp"
@@ -49,39 +51,48 @@ std::string format_schedule(const Schedule& schedule) {
 Result<Schedule> parse_schedule(std::string_view text, const std::string& source) {
   auto root = config::parse_toml(text, source);
   ACTORPIPE_TRY(root);
-  config::TableReader reader(*root, "");
-  Schedule schedule;
-  schedule.name = "custom";
-  ACTORPIPE_TRY(reader.string("name", schedule.name));
-  ACTORPIPE_TRY(reader.require("micro_batch_sizes"));
-  const toml::node* sizes = reader.node("micro_batch_sizes");
-  if (!sizes->is_array()) return error_at(*sizes, "micro_batch_sizes", "expected an array of sample counts");
-  for (const toml::node& size : *sizes->as_array()) {
-    // An integer node only: TOML++ converts a float to an integer without a range check.
-    const std::optional<std::int64_t> value =
-        size.is_integer() ? std::optional<std::int64_t>(size.as_integer()->get()) : std::nullopt;
-    if (!value || *value < 1 || *value > (1 << 24))
-      return error_at(size, "micro_batch_sizes", "expected a positive sample count");
-    schedule.micro_batch_sizes.push_back(static_cast<std::uint32_t>(*value));
-  }
-  ACTORPIPE_TRY(reader.require("stages"));
-  const toml::node* stages = reader.node("stages");
-  if (!stages->is_array()) return error_at(*stages, "stages", "expected an array of strings, one per stage");
-  std::size_t index = 0;
-  for (const toml::node& line : *stages->as_array()) {
-    const std::string key = "stages[" + std::to_string(index++) + "]";
-    const auto* actions = line.as_string();
-    if (!actions) return error_at(line, key, "expected a string of actions such as \"F0 F1 B0 B1\"");
-    auto& out = schedule.stages.emplace_back();
-    for (const std::string& token : text::split(actions->get(), ' ')) {
-      if (token.empty()) continue;
-      auto action = parse_action(token, schedule.micro_batch_sizes);
-      if (!action) return error_at(line, key, action.error().message);
-      out.push_back(*action);
+  return read_schedule_table(*root, source);
+}
+
+Result<Schedule> read_schedule_table(const toml::table& root, const std::string& source) {
+  auto schedule = [&]() -> Result<Schedule> {
+    config::TableReader reader(root, "");
+    Schedule schedule;
+    schedule.name = "custom";
+    ACTORPIPE_TRY(reader.string("name", schedule.name));
+    ACTORPIPE_TRY(reader.require("micro_batch_sizes"));
+    const toml::node* sizes = reader.node("micro_batch_sizes");
+    if (!sizes->is_array()) return error_at(*sizes, "micro_batch_sizes", "expected an array of sample counts");
+    for (const toml::node& size : *sizes->as_array()) {
+      // An integer node only: TOML++ converts a float to an integer without a range check.
+      const std::optional<std::int64_t> value =
+          size.is_integer() ? std::optional<std::int64_t>(size.as_integer()->get()) : std::nullopt;
+      if (!value || *value < 1 || *value > (1 << 24))
+        return error_at(size, "micro_batch_sizes", "expected a positive sample count");
+      schedule.micro_batch_sizes.push_back(static_cast<std::uint32_t>(*value));
     }
-  }
-  ACTORPIPE_TRY(reader.finish());
-  if (auto s = validate(schedule); !s) return std::move(s).error().with_context(source + ": ");
+    ACTORPIPE_TRY(reader.require("stages"));
+    const toml::node* stages = reader.node("stages");
+    if (!stages->is_array()) return error_at(*stages, "stages", "expected an array of strings, one per stage");
+    std::size_t index = 0;
+    for (const toml::node& line : *stages->as_array()) {
+      const std::string key = "stages[" + std::to_string(index++) + "]";
+      const auto* actions = line.as_string();
+      if (!actions) return error_at(line, key, "expected a string of actions such as \"F0 F1 B0 B1\"");
+      auto& out = schedule.stages.emplace_back();
+      for (const std::string& token : text::split(actions->get(), ' ')) {
+        if (token.empty()) continue;
+        auto action = parse_action(token, schedule.micro_batch_sizes);
+        if (!action) return error_at(line, key, action.error().message);
+        out.push_back(*action);
+      }
+    }
+    ACTORPIPE_TRY(reader.finish());
+    return schedule;
+  }();
+  // A table built rather than parsed (a Lua plugin's) has no places: its source has.
+  if (!schedule) return std::move(schedule).error().placed({source});
+  if (auto s = validate(*schedule); !s) return std::move(s).error().with_context(source + ": ");
   return schedule;
 }
 

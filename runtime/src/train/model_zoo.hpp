@@ -28,7 +28,7 @@ struct ModelUnit {
   std::vector<torch::Tensor> buffers;
   std::function<void(bool)> set_training;
   /// Whether its forward draws random numbers in training (dropout): such draws come
-  /// from LibTorch's one global generator, which the stage actors share.
+  /// from the default generator of the device they compute on, which its stages share.
   bool draws = false;
   std::shared_ptr<void> owner; ///< keeps the modules the functions use alive
 };

@@ -5,6 +5,7 @@
 #include "train/step_parts.hpp"
 #include "train/tensor_box.hpp"
 
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -23,19 +24,36 @@ Payload give(const device::StageDevice& device, torch::Tensor tensor) {
   return std::make_shared<const TensorBox>(TensorBox{std::move(tensor), std::nullopt, device.record()});
 }
 
+/// The lock of the default generator of `device`, which every stage computing there
+/// draws from: stages on different GPUs take different locks, and do not wait for
+/// each other's dropout.
+std::mutex& generator_lock(c10::Device device) {
+  static std::mutex guard;
+  static std::map<std::pair<int, int>, std::mutex> locks; // a map's nodes stay where they are
+  const std::lock_guard lock(guard);
+  return locks[{static_cast<int>(device.type()), device.index()}];
+}
+
 /// A forward in training. Where the stage draws random numbers (dropout), it runs
-/// under one lock, the global generator seeded from the job's seed, the replica and
-/// the forward's count: a run then repeats exactly, whatever order the stage actors
-/// reach their forwards in, and every replica and micro-batch draws masks of its own.
+/// under its device's generator lock, that generator seeded from the job's seed, the
+/// replica and the forward's count: a run then repeats exactly, whatever order the
+/// stage actors reach their forwards in, and every replica and micro-batch draws masks
+/// of its own. LibTorch's modules (the C++ frontend's Dropout, TorchScript's
+/// aten::dropout) take no generator: they draw from the device's default one, which is
+/// why a stage cannot keep a generator of its own.
 torch::Tensor training_forward(StageWorker::Impl& w, const torch::Tensor& x) {
   const std::uint64_t count = w.forwards++;
   if (!w.draws) return w.run(x);
-  static std::mutex global_generator;
-  const std::lock_guard lock(global_generator);
+  const c10::Device device = w.device.device();
+  const std::lock_guard lock(generator_lock(device));
   std::uint64_t seed = w.setup.seed;
   for (const std::uint64_t part : {std::uint64_t{w.setup.pipeline}, std::uint64_t{w.setup.stage}, count})
     seed = (seed ^ part) * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL;
-  torch::manual_seed(seed);
+  at::Generator generator = at::globalContext().defaultGenerator(device);
+  {
+    const std::lock_guard own(generator.mutex());
+    generator.set_current_seed(seed);
+  }
   return w.run(x);
 }
 
