@@ -122,10 +122,11 @@ bool finish_step(StageActor self, bool stepped) {
   return true;
 }
 
-/// Whether the inputs of action `a` are here.
+/// Whether the inputs of action `a` are here (a W needs none from elsewhere).
 bool ready(const StageState& st, const Action& a) {
   const Key key{st.step, a.micro_batch};
   if (a.op == Op::forward) return st.inputs.count(key) && (!st.last() || st.labels.count(key));
+  if (a.op == Op::weight_gradient) return true;
   return st.last() || st.gradients.count(key);
 }
 
@@ -139,6 +140,7 @@ struct TakenIn {
 bool landed(const StageState& st, const Action& a) {
   const Key key{st.step, a.micro_batch};
   if (a.op == Op::forward) return st.inputs.at(key).landed() && (!st.last() || st.labels.at(key).first.landed());
+  if (a.op == Op::weight_gradient) return true;
   return st.last() || st.gradients.at(key).landed();
 }
 
@@ -155,7 +157,7 @@ TakenIn take_in(StageState& st, const Action& a) {
       taken.scale = scale;
       st.labels.erase(key);
     }
-  } else if (!st.last()) {
+  } else if (sends_gradient(a.op) && !st.last()) {
     taken.gradient = st.gradients.at(key).take();
     st.gradients.erase(key);
   }
@@ -228,9 +230,17 @@ void run_action(StageActor self, const Action& a, TakenIn taken) {
     }
     return;
   }
-  train::Payload input_gradient = computation.backward(a.micro_batch, taken.gradient);
+  if (a.op == Op::weight_gradient) {
+    computation.backward_weight(a.micro_batch);
+    pad(st, a, started);
+    record(st, SpanKind::weight_gradient, a.micro_batch, started, cpu_started);
+    return;
+  }
+  const bool split = a.op == Op::input_gradient;
+  train::Payload input_gradient = split ? computation.backward_input(a.micro_batch, taken.gradient)
+                                        : computation.backward(a.micro_batch, taken.gradient);
   pad(st, a, started);
-  record(st, SpanKind::backward, a.micro_batch, started, cpu_started);
+  record(st, split ? SpanKind::input_gradient : SpanKind::backward, a.micro_batch, started, cpu_started);
   if (!st.first()) {
     const auto sending = Clock::now();
     transfer(self, st.links.previous, st.links.to_previous,
@@ -409,9 +419,10 @@ void advance(StageActor self) {
         run_action(self, a, std::move(taken));
       } catch (const std::exception& e) {
         const bool forward = a.op == Op::forward;
+        constexpr const char* work[] = {"forward", "backward", "input gradient", "weight gradient"};
         fail(self,
              std::string(taking ? (forward ? "taking in the input" : "taking in the gradient")
-                                : (forward ? "forward" : "backward")) +
+                                : work[static_cast<std::size_t>(a.op)]) +
                  " of micro-batch " + std::to_string(a.micro_batch),
              text::message_of(e));
         return;

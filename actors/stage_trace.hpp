@@ -19,10 +19,12 @@ namespace actorpipe::actors {
 
 /// What a stage actor spent a span on; `step` is the optimizer's step. `stuck`: the work
 /// a stage's thread never finished, up to when the run gave up on it.
-enum class SpanKind { forward, backward, send, wait, sync, step, stuck };
+/// input_gradient and weight_gradient: a split backward's halves (I, W).
+enum class SpanKind { forward, backward, send, wait, sync, step, stuck, input_gradient, weight_gradient };
 
 constexpr const char* to_string(SpanKind kind) {
-  constexpr const char* names[] = {"forward", "backward", "send", "wait", "sync", "step", "stuck"};
+  constexpr const char* names[] = {"forward", "backward", "send",           "wait",           "sync",
+                                   "step",    "stuck",    "input gradient", "weight gradient"};
   return names[static_cast<int>(kind)];
 }
 

@@ -84,6 +84,16 @@ struct FakeStage final : train::StageComputation {
     held.erase(micro);
     return train::wrap(torch::zeros({1}));
   }
+  train::Payload backward_input(std::size_t micro, const train::Payload&) override {
+    log_activity();
+    log->push_back(name + " I" + std::to_string(micro));
+    return train::wrap(torch::zeros({1}));
+  }
+  void backward_weight(std::size_t micro) override {
+    log_activity();
+    log->push_back(name + " W" + std::to_string(micro));
+    held.erase(micro);
+  }
   std::size_t stashed() const override { return held.size(); }
   void step() override {
     log_activity();

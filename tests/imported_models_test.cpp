@@ -32,11 +32,12 @@ std::string fixture(const std::string& name) { return (test::source_root() / "te
 /// A job training the TorchScript module `file` on eight CPU "devices"; `data` and
 /// `train` are TOML tables.
 std::string job_toml(const std::string& file, const std::string& data, const std::string& train, std::size_t stages,
-                     std::size_t pipelines) {
+                     std::size_t pipelines, const std::string& scheduler = "1f1b") {
   std::ostringstream t;
   t << test::cpu_cluster_toml(8, "4 GiB") << "[job]\nname = \"imported\"\nseed = 7\n"
     << "[model]\nzoo = \"torchscript\"\nfile = \"" << file << "\"\n"
-    << data << train << "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nscheduler = \"1f1b\"\n"
+    << data << train << "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nscheduler = \"" << scheduler
+    << "\"\n"
     << "stages = " << stages << "\npipelines = " << pipelines << "\nmicro_batches = 4\n";
   return t.str();
 }
@@ -95,10 +96,16 @@ BOOST_AUTO_TEST_CASE(a_scripted_sequential_matches_pytorch_eager_step_for_step) 
   const EagerLosses eager = eager_losses();
   BOOST_REQUIRE_GE(eager.losses.size(), 8u);
   test::ScratchDir dir;
-  for (const auto& [stages, pipelines] : {std::pair<std::size_t, std::size_t>{1, 1}, {2, 1}, {2, 2}})
-    BOOST_TEST_CONTEXT(stages << " stages × " << pipelines << " pipelines") {
-      const test::MeasuredPlan p = test::quick_plan(
-          dir, job_toml(fixture("conv-mlp.pt"), fashion_mnist_in_order, eager.train_toml, stages, pipelines));
+  // Split backwards too (zb-h1, zb-h2): I and W found on TorchScript's autograd graph.
+  for (const auto& [stages, pipelines, scheduler] : {std::tuple<std::size_t, std::size_t, const char*>{1, 1, "1f1b"},
+                                                     {2, 1, "1f1b"},
+                                                     {2, 2, "1f1b"},
+                                                     {2, 1, "zb-h1"},
+                                                     {2, 2, "zb-h1"},
+                                                     {2, 2, "zb-h2"}})
+    BOOST_TEST_CONTEXT(stages << " stages × " << pipelines << " pipelines, " << scheduler) {
+      const test::MeasuredPlan p = test::quick_plan(dir, job_toml(fixture("conv-mlp.pt"), fashion_mnist_in_order,
+                                                                  eager.train_toml, stages, pipelines, scheduler));
       BOOST_REQUIRE_EQUAL(p.plan.stages.size(), stages);
       const std::vector<double> losses = train_for(p, eager.losses.size(), dir.path() / "run").losses;
       BOOST_REQUIRE_EQUAL(losses.size(), eager.losses.size());

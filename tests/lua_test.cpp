@@ -610,7 +610,7 @@ BOOST_AUTO_TEST_CASE(a_failing_or_malformed_lua_plugin_is_named_with_its_line) {
   job->plan.stages = 1;
   message = error_of("uniform", "deadlock");
   BOOST_TEST(contains(message, "scheduler 'deadlock' (" + file + ":11): "), message);
-  BOOST_TEST(contains(message, "B0): backward before the micro-batch's forward"), message);
+  BOOST_TEST(contains(message, "B0): a backward before the micro-batch's forward"), message);
   // A sync policy's round 0 that could not run (group scheduling, or elastic averaging's
   // rate and period) or does not read is refused when planning, not at the run's first
   // step, naming the function's line.

@@ -52,7 +52,7 @@ BOOST_AUTO_TEST_CASE(shipped_plugins_are_found_with_their_info) {
   BOOST_TEST(uniform->version == "1.0.0");
   BOOST_TEST(contains(uniform->file, "partitioner_uniform.so"));
   BOOST_TEST(!sequential->description.empty());
-  BOOST_TEST(registry->plugins().size() == 18u);
+  BOOST_TEST(registry->plugins().size() == 20u);
 }
 
 BOOST_AUTO_TEST_CASE(a_plugin_number_option_reads_numbers_as_the_job_file_wrote_them) {

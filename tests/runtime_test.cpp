@@ -138,7 +138,7 @@ BOOST_AUTO_TEST_CASE(pipelines_train_exactly_like_one_process) {
   for (const auto& [zoo, data_toml] : data)
     for (const std::size_t stages : {2, 4})
       for (const std::size_t pipelines : {1, 2})
-        for (const char* scheduler : {"gpipe", "1f1b", "sliced-1f1b"})
+        for (const char* scheduler : {"gpipe", "1f1b", "sliced-1f1b", "zb-h1", "zb-h2"})
           BOOST_TEST_CONTEXT(zoo << ", " << stages << " stages × " << pipelines << " pipelines, " << scheduler) {
             const Prepared p = test::quick_plan(dir, job_toml(zoo, data_toml, stages, pipelines, scheduler));
             BOOST_REQUIRE_EQUAL(p.plan.stages.size(), stages);
@@ -153,14 +153,36 @@ BOOST_AUTO_TEST_CASE(pipelines_train_exactly_like_one_process) {
           }
 }
 
+BOOST_AUTO_TEST_CASE(a_hand_written_zero_bubble_schedule_file_trains_as_one_process_does) {
+  // Split backwards written by hand: each W where the writer wants it, after its I.
+  test::ScratchDir dir;
+  const std::string schedule = dir.write("zb.toml", "name = \"hand-zb\"\nmicro_batch_sizes = [2, 2, 2, 2]\n"
+                                                    "stages = [\n"
+                                                    "  \"F0 F1 I0 F2 I1 W0 F3 I2 W1 I3 W2 W3\",\n"
+                                                    "  \"F0 I0 F1 I1 W0 F2 I2 W1 F3 I3 W2 W3\",\n]\n");
+  const std::string data = "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [12]\nclasses = 5\n";
+  const Prepared p =
+      test::quick_plan(dir, job_toml("mlp", data, 2, 2, "1f1b") + "schedule_file = \"" + schedule + "\"\n");
+  BOOST_REQUIRE_EQUAL(p.plan.schedule.name, "hand-zb");
+  const std::string out = (dir.path() / "run").string();
+  auto summary = run(p, out, 10);
+  REQUIRE_OK(summary);
+  BOOST_TEST(summary->peak_stashed == (std::vector<std::size_t>{3, 2}), boost::test_tools::per_element());
+  BOOST_TEST(relative_difference(checkpoint_parameters(out + "/checkpoint.pt", 2), single_process(p.job, 10)) < 1e-5);
+}
+
 BOOST_AUTO_TEST_CASE(a_run_reports_the_activations_its_schedule_stashes) {
   // 2 stages, 4 micro-batches: GPipe holds all four on both stages; 1F1B as many as
-  // stages follow (2, 1); afp one ahead of that (3, 2), as docs/schedules.md's rule says.
+  // stages follow (2, 1); afp one ahead of that (3, 2), as docs/schedules.md's rule says;
+  // zb-h1's stage 1 one W it deferred (2, 2): a micro-batch is held until its W.
   test::ScratchDir dir;
   const std::string data = "[data]\ndataset = \"synthetic\"\nsamples = 128\nshape = [12]\nclasses = 5\n";
   for (const auto& [scheduler, options, peaks] :
        std::vector<std::tuple<std::string, std::string, std::vector<std::size_t>>>{
-           {"gpipe", "", {4, 4}}, {"1f1b", "", {2, 1}}, {"afp", "[plan.options.afp]\nahead = 1\n", {3, 2}}})
+           {"gpipe", "", {4, 4}},
+           {"1f1b", "", {2, 1}},
+           {"afp", "[plan.options.afp]\nahead = 1\n", {3, 2}},
+           {"zb-h1", "", {2, 2}}})
     BOOST_TEST_CONTEXT(scheduler) {
       const Prepared p = test::quick_plan(dir, job_toml("mlp", data, 2, 1, scheduler) + options);
       auto summary = run(p, (dir.path() / scheduler).string(), 3);
@@ -304,14 +326,15 @@ BOOST_AUTO_TEST_CASE(convolutional_models_train_exactly_like_one_process) {
   test::ScratchDir dir;
   const std::string images = "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [1, 8, 8]\nclasses = 4\n";
   for (const char* zoo : {"cnn", "resnet"})
-    BOOST_TEST_CONTEXT(zoo) {
-      const Prepared p = test::quick_plan(dir, job_toml(zoo, images, 2, 2, "1f1b"));
-      const std::string out = (dir.path() / "run").string();
-      auto summary = run(p, out, 10);
-      REQUIRE_OK(summary);
-      BOOST_TEST(relative_difference(checkpoint_parameters(out + "/checkpoint.pt", 2), single_process(p.job, 10)) <
-                 1e-5);
-    }
+    for (const char* scheduler : {"1f1b", "zb-h1"})
+      BOOST_TEST_CONTEXT(zoo << ", " << scheduler) {
+        const Prepared p = test::quick_plan(dir, job_toml(zoo, images, 2, 2, scheduler));
+        const std::string out = (dir.path() / "run").string();
+        auto summary = run(p, out, 10);
+        REQUIRE_OK(summary);
+        BOOST_TEST(relative_difference(checkpoint_parameters(out + "/checkpoint.pt", 2), single_process(p.job, 10)) <
+                   1e-5);
+      }
 }
 
 BOOST_AUTO_TEST_CASE(sync_policies_that_average_parameters_every_step_train_like_allreduce) {

@@ -1,10 +1,14 @@
-// The schedule IR: builders, validation (counts, sizes, order, deadlock), files.
+// The schedule IR: builders, validation (counts, sizes, order, deadlock), files; split
+// backwards (I and W) and the zero-bubble schedules built on them.
 #define BOOST_TEST_MODULE schedule
 #include <boost/test/unit_test.hpp>
 
 #include <actorpipe/schedule.hpp>
 #include <actorpipe/schedule_builders.hpp>
 #include <actorpipe/schedule_io.hpp>
+#include <actorpipe/simulator.hpp>
+
+#include <numeric>
 
 #include "test_support.hpp"
 
@@ -63,7 +67,7 @@ BOOST_AUTO_TEST_CASE(counts_sizes_and_order_are_checked) {
 
   s = gpipe_schedule(1, {4, 4});
   std::swap(s.stages[0][0], s.stages[0][2]); // B0 F1 F0 B1
-  BOOST_TEST(contains(error_of(s), "backward before the micro-batch's forward"));
+  BOOST_TEST(contains(error_of(s), "a backward before the micro-batch's forward"));
 
   s = gpipe_schedule(1, {4});
   s.stages[0].push_back(s.stages[0][0]);
@@ -79,7 +83,7 @@ BOOST_AUTO_TEST_CASE(a_deadlock_names_who_waits_for_what) {
               {{Op::forward, 0, 1}, {Op::forward, 1, 1}, {Op::backward, 0, 1}, {Op::backward, 1, 1}}};
   const std::string message = error_of(s);
   BOOST_TEST(contains(message, "schedule 'bad': deadlock"), message);
-  BOOST_TEST(contains(message, "stage 0 waits at B0 for B0 of stage 1"), message);
+  BOOST_TEST(contains(message, "stage 0 waits at B0 for B0 or I0 of stage 1"), message);
   BOOST_TEST(contains(message, "stage 1 waits at F1 for F1 of stage 0"), message);
 }
 
@@ -127,6 +131,125 @@ BOOST_AUTO_TEST_CASE(advance_forward_runs_ahead_as_far_as_its_cap_between_1f1b_a
           const auto stash = peak_stashed_samples(afp);
           for (std::size_t s = 0; s < stages; ++s)
             BOOST_TEST(stash[s] == 4u * std::min<std::uint64_t>(m, stages - s + ahead), "stage " << s);
+        }
+      }
+    }
+}
+
+namespace {
+
+/// A stage's one backward of micro-batch k split in two, I then W, where its B was.
+Schedule split_backwards(Schedule s) {
+  for (auto& actions : s.stages) {
+    std::vector<Action> split;
+    for (const Action& a : actions) {
+      if (a.op != Op::backward) {
+        split.push_back(a);
+        continue;
+      }
+      split.push_back({Op::input_gradient, a.micro_batch, a.size});
+      split.push_back({Op::weight_gradient, a.micro_batch, a.size});
+    }
+    actions = std::move(split);
+  }
+  return s;
+}
+
+/// What a stage spends idle in an iteration, on average (the bubble), F = I = W = 1 per
+/// sample, each send `send` per sample.
+double bubble(const Schedule& s, double send = 0) {
+  const std::size_t stages = s.stages.size();
+  const PipelineTiming t = simulate_pipeline(s, std::vector<double>(stages, 1.0), std::vector<double>(stages, 2.0),
+                                             std::vector<double>(stages - 1, send));
+  const double busy = std::accumulate(t.busy_ms.begin(), t.busy_ms.end(), 0.0);
+  return t.makespan_ms - busy / static_cast<double>(stages);
+}
+
+std::uint64_t peak(const Schedule& s) {
+  const auto peaks = peak_stashed_samples(s);
+  return *std::max_element(peaks.begin(), peaks.end());
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(split_backwards_are_checked_and_written_as_i_and_w) {
+  // 1F1B with each B split in place is valid and holds what 1F1B holds: a micro-batch
+  // stays stashed until its W.
+  const Schedule ofob = one_f_one_b_schedule(3, {2, 2, 2, 2});
+  const Schedule split = split_backwards(ofob);
+  REQUIRE_OK(validate(split));
+  BOOST_TEST(peak_stashed_samples(split) == peak_stashed_samples(ofob), boost::test_tools::per_element());
+  // The text form writes and reads I and W.
+  const std::string text = format_schedule(split);
+  BOOST_TEST(contains(text, "I0 W0"), text);
+  auto parsed = parse_schedule(text, "split.toml");
+  REQUIRE_OK(parsed);
+  BOOST_TEST((parsed->stages == split.stages));
+
+  // A W before its I, a W of a whole backward, an I twice, a W never run.
+  Schedule s = split_backwards(gpipe_schedule(1, {4}));
+  std::swap(s.stages[0][1], s.stages[0][2]); // F0 W0 I0
+  BOOST_TEST(
+      contains(error_of(s), "stage 0 action 1 (W0): a weight gradient before the micro-batch's input gradient (I)"));
+  s = gpipe_schedule(1, {4});
+  s.stages[0].push_back({Op::weight_gradient, 0, 4}); // F0 B0 W0
+  BOOST_TEST(contains(error_of(s), "a weight gradient of a micro-batch whose backward was whole (B)"));
+  s = split_backwards(gpipe_schedule(1, {4}));
+  s.stages[0].insert(s.stages[0].begin() + 1, {Op::input_gradient, 0, 4}); // F0 I0 I0 W0
+  BOOST_TEST(contains(error_of(s), "a second backward of the micro-batch"));
+  s = split_backwards(gpipe_schedule(1, {4}));
+  s.stages[0].pop_back(); // F0 I0
+  BOOST_TEST(contains(error_of(s), "stage 0 never runs the weight gradient (W, after its I) of micro-batch 0"));
+
+  // W waits for nothing from elsewhere; I waits for the next stage's I, as B for its B.
+  auto hand_written = parse_schedule("micro_batch_sizes = [1, 1]\nstages = [\"F0 F1 I0 I1 W0 W1\", "
+                                     "\"F0 I0 F1 W0 I1 W1\"]\n",
+                                     "zb.toml");
+  REQUIRE_OK(hand_written);
+  auto waits = parse_schedule("micro_batch_sizes = [1]\nstages = [\"F0 I0 W0\", \"F0 W0 I0\"]\n", "w.toml");
+  BOOST_REQUIRE(!waits.ok());
+  BOOST_TEST(contains(waits.error().message, "stage 1 action 1 (W0): a weight gradient before"), waits.error().message);
+}
+
+BOOST_AUTO_TEST_CASE(zero_bubble_schedules_cut_1f1bs_bubble_at_its_memory_or_twice_it) {
+  // The goals: F = I = W, p = 4, m = 8: zb-h1's bubble at most 0.4 of 1F1B's at the same
+  // peak stash (the formulas: 1F1B's (p − 1)(F + I + W), ZB-H1's (p − 1)(F + I − W)).
+  const std::vector<std::uint32_t> sizes(8, 1);
+  const Schedule ofob = one_f_one_b_schedule(4, sizes);
+  const Schedule h1 = zb_h1_schedule(4, sizes);
+  REQUIRE_OK(validate(h1));
+  BOOST_TEST_MESSAGE("bubble 1f1b " << bubble(ofob) << ", zb-h1 " << bubble(h1) << "; peak 1f1b " << peak(ofob)
+                                    << ", zb-h1 " << peak(h1));
+  BOOST_TEST(bubble(ofob) == 9.0, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(bubble(h1) == 3.0, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(bubble(h1) <= 0.4 * bubble(ofob));
+  BOOST_TEST(peak(h1) == peak(ofob));
+  // With sends that take time, forwards run ahead (ZB-H2's shape, up to 2p − 1 held)
+  // hide them where zb-h1's order waits.
+  StageTimes slow_sends{{1, 1, 1, 1}, {2, 2, 2, 2}, {0.5, 0.5, 0.5}};
+  const Schedule ahead = zero_bubble_schedule("zb-h2", 4, sizes, 7, slow_sends);
+  REQUIRE_OK(validate(ahead));
+  BOOST_TEST_MESSAGE("with sends of 0.5: bubble 1f1b " << bubble(ofob, 0.5) << ", zb-h1 " << bubble(h1, 0.5)
+                                                       << ", ahead " << bubble(ahead, 0.5) << " (peak " << peak(ahead)
+                                                       << ")");
+  BOOST_TEST(bubble(ahead, 0.5) < bubble(h1, 0.5));
+  BOOST_TEST(peak(ahead) <= 7u);
+  // Every stage and micro-batch count, equal sizes or a first slice: valid, 1F1B's peak
+  // on every stage (zb-h1) or the limit's (ahead), never slower than 1F1B.
+  for (std::size_t stages : {1, 2, 3, 4, 8})
+    for (std::uint32_t m : {1u, 2u, 4u, 7u, 16u}) {
+      std::vector<std::uint32_t> mixed(m, 4);
+      mixed[0] = 1;
+      for (const auto& sized : {std::vector<std::uint32_t>(m, 4), mixed}) {
+        const Schedule base = one_f_one_b_schedule(stages, sized);
+        const Schedule zb = zb_h1_schedule(stages, sized);
+        const Schedule greedy = zero_bubble_schedule("zb-h2", stages, sized, 2 * stages - 1);
+        BOOST_TEST_CONTEXT("stages " << stages << ", micro-batches " << m << ", first " << sized[0]) {
+          REQUIRE_OK(validate(zb));
+          REQUIRE_OK(validate(greedy));
+          BOOST_TEST(peak(zb) <= peak(base));
+          BOOST_TEST(peak(greedy) <= 4u * (2 * stages - 1));
+          BOOST_TEST(bubble(zb) <= bubble(base) + 1e-9);
         }
       }
     }

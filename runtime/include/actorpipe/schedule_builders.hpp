@@ -7,6 +7,9 @@
 #include <actorpipe/export.hpp>
 #include <actorpipe/schedule.hpp>
 
+#include <string>
+#include <vector>
+
 namespace actorpipe {
 
 /// GPipe: every stage runs all forwards, then all backwards in the same order.
@@ -27,5 +30,33 @@ ACTORPIPE_EXPORT Schedule one_f_one_b_schedule(std::size_t stages, const std::ve
 ACTORPIPE_EXPORT Schedule advance_forward_schedule(std::size_t stages,
                                                    const std::vector<std::uint32_t>& micro_batch_sizes,
                                                    std::size_t ahead, std::uint32_t reference_size = 0);
+
+/// ZB-H1 (Zero Bubble Pipeline Parallelism, Qi et al., ICLR 2024): 1F1B's order with
+/// each B split into I and W, I where B was, and stage s deferring up to s Ws, each run
+/// once a further one waits. 1F1B holds stages − s micro-batches on stage s: with its s
+/// deferred Ws, every stage holds at most stage 0's stages, 1F1B's peak. The deferred
+/// Ws fill the time 1F1B's stages spend waiting for gradients: with F, I and W alike
+/// the bubble is a third of 1F1B's.
+ACTORPIPE_EXPORT Schedule zb_h1_schedule(std::size_t stages, const std::vector<std::uint32_t>& micro_batch_sizes);
+
+/// What each stage's actions take, per sample, where a builder plays them out: the
+/// forward, the whole backward (I takes input_gradient_share of it, W the rest) and the
+/// send from stage s to s + 1. Empty: a forward 1 and a backward 2 on every stage, so
+/// that F, I and W are alike, and sends that take no time.
+struct StageTimes {
+  std::vector<double> forward_ms;
+  std::vector<double> backward_ms;
+  std::vector<double> send_ms; ///< stages − 1 entries
+};
+
+/// Zero bubble played out greedily with the stages' `times`: each stage runs, whenever
+/// it is free, the I whose gradient has arrived (on the critical path; the earliest
+/// micro-batch first), else the next forward if its input has arrived and the stage
+/// then holds at most `limit` reference (largest) micro-batches, else the oldest W it
+/// deferred, else waits. With limit 2 · stages − 1 it is ZB-H2's shape: forwards run
+/// ahead into the warm-up and the sends, at up to twice 1F1B's activations.
+ACTORPIPE_EXPORT Schedule zero_bubble_schedule(std::string name, std::size_t stages,
+                                               const std::vector<std::uint32_t>& micro_batch_sizes, std::size_t limit,
+                                               const StageTimes& times = {});
 
 } // namespace actorpipe

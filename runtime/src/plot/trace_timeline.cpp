@@ -87,7 +87,8 @@ Result<Timeline> timeline_from_trace(const std::string& text, const std::string&
     timeline.rows.push_back(std::move(name));
   }
   // Kinds in the order a step runs them, then any other.
-  std::vector<std::string> order{"forward", "backward", "send", "wait", "sync", "step"};
+  std::vector<std::string> order{"forward", "backward", "input gradient", "weight gradient",
+                                 "send",    "wait",     "sync",           "step"};
   double start = std::numeric_limits<double>::infinity();
   for (const Span& s : spans) {
     start = std::min(start, s.start_us);

@@ -18,18 +18,21 @@ namespace {
 
 using config::error_at;
 
-/// "F12" → forward of micro-batch 12.
+/// "F12" → forward of micro-batch 12; B, I and W likewise.
 Result<Action> parse_action(std::string_view token, const std::vector<std::uint32_t>& sizes) {
-  if (token.size() < 2 || (token[0] != 'F' && token[0] != 'B'))
-    return Error::bad_input("'" + std::string(token) + "' is not an action (F<k> or B<k>)");
+  static constexpr std::string_view letters = "FBIW";
+  const auto kind = token.empty() ? std::string_view::npos : letters.find(token[0]);
+  const auto not_an_action = [&] {
+    return Error::bad_input("'" + std::string(token) + "' is not an action (F<k>, B<k>, I<k> or W<k>)");
+  };
+  if (token.size() < 2 || kind == std::string_view::npos) return not_an_action();
   std::size_t k = 0;
   const auto [end, ec] = std::from_chars(token.data() + 1, token.data() + token.size(), k);
-  if (ec != std::errc{} || end != token.data() + token.size())
-    return Error::bad_input("'" + std::string(token) + "' is not an action (F<k> or B<k>)");
+  if (ec != std::errc{} || end != token.data() + token.size()) return not_an_action();
   if (k >= sizes.size())
     return Error::bad_input("'" + std::string(token) + "': micro-batch " + std::to_string(k) +
                             " does not exist (there are " + std::to_string(sizes.size()) + ")");
-  return Action{token[0] == 'F' ? Op::forward : Op::backward, k, sizes[k]};
+  return Action{static_cast<Op>(kind), k, sizes[k]};
 }
 
 } // namespace

@@ -214,8 +214,10 @@ private:
 
   double duration(const Instance& instance, const Action& action, double start) {
     const bool forward = action.op == Op::forward;
-    const double ms = model_.action_overhead_ms + (forward ? instance.forward_fixed_ms : instance.backward_fixed_ms) +
-                      action.size * (forward ? instance.forward_ms_per_sample : instance.backward_ms_per_sample);
+    const double ms = model_.action_overhead_ms +
+                      (forward ? instance.forward_fixed_ms + action.size * instance.forward_ms_per_sample
+                               : backward_share(action.op) *
+                                     (instance.backward_fixed_ms + action.size * instance.backward_ms_per_sample));
     return straggled_ms(model_.stragglers, instance.device, start, ms, random_);
   }
 
@@ -225,13 +227,16 @@ private:
     if (st.busy || st.waiting_step) return;
     const Instance& instance = model_.instances[i];
     const Action& action = actions_[instance.stage][st.next];
-    double input;
+    double input = st.idle_since; // a W waits for its own stage only
     if (action.op == Op::forward)
       input = instance.stage == 0 ? st.iteration_start : forward_in(i, action.micro_batch);
-    else
+    else if (sends_gradient(action.op))
       input = backward_in(i, action.micro_batch);
     if (std::isnan(input)) return;
-    (action.op == Op::forward ? forward_in(i, action.micro_batch) : backward_in(i, action.micro_batch)) = unknown;
+    if (action.op == Op::forward)
+      forward_in(i, action.micro_batch) = unknown;
+    else if (sends_gradient(action.op))
+      backward_in(i, action.micro_batch) = unknown;
     st.busy = true;
     // A processor shared with other instances takes actions in the order they ask.
     double& processor_free = processor_free_[instance.processor];
@@ -282,7 +287,7 @@ private:
       }
     } else {
       st.last_backward = now;
-      if (instance.stage > 0) {
+      if (sends_gradient(action.op) && instance.stage > 0) {
         backward_in(i - 1, k) =
             transfer(instance.to_previous, action.size * instance.grad_bytes_per_sample, now, i, trace_label);
         try_start(i - 1);

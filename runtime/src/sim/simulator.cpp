@@ -167,18 +167,22 @@ PipelineTiming simulate_pipeline(const Schedule& schedule, const std::vector<dou
       if (a.op == Op::forward && s > 0) {
         if (forward_end[(s - 1) * m + a.micro_batch] < 0) break;
         input = forward_end[(s - 1) * m + a.micro_batch] + send(s - 1, a.size);
-      } else if (a.op == Op::backward) {
+      } else if (sends_gradient(a.op)) {
         if (s + 1 < S) {
           if (backward_end[(s + 1) * m + a.micro_batch] < 0) break;
           input = backward_end[(s + 1) * m + a.micro_batch] + send(s, a.size);
         } else {
           input = forward_end[s * m + a.micro_batch];
         }
-      }
+      } // a W waits for its own stage only
       const double ms =
-          action_overhead_ms + a.size * (a.op == Op::forward ? forward_ms_per_sample[s] : backward_ms_per_sample[s]);
+          action_overhead_ms +
+          a.size * (a.op == Op::forward ? forward_ms_per_sample[s] : backward_share(a.op) * backward_ms_per_sample[s]);
       const double end = std::max(input, free_at[s]) + ms;
-      (a.op == Op::forward ? forward_end : backward_end)[s * m + a.micro_batch] = end;
+      if (a.op == Op::forward)
+        forward_end[s * m + a.micro_batch] = end;
+      else if (sends_gradient(a.op))
+        backward_end[s * m + a.micro_batch] = end;
       free_at[s] = end;
       timing.busy_ms[s] += ms;
       timing.makespan_ms = std::max(timing.makespan_ms, end);

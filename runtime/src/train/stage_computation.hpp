@@ -29,7 +29,14 @@ public:
   /// Backward of micro-batch `micro` from the gradient of its output (none on the last
   /// stage); returns the gradient of its input (none on the first stage).
   virtual Payload backward(std::size_t micro, const Payload& output_gradient) = 0;
-  /// Micro-batches whose activations it keeps for their backward.
+  /// The first half of a split backward (I): the gradient of micro-batch `micro`'s
+  /// input alone (none on the first stage), keeping what its weights' gradients need.
+  virtual Payload backward_input(std::size_t micro, const Payload& output_gradient) = 0;
+  /// The second half (W): micro-batch `micro`'s weight gradients, added to those of the
+  /// step; then its activations go.
+  virtual void backward_weight(std::size_t micro) = 0;
+  /// Micro-batches whose activations it keeps for their backward (a split one's W
+  /// included).
   virtual std::size_t stashed() const = 0;
   /// The optimizer step on the accumulated gradients, which it then clears.
   virtual void step() = 0;

@@ -139,6 +139,35 @@ Payload StageWorker::backward(std::size_t micro, const Payload& output_gradient)
   return give(impl_->device, stash.input.grad());
 }
 
+Payload StageWorker::backward_input(std::size_t micro, const Payload& output_gradient) {
+  use_compute_threads(impl_->setup.threads);
+  auto it = impl_->stash.find(micro);
+  if (it == impl_->stash.end() || it->second.weights)
+    throw std::logic_error("input gradient of micro-batch " + std::to_string(micro) +
+                           (it == impl_->stash.end() ? " before its forward" : " twice"));
+  const auto on = impl_->device.enter();
+  Impl::Stash& stash = it->second;
+  const torch::Tensor gradient = last() ? torch::Tensor() : take(impl_->device, output_gradient);
+  auto [input_gradient, weights] = WeightGradients::input_gradient(
+      stash.output, gradient, first() ? torch::Tensor() : stash.input, impl_->parameters);
+  stash.weights.emplace(std::move(weights));
+  stash.output = torch::Tensor(); // what only the input's gradient needed goes with it
+  stash.input = torch::Tensor();
+  if (first() || !input_gradient.defined()) return nullptr;
+  return give(impl_->device, input_gradient);
+}
+
+void StageWorker::backward_weight(std::size_t micro) {
+  use_compute_threads(impl_->setup.threads);
+  auto it = impl_->stash.find(micro);
+  if (it == impl_->stash.end() || !it->second.weights)
+    throw std::logic_error("weight gradient of micro-batch " + std::to_string(micro) + " before its input gradient");
+  const auto on = impl_->device.enter();
+  WeightGradients weights = std::move(*it->second.weights);
+  impl_->stash.erase(it);
+  weights.accumulate(impl_->parameters);
+}
+
 std::size_t StageWorker::stashed() const { return impl_->stash.size(); }
 
 void StageWorker::step() {

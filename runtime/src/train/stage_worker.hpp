@@ -52,6 +52,8 @@ public:
                     std::uint32_t samples) override;
   double take_loss_sum() override;
   Payload backward(std::size_t micro, const Payload& output_gradient) override;
+  Payload backward_input(std::size_t micro, const Payload& output_gradient) override;
+  void backward_weight(std::size_t micro) override;
   std::size_t stashed() const override;
 
   /// The optimizer step; under fp16, skipped where the gradients overflowed.

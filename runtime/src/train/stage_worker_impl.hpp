@@ -7,11 +7,13 @@
 #include "device/stage_device.hpp"
 #include "train/gradient_buckets.hpp"
 #include "train/model_zoo.hpp"
+#include "train/split_backward.hpp"
 #include "train/stage_worker.hpp"
 
 #include <torch/torch.h>
 
 #include <map>
+#include <optional>
 
 namespace actorpipe::train {
 
@@ -27,10 +29,12 @@ struct StageWorker::Impl {
   bool draws = false;         ///< some unit draws random numbers (dropout)
   std::uint64_t forwards = 0; ///< done so far, to seed the next one's draws
   /// Per micro-batch in flight: the input (a leaf that collects its gradient) and the
-  /// output (the scaled loss on the last stage).
+  /// output (the scaled loss on the last stage); after a split backward's I, what its W
+  /// needs instead.
   struct Stash {
     torch::Tensor input;
     torch::Tensor output;
+    std::optional<WeightGradients> weights;
   };
   std::map<std::size_t, Stash> stash;
   /// Where its parameters, activations and gradients live, and its stream there.

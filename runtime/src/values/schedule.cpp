@@ -12,10 +12,11 @@ namespace {
 
 std::string stage_name(std::size_t s) { return "stage " + std::to_string(s); }
 
-/// Counts, sizes and forward-before-backward on one stage.
+/// Counts, sizes and order on one stage: each micro-batch's F once, then its B once or
+/// its I and then its W once each.
 Status check_stage(const Schedule& schedule, std::size_t s) {
   const std::size_t m = schedule.micro_batch_sizes.size();
-  std::vector<int> forwards(m, 0), backwards(m, 0);
+  std::vector<int> forwards(m, 0), backwards(m, 0), inputs(m, 0), weights(m, 0);
   const auto& actions = schedule.stages[s];
   for (std::size_t i = 0; i < actions.size(); ++i) {
     const Action& a = actions[i];
@@ -28,18 +29,42 @@ Status check_stage(const Schedule& schedule, std::size_t s) {
       return Error::bad_input(where + "size " + std::to_string(a.size) + " differs from micro-batch " +
                               std::to_string(a.micro_batch) + "'s " +
                               std::to_string(schedule.micro_batch_sizes[a.micro_batch]));
-    if (a.op == Op::forward) {
-      if (++forwards[a.micro_batch] > 1) return Error::bad_input(where + "a second forward of the micro-batch");
-    } else {
-      if (forwards[a.micro_batch] == 0) return Error::bad_input(where + "backward before the micro-batch's forward");
-      if (++backwards[a.micro_batch] > 1) return Error::bad_input(where + "a second backward of the micro-batch");
+    const std::size_t k = a.micro_batch;
+    switch (a.op) {
+    case Op::forward:
+      if (++forwards[k] > 1) return Error::bad_input(where + "a second forward of the micro-batch");
+      break;
+    case Op::backward:
+    case Op::input_gradient:
+      if (forwards[k] == 0) return Error::bad_input(where + "a backward before the micro-batch's forward");
+      if (backwards[k] + inputs[k] > 0) return Error::bad_input(where + "a second backward of the micro-batch");
+      ++(a.op == Op::backward ? backwards : inputs)[k];
+      break;
+    case Op::weight_gradient:
+      if (inputs[k] == 0)
+        return Error::bad_input(where + (backwards[k]
+                                             ? "a weight gradient of a micro-batch whose backward was whole (B)"
+                                             : "a weight gradient before the micro-batch's input gradient (I)"));
+      if (++weights[k] > 1) return Error::bad_input(where + "a second weight gradient of the micro-batch");
+      break;
     }
   }
-  for (std::size_t k = 0; k < m; ++k)
-    if (forwards[k] == 0 || backwards[k] == 0)
-      return Error::bad_input("schedule '" + schedule.name + "': " + stage_name(s) + " never runs the " +
-                              (forwards[k] == 0 ? "forward" : "backward") + " of micro-batch " + std::to_string(k));
+  for (std::size_t k = 0; k < m; ++k) {
+    const char* missing = forwards[k] == 0                   ? "forward"
+                          : backwards[k] + inputs[k] == 0    ? "backward"
+                          : inputs[k] > 0 && weights[k] == 0 ? "weight gradient (W, after its I)"
+                                                             : nullptr;
+    if (missing)
+      return Error::bad_input("schedule '" + schedule.name + "': " + stage_name(s) + " never runs the " + missing +
+                              " of micro-batch " + std::to_string(k));
+  }
   return Ok{};
+}
+
+/// "F3" for forward 3; the action that `a` waits for on the neighbouring stage.
+std::string awaited(const Action& a) {
+  return a.op == Op::forward ? to_string(a)
+                             : "B" + std::to_string(a.micro_batch) + " or I" + std::to_string(a.micro_batch);
 }
 
 } // namespace
@@ -49,7 +74,8 @@ std::uint64_t Schedule::samples() const {
 }
 
 std::string to_string(const Action& action) {
-  return (action.op == Op::forward ? "F" : "B") + std::to_string(action.micro_batch);
+  static constexpr char letters[] = {'F', 'B', 'I', 'W'};
+  return letters[static_cast<std::size_t>(action.op)] + std::to_string(action.micro_batch);
 }
 
 Status validate(const Schedule& schedule) {
@@ -67,9 +93,12 @@ Status validate(const Schedule& schedule) {
   // action's input is there. A stage that advances wakes its neighbours.
   std::vector<std::vector<char>> forward_done(stages, std::vector<char>(m, 0)), backward_done = forward_done;
   std::vector<std::size_t> next(stages, 0);
+  // backward_done marks the gradient a stage sent back (its B or I); a W waits for
+  // nothing from elsewhere, its I coming before it in the stage's own list.
   auto ready = [&](std::size_t s) {
     const Action& a = schedule.stages[s][next[s]];
     if (a.op == Op::forward) return s == 0 || forward_done[s - 1][a.micro_batch] != 0;
+    if (a.op == Op::weight_gradient) return true;
     return s + 1 == stages || backward_done[s + 1][a.micro_batch] != 0;
   };
   std::vector<std::size_t> work(stages);
@@ -80,7 +109,10 @@ Status validate(const Schedule& schedule) {
     bool advanced = false;
     while (next[s] < schedule.stages[s].size() && ready(s)) {
       const Action& a = schedule.stages[s][next[s]++];
-      (a.op == Op::forward ? forward_done : backward_done)[s][a.micro_batch] = 1;
+      if (a.op == Op::forward)
+        forward_done[s][a.micro_batch] = 1;
+      else if (sends_gradient(a.op))
+        backward_done[s][a.micro_batch] = 1;
       advanced = true;
     }
     if (advanced) {
@@ -94,7 +126,7 @@ Status validate(const Schedule& schedule) {
     if (next[s] == schedule.stages[s].size()) continue;
     const Action& a = schedule.stages[s][next[s]];
     const std::size_t from = a.op == Op::forward ? s - 1 : s + 1;
-    waiting += (waiting.empty() ? "" : "; ") + stage_name(s) + " waits at " + to_string(a) + " for " + to_string(a) +
+    waiting += (waiting.empty() ? "" : "; ") + stage_name(s) + " waits at " + to_string(a) + " for " + awaited(a) +
                " of " + stage_name(from);
   }
   if (!waiting.empty()) return Error::bad_input("schedule '" + schedule.name + "': deadlock: " + waiting);
@@ -108,7 +140,7 @@ std::vector<std::uint64_t> peak_stashed_samples(const Schedule& schedule) {
     for (const Action& a : actions) {
       if (a.op == Op::forward)
         peak = std::max(peak, held += a.size);
-      else
+      else if (a.op != Op::input_gradient)
         held -= std::min<std::uint64_t>(held, a.size);
     }
     peaks.push_back(peak);

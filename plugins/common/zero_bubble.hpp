@@ -1,0 +1,33 @@
+#pragma once
+
+/// What the zero-bubble schedulers share: the stages' per-sample times from a request,
+/// and the simulated iteration of a candidate schedule under them.
+
+#include <actorpipe/plugin.hpp>
+#include <actorpipe/schedule_builders.hpp>
+#include <actorpipe/simulator.hpp>
+
+namespace actorpipe::scheduling {
+
+/// The request's times where it gives them for every stage; else none (equal F, I, W).
+inline StageTimes stage_times(const ScheduleRequest& request) {
+  StageTimes times;
+  if (request.stage_forward_ms.size() == request.stages && request.stage_backward_ms.size() == request.stages) {
+    times.forward_ms = request.stage_forward_ms;
+    times.backward_ms = request.stage_backward_ms;
+    times.send_ms = request.send_ms;
+  }
+  return times;
+}
+
+/// The iteration `schedule` takes under the request's times (equal F, I, W without them).
+inline double simulated_ms(const Schedule& schedule, const ScheduleRequest& request) {
+  const StageTimes times = stage_times(request);
+  const bool given = !times.forward_ms.empty();
+  return simulate_pipeline(schedule, given ? times.forward_ms : std::vector<double>(request.stages, 1.0),
+                           given ? times.backward_ms : std::vector<double>(request.stages, 2.0),
+                           given ? times.send_ms : std::vector<double>{}, request.action_overhead_ms)
+      .makespan_ms;
+}
+
+} // namespace actorpipe::scheduling
