@@ -85,6 +85,23 @@ BOOST_AUTO_TEST_CASE(an_error_about_a_key_is_placed_where_the_job_sets_it_and_no
   BOOST_TEST(job->where("model.width") != job->where("data.path"));
 }
 
+BOOST_AUTO_TEST_CASE(recompute_is_one_value_or_one_per_stage_and_a_wrong_one_is_named) {
+  Job one("[plan]\nstages = 2\nrecompute = \"full\"\n");
+  auto job = load_job(one.path);
+  REQUIRE_OK(job);
+  BOOST_TEST((job->plan.recompute == std::vector<Recompute>{Recompute::full}));
+  Job each("[plan]\nstages = 2\nrecompute = [\"selective\", \"none\"]\n");
+  job = load_job(each.path);
+  REQUIRE_OK(job);
+  BOOST_TEST((job->plan.recompute == std::vector<Recompute>{Recompute::selective, Recompute::none}));
+  Job wrong("[plan]\nstages = 2\nrecompute = \"sometimes\"\n");
+  job = load_job(wrong.path);
+  BOOST_REQUIRE(!job);
+  BOOST_TEST(contains(job.error().message, "plan.recompute: 'sometimes' is not one of none, full, selective"),
+             job.error().message);
+  BOOST_TEST(job.error().key == "plan.recompute");
+}
+
 BOOST_AUTO_TEST_CASE(valid_job_reads_every_section_and_resolves_paths) {
   Job job("[job]\nname = \"t\"\nseed = 7\n[train]\nbatch_size = 32\noptimizer = \"adam\"\n"
           "[plan]\nstages = 2\nmicro_batches = 4\n[plan.options.uniform]\nfoo = 3\n");

@@ -697,3 +697,43 @@ BOOST_AUTO_TEST_CASE(a_tuning_report_read_back_names_what_is_wrong_in_its_own_wo
       BOOST_TEST(read.error().message == message, read.error().message);
     }
 }
+
+BOOST_AUTO_TEST_CASE(scheduler_auto_takes_the_fastest_schedule_that_fits_never_slower_than_1f1b) {
+  // Each shipped job with a profile: plan.scheduler = "auto" simulates every scheduler
+  // found, lists them among the shapes tried, and keeps the fastest plan that fits.
+  for (const char* file : {"vgg16-4dev.toml", "resnet50-hetero-2x8.toml", "bert-large-10k.toml"})
+    BOOST_TEST_CONTEXT(file) {
+      const Plan ofob = plan(job(file, {"plan.scheduler=\"1f1b\""}));
+      const Plan chosen = plan(job(file, {"plan.scheduler=\"auto\""}));
+      BOOST_TEST(chosen.iteration_time_ms <= ofob.iteration_time_ms * (1 + 1e-9),
+                 chosen.scheduler << " " << chosen.iteration_time_ms << " ms against 1f1b's "
+                                  << ofob.iteration_time_ms);
+      BOOST_TEST(chosen.scheduler != "auto");
+      std::set<std::string> tried;
+      for (const TriedShape& t : chosen.tried)
+        tried.insert(t.scheduler);
+      BOOST_TEST(tried.count(chosen.scheduler) == 1u);
+      BOOST_TEST(chosen.tried.front().scheduler == chosen.scheduler);
+      BOOST_TEST(tried.size() >= 2u);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_recomputing_plan_costs_its_forward_again_and_keeps_less) {
+  // VGG16's convolutions keep far more than their input; its classifier keeps less than
+  // its input (the last feature map), so recomputing it would keep more.
+  const Plan keep = plan(job("vgg16-4dev.toml"));
+  const Plan again = plan(job("vgg16-4dev.toml", {"plan.recompute=\"full\""}));
+  BOOST_REQUIRE(again.stages.size() == keep.stages.size());
+  for (std::size_t s = 0; s < keep.stages.size(); ++s)
+    BOOST_TEST_CONTEXT("stage " << s) {
+      BOOST_TEST((again.stages[s].recompute == Recompute::full));
+      BOOST_TEST(again.stages[s].estimate.backward_ms > keep.stages[s].estimate.backward_ms);
+    }
+  BOOST_TEST(again.stages.front().estimate.activation_bytes * 4 < keep.stages.front().estimate.activation_bytes);
+  BOOST_TEST(again.stages.back().estimate.activation_bytes > keep.stages.back().estimate.activation_bytes);
+  BOOST_TEST(again.iteration_time_ms > keep.iteration_time_ms);
+  // What each stage recomputes crosses to a launch's workers with the plan.
+  auto back = planner::plan_from_wire(planner::plan_to_wire(again));
+  REQUIRE_OK(back);
+  BOOST_TEST((back->stages.back().recompute == Recompute::full));
+}

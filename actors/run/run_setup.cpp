@@ -90,10 +90,13 @@ Result<std::unique_ptr<RunSetup>> prepare_run(const JobSpec& job, const Plan& pl
   // reported in modelled time.
   {
     std::vector<Cut> cuts;
-    for (const StagePlan& stage : plan.stages)
+    std::vector<Recompute> recompute;
+    for (const StagePlan& stage : plan.stages) {
       cuts.push_back(stage.begin);
+      recompute.push_back(stage.recompute);
+    }
     cuts.push_back(plan.stages.back().end);
-    const std::vector<StageFigures> figures = stage_figures(job.profile, cuts);
+    const std::vector<StageFigures> figures = stage_figures(job.profile, cuts, recompute);
     setup->job.emulated.assign(plan.pipelines, std::vector<std::optional<StageConfig::Emulated>>(plan.stages.size()));
     // Stage s of pipeline p's device, when it is emulated.
     auto emulated = [&](std::size_t p, std::size_t s) -> std::optional<DeviceId> {

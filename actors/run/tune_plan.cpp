@@ -20,11 +20,13 @@ namespace {
 /// threads' working sets, the second still overlaps with it.
 constexpr std::uint64_t untimed_steps = 2;
 
-TunedSetting setting_of(const TriedShape& shape) {
+/// The setting a tried shape is; under plan.scheduler = "auto" its scheduler with it.
+TunedSetting setting_of(const TriedShape& shape, bool job_scheduler_is_auto) {
   TunedSetting s;
   s.stages = shape.stages;
   s.pipelines = shape.pipelines;
   s.micro_batches = shape.micro_batches;
+  s.scheduler = job_scheduler_is_auto ? shape.scheduler : std::string();
   s.predicted_samples_per_s = shape.samples_per_s;
   return s;
 }
@@ -54,7 +56,7 @@ Result<std::pair<Plan, TuneReport>> tune_plan(const JobSpec& job, const Plan& pl
   });
   for (std::size_t k = 0; k < shapes.size(); ++k) {
     if (options.stop_requested && options.stop_requested()) return Error::run_failed("tuning was interrupted");
-    TunedSetting& setting = report.tried.emplace_back(setting_of(shapes[k]));
+    TunedSetting& setting = report.tried.emplace_back(setting_of(shapes[k], job.plan.scheduler == auto_scheduler));
     const JobSpec fixed = job_with_shape(job, setting);
     auto plan = make_plan(fixed, *options.plugins);
     if (!plan) {

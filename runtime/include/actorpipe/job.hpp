@@ -12,6 +12,7 @@
 #include <actorpipe/plugin.hpp>
 #include <actorpipe/option_names.hpp>
 #include <actorpipe/precision.hpp>
+#include <actorpipe/recompute.hpp>
 
 #include <cstdint>
 #include <map>
@@ -147,6 +148,9 @@ struct TrainOptions {
 /// `plan.stages`, `plan.pipelines` and `plan.micro_batches` may be "auto": the planner
 /// searches them.
 inline constexpr std::uint32_t auto_count = 0;
+/// plan.scheduler = "auto": the planner simulates every scheduler it finds and keeps
+/// the fastest plan that fits, as it does for shapes.
+inline constexpr const char* auto_scheduler = "auto";
 
 /// Bytes of gradients and optimizer state per byte of parameters under `train`: 1 for
 /// SGD (the gradient), 2 with momentum, 3 for Adam (gradient and two moments).
@@ -162,6 +166,9 @@ struct PlanOptions {
   std::string scheduler = "1f1b";
   std::string sync = "allreduce";
   std::string schedule_file; ///< a schedule file to run instead of the scheduler's
+  /// What each stage keeps between a micro-batch's forward and backward: one value for
+  /// every stage, or one per stage (plan.stages then fixed).
+  std::vector<Recompute> recompute{Recompute::none};
   std::uint32_t stages = auto_count;
   std::uint32_t pipelines = auto_count;
   std::uint32_t micro_batches = auto_count;

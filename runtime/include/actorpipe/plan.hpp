@@ -7,6 +7,7 @@
 #include <actorpipe/cluster_spec.hpp>
 #include <actorpipe/error.hpp>
 #include <actorpipe/model_profile.hpp>
+#include <actorpipe/recompute.hpp>
 #include <actorpipe/schedule.hpp>
 
 #include <cstddef>
@@ -35,7 +36,15 @@ struct StagePlan {
   Cut begin; ///< first unit of the stage
   Cut end;   ///< one past its last unit
   StageEstimate estimate;
+  Recompute recompute = Recompute::none; ///< what it keeps between a forward and its backward
 };
+
+/// Of the units (sub-blocks where blocks have them) of `stage`, in order, those whose
+/// forward it recomputes before their backward instead of keeping what they stash: all
+/// under Recompute::full; under Recompute::selective those that stash more bytes per ms
+/// of forward than the stage as a whole (the cheap, memory-heavy ones: a GPT block's
+/// attention, whose scores grow with the square of the context); none otherwise.
+ACTORPIPE_EXPORT std::vector<bool> recomputed_units(const ModelProfile& profile, const StagePlan& stage);
 
 /// One shape the planner simulated: what `auto` stages, pipelines and micro-batches
 /// tried, for the listing that shows why the plan has the shape it has.
@@ -46,7 +55,8 @@ struct TriedShape {
   std::uint32_t slices = 1;        ///< what the first micro-batch became (sliced schedules)
   double iteration_time_ms = 0;
   double samples_per_s = 0;
-  bool fits = true; ///< every device holds its stage
+  bool fits = true;           ///< every device holds its stage
+  std::string scheduler = {}; ///< whose schedule: plan.scheduler's, or under "auto" the one tried
 };
 
 /// How the plan's sync policy lets its pipelines step, as the policy's round 0 says:

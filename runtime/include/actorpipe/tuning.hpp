@@ -28,7 +28,8 @@ struct TunedSetting {
   double predicted_samples_per_s = 0;
   double measured_samples_per_s = 0; ///< samples of the timed steps over their time (modelled on emulated devices)
   double median_step_ms = 0;
-  std::string error; ///< why it could not be measured; empty when it was
+  std::string error;          ///< why it could not be measured; empty when it was
+  std::string scheduler = {}; ///< the shape's scheduler where plan.scheduler is "auto"; empty: the job's
 };
 
 /// Fills in what a short run of `setting` measured from its timed steps' times:

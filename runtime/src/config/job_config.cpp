@@ -187,6 +187,7 @@ Status read_plan(TableReader& top, PlanOptions& plan) {
     if (auto s = r.integer("tune_steps", plan.tune_steps, 3u, 1000u); !s) return s;
     if (auto s = r.boolean("sub_blocks", plan.sub_blocks); !s) return s;
     if (auto s = r.path("schedule_file", plan.schedule_file); !s) return s;
+    if (auto s = r.choice_list("recompute", plan.recompute); !s) return s;
     if (auto s = r.number("action_overhead_ms", plan.action_overhead_ms, 0, 1e6); !s) return s;
     if (auto s = r.path_list("plugin_path", plan.plugin_path); !s) return s;
     auto options = r.subtable("options");

@@ -201,6 +201,8 @@ Status TableReader::choice(std::string_view key, std::string& out, const std::ve
                   "'" + value + "' is not one of " + text::join(allowed, ", ") + text::did_you_mean(value, allowed));
 }
 
+std::string TableReader::join_choices(const std::vector<std::string>& allowed) { return text::join(allowed, ", "); }
+
 Status TableReader::boolean(std::string_view key, bool& out) {
   const toml::node* n = node(key);
   if (!n) return Ok{};

@@ -81,6 +81,26 @@ public:
     out = *option_named<E>(value);
     return Ok{};
   }
+  /// One option enum's value for all (a string), or one for each of something (an array
+  /// of strings, not empty): `out` gets one entry, or the array's.
+  template <class E> Status choice_list(std::string_view key, std::vector<E>& out) {
+    std::vector<std::string> spelled;
+    if (auto s = string_list(key, spelled); !s) return s;
+    const toml::node* n = table_.get(key);
+    if (!n) return Ok{};
+    std::vector<std::string> allowed;
+    for (const auto& [v, name] : OptionNames<E>::values)
+      allowed.emplace_back(name);
+    if (spelled.empty()) return error_at(*n, key_path(key), "expected one value, or one per stage");
+    std::vector<E> values;
+    for (const std::string& value : spelled) {
+      const std::optional<E> e = option_named<E>(value);
+      if (!e) return error_at(*n, key_path(key), "'" + value + "' is not one of " + join_choices(allowed));
+      values.push_back(*e);
+    }
+    out = std::move(values);
+    return Ok{};
+  }
   Status boolean(std::string_view key, bool& out);
   Status number(std::string_view key, double& out, double min, double max);
   Status bytes(std::string_view key, std::uint64_t& out);
@@ -129,6 +149,7 @@ private:
   }
   bool node_present(std::string_view key) const { return table_.get(key) != nullptr; }
   Error wrong_type(const toml::node& node, std::string_view key, std::string_view expected) const;
+  static std::string join_choices(const std::vector<std::string>& allowed);
 
   const toml::table& table_;
   std::string path_;

@@ -82,10 +82,15 @@ void placement_hints(const Plan& plan, const ClusterSpec& cluster, std::vector<d
     }
 }
 
-Result<Schedule> make_schedule(const Planning& planning, const Plan& plan, const std::vector<Cut>& cuts) {
+Result<Schedule> make_schedule(const Planning& planning, const Shape& shape, const Plan& plan,
+                               const std::vector<Cut>& cuts) {
   const JobSpec& job = planning.job;
   if (planning.schedule_file) return *planning.schedule_file;
-  const std::vector<StageFigures> figures = stage_figures(job.profile, cuts);
+  const SchedulerChoice& scheduler = planning.schedulers[shape.scheduler];
+  std::vector<Recompute> recompute;
+  for (const StagePlan& stage : plan.stages)
+    recompute.push_back(stage.recompute);
+  const std::vector<StageFigures> figures = stage_figures(job.profile, cuts, recompute);
   const sim::Topology topology(job.cluster);
   std::vector<double> speeds;
   std::vector<std::uint64_t> memory;
@@ -94,7 +99,7 @@ Result<Schedule> make_schedule(const Planning& planning, const Plan& plan, const
   request.stages = plan.stages.size();
   request.micro_batch_sizes = plan.schedule.micro_batch_sizes;
   request.action_overhead_ms = job.plan.action_overhead_ms;
-  request.options = options_for(job, job.plan.scheduler);
+  request.options = options_for(job, scheduler.name);
   for (std::size_t s = 0; s < request.stages; ++s) {
     request.stage_forward_ms.push_back(figures[s].forward_ms / speeds[s]);
     request.stage_backward_ms.push_back(figures[s].backward_ms / speeds[s]);
@@ -105,18 +110,16 @@ Result<Schedule> make_schedule(const Planning& planning, const Plan& plan, const
       request.send_ms.push_back(std::isinf(route.bytes_per_ms) ? 0.0 : figures[s].output_bytes / route.bytes_per_ms);
     }
   }
-  auto schedule = planning.scheduler->schedule(request);
-  if (!schedule)
-    return plugin_refused(std::move(schedule).error(), planning.scheduler_label, planning.job,
-                          planning.job.plan.scheduler);
-  if (auto s = validate(*schedule); !s) return plugin_failed(std::move(s).error(), planning.scheduler_label);
+  auto schedule = scheduler.plugin->schedule(request);
+  if (!schedule) return plugin_refused(std::move(schedule).error(), scheduler.label, planning.job, scheduler.name);
+  if (auto s = validate(*schedule); !s) return plugin_failed(std::move(s).error(), scheduler.label);
   const std::uint64_t expected =
       std::accumulate(request.micro_batch_sizes.begin(), request.micro_batch_sizes.end(), std::uint64_t{0});
   if (schedule->stages.size() != request.stages || schedule->samples() != expected)
     return plugin_failed(Error::run_failed("returned a schedule of " + std::to_string(schedule->stages.size()) +
                                            " stages and " + std::to_string(schedule->samples()) + " samples for " +
                                            std::to_string(request.stages) + " stages and " + std::to_string(expected)),
-                         planning.scheduler_label);
+                         scheduler.label);
   return schedule;
 }
 
@@ -142,7 +145,7 @@ Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContex
   plan.cluster = job.cluster.name;
   plan.partitioner = job.plan.partitioner;
   plan.mapper = job.plan.mapper;
-  plan.scheduler = planning.schedule_file ? planning.schedule_file->name : job.plan.scheduler;
+  plan.scheduler = planning.schedule_file ? planning.schedule_file->name : planning.schedulers[shape.scheduler].name;
   plan.sync = job.plan.sync;
   plan.stepping = planning.stepping;
   plan.pipelines = shape.pipelines;
@@ -150,7 +153,7 @@ Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContex
   // The micro-batches the scheduler is asked for; its schedule may slice them.
   plan.schedule.micro_batch_sizes = context.micro_batch_sizes;
   for (std::size_t s = 0; s < shape.stages; ++s)
-    plan.stages.push_back({partition.cuts[s], partition.cuts[s + 1], {}});
+    plan.stages.push_back({partition.cuts[s], partition.cuts[s + 1], {}, planning.recompute(s)});
 
   context.options = options_for(job, job.plan.mapper);
   auto mapping = planning.mapper->map(context, partition);
@@ -159,7 +162,7 @@ Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContex
   if (auto s = plan.validate(job.profile, job.cluster); !s)
     return plugin_failed(std::move(s).error(), planning.mapper_label);
 
-  auto schedule = make_schedule(planning, plan, partition.cuts);
+  auto schedule = make_schedule(planning, shape, plan, partition.cuts);
   ACTORPIPE_TRY(schedule);
   plan.schedule = std::move(*schedule);
 
@@ -168,7 +171,7 @@ Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContex
   options.action_overhead_ms = job.plan.action_overhead_ms;
   options.optimizer_factor = planning.optimizer_factor;
   auto report = simulate(plan, job.profile, job.cluster, options);
-  if (!report) return std::move(report).error().with_context(planning.scheduler_label);
+  if (!report) return std::move(report).error().with_context(planning.scheduler_label(shape));
   candidate.report = std::move(*report);
 
   const SimulationReport& r = candidate.report;
@@ -215,6 +218,11 @@ Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContex
 
 Result<Planning> prepare(const JobSpec& job, const PluginRegistry& plugins) {
   Planning planning{.job = job};
+  if (const std::size_t n = job.plan.recompute.size(); n > 1 && job.plan.stages != n)
+    return Error::bad_input(
+        job.where("plan.recompute") + std::to_string(n) + " values, one per stage, but plan.stages is " +
+        (job.plan.stages == auto_count ? std::string("\"auto\"") : std::to_string(job.plan.stages)) +
+        ": give one value for every stage, or set plan.stages = " + std::to_string(n));
   // Settings for a plugin that is nowhere would be ignored: a misspelt name, most likely.
   for (const auto& [name, settings] : job.plan.options) {
     std::vector<std::string> names;
@@ -236,12 +244,24 @@ Result<Planning> prepare(const JobSpec& job, const PluginRegistry& plugins) {
     auto schedule = load_schedule(job.plan.schedule_file);
     if (!schedule) return std::move(schedule).error().with_context(job.where("plan.schedule_file"));
     planning.schedule_file = std::move(*schedule);
-    planning.scheduler_label = "schedule file " + job.plan.schedule_file + ": ";
+    planning.schedule_file_label = "schedule file " + job.plan.schedule_file + ": ";
   } else {
-    auto scheduler = plugins.scheduler(job.plan.scheduler);
-    if (!scheduler) return plugin_failed(std::move(scheduler).error(), job.where("plan.scheduler"));
-    planning.scheduler = *scheduler;
-    planning.scheduler_label = plugin_label(plugins, PluginKind::scheduler, job.plan.scheduler);
+    // "auto": every scheduler found, the job's own plugins' among them.
+    std::vector<std::string> names;
+    if (job.plan.scheduler == auto_scheduler) {
+      for (const PluginRecord& record : plugins.plugins())
+        if (record.kind == PluginKind::scheduler) names.push_back(record.name);
+      if (names.empty())
+        return Error::bad_input(job.where("plan.scheduler") + "\"auto\" chooses among the schedulers found, and "
+                                                              "there are none (actorpipe plugins lists them)");
+    } else {
+      names.push_back(job.plan.scheduler);
+    }
+    for (const std::string& name : names) {
+      auto scheduler = plugins.scheduler(name);
+      if (!scheduler) return plugin_failed(std::move(scheduler).error(), job.where("plan.scheduler"));
+      planning.schedulers.push_back({name, *scheduler, plugin_label(plugins, PluginKind::scheduler, name)});
+    }
   }
   // The sync policy is the run's, not the plan's; a plan for a policy that cannot run,
   // or that refuses its options, is refused now rather than at the first step.
@@ -286,7 +306,8 @@ Result<Candidate> evaluate(const Planning& planning, const Shape& shape, std::fu
       planning.schedule_file
           ? planning.schedule_file->micro_batch_sizes
           : split_batch(job.train.batch_size / static_cast<std::uint32_t>(shape.pipelines), shape.micro_batches);
-  context.scheduler = job.plan.scheduler;
+  context.scheduler =
+      planning.schedulers.empty() ? planning.schedule_file->name : planning.schedulers[shape.scheduler].name;
   context.sub_blocks = job.plan.sub_blocks;
   context.optimizer_factor = planning.optimizer_factor;
   context.action_overhead_ms = job.plan.action_overhead_ms;

@@ -19,6 +19,14 @@ struct Shape {
   std::size_t stages = 1;
   std::size_t pipelines = 1;
   std::uint32_t micro_batches = 1;
+  std::size_t scheduler = 0; ///< index into Planning::schedulers
+};
+
+/// A scheduler the planning may ask: plan.scheduler's, or under "auto" each one found.
+struct SchedulerChoice {
+  std::string name;
+  std::shared_ptr<Scheduler> plugin;
+  std::string label; ///< "scheduler 'x' (FILE): "
 };
 
 /// What every candidate of one planning run shares: the job and its loaded plugins.
@@ -26,11 +34,25 @@ struct Planning {
   const JobSpec& job;
   std::shared_ptr<Partitioner> partitioner{};
   std::shared_ptr<Mapper> mapper{};
-  std::shared_ptr<Scheduler> scheduler{}; ///< null when the job names a schedule file
+  /// Empty when the job names a schedule file; several under plan.scheduler = "auto".
+  std::vector<SchedulerChoice> schedulers{};
   std::optional<Schedule> schedule_file{};
-  std::string partitioner_label{}, mapper_label{}, scheduler_label{}; ///< "partitioner 'x' (FILE): "
+  std::string partitioner_label{}, mapper_label{}, schedule_file_label{}; ///< "partitioner 'x' (FILE): "
   double optimizer_factor = 1;
   SyncStepping stepping{}; ///< from the sync policy's round 0
+
+  /// The schedule's source for `shape`, as messages name it: "scheduler 'x' (FILE): " or
+  /// "schedule file F: ".
+  const std::string& scheduler_label(const Shape& shape) const {
+    return schedulers.empty() ? schedule_file_label : schedulers[shape.scheduler].label;
+  }
+
+  /// What stage `stage` keeps between a forward and its backward: plan.recompute's one
+  /// value, or its entry for the stage.
+  Recompute recompute(std::size_t stage) const {
+    const std::vector<Recompute>& r = job.plan.recompute;
+    return r.size() == 1 ? r.front() : stage < r.size() ? r[stage] : Recompute::none;
+  }
 };
 
 /// Loads the plugins the job names (and its schedule file, if any).

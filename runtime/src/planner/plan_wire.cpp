@@ -24,13 +24,15 @@ std::string plan_to_wire(const Plan& plan) {
     const StageEstimate& e = s.estimate;
     stages.push_back({{"begin", cut_json(s.begin)},
                       {"end", cut_json(s.end)},
+                      {"recompute", option_name(s.recompute)},
                       {"estimate",
                        {e.forward_ms, e.backward_ms, e.compute_ms, e.bubble, e.parameter_bytes, e.optimizer_bytes,
                         e.activation_bytes, e.workspace_bytes, e.memory_bytes}}});
   }
   json tried = json::array();
   for (const TriedShape& t : plan.tried)
-    tried.push_back({t.stages, t.pipelines, t.micro_batches, t.slices, t.iteration_time_ms, t.samples_per_s, t.fits});
+    tried.push_back(
+        {t.stages, t.pipelines, t.micro_batches, t.slices, t.iteration_time_ms, t.samples_per_s, t.fits, t.scheduler});
   const json document = {
       {"model", plan.model},
       {"cluster", plan.cluster},
@@ -73,12 +75,14 @@ Result<Plan> plan_from_wire(std::string_view text) {
     at("pipelines").get_to(plan.pipelines);
     for (const json& s : at("stages")) {
       const json& e = s.at("estimate");
-      plan.stages.push_back(
-          {cut_of(s.at("begin")),
-           cut_of(s.at("end")),
-           {e.at(0).get<double>(), e.at(1).get<double>(), e.at(2).get<double>(), e.at(3).get<double>(),
-            e.at(4).get<std::uint64_t>(), e.at(5).get<std::uint64_t>(), e.at(6).get<std::uint64_t>(),
-            e.at(7).get<std::uint64_t>(), e.at(8).get<std::uint64_t>()}});
+      const std::optional<Recompute> recompute = option_named<Recompute>(s.at("recompute").get<std::string>());
+      if (!recompute) return Error::bad_input("the plan: a stage's recompute is none of its values");
+      plan.stages.push_back({cut_of(s.at("begin")),
+                             cut_of(s.at("end")),
+                             {e.at(0).get<double>(), e.at(1).get<double>(), e.at(2).get<double>(),
+                              e.at(3).get<double>(), e.at(4).get<std::uint64_t>(), e.at(5).get<std::uint64_t>(),
+                              e.at(6).get<std::uint64_t>(), e.at(7).get<std::uint64_t>(), e.at(8).get<std::uint64_t>()},
+                             *recompute});
     }
     at("devices").get_to(plan.devices);
     at("batch_size").get_to(plan.batch_size);
@@ -93,7 +97,7 @@ Result<Plan> plan_from_wire(std::string_view text) {
     for (const json& t : at("tried"))
       plan.tried.push_back({t.at(0).get<std::size_t>(), t.at(1).get<std::size_t>(), t.at(2).get<std::uint32_t>(),
                             t.at(3).get<std::uint32_t>(), t.at(4).get<double>(), t.at(5).get<double>(),
-                            t.at(6).get<bool>()});
+                            t.at(6).get<bool>(), t.at(7).get<std::string>()});
     field = "schedule";
     auto schedule = parse_schedule(at("schedule").get<std::string>(), "the plan's schedule");
     ACTORPIPE_TRY(schedule);

@@ -110,8 +110,11 @@ Result<std::vector<Shape>> shapes(const JobSpec& job, const planning::Planning& 
           if (stages * factor <= per_pipeline) micro_batch_options.insert(static_cast<std::uint32_t>(stages * factor));
         if (micro_batch_options.empty()) micro_batch_options.insert(per_pipeline);
       }
+      // Under plan.scheduler = "auto", each scheduler is one more dimension of the shape.
+      const std::size_t schedulers = std::max<std::size_t>(planning.schedulers.size(), 1);
       for (std::uint32_t m : micro_batch_options)
-        out.push_back({stages, pipelines, m});
+        for (std::size_t k = 0; k < schedulers; ++k)
+          out.push_back({stages, pipelines, m, k});
     }
   }
   if (out.empty())
@@ -152,9 +155,11 @@ Result<Plan> make_plan(const JobSpec& job, const PluginRegistry& plugins, const 
     const Shape& shape = (*candidates)[k];
     std::function<void(double)> shape_progress;
     if (progress) {
-      const std::string doing = "shape " + std::to_string(k + 1) + " of " + std::to_string(candidates->size()) + ": " +
-                                std::to_string(shape.stages) + " stages × " + std::to_string(shape.pipelines) +
-                                " pipelines × " + std::to_string(shape.micro_batches) + " micro-batches";
+      const std::string doing =
+          "shape " + std::to_string(k + 1) + " of " + std::to_string(candidates->size()) + ": " +
+          std::to_string(shape.stages) + " stages × " + std::to_string(shape.pipelines) + " pipelines × " +
+          std::to_string(shape.micro_batches) + " micro-batches" +
+          (planning->schedulers.size() > 1 ? ", " + planning->schedulers[shape.scheduler].name : "");
       shape_progress = [&progress, doing, k, shapes_to_search](double f) {
         progress((static_cast<double>(k) + std::clamp(f, 0.0, 1.0)) / shapes_to_search, doing);
       };
@@ -172,7 +177,7 @@ Result<Plan> make_plan(const JobSpec& job, const PluginRegistry& plugins, const 
         {{shape.stages, shape.pipelines, shape.micro_batches,
           static_cast<std::uint32_t>(p.schedule.micro_batch_sizes.size() + 1 -
                                      std::min<std::size_t>(p.schedule.micro_batch_sizes.size(), shape.micro_batches)),
-          p.iteration_time_ms, p.samples_per_s, !candidate->overflow},
+          p.iteration_time_ms, p.samples_per_s, !candidate->overflow, p.scheduler},
          candidate->overflow_ratio});
     if (!best || planning::better(*candidate, *best)) best = std::move(*candidate);
   }

@@ -72,7 +72,14 @@ std::string format_plan(const Plan& plan, const ModelProfile& profile, const Clu
                    format_bytes(e.workspace_bytes), format_bytes(e.memory_bytes), format_fixed(share, 1) + "%"});
   }
   out += table.str();
+  std::string recomputing;
+  for (std::size_t s = 0; s < plan.stages.size(); ++s)
+    if (plan.stages[s].recompute != Recompute::none)
+      recomputing += (recomputing.empty() ? "" : ", ") + std::string("stage ") + std::to_string(s) + " " +
+                     std::string(option_name(plan.stages[s].recompute));
   out += "\nbalance      " + format_fixed(plan.balance, 3) + " (max stage compute / mean)\n";
+  if (!recomputing.empty())
+    out += "recompute    " + recomputing + " (forwards run again before their backwards; activations not kept)\n";
   out += "parameters   " + format_fixed(plan.parameter_balance, 3) + " (max stage parameter bytes / mean)\n";
   out += "search       " + format_fixed(plan.search_ms, 3) + " ms (" + std::to_string(plan.candidates) +
          (plan.candidates == 1 ? " shape" : " shapes") + " simulated)\n";
@@ -85,6 +92,7 @@ std::string format_tried_shapes(const Plan& plan) {
   text::Table table({{"pipelines × stages", text::Table::Align::right},
                      {"micro-batches", text::Table::Align::right},
                      {"slices", text::Table::Align::right},
+                     {"scheduler"},
                      {"iteration ms", text::Table::Align::right},
                      {"samples/s", text::Table::Align::right},
                      {"vs best", text::Table::Align::right},
@@ -92,7 +100,7 @@ std::string format_tried_shapes(const Plan& plan) {
   for (const TriedShape& t : plan.tried)
     table.add_row(
         {std::to_string(t.pipelines) + " × " + std::to_string(t.stages), std::to_string(t.micro_batches),
-         std::to_string(t.slices), format_fixed(t.iteration_time_ms, 3), format_fixed(t.samples_per_s, 1),
+         std::to_string(t.slices), t.scheduler, format_fixed(t.iteration_time_ms, 3), format_fixed(t.samples_per_s, 1),
          format_fixed(plan.tried.front().samples_per_s > 0 ? t.samples_per_s / plan.tried.front().samples_per_s : 0.0,
                       3) +
              "×",
@@ -132,6 +140,7 @@ json plan_document(const Plan& plan, const ModelProfile& profile, const ClusterS
         {"workspace_bytes", e.workspace_bytes},
         {"memory_bytes", e.memory_bytes},
         {"device_memory_bytes", stage_capacity(plan, cluster, s)},
+        {"recompute", option_name(stage.recompute)},
     });
   }
   json tried = json::array();
@@ -140,6 +149,7 @@ json plan_document(const Plan& plan, const ModelProfile& profile, const ClusterS
                      {"pipelines", t.pipelines},
                      {"micro_batches", t.micro_batches},
                      {"slices", t.slices},
+                     {"scheduler", t.scheduler},
                      {"iteration_time_ms", t.iteration_time_ms},
                      {"samples_per_s", t.samples_per_s},
                      {"fits", t.fits}});

@@ -22,7 +22,8 @@ namespace actorpipe {
 namespace {
 
 std::string shape_text(const TunedSetting& s) {
-  return std::to_string(s.stages) + " × " + std::to_string(s.pipelines) + " × " + std::to_string(s.micro_batches);
+  return std::to_string(s.stages) + " × " + std::to_string(s.pipelines) + " × " + std::to_string(s.micro_batches) +
+         (s.scheduler.empty() ? "" : ", " + s.scheduler);
 }
 
 } // namespace
@@ -58,6 +59,7 @@ std::string tune_report_to_json(const TuneReport& report) {
                        {"pipelines", s.pipelines},
                        {"micro_batches", s.micro_batches},
                        {"predicted_samples_per_s", s.predicted_samples_per_s}};
+    if (!s.scheduler.empty()) row["scheduler"] = s.scheduler;
     if (s.error.empty()) {
       row["measured_samples_per_s"] = s.measured_samples_per_s;
       row["median_step_ms"] = s.median_step_ms;
@@ -115,6 +117,11 @@ Result<TuneReport> tune_report_from_json(const std::string& text) {
     s.pipelines = *pipelines;
     s.micro_batches = *micro_batches;
     s.predicted_samples_per_s = *predicted;
+    if (row.contains("scheduler")) {
+      auto scheduler = field<std::string>(row, "scheduler", where);
+      ACTORPIPE_TRY(scheduler);
+      s.scheduler = *scheduler;
+    }
     if (row.contains("error")) {
       auto error = field<std::string>(row, "error", where);
       ACTORPIPE_TRY(error);
@@ -145,6 +152,7 @@ JobSpec job_with_shape(const JobSpec& job, const TunedSetting& shape) {
   fixed.plan.stages = static_cast<std::uint32_t>(shape.stages);
   fixed.plan.pipelines = static_cast<std::uint32_t>(shape.pipelines);
   fixed.plan.micro_batches = shape.micro_batches;
+  if (!shape.scheduler.empty()) fixed.plan.scheduler = shape.scheduler;
   fixed.plan.tune = Tuning::simulate;
   return fixed;
 }

@@ -39,7 +39,10 @@ Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
   std::vector<Cut> cuts{plan.stages.front().begin};
   for (const StagePlan& stage : plan.stages)
     cuts.push_back(stage.end);
-  const std::vector<StageFigures> figures = stage_figures(profile, cuts);
+  std::vector<Recompute> recompute;
+  for (const StagePlan& stage : plan.stages)
+    recompute.push_back(stage.recompute);
+  const std::vector<StageFigures> figures = stage_figures(profile, cuts, recompute);
   const std::vector<std::uint64_t> stashed = peak_stashed_samples(plan.schedule);
   const std::uint64_t largest_micro_batch =
       *std::max_element(plan.schedule.micro_batch_sizes.begin(), plan.schedule.micro_batch_sizes.end());

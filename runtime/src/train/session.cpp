@@ -75,6 +75,21 @@ Result<std::unique_ptr<Session>> Session::open(const JobSpec& job, const Plan& p
                        compute_threads_for(stages_here > 0 ? stages_here : plan.pipelines * plan.stages.size()),
                        job.job.seed,
                        device::place_of(job.cluster.devices[plan.devices[p][s]]).cuda_index};
+      // The profile's units are the model's where it was measured from it; a profile of
+      // whole blocks marks whole blocks, which "full" needs no more than.
+      const Recompute recompute = plan.stages[s].recompute;
+      if (recompute != Recompute::none) {
+        const std::size_t units = d.replicas.back()->units(setup.begin, setup.end).size();
+        setup.recomputed = recomputed_units(job.profile, plan.stages[s]);
+        if (setup.recomputed.size() != units) {
+          if (recompute == Recompute::selective)
+            return Error::bad_input(job.where("plan.recompute") + "\"selective\" weighs each unit of stage " +
+                                    std::to_string(s) + " by its profile, whose units (" +
+                                    std::to_string(setup.recomputed.size()) + ") are not the model's (" +
+                                    std::to_string(units) + "): measure the profile (actorpipe profile)");
+          setup.recomputed.assign(units, true);
+        }
+      }
       try {
         d.workers.back().push_back(std::make_unique<StageWorker>(d.replicas.back(), setup));
       } catch (const std::exception& e) {

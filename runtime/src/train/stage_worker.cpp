@@ -1,6 +1,7 @@
 /// StageWorker: forward, backward and optimizer step of one stage.
 
 #include "train/cores.hpp"
+#include "train/recomputation.hpp"
 #include "train/stage_worker_impl.hpp"
 #include "train/step_parts.hpp"
 #include "train/tensor_box.hpp"
@@ -57,7 +58,81 @@ torch::Tensor training_forward(StageWorker::Impl& w, const torch::Tensor& x) {
   return w.run(x);
 }
 
+/// The running statistics a unit keeps (BatchNorm's), put back after a run computed
+/// again: its forward counts once, as without recomputation.
+struct BuffersKept {
+  std::vector<torch::Tensor> buffers, values;
+  explicit BuffersKept(std::vector<torch::Tensor> of) : buffers(std::move(of)) {
+    for (const torch::Tensor& b : buffers)
+      values.push_back(b.clone());
+  }
+  ~BuffersKept() {
+    const torch::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < buffers.size(); ++i)
+      buffers[i].copy_(values[i]);
+  }
+};
+
 } // namespace
+
+torch::Tensor StageWorker::Impl::run(torch::Tensor x) const {
+  const device::AutocastScope autocast(setup.train.precision, device.device());
+  const auto marked = [&](std::size_t i) { return i < setup.recomputed.size() && setup.recomputed[i]; };
+  const bool training = torch::GradMode::is_enabled();
+  for (std::size_t i = 0; i < units.size();) {
+    if (!training || !marked(i)) {
+      x = units[i]->forward(x);
+      ++i;
+      continue;
+    }
+    std::size_t end = i;
+    std::vector<torch::Tensor> parameters, buffers;
+    bool draws_here = false;
+    for (; end < units.size() && marked(end); ++end) {
+      parameters.insert(parameters.end(), units[end]->parameters.begin(), units[end]->parameters.end());
+      buffers.insert(buffers.end(), units[end]->buffers.begin(), units[end]->buffers.end());
+      draws_here = draws_here || units[end]->draws;
+    }
+    // Where the run draws (dropout), the generator's state now is what the run again
+    // starts from: training_forward() holds the device's generator lock meanwhile.
+    std::optional<at::Generator> generator;
+    std::optional<torch::Tensor> drawn_from;
+    if (draws_here) {
+      generator = at::globalContext().defaultGenerator(device.device());
+      const std::lock_guard own(generator->mutex());
+      drawn_from = generator->get_state();
+    }
+    const c10::Device where = device.device();
+    const Precision precision = setup.train.precision;
+    std::vector<const ModelUnit*> run(units.begin() + static_cast<std::ptrdiff_t>(i),
+                                      units.begin() + static_cast<std::ptrdiff_t>(end));
+    const auto forward = [run](torch::Tensor y) {
+      for (const ModelUnit* u : run)
+        y = u->forward(y);
+      return y;
+    };
+    const auto again = [forward, run, buffers, generator, drawn_from, where, precision](const torch::Tensor& y) {
+      const device::AutocastScope autocast(precision, where);
+      const BuffersKept kept(buffers);
+      if (!generator) return forward(y);
+      const std::lock_guard lock(generator_lock(where));
+      at::Generator g = *generator;
+      torch::Tensor state;
+      {
+        const std::lock_guard own(g.mutex());
+        state = g.get_state();
+        g.set_state(*drawn_from);
+      }
+      torch::Tensor out = forward(y);
+      const std::lock_guard own(g.mutex());
+      g.set_state(state);
+      return out;
+    };
+    x = recomputed(again, forward, x, parameters);
+    i = end;
+  }
+  return x;
+}
 
 StageWorker::StageWorker(std::shared_ptr<const Model> model, const StageSetup& setup)
     : impl_(std::make_unique<Impl>()) {

@@ -43,13 +43,10 @@ struct StageWorker::Impl {
   torch::Tensor loss_sum;
   std::unique_ptr<device::LossScaler> scaler; ///< fp16's
 
-  /// Its units' forward on `x` (on its device), in its precision.
-  torch::Tensor run(torch::Tensor x) const {
-    const device::AutocastScope autocast(setup.train.precision, device.device());
-    for (const ModelUnit* u : units)
-      x = u->forward(x);
-    return x;
-  }
+  /// Its units' forward on `x` (on its device), in its precision. With grad on, the
+  /// runs of units setup.recomputed marks keep only their input and compute again in
+  /// the backward (recomputation.hpp), drawing what they drew the first time.
+  torch::Tensor run(torch::Tensor x) const;
 };
 
 /// A stage's parameters ("p0", "p1", ...), buffers ("b0", ...) and optimizer state

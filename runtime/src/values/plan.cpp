@@ -31,6 +31,29 @@ std::string describe_stepping(const SyncStepping& stepping) {
          (stepping.staleness == 1 ? "" : "s") + " ahead";
 }
 
+std::vector<bool> recomputed_units(const ModelProfile& profile, const StagePlan& stage) {
+  std::vector<Unit> units;
+  for (const Unit& u : profile.units(true))
+    if (!(u.begin < stage.begin) && u.begin < stage.end) units.push_back(u);
+  std::vector<bool> out(units.size(), stage.recompute == Recompute::full);
+  if (stage.recompute != Recompute::selective) return out;
+  double stash = 0, forward = 0;
+  for (const Unit& u : units) {
+    stash += static_cast<double>(u.stash_bytes_per_sample);
+    forward += u.forward_ms;
+  }
+  if (stash <= 0) return out;
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    const Unit& u = units[i];
+    // Bytes per ms above the stage's: memory that is cheap to make again. A unit that
+    // takes no time and stashes something is the cheapest of all.
+    out[i] = u.stash_bytes_per_sample > 0 &&
+             (u.forward_ms <= 0 || forward <= 0 ||
+              static_cast<double>(u.stash_bytes_per_sample) / u.forward_ms > stash / forward);
+  }
+  return out;
+}
+
 Status Plan::validate(const ModelProfile& profile, const ClusterSpec& cluster) const {
   if (stages.empty()) return Error::bad_input("plan: has no stages");
   if (pipelines == 0) return Error::bad_input("plan: has no pipelines");
