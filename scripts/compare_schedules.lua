@@ -1,4 +1,4 @@
--- gpipe, 1f1b, sliced-1f1b and afp on one job: the simulator's step time, bubble and
+-- gpipe, 1f1b, sliced-1f1b, afp, zb-h1 and zb-h2 on one job: the simulator's step time, bubble and
 -- peak memory beside a short real run of each: its step time, samples/s and the most
 -- micro-batches whose activations each stage held at once.
 --
@@ -12,7 +12,7 @@
 local job_file = actorpipe.args[1] or "configs/fashion-mnist.toml"
 local steps = tonumber(actorpipe.args[2] or "40")
 local schedules = {}
-for name in string.gmatch(actorpipe.args[3] or "gpipe,1f1b,sliced-1f1b,afp", "[^,]+") do
+for name in string.gmatch(actorpipe.args[3] or "gpipe,1f1b,sliced-1f1b,afp,zb-h1,zb-h2", "[^,]+") do
   schedules[#schedules + 1] = name
 end
 

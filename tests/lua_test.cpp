@@ -863,12 +863,13 @@ BOOST_AUTO_TEST_CASE(the_scripts_of_scripts_run_on_small_settings) {
   const std::string two_by_two_job = tiny_job(four, 2, 2);
   out = script("compare_schedules", two_by_one + " 4");
   const std::string schedules = read(out + "/schedules.csv");
-  for (const char* name : {"\ngpipe,", "\n1f1b,", "\nsliced-1f1b,", "\nafp,"})
+  for (const char* name : {"\ngpipe,", "\n1f1b,", "\nsliced-1f1b,", "\nafp,", "\nzb-h1,", "\nzb-h2,"})
     BOOST_TEST(contains(schedules, name), name);
   // What each stage held at once, measured: gpipe both micro-batches on both stages,
-  // 1f1b one fewer on the last.
+  // 1f1b one fewer on the last, zb-h1 both again (the last defers a W).
   BOOST_TEST(std::regex_search(schedules, std::regex("\ngpipe,([^,\n]*,){6}2 2,[^,\n]*\n")), schedules);
   BOOST_TEST(std::regex_search(schedules, std::regex("\n1f1b,([^,\n]*,){6}2 1,[^,\n]*\n")), schedules);
+  BOOST_TEST(std::regex_search(schedules, std::regex("\nzb-h1,([^,\n]*,){6}2 2,[^,\n]*\n")), schedules);
   BOOST_TEST(std::filesystem::exists(out + "/schedules.svg"));
 
   // Loss curves of runs differing in one key.
