@@ -3,7 +3,8 @@
 /// layers of the GPT zoo model and the hidden layers of the MLP as a middle stage (its
 /// input needs a gradient). Split, the two halves should cost about what B costs:
 /// the W runs from the nodes where the input's path meets the weights, not from the
-/// output again. Recomputed, the backward costs a forward more.
+/// output again. Recomputed, the backward costs a forward more, split or not (the I
+/// keeps the graph it made again for the W).
 ///   build/bench/backward_bench [--threads N]
 
 #include "base/text.hpp"
@@ -112,6 +113,7 @@ int main(int argc, char** argv) {
                      {"(I + W) / B", text::Table::Align::right},
                      {"recomputed B ms", text::Table::Align::right},
                      {"recomputed B / B", text::Table::Align::right},
+                     {"recomputed (I + W) / B", text::Table::Align::right},
                      {"its F / F", text::Table::Align::right}});
   for (const Case& c : cases) {
     auto built = train::build_model(c.options, c.shape, 1);
@@ -146,6 +148,7 @@ int main(int argc, char** argv) {
                    text::format_fixed(plain.input, 2), text::format_fixed(plain.weight, 2),
                    text::format_fixed((plain.input + plain.weight) / plain.whole, 2) + "×",
                    text::format_fixed(again.whole, 2), text::format_fixed(again.whole / plain.whole, 2) + "×",
+                   text::format_fixed((again.input + again.weight) / plain.whole, 2) + "×",
                    text::format_fixed(again.forward / plain.forward, 2) + "×"});
   }
   std::printf("A middle stage's backward on the CPU, %d thread%s; medians of 9 micro-batches\n%s", threads,

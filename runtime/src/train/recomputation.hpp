@@ -4,8 +4,10 @@
 /// forward without keeping what their backward needs, only their input, and computed
 /// again, with its graph, when the backward reaches them. The gradient node that stands
 /// for the run does that and hands the input and the run's weights their gradients,
-/// computing only those the backward asks for (an I asks for the input's, a W for the
-/// weights'). LibTorch inside: include only from the training code.
+/// computing only those the backward asks for. A split backward (schedule.hpp) asks
+/// twice: its I runs the forward again and splits that graph as a stage's own
+/// (split_backward.hpp), keeping the weights' half for its W. LibTorch inside: include
+/// only from the training code.
 
 #include <torch/torch.h>
 

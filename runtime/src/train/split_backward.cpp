@@ -155,12 +155,46 @@ WeightGradients::input_gradient(const torch::Tensor& output, const torch::Tensor
 }
 
 void WeightGradients::accumulate(const std::vector<torch::Tensor>& parameters) {
-  if (!groups_ || groups_->done) throw std::logic_error("a weight gradient run twice, or before its input gradient");
-  groups_->done = true;
-  if (groups_->whole_output.defined()) {
+  if (groups_ && !groups_->done && groups_->whole_output.defined()) {
+    // The whole backward, into the weights' grad as LibTorch accumulates it.
+    groups_->done = true;
     if (groups_->whole_output.requires_grad()) groups_->whole_output.backward(groups_->whole_gradient);
     groups_->whole_output = groups_->whole_gradient = torch::Tensor();
     return;
+  }
+  const std::vector<torch::Tensor> grads = take(parameters);
+  const torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    if (!grads[i].defined()) continue;
+    torch::Tensor p = parameters[i];
+    if (p.grad().defined())
+      p.mutable_grad().add_(grads[i]);
+    else
+      p.mutable_grad() = grads[i];
+  }
+}
+
+std::vector<torch::Tensor> WeightGradients::take(const std::vector<torch::Tensor>& parameters) {
+  if (!groups_ || groups_->done) throw std::logic_error("a weight gradient run twice, or before its input gradient");
+  groups_->done = true;
+  std::vector<torch::Tensor> out(parameters.size());
+  if (groups_->whole_output.defined()) {
+    std::vector<torch::Tensor> wrt;
+    std::vector<std::size_t> index;
+    for (std::size_t i = 0; i < parameters.size(); ++i)
+      if (parameters[i].requires_grad()) {
+        wrt.push_back(parameters[i]);
+        index.push_back(i);
+      }
+    if (!wrt.empty() && groups_->whole_output.requires_grad()) {
+      const autograd::variable_list grads = autograd::grad({groups_->whole_output}, wrt, {groups_->whole_gradient},
+                                                           /*retain_graph=*/false, /*create_graph=*/false,
+                                                           /*allow_unused=*/true);
+      for (std::size_t k = 0; k < index.size(); ++k)
+        out[index[k]] = grads[k];
+    }
+    groups_->whole_output = groups_->whole_gradient = torch::Tensor();
+    return out;
   }
   for (Groups::Group& group : groups_->groups) {
     autograd::edge_list roots;
@@ -177,17 +211,11 @@ void WeightGradients::accumulate(const std::vector<torch::Tensor>& parameters) {
       weights.push_back(autograd::impl::gradient_edge(parameters[i]));
     const autograd::variable_list grads = autograd::Engine::get_default_engine().execute(
         roots, reached, /*keep_graph=*/false, /*create_graph=*/false, /*accumulate_grad=*/false, weights);
-    for (std::size_t j = 0; j < group.parameters.size(); ++j) {
-      if (!grads[j].defined()) continue;
-      torch::Tensor p = parameters[group.parameters[j]];
-      torch::NoGradGuard no_grad;
-      if (p.grad().defined())
-        p.mutable_grad().add_(grads[j]);
-      else
-        p.mutable_grad() = grads[j];
-    }
+    for (std::size_t j = 0; j < group.parameters.size(); ++j)
+      out[group.parameters[j]] = grads[j];
   }
   groups_->groups.clear(); // the graph's nodes, and the activations they hold, go
+  return out;
 }
 
 } // namespace actorpipe::train

@@ -31,6 +31,9 @@ public:
   /// The W: adds the gradients of `parameters` (those input_gradient() was given) to
   /// their `grad`, as a whole backward would. Once.
   void accumulate(const std::vector<torch::Tensor>& parameters);
+  /// The W's gradients instead, by parameter (undefined where none came), for a caller
+  /// that hands them on (a recomputed run's gradient node). Once, instead of accumulate().
+  std::vector<torch::Tensor> take(const std::vector<torch::Tensor>& parameters);
 
   WeightGradients(WeightGradients&&) noexcept;
   WeightGradients& operator=(WeightGradients&&) noexcept;

@@ -170,7 +170,7 @@ Payload StageWorker::forward(std::size_t micro, const Payload& input) {
   // gradient to send back; the storage is shared, not copied.
   if (!first() && x.is_floating_point()) x = x.detach().requires_grad_(true);
   torch::Tensor y = training_forward(*impl_, x);
-  impl_->stash[micro] = {x, y};
+  impl_->stash[micro] = {x, y, std::nullopt};
   return give(impl_->device, y.detach());
 }
 
@@ -187,7 +187,7 @@ void StageWorker::forward_loss(std::size_t micro, const Payload& input, const Pa
   impl_->loss_sum = impl_->loss_sum.defined() ? impl_->loss_sum + weighted : weighted;
   torch::Tensor start = loss * loss_scale;
   if (impl_->scaler) start = start * impl_->scaler->scale();
-  impl_->stash[micro] = {x, start};
+  impl_->stash[micro] = {x, start, std::nullopt};
 }
 
 double StageWorker::take_loss_sum() {
