@@ -732,6 +732,13 @@ BOOST_AUTO_TEST_CASE(a_recomputing_plan_costs_its_forward_again_and_keeps_less) 
   BOOST_TEST(again.stages.front().estimate.activation_bytes * 4 < keep.stages.front().estimate.activation_bytes);
   BOOST_TEST(again.stages.back().estimate.activation_bytes > keep.stages.back().estimate.activation_bytes);
   BOOST_TEST(again.iteration_time_ms > keep.iteration_time_ms);
+  // One value per stage needs the stage count fixed to its length; else the key is named.
+  auto mismatched = make_plan(job("vgg16-4dev.toml", {"plan.recompute=[\"full\", \"none\"]"}), test::plugins());
+  BOOST_REQUIRE(!mismatched);
+  BOOST_TEST(exit_status(mismatched.error().code) == 2);
+  BOOST_TEST(
+      test::contains(mismatched.error().message, "plan.recompute: 2 values, one per stage, but plan.stages is 4"),
+      mismatched.error().message);
   // What each stage recomputes crosses to a launch's workers with the plan.
   auto back = planner::plan_from_wire(planner::plan_to_wire(again));
   REQUIRE_OK(back);

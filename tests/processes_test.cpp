@@ -354,6 +354,10 @@ BOOST_AUTO_TEST_CASE(a_script_launches_workers_that_train_as_one_process_does) {
   const auto refused = test::run_cli("script --allow-io " + table + " --output " + (dir.path() / "table").string());
   BOOST_TEST(refused.status == 2);
   BOOST_TEST(contains(refused.err, "launch: expected the job's file name"), refused.err);
+  const std::string bad_bind = dir.write("bind.lua", "actorpipe.launch('" + job + "', {nprocs = 2, bind = 'all'})\n");
+  const auto bound = test::run_cli("script --allow-io " + bad_bind + " --output " + (dir.path() / "bind").string());
+  BOOST_TEST(bound.status == 2);
+  BOOST_TEST(contains(bound.err, "launch: option 'bind' must be \"cores\" or \"none\", not 'all'"), bound.err);
 }
 
 BOOST_AUTO_TEST_CASE(lockstep_averaging_runs_across_processes_as_in_one) {
