@@ -131,7 +131,8 @@ StageConfig stage_config(const JobConfig& config, std::size_t p, std::size_t s, 
   const std::size_t P = plan.pipelines, S = plan.stages.size();
   StageConfig stage;
   stage.computation = &config.computation(p, s);
-  stage.actions = plan.schedule.stages[s];
+  stage.actions = plan.schedule.virtual_stage_actions()[s];
+  stage.turns = config.device_turns->of(plan.schedule, p, plan.schedule.place_of(s).stage);
   stage.pipeline = p;
   stage.stage = s;
   stage.stages = S;

@@ -13,6 +13,7 @@
 /// micro-batch, so a run ends, it never hangs. Shutting the
 /// job down shuts down all of them.
 
+#include "device_turns.hpp"
 #include "failure.hpp"
 #include "injected_failure.hpp"
 #include "pipeline_actor.hpp"
@@ -96,6 +97,8 @@ struct JobConfig {
   /// puts every actor on the scheduler, which the deterministic protocol tests step.
   bool detached = true;
   std::shared_ptr<Failure> failure;
+  /// With chunks, the turns each device's chunks take (StageConfig::turns).
+  std::shared_ptr<DeviceTurnsTable> device_turns = std::make_shared<DeviceTurnsTable>();
   /// Takes in tensors from stages in other processes (StageConfig::transport); none in
   /// a run of one process.
   transport::TensorTransport* transport = nullptr;

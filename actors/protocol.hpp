@@ -11,6 +11,9 @@
 ///     policy's round (ReplicaBarrier) ─synced(n, stepped)→ the other replicas of stage s
 ///   stage ─done(n, stage, loss)→ pipeline, once it has stepped
 ///   stage ─failed(what)→ job
+/// With chunks each chunk of a device is a stage (a virtual stage) and their actions
+/// take turns in the device's order (device_turns.hpp):
+///   chunk having acted ─turn→ the chunk of its device whose turn it is now
 /// With an asynchronous policy each pipeline numbers its own steps. Under scheduled
 /// averaging (SDPipe) a stage, having stepped, asks the group scheduler instead and
 /// computes step n + 1 meanwhile:
@@ -77,6 +80,7 @@ using average_atom = caf::atom_constant<caf::atom("average")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using settle_atom = caf::atom_constant<caf::atom("settle")>;
 using serve_atom = caf::atom_constant<caf::atom("serve")>;
+using turn_atom = caf::atom_constant<caf::atom("turn")>;
 
 /// Trains one step of the whole batch (job): (step, inputs, labels) → the mean loss
 /// over those samples.
@@ -127,8 +131,9 @@ struct StageLinks;
 /// A stage: its links first, then inputs (step, micro-batch, payload), the last
 /// stage's labels (with the loss scale), output gradients, and the release of a step's
 /// sync by the replica that ran it, the parameter server or the averager (true: this
-/// replica stepped or needs no step), and settling.
-using stage_actor = caf::typed_actor<caf::reacts_to<connect_atom, StageLinks>,
+/// replica stepped or needs no step), settling, and its device's turn passing to it
+/// from another chunk (device_turns.hpp).
+using stage_actor = caf::typed_actor<caf::reacts_to<connect_atom, StageLinks>, caf::reacts_to<turn_atom>,
                                      caf::reacts_to<forward_atom, std::uint64_t, std::uint64_t, Parcel>,
                                      caf::reacts_to<labels_atom, std::uint64_t, std::uint64_t, Parcel, double>,
                                      caf::reacts_to<backward_atom, std::uint64_t, std::uint64_t, Parcel>,

@@ -4,6 +4,7 @@
 
 #include "stage_actor.hpp"
 
+#include "device_turns.hpp"
 #include "replica_barrier.hpp"
 
 #include "base/text.hpp"
@@ -396,15 +397,26 @@ void answered(StageActor self, std::uint64_t step) {
   advance(self);
 }
 
-/// Runs every action whose inputs are here, in schedule order; at the end of the
-/// schedule has the gradients reduced (or not, without replicas), steps and goes on
-/// with the next step's actions, whose inputs may be here already.
+/// Whether the device's turn is this stage's (always, without chunks).
+bool has_turn(const StageState& st) { return !st.config.turns || st.config.turns->mine(st.config.stage); }
+
+/// With chunks, the device's turn passes on, to the chunk it wakes.
+void pass_turn(StageActor self) {
+  auto& st = self->state;
+  if (!st.config.turns) return;
+  if (const auto next = st.config.turns->pass(st.config.stage)) self->send(*next, turn_atom::value);
+}
+
+/// Runs every action whose inputs are here (and, with chunks, whose turn it is on the
+/// device), in schedule order; at the end of the schedule has the gradients reduced
+/// (or not, without replicas), steps and goes on with the next step's actions, whose
+/// inputs may be here already.
 void advance(StageActor self) {
   auto& st = self->state;
   if (st.failed || st.syncing) return;
   const auto& actions = st.config.actions;
   for (;;) {
-    while (st.cursor < actions.size() && ready(st, actions[st.cursor])) {
+    while (st.cursor < actions.size() && ready(st, actions[st.cursor]) && has_turn(st)) {
       const Action& a = actions[st.cursor];
       // Bytes still on their way in are part of the wait, not of the action.
       if (!st.waiting_since && !landed(st, a)) st.waiting_since = Clock::now();
@@ -417,6 +429,7 @@ void advance(StageActor self) {
           st.waiting_since.reset();
         }
         run_action(self, a, std::move(taken));
+        pass_turn(self);
       } catch (const std::exception& e) {
         const bool forward = a.op == Op::forward;
         constexpr const char* work[] = {"forward", "backward", "input gradient", "weight gradient"};
@@ -465,7 +478,13 @@ stage_actor::behavior_type stage_behavior(StageActor self, StageConfig config) {
         // The first message, on the actor's own thread.
         if (st.config.core) train::bind_thread_to(*st.config.core);
         st.links = std::move(links);
+        if (st.config.turns) {
+          // Joined, it hears when the turn passes to it; it may be its turn already.
+          st.config.turns->join(st.config.stage, self);
+          advance(self);
+        }
       },
+      [=](turn_atom) { advance(self); },
       [=](forward_atom, std::uint64_t step, std::uint64_t micro, Parcel& input) {
         if (take(self, input, "an input", step, micro, self->state.inputs)) advance(self);
       },

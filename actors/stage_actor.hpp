@@ -26,9 +26,14 @@ class StageComputation;
 
 namespace actorpipe::actors {
 
+class DeviceTurns;
+
 struct StageConfig {
   train::StageComputation* computation = nullptr;
   std::vector<Action> actions; ///< this stage's part of the schedule, every step
+  /// With chunks: the turns this virtual stage takes with its device's other chunks.
+  /// None: the device runs this stage alone.
+  std::shared_ptr<DeviceTurns> turns;
   std::size_t pipeline = 0;
   std::size_t stage = 0;
   std::size_t stages = 1;

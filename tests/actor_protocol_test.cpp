@@ -133,6 +133,7 @@ stage_actor::behavior_type scheduled_stage_double(stage_actor::pointer, std::uin
                                                   std::vector<std::vector<std::size_t>>* released) {
   return {
       [](connect_atom, StageLinks&) {},
+      [](turn_atom) {},
       [](forward_atom, std::uint64_t, std::uint64_t, Parcel&) {},
       [](labels_atom, std::uint64_t, std::uint64_t, Parcel&, double) {},
       [](backward_atom, std::uint64_t, std::uint64_t, Parcel&) {},

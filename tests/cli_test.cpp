@@ -64,13 +64,28 @@ BOOST_AUTO_TEST_CASE(plugins_json_lists_the_shipped_plugins) {
     BOOST_TEST(std::filesystem::exists(p["file"].get<std::string>()));
     seen.insert(p["kind"].get<std::string>() + "/" + p["name"].get<std::string>());
   }
-  BOOST_TEST((seen == std::set<std::string>{"partitioner/autopipe",  "partitioner/dapple", "partitioner/parameters",
-                                            "partitioner/pipedream", "partitioner/piper",  "partitioner/uniform",
-                                            "mapper/hetero",         "mapper/sequential",  "scheduler/1f1b",
-                                            "scheduler/afp",         "scheduler/gpipe",    "scheduler/sliced-1f1b",
-                                            "scheduler/zb-h1",       "scheduler/zb-h2",    "sync/ad-psgd",
-                                            "sync/allreduce",        "sync/average",       "sync/elastic",
-                                            "sync/parameter-server", "sync/sdpipe"}));
+  BOOST_TEST((seen == std::set<std::string>{"partitioner/autopipe",
+                                            "partitioner/dapple",
+                                            "partitioner/parameters",
+                                            "partitioner/pipedream",
+                                            "partitioner/piper",
+                                            "partitioner/uniform",
+                                            "mapper/hetero",
+                                            "mapper/sequential",
+                                            "scheduler/1f1b",
+                                            "scheduler/afp",
+                                            "scheduler/gpipe",
+                                            "scheduler/sliced-1f1b",
+                                            "scheduler/zb-h1",
+                                            "scheduler/zb-h2",
+                                            "scheduler/interleaved-1f1b",
+                                            "scheduler/zbv",
+                                            "sync/ad-psgd",
+                                            "sync/allreduce",
+                                            "sync/average",
+                                            "sync/elastic",
+                                            "sync/parameter-server",
+                                            "sync/sdpipe"}));
 }
 
 BOOST_AUTO_TEST_CASE(plan_prints_a_table_and_json) {

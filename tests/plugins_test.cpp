@@ -52,7 +52,7 @@ BOOST_AUTO_TEST_CASE(shipped_plugins_are_found_with_their_info) {
   BOOST_TEST(uniform->version == "1.0.0");
   BOOST_TEST(contains(uniform->file, "partitioner_uniform.so"));
   BOOST_TEST(!sequential->description.empty());
-  BOOST_TEST(registry->plugins().size() == 20u);
+  BOOST_TEST(registry->plugins().size() == 22u);
 }
 
 BOOST_AUTO_TEST_CASE(a_plugin_number_option_reads_numbers_as_the_job_file_wrote_them) {
@@ -283,6 +283,50 @@ BOOST_AUTO_TEST_CASE(a_host_adds_a_class_of_its_own_guarded_as_a_module_is) {
   BOOST_REQUIRE(!twice);
   BOOST_TEST(contains(twice.error().message, "a partitioner named 'halves' is already loaded"));
   BOOST_TEST(!registry->add_class<Halves>("uniform", "1", "shadowing a shipped one").ok());
+}
+
+BOOST_AUTO_TEST_CASE(chunked_schedulers_say_their_chunks_before_they_schedule) {
+  // The planner asks a scheduler's chunking before it cuts the model: interleaved-1f1b
+  // takes `chunks` (2 by default), zbv is always a V of two.
+  auto interleaved = test::plugins().scheduler("interleaved-1f1b");
+  auto zbv = test::plugins().scheduler("zbv");
+  auto ofob = test::plugins().scheduler("1f1b");
+  REQUIRE_OK(interleaved);
+  REQUIRE_OK(zbv);
+  REQUIRE_OK(ofob);
+  auto two = (*interleaved)->chunking({});
+  auto three = (*interleaved)->chunking({{"chunks", "3"}});
+  auto v = (*zbv)->chunking({});
+  auto none = (*ofob)->chunking({});
+  REQUIRE_OK(two);
+  REQUIRE_OK(three);
+  REQUIRE_OK(v);
+  REQUIRE_OK(none);
+  BOOST_TEST(two->chunks == 2u);
+  BOOST_TEST(three->chunks == 3u);
+  BOOST_TEST((v->chunks == 2u && v->shape == ChunkShape::v));
+  BOOST_TEST(none->chunks == 1u);
+  auto one = (*interleaved)->chunking({{"chunks", "1"}});
+  BOOST_REQUIRE(!one.ok());
+  BOOST_TEST(contains(one.error().message, "option 'chunks': 1 is outside [2, 8]"), one.error().message);
+  // Asked with the chunking and per virtual stage times, each schedules its chunks.
+  ScheduleRequest request;
+  request.stages = 4;
+  request.micro_batch_sizes.assign(8, 2);
+  request.chunking = *three;
+  request.options = {{"chunks", "3"}};
+  auto looped = (*interleaved)->schedule(request);
+  REQUIRE_OK(looped);
+  BOOST_TEST(looped->virtual_stages() == 12u);
+  REQUIRE_OK(validate(*looped));
+  request.chunking = *v;
+  request.options = {};
+  request.stage_forward_ms.assign(8, 0.5);
+  request.stage_backward_ms.assign(8, 1.0);
+  auto shaped = (*zbv)->schedule(request);
+  REQUIRE_OK(shaped);
+  BOOST_TEST((shaped->shape == ChunkShape::v));
+  REQUIRE_OK(validate(*shaped));
 }
 
 BOOST_AUTO_TEST_CASE(afp_runs_forwards_ahead_only_as_far_as_the_pipeline_gains) {

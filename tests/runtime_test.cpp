@@ -75,11 +75,15 @@ std::string some_text() {
 
 /// A job for `zoo` on eight CPU "devices", with `extra` TOML appended to [plan].
 std::string job_toml(const std::string& zoo, const std::string& data, std::size_t stages, std::size_t pipelines,
-                     const std::string& scheduler) {
+                     const std::string& scheduler, std::size_t layers = 0) {
   std::ostringstream t;
   t << test::cpu_cluster_toml(8, "4 GiB") << "[job]\nname = \"equivalence\"\nseed = 7\n"
-    << "[model]\nzoo = \"" << zoo << "\"\n"
-    << (zoo == "mlp" ? "layers = 3\nwidth = 32\n" : "layers = 2\nwidth = 32\nheads = 4\ncontext = 16\n") << data
+    << "[model]\nzoo = \"" << zoo << "\"\nlayers = "
+    << (layers         ? layers
+        : zoo == "mlp" ? 3
+                       : 2)
+    << "\n"
+    << (zoo == "mlp" ? "width = 32\n" : "width = 32\nheads = 4\ncontext = 16\n") << data
     << "[train]\nbatch_size = 16\noptimizer = \"sgd\"\nlr = 0.05\nmomentum = 0.9\n"
     << "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nscheduler = \"" << scheduler << "\"\n"
     << "sub_blocks = true\nstages = " << stages << "\npipelines = " << pipelines << "\nmicro_batches = 4\n";
@@ -138,22 +142,30 @@ BOOST_AUTO_TEST_CASE(pipelines_train_exactly_like_one_process) {
   for (const auto& [zoo, data_toml] : data)
     for (const std::size_t stages : {2, 4})
       for (const std::size_t pipelines : {1, 2})
-        for (const std::string scheduler : {"gpipe", "1f1b", "sliced-1f1b", "zb-h1", "zb-h2"})
-          // Recomputation, whole or selective, under a whole backward and a split one.
+        for (const std::string scheduler :
+             {"gpipe", "1f1b", "sliced-1f1b", "zb-h1", "zb-h2", "interleaved-1f1b", "zbv"})
+          // Recomputation, whole or selective, under a whole backward and a split one,
+          // on chunks too.
           for (const std::string recompute : {"none", "full", "selective"})
-            if (recompute == "none" || scheduler == "1f1b" || scheduler == "zb-h1")
+            if (recompute == "none" || scheduler == "1f1b" || scheduler == "zb-h1" ||
+                (recompute == "full" && scheduler == "zbv"))
               BOOST_TEST_CONTEXT(zoo << ", " << stages << " stages × " << pipelines << " pipelines, " << scheduler
                                      << ", recompute " << recompute) {
-                const Prepared p = test::quick_plan(dir, job_toml(zoo, data_toml, stages, pipelines, scheduler) +
-                                                             "recompute = \"" + recompute + "\"\n");
-                BOOST_REQUIRE_EQUAL(p.plan.stages.size(), stages);
+                // Interleaved and V schedules hold two chunks per device: twice the
+                // stages, of a model with the blocks for them.
+                const std::size_t chunks = scheduler == "interleaved-1f1b" || scheduler == "zbv" ? 2 : 1;
+                const Prepared p = test::quick_plan(
+                    dir, job_toml(zoo, data_toml, stages, pipelines, scheduler, chunks > 1 ? 2 * stages : 0) +
+                             "recompute = \"" + recompute + "\"\n");
+                BOOST_REQUIRE_EQUAL(p.plan.schedule.chunks, chunks);
+                BOOST_REQUIRE_EQUAL(p.plan.stages.size(), stages * chunks);
                 BOOST_REQUIRE_EQUAL(p.plan.pipelines, pipelines);
                 const std::string out = (dir.path() / "run").string();
                 auto summary = run(p, out, 20);
                 REQUIRE_OK(summary);
                 BOOST_TEST(summary->steps == 20u);
-                const double difference = relative_difference(checkpoint_parameters(out + "/checkpoint.pt", stages),
-                                                              single_process(p.job, 20));
+                const double difference = relative_difference(
+                    checkpoint_parameters(out + "/checkpoint.pt", stages * chunks), single_process(p.job, 20));
                 BOOST_TEST(difference < 1e-5);
               }
 }

@@ -9,10 +9,12 @@
 
 namespace actorpipe::scheduling {
 
-/// The request's times where it gives them for every stage; else none (equal F, I, W).
+/// The request's times where it gives them for every (virtual) stage; else none
+/// (equal F, I, W).
 inline StageTimes stage_times(const ScheduleRequest& request) {
   StageTimes times;
-  if (request.stage_forward_ms.size() == request.stages && request.stage_backward_ms.size() == request.stages) {
+  const std::size_t stages = request.stages * request.chunking.chunks;
+  if (request.stage_forward_ms.size() == stages && request.stage_backward_ms.size() == stages) {
     times.forward_ms = request.stage_forward_ms;
     times.backward_ms = request.stage_backward_ms;
     times.send_ms = request.send_ms;
@@ -20,12 +22,15 @@ inline StageTimes stage_times(const ScheduleRequest& request) {
   return times;
 }
 
-/// The iteration `schedule` takes under the request's times (equal F, I, W without them).
+/// The iteration `schedule` takes under the request's times (equal F, I, W without
+/// them, a chunk taking its share of a stage's).
 inline double simulated_ms(const Schedule& schedule, const ScheduleRequest& request) {
   const StageTimes times = stage_times(request);
   const bool given = !times.forward_ms.empty();
-  return simulate_pipeline(schedule, given ? times.forward_ms : std::vector<double>(request.stages, 1.0),
-                           given ? times.backward_ms : std::vector<double>(request.stages, 2.0),
+  const std::size_t stages = schedule.virtual_stages();
+  const double share = 1.0 / schedule.chunks;
+  return simulate_pipeline(schedule, given ? times.forward_ms : std::vector<double>(stages, share),
+                           given ? times.backward_ms : std::vector<double>(stages, 2 * share),
                            given ? times.send_ms : std::vector<double>{}, request.action_overhead_ms)
       .makespan_ms;
 }

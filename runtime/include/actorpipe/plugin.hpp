@@ -159,8 +159,12 @@ struct Mapping {
 
 /// What a scheduler is asked for: one pipeline's iteration. Times are per sample on
 /// the stage's slowest device, so a scheduler can weigh start-up against overheads.
+/// With chunks (as the scheduler's chunking() said), `stages` counts devices and the
+/// times are per virtual stage (stages × chunks of them, in model order), the sends
+/// per boundary between virtual stages.
 struct ScheduleRequest {
   std::size_t stages = 1;
+  Chunking chunking{};
   std::vector<std::uint32_t> micro_batch_sizes;
   std::vector<double> stage_forward_ms; ///< per sample, beyond the fixed part (StageFigures)
   std::vector<double> stage_backward_ms;
@@ -263,6 +267,11 @@ public:
 class ACTORPIPE_EXPORT Scheduler : public Plugin {
 public:
   virtual Result<Schedule> schedule(const ScheduleRequest& request) = 0;
+  /// The chunks its schedules will have under `options`; none unless it interleaves.
+  virtual Result<Chunking> chunking(const PluginOptions& options) {
+    (void)options;
+    return Chunking{};
+  }
 };
 
 /// Asked round 0 of each stage before a run: its kind decides how the run syncs. For
@@ -310,6 +319,13 @@ template <class Impl> struct GuardedScheduler final : Impl {
       return Impl::schedule(r);
     } catch (...) {
       return from_exception("schedule");
+    }
+  }
+  Result<Chunking> chunking(const PluginOptions& o) override {
+    try {
+      return Impl::chunking(o);
+    } catch (...) {
+      return from_exception("chunking");
     }
   }
 };

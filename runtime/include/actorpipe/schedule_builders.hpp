@@ -39,24 +39,46 @@ ACTORPIPE_EXPORT Schedule advance_forward_schedule(std::size_t stages,
 /// the bubble is a third of 1F1B's.
 ACTORPIPE_EXPORT Schedule zb_h1_schedule(std::size_t stages, const std::vector<std::uint32_t>& micro_batch_sizes);
 
+/// Interleaved 1F1B (Megatron-LM's virtual pipeline stages): each device holds
+/// `chunks` pieces of the model in a loop (ChunkShape::loop). Every device takes the
+/// micro-batches in groups of `stages` (where the count is not a multiple, in as many
+/// groups as fit, the first ones a micro-batch bigger): a group's forwards on chunk 0,
+/// then chunk 1, …, its backwards from the last chunk down. Device d warms up with
+/// 2 (stages − d − 1) + (chunks − 1) · (the first group's size) forwards, then
+/// alternates one forward and one backward (a backward after its own forward), then
+/// drains. The bubble is 1F1B's over `chunks`, for chunks times the sends.
+ACTORPIPE_EXPORT Schedule interleaved_one_f_one_b_schedule(std::size_t stages,
+                                                           const std::vector<std::uint32_t>& micro_batch_sizes,
+                                                           std::uint32_t chunks);
+
 /// What each stage's actions take, per sample, where a builder plays them out: the
 /// forward, the whole backward (I takes input_gradient_share of it, W the rest) and the
-/// send from stage s to s + 1. Empty: a forward 1 and a backward 2 on every stage, so
-/// that F, I and W are alike, and sends that take no time.
+/// send from stage s to s + 1; with chunks, per virtual stage and per boundary between
+/// virtual stages. Empty: a forward 1 and a backward 2 on every stage (each chunk its
+/// share of that), so that F, I and W are alike, and sends that take no time.
 struct StageTimes {
   std::vector<double> forward_ms;
   std::vector<double> backward_ms;
-  std::vector<double> send_ms; ///< stages − 1 entries
+  std::vector<double> send_ms; ///< one fewer than the (virtual) stages
 };
 
-/// Zero bubble played out greedily with the stages' `times`: each stage runs, whenever
+/// Zero bubble played out greedily with the stages' `times`: each device runs, whenever
 /// it is free, the I whose gradient has arrived (on the critical path; the earliest
-/// micro-batch first), else the next forward if its input has arrived and the stage
-/// then holds at most `limit` reference (largest) micro-batches, else the oldest W it
-/// deferred, else waits. With limit 2 · stages − 1 it is ZB-H2's shape: forwards run
-/// ahead into the warm-up and the sends, at up to twice 1F1B's activations.
+/// micro-batch first, then the chunk deepest in the model), else the next forward
+/// whose input has arrived (the deepest chunk first) if the device then holds at most
+/// `limit` reference (largest) micro-batches of a whole stage (a chunk's counting its
+/// share), else the oldest W it deferred, else waits. With limit 2 · stages − 1 it is
+/// ZB-H2's shape: forwards run ahead into the warm-up and the sends, at up to twice
+/// 1F1B's activations. With `chunking`, devices hold chunks.
 ACTORPIPE_EXPORT Schedule zero_bubble_schedule(std::string name, std::size_t stages,
                                                const std::vector<std::uint32_t>& micro_batch_sizes, std::size_t limit,
-                                               const StageTimes& times = {});
+                                               const StageTimes& times = {}, Chunking chunking = {});
+
+/// ZB-V (Qi et al., 2024): two chunks per device in a V (ChunkShape::v), so device 0
+/// holds the first and the last piece of the model and the last device turns the
+/// forward round without a send; zero bubble played out as above within 1F1B's peak
+/// stash (`stages` micro-batches of a whole stage).
+ACTORPIPE_EXPORT Schedule zbv_schedule(std::size_t stages, const std::vector<std::uint32_t>& micro_batch_sizes,
+                                       const StageTimes& times = {});
 
 } // namespace actorpipe

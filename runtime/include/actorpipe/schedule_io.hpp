@@ -9,6 +9,9 @@
 ///     "F0 F1 F2 F3 B0 B1 B2 B3",
 ///     ...
 ///   ]
+///
+/// A schedule with chunks says how many and where they sit (`chunks = 2`, `shape =
+/// "loop"` or `"v"`), and its actions name their chunk ("F3@1").
 
 #include <actorpipe/export.hpp>
 #include <actorpipe/error.hpp>

@@ -136,10 +136,12 @@ ACTORPIPE_EXPORT Result<SimulationReport> simulate(const Plan& plan, const Model
 /// and per-sample transfer times between neighbours (no contention, no sync, no step):
 /// what a partitioner or scheduler needs to compare candidate cuts quickly. The
 /// schedule must be valid. Agrees with simulate() on a plan without shared links.
+/// With chunks, times are per virtual stage and sends per boundary between virtual
+/// stages (none between two on one device); busy times are per device.
 struct PipelineTiming {
   double makespan_ms = 0;
-  std::vector<double> busy_ms;    ///< per stage
-  std::size_t critical_stage = 0; ///< the stage whose idle time is least
+  std::vector<double> busy_ms;    ///< per device of the schedule (per stage without chunks)
+  std::size_t critical_stage = 0; ///< the device whose idle time is least
 };
 ACTORPIPE_EXPORT PipelineTiming simulate_pipeline(const Schedule& schedule,
                                                   const std::vector<double>& forward_ms_per_sample,

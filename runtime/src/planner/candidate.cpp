@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 namespace actorpipe::planning {
@@ -96,16 +97,18 @@ Result<Schedule> make_schedule(const Planning& planning, const Shape& shape, con
   std::vector<std::uint64_t> memory;
   placement_hints(plan, job.cluster, speeds, memory);
   ScheduleRequest request;
-  request.stages = plan.stages.size();
+  request.chunking = scheduler.chunking;
+  request.stages = shape.stages;
   request.micro_batch_sizes = plan.schedule.micro_batch_sizes;
   request.action_overhead_ms = job.plan.action_overhead_ms;
   request.options = options_for(job, scheduler.name);
-  for (std::size_t s = 0; s < request.stages; ++s) {
+  // Per virtual stage (per stage without chunks), in model order.
+  for (std::size_t s = 0; s < plan.stages.size(); ++s) {
     request.stage_forward_ms.push_back(figures[s].forward_ms / speeds[s]);
     request.stage_backward_ms.push_back(figures[s].backward_ms / speeds[s]);
     request.stage_forward_fixed_ms.push_back(figures[s].forward_fixed_ms / speeds[s]);
     request.stage_backward_fixed_ms.push_back(figures[s].backward_fixed_ms / speeds[s]);
-    if (s + 1 < request.stages) {
+    if (s + 1 < plan.stages.size()) {
       const sim::Route route = topology.route(plan.devices[0][s], plan.devices[0][s + 1]);
       request.send_ms.push_back(std::isinf(route.bytes_per_ms) ? 0.0 : figures[s].output_bytes / route.bytes_per_ms);
     }
@@ -120,19 +123,61 @@ Result<Schedule> make_schedule(const Planning& planning, const Shape& shape, con
                                            " stages and " + std::to_string(schedule->samples()) + " samples for " +
                                            std::to_string(request.stages) + " stages and " + std::to_string(expected)),
                          scheduler.label);
+  if (schedule->chunks != request.chunking.chunks || schedule->shape != request.chunking.shape)
+    return plugin_failed(Error::run_failed("returned a schedule of " + std::to_string(schedule->chunks) + " chunks (" +
+                                           to_string(schedule->shape) + ") after saying " +
+                                           std::to_string(request.chunking.chunks) + " (" +
+                                           to_string(request.chunking.shape) + ")"),
+                         scheduler.label);
   return schedule;
 }
 
 /// The partitioner's cuts for `context` as it stands, checked.
-Result<Partition> partition_for(const Planning& planning, const Shape& shape, PlanContext& context) {
+Result<Partition> partition_for(const Planning& planning, PlanContext& context) {
   const JobSpec& job = planning.job;
   context.options = options_for(job, job.plan.partitioner);
   auto partition = planning.partitioner->partition(context);
   if (!partition)
     return plugin_refused(std::move(partition).error(), planning.partitioner_label, job, job.plan.partitioner);
-  if (auto s = check_partition(*partition, job.profile, shape.stages, job.plan.sub_blocks); !s)
+  if (auto s = check_partition(*partition, job.profile, context.stages, job.plan.sub_blocks); !s)
     return plugin_failed(std::move(s).error(), planning.partitioner_label);
   return partition;
+}
+
+/// The mapper's devices for `partition`, per virtual stage. With chunks the mapper
+/// places the devices' shares of the model: each device's chunks, taken as the stretch
+/// of as many virtual stages (balanced chunks weigh alike wherever they sit), and every
+/// virtual stage goes where its device went.
+Result<std::vector<std::vector<DeviceId>>> map_devices(const Planning& planning, const Shape& shape,
+                                                       const PlanContext& context, const Partition& partition,
+                                                       const Schedule& layout) {
+  const JobSpec& job = planning.job;
+  PlanContext mapping_context = context;
+  mapping_context.options = options_for(job, job.plan.mapper);
+  Partition devices_share = partition;
+  if (layout.chunks > 1) {
+    mapping_context.stages = shape.stages;
+    mapping_context.stage_speeds.clear();
+    mapping_context.stage_memory.clear();
+    mapping_context.placement.clear();
+    devices_share.cuts.clear();
+    for (std::size_t d = 0; d <= shape.stages; ++d)
+      devices_share.cuts.push_back(partition.cuts[d * layout.chunks]);
+  }
+  auto mapping = planning.mapper->map(mapping_context, devices_share);
+  if (!mapping) return plugin_refused(std::move(mapping).error(), planning.mapper_label, job, job.plan.mapper);
+  if (layout.chunks == 1) return std::move(mapping->devices);
+  std::vector<std::vector<DeviceId>> devices;
+  for (const auto& pipeline : mapping->devices) {
+    if (pipeline.size() != shape.stages)
+      return plugin_failed(Error::run_failed("returned devices for " + std::to_string(pipeline.size()) +
+                                             " stages, not " + std::to_string(shape.stages)),
+                           planning.mapper_label);
+    auto& out = devices.emplace_back();
+    for (std::size_t s = 0; s < layout.virtual_stages(); ++s)
+      out.push_back(pipeline[layout.place_of(s).stage]);
+  }
+  return devices;
 }
 
 /// Maps, schedules and simulates `partition` with `context` as it stands.
@@ -152,13 +197,19 @@ Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContex
   plan.batch_size = job.train.batch_size;
   // The micro-batches the scheduler is asked for; its schedule may slice them.
   plan.schedule.micro_batch_sizes = context.micro_batch_sizes;
-  for (std::size_t s = 0; s < shape.stages; ++s)
-    plan.stages.push_back({partition.cuts[s], partition.cuts[s + 1], {}, planning.recompute(s)});
+  // The schedule's chunks, known before the scheduler runs, place the virtual stages.
+  const Chunking chunking = planning.chunking(shape);
+  plan.schedule.stages.resize(shape.stages);
+  plan.schedule.chunks = chunking.chunks;
+  plan.schedule.shape = chunking.shape;
+  const std::size_t virtual_stages = plan.schedule.virtual_stages();
+  for (std::size_t s = 0; s < virtual_stages; ++s)
+    plan.stages.push_back(
+        {partition.cuts[s], partition.cuts[s + 1], {}, planning.recompute(plan.schedule.place_of(s).stage)});
 
-  context.options = options_for(job, job.plan.mapper);
-  auto mapping = planning.mapper->map(context, partition);
-  if (!mapping) return plugin_refused(std::move(mapping).error(), planning.mapper_label, job, job.plan.mapper);
-  plan.devices = std::move(mapping->devices);
+  auto mapping = map_devices(planning, shape, context, partition, plan.schedule);
+  ACTORPIPE_TRY(mapping);
+  plan.devices = std::move(*mapping);
   if (auto s = plan.validate(job.profile, job.cluster); !s)
     return plugin_failed(std::move(s).error(), planning.mapper_label);
 
@@ -177,29 +228,36 @@ Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContex
   const SimulationReport& r = candidate.report;
   plan.iteration_time_ms = r.iteration_time_ms;
   plan.samples_per_s = r.samples_per_s;
+  // A device's memory holds all its chunks.
+  std::map<std::pair<std::size_t, DeviceId>, std::uint64_t> device_memory;
+  for (const DeviceReport& d : r.devices)
+    device_memory[{d.pipeline, d.device}] += d.peak_memory_bytes;
   std::vector<double> compute, parameters;
-  for (std::size_t s = 0; s < shape.stages; ++s) {
+  for (std::size_t s = 0; s < plan.stages.size(); ++s) {
     StageEstimate& e = plan.stages[s].estimate;
     e.forward_ms = r.stages[s].forward_ms;
     e.backward_ms = r.stages[s].backward_ms;
     e.compute_ms = e.forward_ms + e.backward_ms;
     e.bubble = r.stages[s].bubble;
     for (std::size_t p = 0; p < shape.pipelines; ++p) {
-      const DeviceReport& d = r.devices[p * shape.stages + s];
+      const DeviceReport& d = r.devices[p * plan.stages.size() + s];
+      const std::uint64_t held = device_memory.at({p, d.device});
       e.parameter_bytes = d.parameter_bytes;
       e.optimizer_bytes = d.optimizer_bytes;
       e.activation_bytes = std::max(e.activation_bytes, d.activation_bytes);
       e.workspace_bytes = std::max(e.workspace_bytes, d.workspace_bytes);
       e.memory_bytes = std::max(e.memory_bytes, d.peak_memory_bytes);
-      const double ratio = static_cast<double>(d.peak_memory_bytes) / static_cast<double>(d.memory_capacity);
+      const double ratio = static_cast<double>(held) / static_cast<double>(d.memory_capacity);
       if (ratio > 1 && ratio > candidate.overflow_ratio) {
         candidate.overflow_ratio = ratio;
         candidate.overflow =
             "stage " + std::to_string(s) + " (blocks " + describe_blocks(plan.stages[s]) + ") on device " +
-            job.cluster.devices[d.device].name + " needs " + text::format_bytes(d.peak_memory_bytes) + " (parameters " +
-            text::format_bytes(d.parameter_bytes) + ", optimizer " + text::format_bytes(d.optimizer_bytes) +
-            ", activations " + text::format_bytes(d.activation_bytes) + ", workspace " +
-            text::format_bytes(d.workspace_bytes) + ") but has " + text::format_bytes(d.memory_capacity);
+            job.cluster.devices[d.device].name + " needs " + text::format_bytes(d.peak_memory_bytes) +
+            (held > d.peak_memory_bytes ? " (" + text::format_bytes(held) + " with the device's other chunks)" : "") +
+            " (parameters " + text::format_bytes(d.parameter_bytes) + ", optimizer " +
+            text::format_bytes(d.optimizer_bytes) + ", activations " + text::format_bytes(d.activation_bytes) +
+            ", workspace " + text::format_bytes(d.workspace_bytes) + ") but has " +
+            text::format_bytes(d.memory_capacity);
       }
     }
     compute.push_back(e.compute_ms);
@@ -260,7 +318,14 @@ Result<Planning> prepare(const JobSpec& job, const PluginRegistry& plugins) {
     for (const std::string& name : names) {
       auto scheduler = plugins.scheduler(name);
       if (!scheduler) return plugin_failed(std::move(scheduler).error(), job.where("plan.scheduler"));
-      planning.schedulers.push_back({name, *scheduler, plugin_label(plugins, PluginKind::scheduler, name)});
+      const std::string label = plugin_label(plugins, PluginKind::scheduler, name);
+      auto chunking = (*scheduler)->chunking(options_for(job, name));
+      if (!chunking) return plugin_refused(std::move(chunking).error(), label, job, name);
+      if (chunking->chunks == 0 || (chunking->shape == ChunkShape::v && chunking->chunks != 2))
+        return plugin_failed(Error::run_failed("said it puts " + std::to_string(chunking->chunks) + " chunks in a " +
+                                               to_string(chunking->shape) + " (a V has 2; a loop at least 1)"),
+                             label);
+      planning.schedulers.push_back({name, *scheduler, label, *chunking});
     }
   }
   // The sync policy is the run's, not the plan's; a plan for a policy that cannot run,
@@ -299,7 +364,8 @@ bool better(const Candidate& a, const Candidate& b) {
 Result<Candidate> evaluate(const Planning& planning, const Shape& shape, std::function<void(double)> progress) {
   const JobSpec& job = planning.job;
   PlanContext context{.profile = job.profile, .cluster = job.cluster};
-  context.stages = shape.stages;
+  // The partitioner cuts every virtual stage: devices × chunks of them.
+  context.stages = shape.stages * planning.chunking(shape).chunks;
   context.pipelines = shape.pipelines;
   context.batch_size = job.train.batch_size;
   context.micro_batch_sizes =
@@ -319,7 +385,7 @@ Result<Candidate> evaluate(const Planning& planning, const Shape& shape, std::fu
     context.progress = [&round, report = std::move(progress)](double f) {
       report((round + std::clamp(f, 0.0, 1.0)) / rounds);
     };
-  auto partition = partition_for(planning, shape, context);
+  auto partition = partition_for(planning, context);
   ACTORPIPE_TRY(partition);
   auto best = price(planning, shape, context, *partition);
   ACTORPIPE_TRY(best);
@@ -331,7 +397,7 @@ Result<Candidate> evaluate(const Planning& planning, const Shape& shape, std::fu
   for (round = 1; round < rounds; ++round) {
     placement_hints(last, job.cluster, context.stage_speeds, context.stage_memory);
     context.placement = last.devices;
-    auto next_partition = partition_for(planning, shape, context);
+    auto next_partition = partition_for(planning, context);
     ACTORPIPE_TRY(next_partition);
     if (next_partition->cuts == partition->cuts) break;
     auto next = price(planning, shape, context, *next_partition);

@@ -27,6 +27,7 @@ struct SchedulerChoice {
   std::string name;
   std::shared_ptr<Scheduler> plugin;
   std::string label; ///< "scheduler 'x' (FILE): "
+  Chunking chunking; ///< what it said of its chunks under the job's options
 };
 
 /// What every candidate of one planning run shares: the job and its loaded plugins.
@@ -47,8 +48,16 @@ struct Planning {
     return schedulers.empty() ? schedule_file_label : schedulers[shape.scheduler].label;
   }
 
+  /// The chunks on each device of `shape`'s pipelines: its scheduler's, or the
+  /// schedule file's.
+  Chunking chunking(const Shape& shape) const {
+    return schedulers.empty() ? Chunking{schedule_file->chunks, schedule_file->shape}
+                              : schedulers[shape.scheduler].chunking;
+  }
+
   /// What stage `stage` keeps between a forward and its backward: plan.recompute's one
-  /// value, or its entry for the stage.
+  /// value, or its entry for the stage (with chunks, for the device: plan.stages counts
+  /// devices).
   Recompute recompute(std::size_t stage) const {
     const std::vector<Recompute>& r = job.plan.recompute;
     return r.size() == 1 ? r.front() : stage < r.size() ? r[stage] : Recompute::none;

@@ -226,8 +226,11 @@ void push_partition(lua_State* L, const Partition& partition) {
 }
 
 void push_schedule_request(lua_State* L, const ScheduleRequest& r) {
-  lua_createtable(L, 0, 10);
+  lua_createtable(L, 0, 12);
   set(L, "stages", r.stages);
+  set(L, "chunks", r.chunking.chunks);
+  lua_pushstring(L, to_string(r.chunking.shape));
+  lua_setfield(L, -2, "shape");
   set_list(L, "micro_batch_sizes", r.micro_batch_sizes);
   set_list(L, "stage_forward_ms", r.stage_forward_ms);
   set_list(L, "stage_backward_ms", r.stage_backward_ms);

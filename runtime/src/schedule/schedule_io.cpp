@@ -18,21 +18,29 @@ namespace {
 
 using config::error_at;
 
-/// "F12" → forward of micro-batch 12; B, I and W likewise.
+/// "F12" → forward of micro-batch 12; B, I and W likewise; "F12@1" on chunk 1.
 Result<Action> parse_action(std::string_view token, const std::vector<std::uint32_t>& sizes) {
   static constexpr std::string_view letters = "FBIW";
   const auto kind = token.empty() ? std::string_view::npos : letters.find(token[0]);
   const auto not_an_action = [&] {
-    return Error::bad_input("'" + std::string(token) + "' is not an action (F<k>, B<k>, I<k> or W<k>)");
+    return Error::bad_input("'" + std::string(token) +
+                            "' is not an action (F<k>, B<k>, I<k> or W<k>, with @<chunk> on a chunk)");
   };
   if (token.size() < 2 || kind == std::string_view::npos) return not_an_action();
+  const char* const last = token.data() + token.size();
   std::size_t k = 0;
-  const auto [end, ec] = std::from_chars(token.data() + 1, token.data() + token.size(), k);
-  if (ec != std::errc{} || end != token.data() + token.size()) return not_an_action();
+  const auto [end, ec] = std::from_chars(token.data() + 1, last, k);
+  if (ec != std::errc{}) return not_an_action();
+  std::uint32_t chunk = 0;
+  if (end != last) {
+    if (*end != '@') return not_an_action();
+    const auto [chunk_end, chunk_ec] = std::from_chars(end + 1, last, chunk);
+    if (chunk_ec != std::errc{} || chunk_end != last) return not_an_action();
+  }
   if (k >= sizes.size())
     return Error::bad_input("'" + std::string(token) + "': micro-batch " + std::to_string(k) +
                             " does not exist (there are " + std::to_string(sizes.size()) + ")");
-  return Action{static_cast<Op>(kind), k, sizes[k]};
+  return Action{static_cast<Op>(kind), k, sizes[k], chunk};
 }
 
 } // namespace
@@ -41,7 +49,10 @@ std::string format_schedule(const Schedule& schedule) {
   std::string out = "name = " + text::toml_quote(schedule.name) + "\nmicro_batch_sizes = [";
   for (std::size_t k = 0; k < schedule.micro_batch_sizes.size(); ++k)
     out += (k ? ", " : "") + std::to_string(schedule.micro_batch_sizes[k]);
-  out += "]\nstages = [\n";
+  out += "]\n";
+  if (schedule.chunks > 1)
+    out += "chunks = " + std::to_string(schedule.chunks) + "\nshape = \"" + to_string(schedule.shape) + "\"\n";
+  out += "stages = [\n";
   for (const auto& actions : schedule.stages) {
     std::string line;
     for (const Action& a : actions)
@@ -74,6 +85,13 @@ Result<Schedule> read_schedule_table(const toml::table& root, const std::string&
         return error_at(size, "micro_batch_sizes", "expected a positive sample count");
       schedule.micro_batch_sizes.push_back(static_cast<std::uint32_t>(*value));
     }
+    ACTORPIPE_TRY(reader.integer("chunks", schedule.chunks, 1u, 64u));
+    std::string shape = to_string(schedule.shape);
+    ACTORPIPE_TRY(reader.string("shape", shape));
+    if (const auto named = chunk_shape_named(shape))
+      schedule.shape = *named;
+    else
+      return error_at(*reader.node("shape"), "shape", "expected \"loop\" or \"v\", not '" + shape + "'");
     ACTORPIPE_TRY(reader.require("stages"));
     const toml::node* stages = reader.node("stages");
     if (!stages->is_array()) return error_at(*stages, "stages", "expected an array of strings, one per stage");

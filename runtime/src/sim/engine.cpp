@@ -175,7 +175,7 @@ struct InstanceState {
 template <class Queue> class Simulation {
 public:
   Simulation(const Model& model, std::size_t iterations)
-      : model_(model), iterations_(iterations), actions_(model.schedule->stages),
+      : model_(model), iterations_(iterations), actions_(model.schedule->virtual_stage_actions()),
         m_(model.schedule->micro_batch_sizes.size()), state_(model.instances.size()),
         forward_in_(model.instances.size() * m_, unknown), backward_in_(model.instances.size() * m_, unknown),
         lane_free_(model.lane_bytes_per_ms.size(), 0.0), processor_free_(model.processors, 0.0),
@@ -190,6 +190,17 @@ public:
     out_.sync_ms.assign(model.instances.size(), 0.0);
     out_.lane_busy_ms.assign(lane_free_.size(), 0.0);
     out_.lane_bytes.assign(lane_free_.size(), 0.0);
+    // A device with chunks runs its virtual stages' actions in its list's order: the
+    // turn passes along the list, and back to its start for the next iteration.
+    const Schedule& schedule = *model.schedule;
+    if (schedule.chunks > 1) {
+      for (const auto& list : schedule.stages) {
+        auto& turns = turns_.emplace_back();
+        for (const Action& a : list)
+          turns.push_back(schedule.virtual_stage(&list - schedule.stages.data(), a.chunk));
+      }
+      turn_.assign(pipelines_ * schedule.stages.size(), 0);
+    }
   }
 
   Outcome run() {
@@ -221,11 +232,33 @@ private:
     return straggled_ms(model_.stragglers, instance.device, start, ms, random_);
   }
 
-  /// Starts instance i's next action if its input is there.
+  /// Instance i's device (pipeline and device of the schedule) and where that device's
+  /// turn is: with chunks, an instance acts only when the device's list reaches it.
+  std::size_t device_of(const Instance& instance) const {
+    return instance.pipeline * model_.schedule->stages.size() + model_.schedule->place_of(instance.stage).stage;
+  }
+  bool has_turn(const Instance& instance) const {
+    if (turns_.empty()) return true;
+    const std::size_t device = device_of(instance);
+    const auto& turns = turns_[device % turns_.size()];
+    return turns[turn_[device]] == instance.stage;
+  }
+  /// The device's turn passes on: to whom it passes may start.
+  void pass_turn(const Instance& instance) {
+    if (turns_.empty()) return;
+    const std::size_t device = device_of(instance);
+    const auto& turns = turns_[device % turns_.size()];
+    if (++turn_[device] == turns.size()) turn_[device] = 0;
+    try_start(static_cast<std::uint32_t>(instance.pipeline * model_.stages + turns[turn_[device]]));
+  }
+
+  /// Starts instance i's next action if its input is there and, with chunks, its
+  /// device's turn is its.
   void try_start(std::uint32_t i) {
     InstanceState& st = state_[i];
     if (st.busy || st.waiting_step) return;
     const Instance& instance = model_.instances[i];
+    if (!has_turn(instance)) return;
     const Action& action = actions_[instance.stage][st.next];
     double input = st.idle_since; // a W waits for its own stage only
     if (action.op == Op::forward)
@@ -295,11 +328,13 @@ private:
     }
     st.busy = false;
     st.idle_since = now;
-    if (++st.next < actions_[instance.stage].size()) {
+    const bool more = ++st.next < actions_[instance.stage].size();
+    st.waiting_step = !more; // before the turn passes, which may come back to it
+    pass_turn(instance);
+    if (more) {
       try_start(i);
       return;
     }
-    st.waiting_step = true;
     if (asynchronous())
       pushed(i, now);
     else
@@ -422,7 +457,11 @@ private:
 
   const Model& model_;
   std::size_t iterations_;
-  const std::vector<std::vector<Action>>& actions_;
+  std::vector<std::vector<Action>> actions_; ///< per virtual stage
+  /// With chunks: per device of the schedule, the virtual stage of each action in its
+  /// list; per pipeline's device, the index of the action whose turn it is.
+  std::vector<std::vector<std::size_t>> turns_;
+  std::vector<std::size_t> turn_;
   std::size_t m_;
   std::vector<InstanceState> state_;
   std::vector<double> forward_in_, backward_in_; ///< arrival times; NaN until sent

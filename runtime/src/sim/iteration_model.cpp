@@ -185,7 +185,8 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
       sim::Instance instance;
       instance.pipeline = k;
       instance.stage = s;
-      instance.processor = k * S + s;
+      // A device's chunks compute in turn, on one processor.
+      instance.processor = k * S + m.schedule.virtual_stage(m.schedule.place_of(s).stage, 0);
       // Of representatives, the first computes at the slowest replica's speed, which all
       // wait for.
       instance.device =

@@ -19,11 +19,7 @@ namespace {
 
 Status check_inputs(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster) {
   if (auto s = plan.validate(profile, cluster); !s) return s;
-  if (auto s = validate(plan.schedule); !s) return s;
-  if (plan.schedule.stages.size() != plan.stages.size())
-    return Error::bad_input("schedule '" + plan.schedule.name + "' has " + std::to_string(plan.schedule.stages.size()) +
-                            " stages, the plan " + std::to_string(plan.stages.size()));
-  return Ok{};
+  return validate(plan.schedule);
 }
 
 } // namespace
@@ -146,55 +142,56 @@ PipelineTiming simulate_pipeline(const Schedule& schedule, const std::vector<dou
                                  const std::vector<double>& backward_ms_per_sample,
                                  const std::vector<double>& send_ms_per_sample, double action_overhead_ms) {
   // Without shared lanes nothing depends on the order in which actions are priced, so
-  // a dependency pass (each action starts when its stage is free and its input has
+  // a dependency pass (each action starts when its device is free and its input has
   // arrived) gives the same times as the event engine in O(actions), with no queue.
-  const std::size_t S = schedule.stages.size();
+  const std::size_t D = schedule.stages.size();
+  const std::size_t V = schedule.virtual_stages();
   const std::size_t m = schedule.micro_batch_sizes.size();
   PipelineTiming timing;
-  timing.busy_ms.assign(S, 0.0);
-  std::vector<double> forward_end(S * m, -1.0), backward_end(S * m, -1.0), free_at(S, 0.0);
-  std::vector<std::size_t> next(S, 0);
+  timing.busy_ms.assign(D, 0.0);
+  std::vector<double> forward_end(V * m, -1.0), backward_end(V * m, -1.0), free_at(D, 0.0);
+  std::vector<std::size_t> next(D, 0);
+  // Between virtual stages on one device (a V's turn) nothing is sent.
   auto send = [&](std::size_t boundary, std::uint32_t size) {
+    if (schedule.place_of(boundary).stage == schedule.place_of(boundary + 1).stage) return 0.0;
     return boundary < send_ms_per_sample.size() ? send_ms_per_sample[boundary] * size : 0.0;
   };
-  std::vector<std::size_t> work(S);
-  for (std::size_t s = 0; s < S; ++s)
-    work[s] = s;
+  std::vector<std::size_t> work(D);
+  for (std::size_t d = 0; d < D; ++d)
+    work[d] = d;
   while (!work.empty()) {
-    const std::size_t s = work.back();
+    const std::size_t d = work.back();
     work.pop_back();
-    bool advanced = false;
-    while (next[s] < schedule.stages[s].size()) {
-      const Action& a = schedule.stages[s][next[s]];
+    while (next[d] < schedule.stages[d].size()) {
+      const Action& a = schedule.stages[d][next[d]];
+      const std::size_t v = schedule.virtual_stage(d, a.chunk);
       double input = 0;
-      if (a.op == Op::forward && s > 0) {
-        if (forward_end[(s - 1) * m + a.micro_batch] < 0) break;
-        input = forward_end[(s - 1) * m + a.micro_batch] + send(s - 1, a.size);
+      if (a.op == Op::forward && v > 0) {
+        if (forward_end[(v - 1) * m + a.micro_batch] < 0) break;
+        input = forward_end[(v - 1) * m + a.micro_batch] + send(v - 1, a.size);
       } else if (sends_gradient(a.op)) {
-        if (s + 1 < S) {
-          if (backward_end[(s + 1) * m + a.micro_batch] < 0) break;
-          input = backward_end[(s + 1) * m + a.micro_batch] + send(s, a.size);
+        if (v + 1 < V) {
+          if (backward_end[(v + 1) * m + a.micro_batch] < 0) break;
+          input = backward_end[(v + 1) * m + a.micro_batch] + send(v, a.size);
         } else {
-          input = forward_end[s * m + a.micro_batch];
+          input = forward_end[v * m + a.micro_batch];
         }
       } // a W waits for its own stage only
       const double ms =
           action_overhead_ms +
-          a.size * (a.op == Op::forward ? forward_ms_per_sample[s] : backward_share(a.op) * backward_ms_per_sample[s]);
-      const double end = std::max(input, free_at[s]) + ms;
-      if (a.op == Op::forward)
-        forward_end[s * m + a.micro_batch] = end;
-      else if (sends_gradient(a.op))
-        backward_end[s * m + a.micro_batch] = end;
-      free_at[s] = end;
-      timing.busy_ms[s] += ms;
+          a.size * (a.op == Op::forward ? forward_ms_per_sample[v] : backward_share(a.op) * backward_ms_per_sample[v]);
+      const double end = std::max(input, free_at[d]) + ms;
+      if (a.op == Op::forward) {
+        forward_end[v * m + a.micro_batch] = end;
+        if (v + 1 < V) work.push_back(schedule.place_of(v + 1).stage);
+      } else if (sends_gradient(a.op)) {
+        backward_end[v * m + a.micro_batch] = end;
+        if (v > 0) work.push_back(schedule.place_of(v - 1).stage);
+      }
+      free_at[d] = end;
+      timing.busy_ms[d] += ms;
       timing.makespan_ms = std::max(timing.makespan_ms, end);
-      ++next[s];
-      advanced = true;
-    }
-    if (advanced) {
-      if (s > 0) work.push_back(s - 1);
-      if (s + 1 < S) work.push_back(s + 1);
+      ++next[d];
     }
   }
   timing.critical_stage =

@@ -76,6 +76,12 @@ Status Plan::validate(const ModelProfile& profile, const ClusterSpec& cluster) c
   if (devices.size() != pipelines)
     return Error::bad_input("plan: has devices for " + std::to_string(devices.size()) + " pipelines, not " +
                             std::to_string(pipelines));
+  if (!schedule.stages.empty() && schedule.virtual_stages() != stages.size())
+    return Error::bad_input("plan: schedule '" + schedule.name + "' runs " + std::to_string(schedule.virtual_stages()) +
+                            " stages (" + std::to_string(schedule.stages.size()) + " devices × " +
+                            std::to_string(schedule.chunks) + " chunks), the plan has " +
+                            std::to_string(stages.size()));
+  // A device runs one stage, or with chunks the virtual stages its chunks hold.
   std::set<DeviceId> used;
   for (std::size_t p = 0; p < pipelines; ++p) {
     if (devices[p].size() != stages.size())
@@ -87,8 +93,16 @@ Status Plan::validate(const ModelProfile& profile, const ClusterSpec& cluster) c
       if (d >= cluster.devices.size())
         return Error::bad_input(where + "device " + std::to_string(d) + " does not exist (cluster '" + cluster.name +
                                 "' has " + std::to_string(cluster.devices.size()) + ")");
-      if (!used.insert(d).second)
+      const ChunkPlace at = schedule.chunks > 1 ? schedule.place_of(s) : ChunkPlace{s, 0};
+      if (at.chunk > 0) {
+        const std::size_t first = schedule.virtual_stage(at.stage, 0);
+        if (d != devices[p][first])
+          return Error::bad_input(where + "is chunk " + std::to_string(at.chunk) + " of the device of stage " +
+                                  std::to_string(first) + " (" + cluster.devices[devices[p][first]].name +
+                                  "), not on " + cluster.devices[d].name);
+      } else if (!used.insert(d).second) {
         return Error::bad_input(where + "device " + cluster.devices[d].name + " already runs another stage");
+      }
     }
   }
   const auto& sizes = schedule.micro_batch_sizes;
