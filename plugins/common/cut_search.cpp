@@ -17,9 +17,23 @@
 
 namespace actorpipe::autopipe {
 
+Schedule chunk_layout(const PlanContext& c) {
+  Schedule layout;
+  const std::uint32_t chunks = std::max<std::uint32_t>(c.chunking.chunks, 1);
+  layout.stages.resize(std::max<std::size_t>(c.stages / chunks, 1));
+  layout.chunks = chunks;
+  layout.shape = c.chunking.shape;
+  return layout;
+}
+
 IterationModel iteration_model(const PlanContext& c, std::vector<std::vector<DeviceId>> placement) {
-  const Schedule schedule = c.scheduler == "gpipe" ? gpipe_schedule(c.stages, c.micro_batch_sizes)
-                                                   : one_f_one_b_schedule(c.stages, c.micro_batch_sizes);
+  const std::size_t devices = chunk_layout(c).stages.size();
+  const Schedule schedule =
+      c.chunking.chunks > 1    ? (c.chunking.shape == ChunkShape::v
+                                      ? zbv_schedule(devices, c.micro_batch_sizes)
+                                      : interleaved_one_f_one_b_schedule(devices, c.micro_batch_sizes, c.chunking.chunks))
+      : c.scheduler == "gpipe" ? gpipe_schedule(c.stages, c.micro_batch_sizes)
+                               : one_f_one_b_schedule(c.stages, c.micro_batch_sizes);
   return IterationModel(c.cluster, {std::move(placement), schedule, c.action_overhead_ms, c.optimizer_factor});
 }
 

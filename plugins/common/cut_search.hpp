@@ -44,9 +44,14 @@
 
 namespace actorpipe::autopipe {
 
+/// The devices and chunks of the context's pipelines (Schedule::place_of answers where
+/// each virtual stage sits), as a schedule with no actions.
+Schedule chunk_layout(const PlanContext& c);
+
 /// The iteration model of one placement under the context's schedule (GPipe when the
-/// context names it, else 1F1B: sliced schedules differ only in their first few
-/// micro-batches).
+/// context names it, with chunks interleaved 1F1B or ZB-V as their shape says, else
+/// 1F1B: sliced and zero-bubble schedules differ from it in how they fill the bubble,
+/// not in which cuts balance it).
 IterationModel iteration_model(const PlanContext& c, std::vector<std::vector<DeviceId>> placement);
 
 /// Simulated actions of one estimate up to which the search judges candidates and

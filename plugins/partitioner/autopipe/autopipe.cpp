@@ -19,7 +19,8 @@ using namespace actorpipe;
 using partitioning::UnitCosts;
 
 /// Where the stages run: the mapper's placement when the planner passed one, else the
-/// cluster's devices in order, pipeline after pipeline (what a first round can know).
+/// cluster's devices in order, pipeline after pipeline (what a first round can know),
+/// a device's chunks on it.
 std::vector<std::vector<DeviceId>> placement(const PlanContext& c) {
   const bool given = c.placement.size() == c.pipelines &&
                      std::all_of(c.placement.begin(), c.placement.end(), [&](const std::vector<DeviceId>& p) {
@@ -27,10 +28,12 @@ std::vector<std::vector<DeviceId>> placement(const PlanContext& c) {
                               std::all_of(p.begin(), p.end(), [&](DeviceId d) { return d < c.cluster.devices.size(); });
                      });
   if (given) return c.placement;
+  const Schedule layout = autopipe::chunk_layout(c);
+  const std::size_t devices = layout.stages.size();
   std::vector<std::vector<DeviceId>> out(c.pipelines, std::vector<DeviceId>(c.stages));
   for (std::size_t p = 0; p < c.pipelines; ++p)
     for (std::size_t s = 0; s < c.stages; ++s)
-      out[p][s] = (p * c.stages + s) % c.cluster.devices.size();
+      out[p][s] = (p * devices + layout.place_of(s).stage) % c.cluster.devices.size();
   return out;
 }
 

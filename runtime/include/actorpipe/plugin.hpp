@@ -126,6 +126,10 @@ struct PlanContext {
   std::uint32_t batch_size = 1;                   ///< all pipelines together
   std::vector<std::uint32_t> micro_batch_sizes{}; ///< one pipeline's, in order
   std::string scheduler{};
+  /// The scheduler's chunks: with chunks > 1, `stages` counts virtual stages, stages /
+  /// chunks devices per pipeline hold them (Schedule::place_of) and a partitioner cuts
+  /// every virtual stage; the mapper is asked for the devices alone.
+  Chunking chunking{};
   bool sub_blocks = true;        ///< whether cuts inside blocks are allowed
   double optimizer_factor = 1;   ///< bytes of gradients and optimizer state per parameter byte
   double action_overhead_ms = 0; ///< fixed cost of every forward or backward

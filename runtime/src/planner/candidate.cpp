@@ -157,6 +157,7 @@ Result<std::vector<std::vector<DeviceId>>> map_devices(const Planning& planning,
   Partition devices_share = partition;
   if (layout.chunks > 1) {
     mapping_context.stages = shape.stages;
+    mapping_context.chunking = {};
     mapping_context.stage_speeds.clear();
     mapping_context.stage_memory.clear();
     mapping_context.placement.clear();
@@ -365,7 +366,8 @@ Result<Candidate> evaluate(const Planning& planning, const Shape& shape, std::fu
   const JobSpec& job = planning.job;
   PlanContext context{.profile = job.profile, .cluster = job.cluster};
   // The partitioner cuts every virtual stage: devices × chunks of them.
-  context.stages = shape.stages * planning.chunking(shape).chunks;
+  context.chunking = planning.chunking(shape);
+  context.stages = shape.stages * context.chunking.chunks;
   context.pipelines = shape.pipelines;
   context.batch_size = job.train.batch_size;
   context.micro_batch_sizes =
