@@ -96,17 +96,20 @@ BOOST_AUTO_TEST_CASE(a_scripted_sequential_matches_pytorch_eager_step_for_step) 
   const EagerLosses eager = eager_losses();
   BOOST_REQUIRE_GE(eager.losses.size(), 8u);
   test::ScratchDir dir;
-  // Split backwards too (zb-h1, zb-h2): I and W found on TorchScript's autograd graph.
+  // Split backwards too (zb-h1, zb-h2): I and W found on TorchScript's autograd graph;
+  // and chunks, two per device (interleaved-1f1b, zbv).
   for (const auto& [stages, pipelines, scheduler] : {std::tuple<std::size_t, std::size_t, const char*>{1, 1, "1f1b"},
                                                      {2, 1, "1f1b"},
                                                      {2, 2, "1f1b"},
                                                      {2, 1, "zb-h1"},
                                                      {2, 2, "zb-h1"},
-                                                     {2, 2, "zb-h2"}})
+                                                     {2, 2, "zb-h2"},
+                                                     {2, 1, "interleaved-1f1b"},
+                                                     {2, 2, "zbv"}})
     BOOST_TEST_CONTEXT(stages << " stages × " << pipelines << " pipelines, " << scheduler) {
       const test::MeasuredPlan p = test::quick_plan(dir, job_toml(fixture("conv-mlp.pt"), fashion_mnist_in_order,
                                                                   eager.train_toml, stages, pipelines, scheduler));
-      BOOST_REQUIRE_EQUAL(p.plan.stages.size(), stages);
+      BOOST_REQUIRE_EQUAL(p.plan.stages.size(), stages * p.plan.schedule.chunks);
       const std::vector<double> losses = train_for(p, eager.losses.size(), dir.path() / "run").losses;
       BOOST_REQUIRE_EQUAL(losses.size(), eager.losses.size());
       for (std::size_t k = 0; k < losses.size(); ++k)

@@ -718,6 +718,25 @@ BOOST_AUTO_TEST_CASE(scheduler_auto_takes_the_fastest_schedule_that_fits_never_s
     }
 }
 
+BOOST_AUTO_TEST_CASE(an_unset_recompute_is_chosen_only_where_nothing_fits_without_it) {
+  // VGG16 on four 16 GiB devices: at 256 samples a batch a plan keeps every activation;
+  // at 512 none fits so, and with plan.recompute unset the planner recomputes instead,
+  // while a job that says "none" is told that nothing fits.
+  const Plan roomy = plan(job("vgg16-4dev.toml", {"train.batch_size=256"}));
+  for (const StagePlan& stage : roomy.stages)
+    BOOST_TEST((stage.recompute == Recompute::none));
+  const Plan tight = plan(job("vgg16-4dev.toml", {"train.batch_size=512"}));
+  for (const StagePlan& stage : tight.stages)
+    BOOST_TEST((stage.recompute != Recompute::none));
+  BOOST_REQUIRE(!tight.tried.empty());
+  BOOST_TEST(tight.tried.front().fits);
+  auto refused =
+      make_plan(job("vgg16-4dev.toml", {"train.batch_size=512", "plan.recompute=\"none\""}), test::plugins());
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(exit_status(refused.error().code) == 2);
+  BOOST_TEST(test::contains(refused.error().message, "no plan fits in memory"), refused.error().message);
+}
+
 BOOST_AUTO_TEST_CASE(a_recomputing_plan_costs_its_forward_again_and_keeps_less) {
   // VGG16's convolutions keep far more than their input; its classifier keeps less than
   // its input (the last feature map), so recomputing it would keep more.

@@ -81,7 +81,7 @@ struct DeviceReport {
   DeviceId device = 0;
   std::size_t pipeline = 0;
   std::size_t stage = 0;
-  double busy = 0; ///< fraction of the run computing
+  double busy = 0; ///< fraction of the run computing (with chunks, for all the device's chunks)
   std::uint64_t parameter_bytes = 0;
   std::uint64_t optimizer_bytes = 0;
   std::uint64_t activation_bytes = 0;  ///< peak stash under the schedule

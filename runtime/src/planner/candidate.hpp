@@ -55,11 +55,16 @@ struct Planning {
                               : schedulers[shape.scheduler].chunking;
   }
 
+  /// Where the job leaves plan.recompute unset: what every stage recomputes in this
+  /// search (none first; the planner tries more when no plan fits).
+  Recompute unset_recompute = Recompute::none;
+
   /// What stage `stage` keeps between a forward and its backward: plan.recompute's one
   /// value, or its entry for the stage (with chunks, for the device: plan.stages counts
-  /// devices).
+  /// devices), or unset_recompute.
   Recompute recompute(std::size_t stage) const {
     const std::vector<Recompute>& r = job.plan.recompute;
+    if (r.empty()) return unset_recompute;
     return r.size() == 1 ? r.front() : stage < r.size() ? r[stage] : Recompute::none;
   }
 };

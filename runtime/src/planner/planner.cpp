@@ -146,48 +146,68 @@ Result<Plan> make_plan(const JobSpec& job, const PluginRegistry& plugins, const 
   // Where several shapes are searched, one a plugin refuses (a baseline that cuts whole
   // blocks asked for more stages than blocks) is skipped; the job fails only when no
   // shape can be planned, with the first refusal.
-  std::optional<planning::Candidate> best;
-  std::optional<Error> first_error;
-  std::size_t planned = 0;
-  std::vector<std::pair<TriedShape, double>> tried; ///< with its overflow ratio, to rank as `better` does
-  const double shapes_to_search = static_cast<double>(candidates->size());
-  for (std::size_t k = 0; k < candidates->size(); ++k) {
-    const Shape& shape = (*candidates)[k];
-    std::function<void(double)> shape_progress;
-    if (progress) {
-      const std::string doing =
-          "shape " + std::to_string(k + 1) + " of " + std::to_string(candidates->size()) + ": " +
-          std::to_string(shape.stages) + " stages × " + std::to_string(shape.pipelines) + " pipelines × " +
-          std::to_string(shape.micro_batches) + " micro-batches" +
-          (planning->schedulers.size() > 1 ? ", " + planning->schedulers[shape.scheduler].name : "");
-      shape_progress = [&progress, doing, k, shapes_to_search](double f) {
-        progress((static_cast<double>(k) + std::clamp(f, 0.0, 1.0)) / shapes_to_search, doing);
-      };
-      shape_progress(0);
+  struct Search {
+    std::optional<planning::Candidate> best;
+    std::optional<Error> first_error;
+    std::size_t planned = 0;
+    std::vector<std::pair<TriedShape, double>> tried; ///< with its overflow ratio, to rank as `better` does
+  };
+  const auto search = [&](const std::string& pass) -> Result<Search> {
+    Search out;
+    const double shapes_to_search = static_cast<double>(candidates->size());
+    for (std::size_t k = 0; k < candidates->size(); ++k) {
+      const Shape& shape = (*candidates)[k];
+      std::function<void(double)> shape_progress;
+      if (progress) {
+        const std::string doing =
+            "shape " + std::to_string(k + 1) + " of " + std::to_string(candidates->size()) + ": " +
+            std::to_string(shape.stages) + " stages × " + std::to_string(shape.pipelines) + " pipelines × " +
+            std::to_string(shape.micro_batches) + " micro-batches" +
+            (planning->schedulers.size() > 1 ? ", " + planning->schedulers[shape.scheduler].name : "") + pass;
+        shape_progress = [&progress, doing, k, shapes_to_search](double f) {
+          progress((static_cast<double>(k) + std::clamp(f, 0.0, 1.0)) / shapes_to_search, doing);
+        };
+        shape_progress(0);
+      }
+      auto candidate = planning::evaluate(*planning, shape, shape_progress);
+      if (!candidate) {
+        if (candidates->size() == 1) return std::move(candidate).error();
+        if (!out.first_error) out.first_error = std::move(candidate).error();
+        continue;
+      }
+      ++out.planned;
+      const Plan& p = candidate->plan;
+      out.tried.push_back(
+          {{shape.stages, shape.pipelines, shape.micro_batches,
+            static_cast<std::uint32_t>(p.schedule.micro_batch_sizes.size() + 1 -
+                                       std::min<std::size_t>(p.schedule.micro_batch_sizes.size(), shape.micro_batches)),
+            p.iteration_time_ms, p.samples_per_s, !candidate->overflow, p.scheduler},
+           candidate->overflow_ratio});
+      if (!out.best || planning::better(*candidate, *out.best)) out.best = std::move(*candidate);
     }
-    auto candidate = planning::evaluate(*planning, shape, shape_progress);
-    if (!candidate) {
-      if (candidates->size() == 1) return std::move(candidate).error();
-      if (!first_error) first_error = std::move(candidate).error();
-      continue;
+    return out;
+  };
+  auto found = search("");
+  ACTORPIPE_TRY(found);
+  // A job that leaves plan.recompute unset recomputes where nothing fits otherwise:
+  // selective first (the cheap, memory-heavy units), then every unit.
+  if (job.plan.recompute.empty())
+    for (const Recompute more : {Recompute::selective, Recompute::full}) {
+      if (!found->best || !found->best->overflow) break;
+      planning->unset_recompute = more;
+      auto again = search(std::string(", recompute ") + std::string(option_name(more)));
+      ACTORPIPE_TRY(again);
+      if (again->best && !again->best->overflow) found = std::move(again);
     }
-    ++planned;
-    const Plan& p = candidate->plan;
-    tried.push_back(
-        {{shape.stages, shape.pipelines, shape.micro_batches,
-          static_cast<std::uint32_t>(p.schedule.micro_batch_sizes.size() + 1 -
-                                     std::min<std::size_t>(p.schedule.micro_batch_sizes.size(), shape.micro_batches)),
-          p.iteration_time_ms, p.samples_per_s, !candidate->overflow, p.scheduler},
-         candidate->overflow_ratio});
-    if (!best || planning::better(*candidate, *best)) best = std::move(*candidate);
-  }
   if (progress) progress(1.0, "done");
+  auto& [best, first_error, planned, tried] = *found;
   if (!best) return std::move(*first_error);
   if (best->overflow)
-    return Error::bad_input(job.file + ": no plan fits in memory" +
-                            (planned > 1 ? " (best of " + std::to_string(planned) + " shapes)" : "") + ": " +
-                            *best->overflow +
-                            "; try more stages, more micro-batches (smaller ones) or a schedule that stashes less");
+    return Error::bad_input(
+        job.file + ": no plan fits in memory" +
+        (planned > 1 ? " (best of " + std::to_string(planned) + " shapes)" : "") + ": " + *best->overflow +
+        "; try more stages, more micro-batches (smaller ones) or a schedule that stashes less" +
+        (job.plan.recompute.empty() ? " (recomputing every stage's forward did not fit either)" : ""));
   Plan plan = std::move(best->plan);
   plan.candidates = planned;
   // Ranked as the search ranks candidates: fitting first, then faster, then less over.

@@ -109,10 +109,18 @@ Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
   report.samples_per_s = report.iteration_time_ms > 0 ? plan.batch_size / report.iteration_time_ms * 1000.0 : 0;
 
   report.stages.resize(S);
+  // A device computes for all its chunks: each virtual stage reports its device's busy
+  // time, so that a chunk's idle time while its sibling computes is no bubble.
+  const std::size_t D = plan.schedule.stages.size();
+  std::vector<double> device_busy_ms(P * D, 0.0);
+  for (std::size_t i = 0; i < model.instances.size(); ++i)
+    device_busy_ms[model.instances[i].pipeline * D + plan.schedule.place_of(model.instances[i].stage).stage] +=
+        outcome.busy_ms[i];
   for (std::size_t i = 0; i < model.instances.size(); ++i) {
     const sim::Instance& instance = model.instances[i];
     DeviceReport& device = report.devices[i];
-    device.busy = report.total_ms > 0 ? outcome.busy_ms[i] / report.total_ms : 0;
+    const double busy_ms = device_busy_ms[instance.pipeline * D + plan.schedule.place_of(instance.stage).stage];
+    device.busy = report.total_ms > 0 ? busy_ms / report.total_ms : 0;
     StageReport& stage = report.stages[instance.stage];
     stage.forward_ms =
         std::max(stage.forward_ms, instance.forward_fixed_ms +
