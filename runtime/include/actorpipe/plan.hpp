@@ -116,6 +116,9 @@ ACTORPIPE_EXPORT std::size_t last_block(const StagePlan& stage);
 /// "3", "3-7", "3.1-7" (block.sub where a stage starts or ends inside a block).
 ACTORPIPE_EXPORT std::string describe_blocks(const StagePlan& stage);
 
+/// "4 stages"; with chunks "8 stages (4 devices × 2 chunks in a V)".
+ACTORPIPE_EXPORT std::string describe_stages(const Plan& plan);
+
 /// "in lockstep", "pipelines step alone", "pipelines step alone, at most 2 steps ahead".
 ACTORPIPE_EXPORT std::string describe_stepping(const SyncStepping& stepping);
 

@@ -38,9 +38,9 @@ std::string format_plan(const Plan& plan, const ModelProfile& profile, const Clu
   out += "cluster      " + plan.cluster + " (" + std::to_string(cluster.servers.size()) +
          (cluster.servers.size() == 1 ? " server, " : " servers, ") + std::to_string(cluster.devices.size()) +
          " devices)\n";
-  out += "plan         " + std::to_string(plan.pipelines) + " pipeline(s) × " + std::to_string(plan.stages.size()) +
-         " stages; partitioner " + plan.partitioner + ", mapper " + plan.mapper + ", scheduler " + plan.scheduler +
-         ", sync " + plan.sync + " (" + describe_stepping(plan.stepping) + ")\n";
+  out += "plan         " + std::to_string(plan.pipelines) + " pipeline(s) × " + describe_stages(plan) +
+         "; partitioner " + plan.partitioner + ", mapper " + plan.mapper + ", scheduler " + plan.scheduler + ", sync " +
+         plan.sync + " (" + describe_stepping(plan.stepping) + ")\n";
   const auto [smallest, largest] =
       std::minmax_element(plan.schedule.micro_batch_sizes.begin(), plan.schedule.micro_batch_sizes.end());
   out +=

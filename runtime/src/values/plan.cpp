@@ -24,6 +24,15 @@ std::string describe_blocks(const StagePlan& stage) {
   return first == last ? first : first + "-" + last;
 }
 
+std::string describe_stages(const Plan& plan) {
+  std::string out = std::to_string(plan.stages.size()) + " stages";
+  const Schedule& s = plan.schedule;
+  if (s.chunks > 1)
+    out += " (" + std::to_string(s.stages.size()) + " devices × " + std::to_string(s.chunks) + " chunks " +
+           (s.shape == ChunkShape::v ? "in a V" : "in a loop") + ")";
+  return out;
+}
+
 std::string describe_stepping(const SyncStepping& stepping) {
   if (!stepping.asynchronous) return "in lockstep";
   if (stepping.staleness == SyncStepping::unbounded) return "pipelines step alone";
