@@ -1,7 +1,8 @@
 #pragma once
 
 /// The discrete-event core of simulate() (simulate_pipeline() prices one pipeline
-/// without it, by a dependency pass): stage instances execute their schedule in order as inputs arrive; transfers and
+/// without it, by a dependency pass): stage instances execute their schedule in order as inputs arrive (the
+/// chunks of one device in turn, in its list's order); transfers and
 /// collectives reserve the lanes they cross in the order they are requested (time order), so a lane busy with one
 /// transfer delays the next.
 
@@ -14,7 +15,7 @@
 
 namespace actorpipe::sim {
 
-/// One stage of one pipeline on its device.
+/// One stage (with chunks, one virtual stage) of one pipeline on its device.
 struct Instance {
   std::size_t pipeline = 0;
   std::size_t stage = 0;
