@@ -215,6 +215,26 @@ BOOST_AUTO_TEST_CASE(a_plugin_error_names_the_plugin_and_its_file) {
   BOOST_TEST(exit_status(plan.error().code) == 2);
 }
 
+BOOST_AUTO_TEST_CASE(a_scheduler_whose_chunks_are_wrong_is_named) {
+  // Chunks said and chunks scheduled must agree, and a V has two.
+  for (const auto& [module, name, expected] :
+       {std::tuple<const char*, const char*, const char*>{
+            "wrong_chunks", "says-two-chunks", "returned a schedule of 1 chunks (loop) after saying 2 (loop)"},
+        {"three_chunk_v", "three-chunk-v", "said it puts 3 chunks in a v (a V has 2; a loop at least 1)"}})
+    BOOST_TEST_CONTEXT(name) {
+      std::vector<std::string> folders = PluginRegistry::default_folders();
+      folders.push_back(broken(module));
+      auto registry = PluginRegistry::discover(folders);
+      BOOST_REQUIRE(registry.ok());
+      auto plan = make_plan(vgg16_job({std::string("plan.scheduler=\"") + name + "\""}), *registry);
+      BOOST_REQUIRE(!plan.ok());
+      BOOST_TEST(contains(plan.error().message, std::string("scheduler '") + name + "' (" + broken(module) + "): "),
+                 plan.error().message);
+      BOOST_TEST(contains(plan.error().message, expected), plan.error().message);
+      BOOST_TEST(exit_status(plan.error().code) == 2);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(a_throwing_plugin_returns_an_error_instead) {
   std::vector<std::string> folders = PluginRegistry::default_folders();
   folders.push_back(broken("throwing"));
