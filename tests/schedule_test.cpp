@@ -275,6 +275,11 @@ BOOST_AUTO_TEST_CASE(chunks_place_virtual_stages_in_a_loop_or_a_v) {
   for (const Schedule* s : {&loop, &v})
     for (std::size_t j = 0; j < s->virtual_stages(); ++j)
       BOOST_TEST(s->virtual_stage(s->place_of(j).stage, s->place_of(j).chunk) == j);
+  // Every send leaves its device but the V's turn, from virtual stage 3 to 4 on device 3.
+  for (std::size_t j = 0; j + 1 < 8; ++j)
+    BOOST_TEST(v.crosses_devices(j) == (j != 3), "boundary " << j);
+  for (std::size_t j = 0; j + 1 < loop.virtual_stages(); ++j)
+    BOOST_TEST(loop.crosses_devices(j));
 }
 
 BOOST_AUTO_TEST_CASE(interleaved_1f1b_divides_1f1bs_bubble_by_its_chunks) {

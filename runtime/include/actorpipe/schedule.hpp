@@ -109,6 +109,9 @@ struct ACTORPIPE_EXPORT Schedule {
   std::size_t virtual_stage(std::size_t stage, std::uint32_t chunk) const;
   /// The device and chunk of virtual stage `v` (< virtual_stages()).
   ChunkPlace place_of(std::size_t v) const;
+  /// Whether what virtual stage `v` sends to v + 1 leaves its device (not so at a V's
+  /// turn, where both are chunks of the last device).
+  bool crosses_devices(std::size_t v) const { return place_of(v).stage != place_of(v + 1).stage; }
   /// Each virtual stage's own actions, in its device's order: what the stage actor
   /// for that piece of the model runs. Without chunks, `stages`.
   std::vector<std::vector<Action>> virtual_stage_actions() const;

@@ -208,7 +208,7 @@ Schedule zero_bubble_schedule(std::string name, std::size_t stages, const std::v
     return sizes[k] * backward_share(op) * (j < times.backward_ms.size() ? times.backward_ms[j] : 2.0 * share);
   };
   const auto send_ms = [&](std::size_t boundary, std::size_t k) {
-    if (schedule.place_of(boundary).stage == schedule.place_of(boundary + 1).stage) return 0.0;
+    if (!schedule.crosses_devices(boundary)) return 0.0;
     return sizes[k] * (boundary < times.send_ms.size() ? times.send_ms[boundary] : 0.0);
   };
   std::vector<ZeroBubbleDevice> device(stages);

@@ -161,7 +161,7 @@ PipelineTiming simulate_pipeline(const Schedule& schedule, const std::vector<dou
   std::vector<std::size_t> next(D, 0);
   // Between virtual stages on one device (a V's turn) nothing is sent.
   auto send = [&](std::size_t boundary, std::uint32_t size) {
-    if (schedule.place_of(boundary).stage == schedule.place_of(boundary + 1).stage) return 0.0;
+    if (!schedule.crosses_devices(boundary)) return 0.0;
     return boundary < send_ms_per_sample.size() ? send_ms_per_sample[boundary] * size : 0.0;
   };
   std::vector<std::size_t> work(D);
