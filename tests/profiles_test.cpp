@@ -218,6 +218,11 @@ BOOST_AUTO_TEST_CASE(toml_round_trip_is_exact) {
   block.sub_blocks[1].workspace_bytes_per_sample = 1024;
   block.workspace_bytes_per_sample = 4096;
   original.blocks[2].workspace_bytes_per_sample = 777;
+  // The input gradient's part of a backward, on one sub-block (the other's counts half
+  // in its block's sum) and on a block of its own.
+  block.sub_blocks[0].input_gradient_ms = block.sub_blocks[0].backward_ms * 0.625;
+  block.input_gradient_ms = block.sub_blocks[0].backward_ms * 0.625 + block.sub_blocks[1].backward_ms * 0.5;
+  original.blocks[3].input_gradient_ms = 0.0;
   BOOST_REQUIRE(original.validate().ok());
 
   ScratchDir dir;
@@ -242,6 +247,7 @@ BOOST_AUTO_TEST_CASE(toml_round_trip_is_exact) {
       BOOST_TEST(copy.blocks[b].parameter_bytes == original.blocks[b].parameter_bytes);
       BOOST_TEST(copy.blocks[b].stash_bytes_per_sample == original.blocks[b].stash_bytes_per_sample);
       BOOST_TEST(copy.blocks[b].workspace_bytes_per_sample == original.blocks[b].workspace_bytes_per_sample);
+      BOOST_TEST((copy.blocks[b].input_gradient_ms == original.blocks[b].input_gradient_ms));
       BOOST_TEST(copy.blocks[b].sub_blocks.size() == original.blocks[b].sub_blocks.size());
     }
   }
@@ -250,6 +256,9 @@ BOOST_AUTO_TEST_CASE(toml_round_trip_is_exact) {
   BOOST_TEST(copy.blocks[5].sub_blocks[1].forward_fixed_ms == original.blocks[5].sub_blocks[1].forward_fixed_ms);
   BOOST_TEST(copy.blocks[2].forward_fixed_ms > 0);
   BOOST_TEST(copy.blocks[5].sub_blocks[1].workspace_bytes_per_sample == 1024u);
+  BOOST_TEST((copy.blocks[5].sub_blocks[0].input_gradient_ms == original.blocks[5].sub_blocks[0].input_gradient_ms));
+  BOOST_TEST(!copy.blocks[5].sub_blocks[1].input_gradient_ms.has_value()); // unmeasured stays so
+  BOOST_TEST(!copy.blocks[0].input_gradient_ms.has_value());
   BOOST_TEST(copy.blocks[2].workspace_bytes_per_sample == 777u);
   // A profile that does not say its precision stands for any.
   BOOST_TEST(!load(pipedream("resnet50")).precision.has_value());
@@ -287,6 +296,23 @@ BOOST_AUTO_TEST_CASE(toml_profile_errors_name_file_line_and_key) {
   BOOST_REQUIRE(!workspace.ok());
   BOOST_TEST(contains(workspace.error().message, "workspace bytes differ from the largest of its sub-blocks'"),
              workspace.error().message);
+
+  // An input gradient's part is part of the backward, and a block's is its sub-blocks' sum.
+  auto over = load_profile(dir.write("over.toml", "name = \"x\"\nbatch_size = 8\n[[blocks]]\nname = \"a\"\n"
+                                                  "forward_ms = 1.0\nbackward_ms = 2.0\ninput_gradient_ms = 2.5\n"));
+  BOOST_REQUIRE(!over.ok());
+  BOOST_TEST(contains(over.error().message, "over.toml"), over.error().message);
+  BOOST_TEST(contains(over.error().message, "block 0 'a': input_gradient_ms must lie between 0 and the block's "
+                                            "backward_ms"),
+             over.error().message);
+  ModelProfile split = load(pipedream("resnet50"));
+  split.blocks[1].sub_blocks = {{"a", split.blocks[1].forward_ms, split.blocks[1].backward_ms,
+                                 split.blocks[1].output_bytes, split.blocks[1].parameter_bytes,
+                                 split.blocks[1].stash_bytes_per_sample}};
+  split.blocks[1].sub_blocks[0].input_gradient_ms = 0.25 * split.blocks[1].backward_ms;
+  BOOST_TEST(!split.validate().ok()); // the block's own is unset: half, not a quarter
+  split.blocks[1].input_gradient_ms = split.blocks[1].sub_blocks[0].input_gradient_ms;
+  BOOST_TEST(split.validate().ok());
 
   auto typo = load_profile(
       dir.write("typo.toml", "name = \"x\"\nbatch_size = 8\n[[blocks]]\nname = \"a\"\nforward_sm = 1.0\n"));

@@ -750,9 +750,10 @@ BOOST_AUTO_TEST_CASE(a_measured_profile_has_every_unit_and_round_trips) {
   auto profile = measure_profile(*job, measure);
   REQUIRE_OK(profile);
   // At the batch and at an eighth of it, at least 3 untimed passes each (one asked for,
-  // and the last 3 must agree), then 3 timed; the progress counts every pass.
+  // and the last 3 must agree), then 3 timed, and 3 of the batch with split backwards;
+  // the progress counts every pass.
   BOOST_TEST(profile->warmup_passes >= 6u);
-  BOOST_TEST(reported == profile->warmup_passes + 2 * 3u);
+  BOOST_TEST(reported == profile->warmup_passes + 2 * 3u + 3u);
   BOOST_TEST(total == reported);
   BOOST_TEST(profile->spread > 0);
   // mlp: layer0 (12 → 32), layer1 and layer2 (32 → 32), output (32 → 5); batch 16.
@@ -781,6 +782,16 @@ BOOST_AUTO_TEST_CASE(a_measured_profile_has_every_unit_and_round_trips) {
     fixed += b.forward_fixed_ms + b.backward_fixed_ms;
   }
   BOOST_TEST(fixed > 0);
+  // A split backward's halves, measured apart: each layer after the first makes its
+  // input's gradient and its weights' (two matrix products of the same size); the first
+  // layer's input is the data, which needs none, so its I does next to nothing.
+  for (const Block& b : profile->blocks) {
+    BOOST_REQUIRE_MESSAGE(b.input_gradient_ms.has_value(), b.name);
+    BOOST_TEST((*b.input_gradient_ms >= 0 && *b.input_gradient_ms <= b.backward_ms), b.name);
+  }
+  BOOST_TEST(*profile->blocks[0].input_gradient_ms < 0.5 * profile->blocks[0].backward_ms);
+  for (std::size_t b = 1; b < 4; ++b)
+    BOOST_TEST(*profile->blocks[b].input_gradient_ms > 0, profile->blocks[b].name);
   const std::string file = (dir.path() / "measured.toml").string();
   BOOST_REQUIRE(save_profile(*profile, file).ok());
   auto loaded = load_profile(file);
@@ -792,6 +803,7 @@ BOOST_AUTO_TEST_CASE(a_measured_profile_has_every_unit_and_round_trips) {
     BOOST_TEST(loaded->blocks[b].forward_ms == profile->blocks[b].forward_ms);
     BOOST_TEST(loaded->blocks[b].forward_fixed_ms == profile->blocks[b].forward_fixed_ms);
     BOOST_TEST(loaded->blocks[b].backward_fixed_ms == profile->blocks[b].backward_fixed_ms);
+    BOOST_TEST((loaded->blocks[b].input_gradient_ms == profile->blocks[b].input_gradient_ms));
     BOOST_TEST(loaded->blocks[b].output_bytes == profile->blocks[b].output_bytes);
     BOOST_TEST(loaded->blocks[b].stash_bytes_per_sample == profile->blocks[b].stash_bytes_per_sample);
     BOOST_TEST(loaded->blocks[b].workspace_bytes_per_sample == profile->blocks[b].workspace_bytes_per_sample);

@@ -169,6 +169,37 @@ BOOST_AUTO_TEST_CASE(a_micro_batch_pays_the_fixed_part_whatever_its_size) {
   BOOST_TEST(model.iteration_ms(stage_figures(profile, {{0, 0}, {1, 0}})) == 15.0, tt::tolerance(1e-9));
 }
 
+BOOST_AUTO_TEST_CASE(an_input_gradient_takes_its_measured_share_of_the_backward) {
+  // Two stages (1 ms forward, 2 ms backward per sample), one micro-batch of one sample,
+  // its backward split in halves: stage 1's I, a share s of its backward, is all stage 0
+  // waits for; then stage 0's I and W end the iteration at 1 + 1 + 2s + 2 = 4 + 2s ms.
+  // Unmeasured, s is a half; measured, what the profile says.
+  ModelProfile profile = chain(2, 1.0, 2.0);
+  const ClusterSpec c = cluster(1, 2);
+  const Plan plan = plan_for(1, zb_h1_schedule(2, {1}));
+  REQUIRE_OK(plan.validate(profile, c));
+  BOOST_TEST(run(plan, profile, c).iteration_time_ms == 5.0, tt::tolerance(1e-9));
+  for (Block& block : profile.blocks)
+    block.input_gradient_ms = 1.5;
+  BOOST_REQUIRE(profile.validate().ok());
+  BOOST_TEST(run(plan, profile, c).iteration_time_ms == 5.5, tt::tolerance(1e-9));
+  BOOST_TEST(simulate_pipeline(plan.schedule, {1, 1}, {2, 2}, {}, 0, {0.75, 0.75}).makespan_ms == 5.5,
+             tt::tolerance(1e-9));
+  IterationSetup setup;
+  setup.devices = plan.devices;
+  setup.schedule = plan.schedule;
+  IterationModel model(c, setup);
+  const std::vector<StageFigures> figures = stage_figures(profile, {{0, 0}, {1, 0}, {2, 0}});
+  BOOST_TEST(figures[0].input_gradient_share == 0.75, tt::tolerance(1e-12));
+  BOOST_TEST(model.iteration_ms(figures) == 5.5, tt::tolerance(1e-9));
+  // A recomputed stage makes its forward again in its I, before the input's gradient:
+  // (1.5 + 1) of its 2 + 1 ms.
+  const std::vector<StageFigures> again = stage_figures(profile, {{0, 0}, {1, 0}, {2, 0}}, {Recompute::full});
+  BOOST_TEST(again[0].backward_ms == 3.0, tt::tolerance(1e-12));
+  BOOST_TEST(again[0].input_gradient_share == 2.5 / 3.0, tt::tolerance(1e-12));
+  BOOST_TEST(again[1].input_gradient_share == 0.75, tt::tolerance(1e-12));
+}
+
 BOOST_AUTO_TEST_CASE(equal_stages_match_the_closed_form) {
   const double tf = 1.5, tb = 3.0;
   for (std::size_t S : {1, 2, 4, 6})

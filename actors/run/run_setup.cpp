@@ -117,6 +117,7 @@ Result<std::unique_ptr<RunSetup>> prepare_run(const JobSpec& job, const Plan& pl
                                   .forward_ms_per_sample = f.forward_ms / device.speed,
                                   .backward_fixed_ms = f.backward_fixed_ms / device.speed + overhead,
                                   .backward_ms_per_sample = f.backward_ms / device.speed,
+                                  .input_gradient_share = f.input_gradient_share,
                                   .dilation = job.emulation.dilation,
                                   .device = plan.devices[p][s],
                                   .stragglers = stragglers,

@@ -41,6 +41,7 @@ public:
       f.output_bytes = costs_.boundary_bytes(b[s + 1]) * per_sample;
       f.parameter_bytes = static_cast<std::uint64_t>(costs_.parameter_bytes(b[s], b[s + 1]));
       f.stash_bytes_per_sample = static_cast<std::uint64_t>(costs_.stash_bytes(b[s], b[s + 1]) * per_sample);
+      f.input_gradient_share = costs_.input_gradient_share(b[s], b[s + 1]);
     }
     return model_.iteration_ms(figures_);
   }

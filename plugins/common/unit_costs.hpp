@@ -31,11 +31,16 @@ public:
       Entry& e = entries_.back();
       e.begin = unit.begin;
       e.output_bytes = static_cast<double>(unit.output_bytes) * scale_;
+      const double backward = unit.backward_fixed_ms + (unit.backward_ms - unit.backward_fixed_ms) * scale_;
+      const double input_gradient_share =
+          unit.backward_ms > 0 ? input_gradient_part(unit.input_gradient_ms, unit.backward_ms) / unit.backward_ms
+                               : unmeasured_input_gradient_share;
       entries_.push_back({e.forward + unit.forward_fixed_ms + (unit.forward_ms - unit.forward_fixed_ms) * scale_,
-                          e.backward + unit.backward_fixed_ms + (unit.backward_ms - unit.backward_fixed_ms) * scale_,
-                          e.forward_fixed + unit.forward_fixed_ms, e.backward_fixed + unit.backward_fixed_ms,
+                          e.backward + backward, e.forward_fixed + unit.forward_fixed_ms,
+                          e.backward_fixed + unit.backward_fixed_ms,
                           e.parameters + static_cast<double>(unit.parameter_bytes),
-                          e.stash + static_cast<double>(unit.stash_bytes_per_sample) * micro_batch, Cut{}, 0.0});
+                          e.stash + static_cast<double>(unit.stash_bytes_per_sample) * micro_batch,
+                          e.input_gradient + input_gradient_share * backward, Cut{}, 0.0});
     });
     entries_.back().begin = {profile.blocks.size(), 0};
   }
@@ -47,6 +52,12 @@ public:
   double forward_ms(std::size_t i, std::size_t j) const { return entries_[j].forward - entries_[i].forward; }
   double backward_ms(std::size_t i, std::size_t j) const { return entries_[j].backward - entries_[i].backward; }
   double compute_ms(std::size_t i, std::size_t j) const { return forward_ms(i, j) + backward_ms(i, j); }
+  /// Of backward_ms(i, j), the share a split backward's I takes (W takes the rest).
+  double input_gradient_share(std::size_t i, std::size_t j) const {
+    const double backward = backward_ms(i, j);
+    return backward > 0 ? (entries_[j].input_gradient - entries_[i].input_gradient) / backward
+                        : unmeasured_input_gradient_share;
+  }
   /// Of forward_ms(i, j) and backward_ms(i, j), what the micro-batch pays whatever its size.
   double forward_fixed_ms(std::size_t i, std::size_t j) const {
     return entries_[j].forward_fixed - entries_[i].forward_fixed;
@@ -85,7 +96,8 @@ private:
   /// Entry u: sums over units [0, u) side by side (a range's costs share cache lines),
   /// and where unit u begins and what it sends on; entry size() is the model's end.
   struct Entry {
-    double forward = 0, backward = 0, forward_fixed = 0, backward_fixed = 0, parameters = 0, stash = 0;
+    double forward = 0, backward = 0, forward_fixed = 0, backward_fixed = 0, parameters = 0, stash = 0,
+           input_gradient = 0;
     Cut begin;
     double output_bytes = 0;
   };

@@ -10,7 +10,7 @@
 namespace actorpipe::scheduling {
 
 /// The request's times where it gives them for every (virtual) stage; else none
-/// (equal F, I, W).
+/// (equal F, I, W). The I's shares of the backwards, likewise.
 inline StageTimes stage_times(const ScheduleRequest& request) {
   StageTimes times;
   const std::size_t stages = request.stages * request.chunking.chunks;
@@ -19,6 +19,8 @@ inline StageTimes stage_times(const ScheduleRequest& request) {
     times.backward_ms = request.stage_backward_ms;
     times.send_ms = request.send_ms;
   }
+  if (request.stage_input_gradient_share.size() == stages)
+    times.input_gradient_share = request.stage_input_gradient_share;
   return times;
 }
 
@@ -31,7 +33,8 @@ inline double simulated_ms(const Schedule& schedule, const ScheduleRequest& requ
   const double share = 1.0 / schedule.chunks;
   return simulate_pipeline(schedule, given ? times.forward_ms : std::vector<double>(stages, share),
                            given ? times.backward_ms : std::vector<double>(stages, 2 * share),
-                           given ? times.send_ms : std::vector<double>{}, request.action_overhead_ms)
+                           given ? times.send_ms : std::vector<double>{}, request.action_overhead_ms,
+                           times.input_gradient_share)
       .makespan_ms;
 }
 

@@ -26,6 +26,7 @@
 
 #include <actorpipe/cluster_spec.hpp>
 #include <actorpipe/export.hpp>
+#include <actorpipe/model_profile.hpp>
 #include <actorpipe/schedule.hpp>
 
 #include <cstddef>
@@ -47,6 +48,8 @@ struct StageFigures {
   std::uint64_t workspace_bytes_per_sample = 0; ///< its units' largest, held one unit at a time
   double forward_fixed_ms = 0;                  ///< per micro-batch, whatever its size
   double backward_fixed_ms = 0;
+  /// Of each backward (per sample and fixed), what its I takes; its W takes the rest.
+  double input_gradient_share = unmeasured_input_gradient_share;
 };
 
 /// What stays fixed while a search moves cuts: where each stage of each pipeline runs

@@ -10,6 +10,12 @@
 /// forward_fixed_ms + (forward_ms − forward_fixed_ms) × n / batch_size. Scaling the
 /// whole time by n / batch_size instead would make small micro-batches look cheaper
 /// than they run.
+///
+/// A zero-bubble schedule runs a backward in two halves: I, the input's gradient, and
+/// W, the weights'. `input_gradient_ms` is I's part of backward_ms (W has the rest),
+/// as `actorpipe profile` measures it by running the halves apart; a profile that gives
+/// the backward whole (PipeDream's, one written by hand) leaves it unset, and I then
+/// counts for unmeasured_input_gradient_share of it.
 
 #include <actorpipe/export.hpp>
 #include <actorpipe/error.hpp>
@@ -23,6 +29,15 @@
 #include <vector>
 
 namespace actorpipe {
+
+/// The share of a backward that I takes where a profile does not say: as Zero Bubble
+/// Pipeline Parallelism (Qi et al., 2024) counts it, half.
+inline constexpr double unmeasured_input_gradient_share = 0.5;
+
+/// I's part of a backward of `backward_ms`: `measured`, or the unmeasured share of it.
+constexpr double input_gradient_part(const std::optional<double>& measured, double backward_ms) {
+  return measured ? *measured : unmeasured_input_gradient_share * backward_ms;
+}
 
 /// A part of a block that a partitioner may cut at (a transformer layer's attention
 /// or MLP half). Same units as Block.
@@ -38,6 +53,7 @@ struct SubBlock {
   /// Held only while its forward or backward runs, beyond what it keeps: gradients on
   /// their way back, temporaries, a library's scratch space.
   std::uint64_t workspace_bytes_per_sample = 0;
+  std::optional<double> input_gradient_ms{}; ///< of backward_ms, the input's gradient (I)
 };
 
 /// One block of the model, in execution order.
@@ -55,12 +71,16 @@ struct Block {
   double forward_fixed_ms = 0;
   double backward_fixed_ms = 0;
   std::uint64_t workspace_bytes_per_sample = 0; ///< the most any of its parts holds
+  std::optional<double> input_gradient_ms{};    ///< set where any of its parts' is
 
   /// Counts `sub`, the block's next part, into its figures: its times and bytes add
   /// up (its workspace is held one part at a time: the largest counts), and the block
   /// now ends where `sub` does. A profile reader and the profiler
   /// build a block from its parts this way, and validate() checks a block against it.
   void add(const SubBlock& sub) {
+    if (input_gradient_ms || sub.input_gradient_ms)
+      input_gradient_ms = input_gradient_part(input_gradient_ms, backward_ms) +
+                          input_gradient_part(sub.input_gradient_ms, sub.backward_ms);
     forward_ms += sub.forward_ms;
     backward_ms += sub.backward_ms;
     forward_fixed_ms += sub.forward_fixed_ms;
@@ -92,6 +112,7 @@ struct Unit {
   double forward_fixed_ms = 0;
   double backward_fixed_ms = 0;
   std::uint64_t workspace_bytes_per_sample = 0;
+  std::optional<double> input_gradient_ms{};
 };
 
 struct ACTORPIPE_EXPORT ModelProfile {
@@ -113,7 +134,8 @@ struct ACTORPIPE_EXPORT ModelProfile {
   double spread = 0;
   static constexpr double wide_spread = 0.10;
 
-  /// Checks every block: no negative or non-finite time, no fixed part above its time,
+  /// Checks every block: no negative or non-finite time, no fixed part or input
+  /// gradient's part above its time,
   /// sub-blocks consistent with their block, at least one block. Messages name the block ("block 7 'conv3'").
   Status validate() const;
 
@@ -133,7 +155,8 @@ struct ACTORPIPE_EXPORT ModelProfile {
                block.stash_bytes_per_sample,
                block.forward_fixed_ms,
                block.backward_fixed_ms,
-               block.workspace_bytes_per_sample});
+               block.workspace_bytes_per_sample,
+               block.input_gradient_ms});
         continue;
       }
       for (std::size_t s = 0; s < block.sub_blocks.size(); ++s) {
@@ -146,7 +169,8 @@ struct ACTORPIPE_EXPORT ModelProfile {
                sub.stash_bytes_per_sample,
                sub.forward_fixed_ms,
                sub.backward_fixed_ms,
-               sub.workspace_bytes_per_sample});
+               sub.workspace_bytes_per_sample,
+               sub.input_gradient_ms});
       }
     }
   }

@@ -174,6 +174,9 @@ struct ScheduleRequest {
   std::vector<double> stage_backward_ms;
   std::vector<double> stage_forward_fixed_ms; ///< per micro-batch, whatever its size
   std::vector<double> stage_backward_fixed_ms;
+  /// Of each stage's backward, what a split backward's I takes (W the rest): as the
+  /// profile measured, or half (model_profile.hpp).
+  std::vector<double> stage_input_gradient_share;
   std::vector<double> send_ms;   ///< per sample, from stage s to s + 1 (stages − 1 entries)
   double action_overhead_ms = 0; ///< fixed cost of every forward or backward
   PluginOptions options{};

@@ -37,14 +37,11 @@ enum class Op : std::uint8_t {
   weight_gradient ///< W: the weights' gradients of a micro-batch whose I has run
 };
 
-/// The share of a whole backward's time that I takes (W takes the rest), wherever a
-/// profile gives the backward whole: as Zero Bubble Pipeline Parallelism (Qi et al.,
-/// 2024) counts it, about half.
-inline constexpr double input_gradient_share = 0.5;
-
-/// The share of a stage's backward time that an action of kind `op` takes: 1 for B,
-/// input_gradient_share for I, the rest for W; 0 for F, which has a time of its own.
-constexpr double backward_share(Op op) {
+/// The share of a stage's backward time that an action of kind `op` takes, where I
+/// takes `input_gradient_share` of it (as the stage's profile measured, or half;
+/// model_profile.hpp): 1 for B, that share for I, the rest for W; 0 for F, which has a
+/// time of its own.
+constexpr double backward_share(Op op, double input_gradient_share) {
   switch (op) {
   case Op::backward: return 1.0;
   case Op::input_gradient: return input_gradient_share;

@@ -55,11 +55,13 @@ ACTORPIPE_EXPORT Schedule interleaved_one_f_one_b_schedule(std::size_t stages,
 /// forward, the whole backward (I takes input_gradient_share of it, W the rest) and the
 /// send from stage s to s + 1; with chunks, per virtual stage and per boundary between
 /// virtual stages. Empty: a forward 1 and a backward 2 on every stage (each chunk its
-/// share of that), so that F, I and W are alike, and sends that take no time.
+/// share of that), half of it the I, so that F, I and W are alike, and sends that take
+/// no time.
 struct StageTimes {
   std::vector<double> forward_ms;
   std::vector<double> backward_ms;
-  std::vector<double> send_ms; ///< one fewer than the (virtual) stages
+  std::vector<double> send_ms;                ///< one fewer than the (virtual) stages
+  std::vector<double> input_gradient_share{}; ///< of each backward, the I's
 };
 
 /// Zero bubble played out greedily with the stages' `times`: each device runs, whenever

@@ -138,6 +138,8 @@ ACTORPIPE_EXPORT Result<SimulationReport> simulate(const Plan& plan, const Model
 /// schedule must be valid. Agrees with simulate() on a plan without shared links.
 /// With chunks, times are per virtual stage and sends per boundary between virtual
 /// stages (none between two on one device); busy times are per device.
+/// `input_gradient_share`: per (virtual) stage, what an I takes of its backward (W the
+/// rest); empty: the unmeasured share, half.
 struct PipelineTiming {
   double makespan_ms = 0;
   std::vector<double> busy_ms;    ///< per device of the schedule (per stage without chunks)
@@ -147,7 +149,8 @@ ACTORPIPE_EXPORT PipelineTiming simulate_pipeline(const Schedule& schedule,
                                                   const std::vector<double>& forward_ms_per_sample,
                                                   const std::vector<double>& backward_ms_per_sample,
                                                   const std::vector<double>& send_ms_per_sample,
-                                                  double action_overhead_ms = 0);
+                                                  double action_overhead_ms = 0,
+                                                  const std::vector<double>& input_gradient_share = {});
 
 /// The report's spans as a Chrome/Perfetto trace (JSON): one process per pipeline, one
 /// thread per stage for compute and one for its sends and sync.

@@ -158,9 +158,10 @@ struct MeasureOptions {
 /// (`options.on`), in the job's precision, at `options.batch_size` samples of the job's
 /// data: per block and sub-block, forward and backward time (median of the repeats, each
 /// unit fed the real output of the units before it; on a GPU timed with CUDA events),
-/// output and parameter bytes, and what each unit keeps for its backward and holds while
-/// it runs, as the device's allocator counts them; on the CPU with `options.load` copies
-/// of the model busy on the other cores meanwhile.
+/// the input gradient's share of each backward (from as many passes again that run the
+/// halves apart: model_profile.hpp), output and parameter bytes, and what each unit keeps for its backward and holds
+/// while it runs, as the device's allocator counts them; on the CPU with `options.load` copies of the model busy on the
+/// other cores meanwhile.
 ACTORPIPE_EXPORT Result<ModelProfile> measure_profile(const JobSpec& job, const MeasureOptions& options);
 
 struct TuneOptions {

@@ -23,7 +23,7 @@ EmulatedDevice::Clock::time_point EmulatedDevice::wall(double modelled_ms) const
 
 EmulatedDevice::Clock::time_point EmulatedDevice::action_end(const Action& action, Clock::time_point started) {
   double ms = action.op == Op::forward ? model_.forward_fixed_ms + model_.forward_ms_per_sample * action.size
-                                       : backward_share(action.op) *
+                                       : backward_share(action.op, model_.input_gradient_share) *
                                              (model_.backward_fixed_ms + model_.backward_ms_per_sample * action.size);
   if (model_.stragglers) ms = straggled_ms(*model_.stragglers, model_.device, modelled_ms(started), ms, random_);
   return started +

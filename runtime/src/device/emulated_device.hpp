@@ -7,6 +7,7 @@
 /// themselves stay on the CPU (device/stage_device.hpp). No LibTorch, no CAF here.
 
 #include <actorpipe/cluster_spec.hpp>
+#include <actorpipe/model_profile.hpp>
 #include <actorpipe/schedule.hpp>
 #include <actorpipe/simulator.hpp>
 
@@ -33,7 +34,8 @@ public:
     /// cost per action (plan.action_overhead_ms), as the simulator counts it.
     double forward_fixed_ms = 0, forward_ms_per_sample = 0;
     double backward_fixed_ms = 0, backward_ms_per_sample = 0;
-    double dilation = 1; ///< wall ms per modelled ms
+    double input_gradient_share = unmeasured_input_gradient_share; ///< of a backward, an I's
+    double dilation = 1;                                           ///< wall ms per modelled ms
     DeviceId device = 0;
     /// Slow windows and random delays on top of the model, drawn by the stage from
     /// seed + its place in the plan; none: the model alone.

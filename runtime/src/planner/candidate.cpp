@@ -108,6 +108,7 @@ Result<Schedule> make_schedule(const Planning& planning, const Shape& shape, con
     request.stage_backward_ms.push_back(figures[s].backward_ms / speeds[s]);
     request.stage_forward_fixed_ms.push_back(figures[s].forward_fixed_ms / speeds[s]);
     request.stage_backward_fixed_ms.push_back(figures[s].backward_fixed_ms / speeds[s]);
+    request.stage_input_gradient_share.push_back(figures[s].input_gradient_share);
     if (s + 1 < plan.stages.size()) {
       const sim::Route route = topology.route(plan.devices[0][s], plan.devices[0][s + 1]);
       request.send_ms.push_back(std::isinf(route.bytes_per_ms) ? 0.0 : figures[s].output_bytes / route.bytes_per_ms);

@@ -79,6 +79,7 @@ template <class Part> void set_figures(lua_State* L, const Part& part) {
   set(L, "workspace_bytes_per_sample", part.workspace_bytes_per_sample);
   set(L, "forward_fixed_ms", part.forward_fixed_ms);
   set(L, "backward_fixed_ms", part.backward_fixed_ms);
+  if (part.input_gradient_ms) set(L, "input_gradient_ms", *part.input_gradient_ms);
 }
 
 void push_cluster(lua_State* L, const ClusterSpec& cluster) {
@@ -226,7 +227,7 @@ void push_partition(lua_State* L, const Partition& partition) {
 }
 
 void push_schedule_request(lua_State* L, const ScheduleRequest& r) {
-  lua_createtable(L, 0, 12);
+  lua_createtable(L, 0, 13);
   set(L, "stages", r.stages);
   set(L, "chunks", r.chunking.chunks);
   lua_pushstring(L, to_string(r.chunking.shape));
@@ -236,6 +237,7 @@ void push_schedule_request(lua_State* L, const ScheduleRequest& r) {
   set_list(L, "stage_backward_ms", r.stage_backward_ms);
   set_list(L, "stage_forward_fixed_ms", r.stage_forward_fixed_ms);
   set_list(L, "stage_backward_fixed_ms", r.stage_backward_fixed_ms);
+  set_list(L, "stage_input_gradient_share", r.stage_input_gradient_share);
   set_list(L, "send_ms", r.send_ms);
   set(L, "action_overhead_ms", r.action_overhead_ms);
   set_options(L, r.options);

@@ -28,6 +28,10 @@ template <class Part> Status read_figures(TableReader& reader, Part& part) {
   if (auto s = reader.bytes("output_bytes", part.output_bytes); !s) return s;
   if (auto s = reader.bytes("parameter_bytes", part.parameter_bytes); !s) return s;
   if (auto s = reader.bytes("stash_bytes_per_sample", part.stash_bytes_per_sample); !s) return s;
+  // Optional: where a profile gives the backward whole, I counts for half of it.
+  double input_gradient = -1;
+  if (auto s = reader.number("input_gradient_ms", input_gradient, 0, unlimited); !s) return s;
+  if (input_gradient >= 0) part.input_gradient_ms = input_gradient;
   // Optional: only a measured profile knows what a unit holds while it runs.
   return reader.bytes("workspace_bytes_per_sample", part.workspace_bytes_per_sample);
 }
@@ -59,6 +63,7 @@ template <class Part> void write_figures(toml::table& table, const Part& part) {
   table.insert("name", part.name);
   table.insert("forward_ms", part.forward_ms);
   table.insert("backward_ms", part.backward_ms);
+  if (part.input_gradient_ms) table.insert("input_gradient_ms", *part.input_gradient_ms);
   if (part.forward_fixed_ms > 0 || part.backward_fixed_ms > 0) {
     table.insert("forward_fixed_ms", part.forward_fixed_ms);
     table.insert("backward_fixed_ms", part.backward_fixed_ms);

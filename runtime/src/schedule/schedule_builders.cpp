@@ -1,5 +1,7 @@
 #include <actorpipe/schedule_builders.hpp>
 
+#include <actorpipe/model_profile.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -205,7 +207,10 @@ Schedule zero_bubble_schedule(std::string name, std::size_t stages, const std::v
     return sizes[k] * (j < times.forward_ms.size() ? times.forward_ms[j] : share);
   };
   const auto backward_ms = [&](std::size_t j, std::size_t k, Op op) {
-    return sizes[k] * backward_share(op) * (j < times.backward_ms.size() ? times.backward_ms[j] : 2.0 * share);
+    const double input_share =
+        j < times.input_gradient_share.size() ? times.input_gradient_share[j] : unmeasured_input_gradient_share;
+    return sizes[k] * backward_share(op, input_share) *
+           (j < times.backward_ms.size() ? times.backward_ms[j] : 2.0 * share);
   };
   const auto send_ms = [&](std::size_t boundary, std::size_t k) {
     if (!schedule.crosses_devices(boundary)) return 0.0;

@@ -227,7 +227,7 @@ private:
     const bool forward = action.op == Op::forward;
     const double ms = model_.action_overhead_ms +
                       (forward ? instance.forward_fixed_ms + action.size * instance.forward_ms_per_sample
-                               : backward_share(action.op) *
+                               : backward_share(action.op, instance.input_gradient_share) *
                                      (instance.backward_fixed_ms + action.size * instance.backward_ms_per_sample));
     return straggled_ms(model_.stragglers, instance.device, start, ms, random_);
   }

@@ -25,8 +25,9 @@ struct Instance {
   double backward_ms_per_sample = 0;
   double forward_fixed_ms = 0; ///< per action, on this device
   double backward_fixed_ms = 0;
-  double send_bytes_per_sample = 0; ///< activations to the next stage
-  double grad_bytes_per_sample = 0; ///< gradients to the previous stage
+  double input_gradient_share = unmeasured_input_gradient_share; ///< of a backward, an I's
+  double send_bytes_per_sample = 0;                              ///< activations to the next stage
+  double grad_bytes_per_sample = 0;                              ///< gradients to the previous stage
   Route to_next, to_previous;
   double optimizer_ms = 0;
 };

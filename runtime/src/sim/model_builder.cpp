@@ -49,6 +49,7 @@ void set_stage_costs(Instance& instance, const StageFigures& f, const Device& de
   instance.backward_ms_per_sample = f.backward_ms / device.speed;
   instance.forward_fixed_ms = f.forward_fixed_ms / device.speed;
   instance.backward_fixed_ms = f.backward_fixed_ms / device.speed;
+  instance.input_gradient_share = f.input_gradient_share;
   instance.optimizer_ms = optimizer_step_ms(static_cast<double>(f.parameter_bytes), device, optimizer_factor);
 }
 

@@ -148,7 +148,8 @@ Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
 
 PipelineTiming simulate_pipeline(const Schedule& schedule, const std::vector<double>& forward_ms_per_sample,
                                  const std::vector<double>& backward_ms_per_sample,
-                                 const std::vector<double>& send_ms_per_sample, double action_overhead_ms) {
+                                 const std::vector<double>& send_ms_per_sample, double action_overhead_ms,
+                                 const std::vector<double>& input_gradient_share) {
   // Without shared lanes nothing depends on the order in which actions are priced, so
   // a dependency pass (each action starts when its device is free and its input has
   // arrived) gives the same times as the event engine in O(actions), with no queue.
@@ -185,9 +186,10 @@ PipelineTiming simulate_pipeline(const Schedule& schedule, const std::vector<dou
           input = forward_end[v * m + a.micro_batch];
         }
       } // a W waits for its own stage only
+      const double share = v < input_gradient_share.size() ? input_gradient_share[v] : unmeasured_input_gradient_share;
       const double ms =
-          action_overhead_ms +
-          a.size * (a.op == Op::forward ? forward_ms_per_sample[v] : backward_share(a.op) * backward_ms_per_sample[v]);
+          action_overhead_ms + a.size * (a.op == Op::forward ? forward_ms_per_sample[v]
+                                                             : backward_share(a.op, share) * backward_ms_per_sample[v]);
       const double end = std::max(input, free_at[d]) + ms;
       if (a.op == Op::forward) {
         forward_end[v * m + a.micro_batch] = end;

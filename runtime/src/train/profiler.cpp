@@ -16,6 +16,7 @@
 #include "train/datasets.hpp"
 #include "train/freed_memory.hpp"
 #include "train/model_zoo.hpp"
+#include "train/split_backward.hpp"
 
 #include <algorithm>
 #include <latch>
@@ -298,9 +299,39 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
     }
     return total;
   };
+  // The model again, its backward unit by unit in the halves a zero-bubble schedule
+  // runs apart (train/split_backward.hpp): I, the unit's input gradient, then W, its
+  // weights'. Each unit's times of the two go to `input_part` and `weight_part`.
+  std::vector<std::vector<double>> input_part(units.size()), weight_part(units.size());
+  auto run_split = [&](const torch::Tensor& batch) {
+    clock.clear();
+    for (std::size_t k = 0; k < units.size(); ++k)
+      forward(k, k == 0 ? batch : outputs[k - 1]);
+    std::vector<torch::Tensor> input_grads(units.size());
+    std::vector<std::size_t> marks(2 * units.size() + 1);
+    marks[2 * units.size()] = clock.mark();
+    for (std::size_t k = units.size(); k-- > 0;) {
+      const torch::Tensor grad = k + 1 == units.size() ? torch::ones_like(outputs[k]) : input_grads[k + 1];
+      if (outputs[k].requires_grad() && grad.defined()) {
+        auto [input_grad, weights] = WeightGradients::input_gradient(outputs[k], grad, inputs[k], units[k]->parameters);
+        input_grads[k] = input_grad;
+        marks[2 * k + 1] = clock.mark();
+        weights.accumulate(units[k]->parameters);
+      } else {
+        marks[2 * k + 1] = clock.mark();
+      }
+      marks[2 * k] = clock.mark();
+    }
+    clock.finish();
+    drop_grads();
+    for (std::size_t k = 0; k < units.size(); ++k) {
+      input_part[k].push_back(clock.ms(marks[2 * k + 2], marks[2 * k + 1]));
+      weight_part[k].push_back(clock.ms(marks[2 * k + 1], marks[2 * k]));
+    }
+  };
   const std::size_t sizes = small < n ? 2 : 1;
-  // Passes grows while warming up.
-  std::size_t passes = sizes * (options.warmup + options.repeats), done = 0, warmup_passes = 0;
+  // Passes grows while warming up; the split passes come last, as many as the timed.
+  std::size_t passes = sizes * (options.warmup + options.repeats) + options.repeats, done = 0, warmup_passes = 0;
   // Warm-up until the times settle: the passes asked for, then more until the last
   // `settled_passes` agree within 5% (TorchScript's profiling executor runs a scripted
   // model several times as slow until it has optimised its graph, and two of those
@@ -331,6 +362,11 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
     return timed;
   };
   profile.spread = spread(measure(x, full));
+  // Warm already: the split passes follow the timed ones at once.
+  for (std::uint32_t r = 0; r < options.repeats; ++r) {
+    run_split(x);
+    if (options.on_pass) options.on_pass(++done, passes);
+  }
   // What the batch's units give out, before the small batch replaces it.
   std::vector<std::uint64_t> output_bytes(units.size());
   for (std::size_t k = 0; k < units.size(); ++k)
@@ -388,6 +424,11 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
         figures.forward_fixed_ms = fixed_part(figures.forward_ms, median(reduced.forward[k]), n, small);
         figures.backward_fixed_ms = fixed_part(figures.backward_ms, median(reduced.backward[k]), n, small);
       }
+      // I's share of the halves, of the whole backward: run apart, they cost a little
+      // more than at once, and a schedule that runs B whole takes backward_ms.
+      const double input_ms = median(input_part[k]), weight_ms = median(weight_part[k]);
+      figures.input_gradient_ms =
+          input_ms + weight_ms > 0 ? figures.backward_ms * input_ms / (input_ms + weight_ms) : 0.0;
       figures.output_bytes = output_bytes[k];
       for (const auto& p : unit.parameters)
         figures.parameter_bytes += bytes_of(p);

@@ -18,6 +18,11 @@ template <class Part> bool bad_fixed(const Part& p) {
          p.backward_fixed_ms > p.backward_ms;
 }
 
+/// An input gradient's part that is negative, not a number, or more than the backward.
+template <class Part> bool bad_input_gradient(const Part& p) {
+  return p.input_gradient_ms && (bad_time(*p.input_gradient_ms) || *p.input_gradient_ms > p.backward_ms);
+}
+
 /// Sums of sub-blocks may differ from a block's own figure by rounding in a file.
 bool close(double a, double b) { return std::abs(a - b) <= 1e-6 * std::max({1.0, std::abs(a), std::abs(b)}); }
 
@@ -51,6 +56,8 @@ Status ModelProfile::validate() const {
     if (block.sub_blocks.empty() && bad_fixed(block))
       return Error::bad_input(where + "forward_fixed_ms and backward_fixed_ms must lie between 0 and the block's "
                                       "forward_ms and backward_ms");
+    if (block.sub_blocks.empty() && bad_input_gradient(block))
+      return Error::bad_input(where + "input_gradient_ms must lie between 0 and the block's backward_ms");
     if (block.sub_blocks.empty()) continue;
     Block sums;
     for (std::size_t s = 0; s < block.sub_blocks.size(); ++s) {
@@ -62,12 +69,17 @@ Status ModelProfile::validate() const {
       if (bad_fixed(sub))
         return Error::bad_input(sub_where + "forward_fixed_ms and backward_fixed_ms must lie between 0 and the "
                                             "sub-block's forward_ms and backward_ms");
+      if (bad_input_gradient(sub))
+        return Error::bad_input(sub_where + "input_gradient_ms must lie between 0 and the sub-block's backward_ms");
       sums.add(sub);
     }
     if (!close(sums.forward_ms, block.forward_ms) || !close(sums.backward_ms, block.backward_ms) ||
         !close(sums.forward_fixed_ms, block.forward_fixed_ms) ||
         !close(sums.backward_fixed_ms, block.backward_fixed_ms))
       return Error::bad_input(where + "forward/backward times differ from the sums of its sub-blocks");
+    if (sums.input_gradient_ms.has_value() != block.input_gradient_ms.has_value() ||
+        (sums.input_gradient_ms && !close(*sums.input_gradient_ms, *block.input_gradient_ms)))
+      return Error::bad_input(where + "input_gradient_ms differs from the sum of its sub-blocks'");
     if (sums.parameter_bytes != block.parameter_bytes || sums.stash_bytes_per_sample != block.stash_bytes_per_sample)
       return Error::bad_input(where + "parameter or stash bytes differ from the sums of its sub-blocks");
     if (sums.workspace_bytes_per_sample != block.workspace_bytes_per_sample)
