@@ -23,6 +23,7 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <variant>
 
 namespace actorpipe::actors {
@@ -42,6 +43,10 @@ struct StageState {
   std::map<Key, std::pair<Incoming, double>> labels;
   bool syncing = false;
   bool failed = false;
+  /// A schedule that places steps: this replica joined its round at its sync and waits
+  /// for its release (in_round), or was released, and whether the round stepped it.
+  bool in_round = false;
+  std::optional<bool> round_stepped;
   /// Scheduled averaging: the step whose ask awaits its answer while the stage computes
   /// the next, whether the answer is here, and who waits for the stage to settle (take
   /// the change).
@@ -123,8 +128,10 @@ bool finish_step(StageActor self, bool stepped) {
   return true;
 }
 
-/// Whether the inputs of action `a` are here (a W needs none from elsewhere).
+/// Whether the inputs of action `a` are here (a W, a sync and a step need none from
+/// elsewhere).
 bool ready(const StageState& st, const Action& a) {
+  if (!per_micro_batch(a.op)) return true;
   const Key key{st.step, a.micro_batch};
   if (a.op == Op::forward) return st.inputs.count(key) && (!st.last() || st.labels.count(key));
   if (a.op == Op::weight_gradient) return true;
@@ -251,13 +258,17 @@ void run_action(StageActor self, const Action& a, TakenIn taken) {
   }
 }
 
+/// The round's sync span ends: the replica was released (or the round was its own).
+void round_ended(StageState& st) {
+  if (st.sync_since) record(st, SpanKind::sync, 0, *st.sync_since);
+  st.sync_since.reset();
+}
+
 /// The step's sync is done: the sync span, the optimizer step unless the round
 /// `stepped` this replica already, the report. False when the optimizer failed
 /// (reported).
 bool released(StageActor self, bool stepped) {
-  auto& st = self->state;
-  if (st.sync_since) record(st, SpanKind::sync, 0, *st.sync_since);
-  st.sync_since.reset();
+  round_ended(self->state);
   return finish_step(self, stepped);
 }
 
@@ -302,6 +313,27 @@ std::optional<bool> arrive(StageActor self, const ReplicaRound& round) {
 }
 
 void advance(StageActor self);
+
+/// A schedule that places steps: the stage's sync. With replicas in lockstep it joins
+/// their round now and goes on with the device's next actions while the others come
+/// (the turn has passed); its step waits for the release. Without replicas, or where
+/// the round needs the step's result first (averaging, a parameter server), the round
+/// is the step's. False when it failed (reported).
+bool join_round(StageActor self) {
+  auto& st = self->state;
+  const auto* round = std::get_if<ReplicaRound>(&st.links.step_end);
+  if (!round) return true;
+  const std::optional<bool> stepped = arrive(self, *round);
+  if (st.failed) return false;
+  st.syncing = false; // not waiting: the device's next actions go on
+  if (stepped) {
+    round_ended(st);
+    st.round_stepped = *stepped;
+  } else {
+    st.in_round = true;
+  }
+  return true;
+}
 
 /// A parameter server: the push of this step's gradient, which the server steps on;
 /// the stage waits for its weights.
@@ -408,9 +440,9 @@ void pass_turn(StageActor self) {
 }
 
 /// Runs every action whose inputs are here (and, with chunks, whose turn it is on the
-/// device), in schedule order; at the end of the schedule has the gradients reduced
-/// (or not, without replicas), steps and goes on with the next step's actions, whose
-/// inputs may be here already.
+/// device), in schedule order; at the end of the schedule (or at the step it places)
+/// has the gradients reduced (or not, without replicas), steps and goes on with the
+/// next step's actions, whose inputs may be here already.
 void advance(StageActor self) {
   auto& st = self->state;
   if (st.failed || st.syncing) return;
@@ -418,6 +450,13 @@ void advance(StageActor self) {
   for (;;) {
     while (st.cursor < actions.size() && ready(st, actions[st.cursor]) && has_turn(st)) {
       const Action& a = actions[st.cursor];
+      if (a.op == Op::step) break; // the step's end, below
+      if (a.op == Op::sync) {
+        ++st.cursor;
+        pass_turn(self);
+        if (!join_round(self)) return;
+        continue;
+      }
       // Bytes still on their way in are part of the wait, not of the action.
       if (!st.waiting_since && !landed(st, a)) st.waiting_since = Clock::now();
       bool taking = true; // else computing
@@ -442,24 +481,41 @@ void advance(StageActor self) {
       }
       ++st.cursor;
     }
-    if (st.cursor < actions.size()) {
+    // At the step the schedule places (its turn come), or past the last action.
+    const bool placed = st.cursor < actions.size() && actions[st.cursor].op == Op::step;
+    if (st.cursor < actions.size() && !(placed && has_turn(st))) {
       if (!st.waiting_since) st.waiting_since = Clock::now();
       return;
     }
-    // The step's end, as the run's sync mode has it; true: on with the next step.
+    // The step's end, as the run's sync mode has it; true: on with the next step. A
+    // placed step keeps the device's turn until the optimizer has run, where it runs here.
     const bool next = std::visit(
         [&](const auto& end) {
           using End = std::decay_t<decltype(end)>;
           if constexpr (std::is_same_v<End, Alone>) {
-            return released(self, false);
+            const bool stepped = released(self, false);
+            if (stepped && placed) pass_turn(self);
+            return stepped;
           } else if constexpr (std::is_same_v<End, ReplicaRound>) {
+            if (placed) {
+              if (!st.round_stepped) { // joined at the sync, not yet released
+                st.syncing = true;
+                return false;
+              }
+              const bool stepped = released(self, *std::exchange(st.round_stepped, std::nullopt));
+              if (stepped) pass_turn(self);
+              return stepped;
+            }
             const std::optional<bool> stepped = arrive(self, end);
             return stepped && released(self, *stepped);
           } else if constexpr (std::is_same_v<End, ServerPush>) {
+            if (placed) pass_turn(self);
             push(self, end);
             return false;
           } else {
-            return ask(self, st.links.step_end);
+            const bool on = ask(self, st.links.step_end);
+            if (placed && st.cursor == 0) pass_turn(self); // it stepped (else it waits for an answer first)
+            return on;
           }
         },
         st.links.step_end);
@@ -507,6 +563,19 @@ stage_actor::behavior_type stage_behavior(StageActor self, StageConfig config) {
         if (std::holds_alternative<GroupAsk>(st.links.step_end) ||
             std::holds_alternative<ElasticAsk>(st.links.step_end)) {
           answered(self, step);
+          return;
+        }
+        if (st.in_round && step == st.step) { // joined at a placed sync
+          st.in_round = false;
+          round_ended(st);
+          if (!st.syncing) { // not at its step yet
+            st.round_stepped = stepped;
+            return;
+          }
+          if (released(self, stepped)) {
+            pass_turn(self);
+            advance(self);
+          }
           return;
         }
         if (!st.syncing || step != st.step) {

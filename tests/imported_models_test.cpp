@@ -97,18 +97,29 @@ BOOST_AUTO_TEST_CASE(a_scripted_sequential_matches_pytorch_eager_step_for_step) 
   BOOST_REQUIRE_GE(eager.losses.size(), 8u);
   test::ScratchDir dir;
   // Split backwards too (zb-h1, zb-h2): I and W found on TorchScript's autograd graph;
-  // and chunks, two per device (interleaved-1f1b, zbv).
-  for (const auto& [stages, pipelines, scheduler] : {std::tuple<std::size_t, std::size_t, const char*>{1, 1, "1f1b"},
-                                                     {2, 1, "1f1b"},
-                                                     {2, 2, "1f1b"},
-                                                     {2, 1, "zb-h1"},
-                                                     {2, 2, "zb-h1"},
-                                                     {2, 2, "zb-h2"},
-                                                     {2, 1, "interleaved-1f1b"},
-                                                     {2, 2, "zbv"}})
-    BOOST_TEST_CONTEXT(stages << " stages × " << pipelines << " pipelines, " << scheduler) {
+  // chunks, two per device (interleaved-1f1b, zbv); at 2 and 4 devices, 1 and 2
+  // pipelines; and the forward made again in the backward (recompute).
+  for (const auto& [stages, pipelines, scheduler, recompute] :
+       {std::tuple<std::size_t, std::size_t, const char*, const char*>{1, 1, "1f1b", "none"},
+        {2, 1, "1f1b", "none"},
+        {2, 2, "1f1b", "none"},
+        {2, 1, "zb-h1", "none"},
+        {2, 2, "zb-h1", "none"},
+        {4, 1, "zb-h1", "full"},
+        {2, 1, "zb-h2", "full"},
+        {2, 2, "zb-h2", "none"},
+        {4, 2, "zb-h2", "none"},
+        {2, 1, "interleaved-1f1b", "none"},
+        {2, 2, "interleaved-1f1b", "full"},
+        {4, 1, "interleaved-1f1b", "none"},
+        {2, 1, "zbv", "full"},
+        {2, 2, "zbv", "none"},
+        {4, 2, "zbv", "none"}})
+    BOOST_TEST_CONTEXT(stages << " stages × " << pipelines << " pipelines, " << scheduler << ", recompute "
+                              << recompute) {
       const test::MeasuredPlan p = test::quick_plan(dir, job_toml(fixture("conv-mlp.pt"), fashion_mnist_in_order,
-                                                                  eager.train_toml, stages, pipelines, scheduler));
+                                                                  eager.train_toml, stages, pipelines, scheduler) +
+                                                             "recompute = \"" + recompute + "\"\n");
       BOOST_REQUIRE_EQUAL(p.plan.stages.size(), stages * p.plan.schedule.chunks);
       const std::vector<double> losses = train_for(p, eager.losses.size(), dir.path() / "run").losses;
       BOOST_REQUIRE_EQUAL(losses.size(), eager.losses.size());

@@ -188,6 +188,48 @@ BOOST_AUTO_TEST_CASE(a_hand_written_zero_bubble_schedule_file_trains_as_one_proc
   BOOST_TEST(relative_difference(checkpoint_parameters(out + "/checkpoint.pt", 2), single_process(p.job, 10)) < 1e-5);
 }
 
+BOOST_AUTO_TEST_CASE(a_schedule_that_places_its_syncs_and_steps_trains_as_one_process_does) {
+  // A V of two devices, each chunk's all-reduce placed right after its last W, beside the
+  // device's other W's, and the steps last; two pipelines in lockstep.
+  test::ScratchDir dir;
+  // `samples` in each of the two micro-batches of a pipeline.
+  auto placed = [&](const std::string& file, int samples) {
+    return dir.write(file, "name = \"placed-v\"\nmicro_batch_sizes = [" + std::to_string(samples) + ", " +
+                               std::to_string(samples) +
+                               "]\nchunks = 2\nshape = \"v\"\nstages = [\n"
+                               "  \"F0 F1 F0@1 I0@1 F1@1 I1@1 I0 W0@1 I1 W1@1 sync@1 W0 W1 sync step@1 step\",\n"
+                               "  \"F0 F0@1 F1 I0@1 F1@1 I0 I1@1 W0@1 I1 W0 W1@1 sync@1 W1 sync step@1 step\",\n]\n");
+  };
+  const std::string data = "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [12]\nclasses = 5\n";
+  const Prepared p = test::quick_plan(dir, job_toml("mlp", data, 2, 2, "1f1b", 4) + "schedule_file = \"" +
+                                               placed("placed.toml", 4) + "\"\n");
+  BOOST_REQUIRE_EQUAL(p.plan.schedule.name, "placed-v");
+  BOOST_REQUIRE(p.plan.schedule.places_steps());
+  BOOST_REQUIRE_EQUAL(p.plan.stages.size(), 4u);
+  const std::string out = (dir.path() / "run").string();
+  auto summary = run(p, out, 10);
+  REQUIRE_OK(summary);
+  BOOST_TEST(summary->steps == 10u);
+  BOOST_TEST(relative_difference(checkpoint_parameters(out + "/checkpoint.pt", 4), single_process(p.job, 10)) < 1e-5);
+  // One pipeline, nobody to sync with: the same.
+  const Prepared alone = test::quick_plan(dir, job_toml("mlp", data, 2, 1, "1f1b", 4) + "schedule_file = \"" +
+                                                   placed("alone.toml", 8) + "\"\n");
+  const std::string alone_out = (dir.path() / "alone").string();
+  REQUIRE_OK(run(alone, alone_out, 10));
+  BOOST_TEST(relative_difference(checkpoint_parameters(alone_out + "/checkpoint.pt", 4),
+                                 single_process(alone.job, 10)) < 1e-5);
+  // Every other sync policy takes its steps where the schedule places them, its round
+  // at the sync or at the step as docs/schedules.md says, for as many steps as asked.
+  for (const std::string sync : {"average", "elastic", "ad-psgd", "sdpipe", "parameter-server"})
+    BOOST_TEST_CONTEXT(sync) {
+      Prepared q = p;
+      q.plan.sync = sync;
+      auto policy = run(q, (dir.path() / sync).string(), 6);
+      REQUIRE_OK(policy);
+      BOOST_TEST(policy->steps == 6u);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(a_run_reports_the_activations_its_schedule_stashes) {
   // 2 stages, 4 micro-batches: GPipe holds all four on both stages; 1F1B as many as
   // stages follow (2, 1); afp one ahead of that (3, 2), as docs/schedules.md's rule says;
@@ -450,10 +492,12 @@ BOOST_AUTO_TEST_CASE(sync_policies_that_average_parameters_every_step_train_like
 }
 
 BOOST_AUTO_TEST_CASE(every_sync_policy_trains_fashion_mnist_within_a_point_of_allreduce) {
-  // The same 1500 batches of 64 real Fashion-MNIST images (1.6 epochs) over 4 pipelines
+  // The same 3000 batches of 64 real Fashion-MNIST images (3.2 epochs) over 4 pipelines
   // under each policy with its default settings: each test accuracy within one point
   // of allreduce's. The asynchronous ones step at times of their own, so they differ
-  // from run to run; at this learning rate they settle within half a point.
+  // from run to run, the more where the machine is busy: a parameter server's stale
+  // pushes left it up to 1.2 points behind after 1.6 epochs on a loaded 2-core
+  // machine, and within 0.6 after 3.2 (three runs at once).
   test::ScratchDir dir;
   const Prepared p = test::quick_plan(
       dir, test::cpu_cluster_toml(4, "1 GiB") +
@@ -472,7 +516,7 @@ BOOST_AUTO_TEST_CASE(every_sync_policy_trains_fashion_mnist_within_a_point_of_al
     q.plan.sync = sync;
     if (label == "elastic asynchronous") q.job.plan.options["elastic"] = {{"asynchronous", "true"}};
     RunOptions options;
-    options.steps = 1500;
+    options.steps = 3000;
     options.data = *data;
     options.output_dir = (dir.path() / label).string();
     auto summary = run_training(q.job, q.plan, options);

@@ -215,6 +215,57 @@ BOOST_AUTO_TEST_CASE(split_backwards_are_checked_and_written_as_i_and_w) {
   BOOST_TEST(contains(waits.error().message, "stage 1 action 1 (W0): a weight gradient before"), waits.error().message);
 }
 
+BOOST_AUTO_TEST_CASE(a_schedule_places_each_stages_sync_and_step_or_none) {
+  // Placed: each (virtual) stage's sync once its gradients are made, its step after it,
+  // last; the device's other actions may come between. Read, written and read back.
+  const std::string text = "micro_batch_sizes = [1, 1]\nchunks = 2\nstages = [\n"
+                           "  \"F0 F1 F0@1 I0@1 F1@1 I1@1 I0 W0@1 I1 W1@1 sync@1 W0 W1 sync step@1 step\",\n"
+                           "  \"F0 F0@1 F1 I0@1 F1@1 I0 I1@1 W0@1 I1 W0 W1@1 sync@1 W1 sync step@1 step\",\n]\n";
+  auto v = parse_schedule(text + "shape = \"v\"\n", "placed.toml");
+  REQUIRE_OK(v);
+  BOOST_TEST(v->places_steps());
+  BOOST_TEST(to_string(v->stages[0][10]) == "sync@1");
+  BOOST_TEST(to_string(v->stages[0].back()) == "step");
+  auto again = parse_schedule(format_schedule(*v), "again.toml");
+  REQUIRE_OK(again);
+  BOOST_TEST((again->stages == v->stages));
+  // They hold nothing: the peaks are those of the same lists without them.
+  Schedule bare = *v;
+  for (auto& list : bare.stages)
+    std::erase_if(list, [](const Action& a) { return !per_micro_batch(a.op); });
+  BOOST_TEST(!bare.places_steps());
+  REQUIRE_OK(validate(bare));
+  BOOST_TEST(peak_stashed_samples(*v) == peak_stashed_samples(bare), boost::test_tools::per_element());
+
+  // A sync before the stage's last W, a step before its sync, a second sync, an action
+  // after the step, one stage placing none where another does.
+  const auto with = [&](std::size_t stage, std::vector<Action> tail) {
+    Schedule t = gpipe_schedule(2, {1, 1});
+    for (std::size_t d = 0; d < 2; ++d)
+      if (d != stage) t.stages[d].insert(t.stages[d].end(), {{Op::sync}, {Op::step}});
+    t.stages[stage].insert(t.stages[stage].end(), tail.begin(), tail.end());
+    return t;
+  };
+  REQUIRE_OK(validate(with(0, {{Op::sync}, {Op::step}})));
+  Schedule s = with(0, {{Op::sync}, {Op::step}});
+  std::swap(s.stages[0][3], s.stages[0][4]); // F0 F1 B1 sync B0 step
+  BOOST_TEST(contains(error_of(s), "stage 0 action 3 (sync): a sync before the stage's gradients are made (1 of its "
+                                   "micro-batches' B or W come after it)"));
+  BOOST_TEST(
+      contains(error_of(with(1, {{Op::step}, {Op::sync}})), "stage 1 action 4 (step): a step before the stage's sync"));
+  BOOST_TEST(contains(error_of(with(1, {{Op::sync}, {Op::sync}, {Op::step}})), "a second sync of the stage"));
+  BOOST_TEST(contains(error_of(with(1, {{Op::sync}, {Op::step}, {Op::step}})),
+                      "stage 1 action 6 (step): after the "
+                      "stage's step, which ends its iteration"));
+  BOOST_TEST(contains(error_of(with(1, {})), "stage 1 has no sync and step, where the schedule places the others'"));
+  BOOST_TEST(contains(error_of(with(1, {{Op::sync}})), "stage 1 has a sync and no step after it"));
+  // Unknown words are no actions.
+  auto typo = parse_schedule("micro_batch_sizes = [1]\nstages = [\"F0 B0 synk step\"]\n", "typo.toml");
+  BOOST_REQUIRE(!typo.ok());
+  BOOST_TEST(contains(typo.error().message, "'synk' is not an action (F<k>, B<k>, I<k>, W<k>, sync or step"),
+             typo.error().message);
+}
+
 BOOST_AUTO_TEST_CASE(zero_bubble_schedules_cut_1f1bs_bubble_at_its_memory_or_twice_it) {
   // The goals: F = I = W, p = 4, m = 8: zb-h1's bubble at most 0.4 of 1F1B's at the same
   // peak stash (the formulas: 1F1B's (p − 1)(F + I + W), ZB-H1's (p − 1)(F + I − W)).

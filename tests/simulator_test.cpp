@@ -9,6 +9,7 @@
 #include <actorpipe/job.hpp>
 #include <actorpipe/profile_io.hpp>
 #include <actorpipe/schedule_builders.hpp>
+#include <actorpipe/schedule_io.hpp>
 #include <actorpipe/simulator.hpp>
 
 #include "sim/emulated_links.hpp"
@@ -198,6 +199,35 @@ BOOST_AUTO_TEST_CASE(an_input_gradient_takes_its_measured_share_of_the_backward)
   BOOST_TEST(again[0].backward_ms == 3.0, tt::tolerance(1e-12));
   BOOST_TEST(again[0].input_gradient_share == 2.5 / 3.0, tt::tolerance(1e-12));
   BOOST_TEST(again[1].input_gradient_share == 0.75, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(a_placed_sync_starts_its_all_reduce_where_the_schedule_says) {
+  // One device of two chunks in each of two pipelines, one micro-batch: 1 ms forward
+  // and 2 ms backward a chunk, and gradients whose all-reduce takes far longer, on the
+  // one link between the two devices. Unplaced, chunk 1 syncs as soon as its backward
+  // ends, beside chunk 0's; placed there too, the iteration is the same, and the engine
+  // runs both alike for several iterations; placed after chunk 0's backward, chunk 1's
+  // all-reduce starts those 2 ms later, and so does everything after it.
+  const ModelProfile profile = chain(2, 1.0, 2.0, 0, 1'600'000'000);
+  const ClusterSpec c = cluster(1, 2);
+  auto timed = [&](const std::string& list) {
+    auto schedule = parse_schedule(
+        "name = \"placed\"\nmicro_batch_sizes = [1]\nchunks = 2\nstages = [\"" + list + "\"]\n", "placed.toml");
+    REQUIRE_OK(schedule);
+    const Plan plan = plan_for(2, *schedule);
+    REQUIRE_OK(plan.validate(profile, c));
+    SimulationOptions options;
+    options.iterations = 3;
+    return run(plan, profile, c, options).iteration_time_ms;
+  };
+  const double unplaced = timed("F0 F0@1 B0@1 B0");
+  BOOST_TEST(unplaced > 100.0); // the all-reduces dominate
+  BOOST_TEST(timed("F0 F0@1 B0@1 sync@1 B0 sync step@1 step") == unplaced, tt::tolerance(1e-9));
+  BOOST_TEST(timed("F0 F0@1 B0@1 B0 sync@1 sync step@1 step") == unplaced + 2.0, tt::tolerance(1e-9));
+  // The device takes the steps in its list's order: chunk 0's, whose round ends last,
+  // first, holds chunk 1's back by the optimizer's time.
+  const double optimizer_ms = 1.6e9 * (1 + 2 * 1.0) / 500e9 * 1000; // optimizer_factor 1, at 500 GB/s
+  BOOST_TEST(timed("F0 F0@1 B0@1 sync@1 B0 sync step step@1") == unplaced + optimizer_ms, tt::tolerance(1e-9));
 }
 
 BOOST_AUTO_TEST_CASE(equal_stages_match_the_closed_form) {

@@ -26,16 +26,29 @@
 
 namespace actorpipe {
 
-/// What an action computes. A backward is either whole (B) or split in two halves
+/// What an action does. A backward is either whole (B) or split in two halves
 /// (zero-bubble schedules): I, the gradient of the stage's input, which the stage
 /// before waits for, and W, the gradients of its weights, which nobody waits for and a
-/// schedule may defer into time the stage would otherwise wait.
+/// schedule may defer into time the stage would otherwise wait. The stage's sync and
+/// optimizer step end its iteration: where a schedule does not place them, each stage
+/// syncs after its last action and steps once the sync is done; a schedule that places
+/// them can overlap a chunk's all-reduce with the device's other work and keep its step
+/// off the device until the device's backwards are done.
 enum class Op : std::uint8_t {
-  forward,        ///< F
-  backward,       ///< B: I and W at once
-  input_gradient, ///< I: the input's gradient only, sent on to the stage before
-  weight_gradient ///< W: the weights' gradients of a micro-batch whose I has run
+  forward,         ///< F
+  backward,        ///< B: I and W at once
+  input_gradient,  ///< I: the input's gradient only, sent on to the stage before
+  weight_gradient, ///< W: the weights' gradients of a micro-batch whose I has run
+  /// The stage's gradients are final: its round with its replicas (the all-reduce)
+  /// begins, beside the device's next actions. Of no micro-batch.
+  sync,
+  /// The stage's optimizer step, on its device, once its round has ended. Of no micro-batch.
+  step
 };
+
+/// Whether an action of kind `op` computes a micro-batch (F, B, I, W), rather than
+/// ending the stage's iteration (sync, step).
+constexpr bool per_micro_batch(Op op) { return op <= Op::weight_gradient; }
 
 /// The share of a stage's backward time that an action of kind `op` takes, where I
 /// takes `input_gradient_share` of it (as the stage's profile measured, or half;
@@ -46,7 +59,9 @@ constexpr double backward_share(Op op, double input_gradient_share) {
   case Op::backward: return 1.0;
   case Op::input_gradient: return input_gradient_share;
   case Op::weight_gradient: return 1.0 - input_gradient_share;
-  case Op::forward: break;
+  case Op::forward:
+  case Op::sync:
+  case Op::step: break;
   }
   return 0.0;
 }
@@ -54,11 +69,11 @@ constexpr double backward_share(Op op, double input_gradient_share) {
 /// Whether an action of kind `op` sends a gradient to the stage before (B, I).
 constexpr bool sends_gradient(Op op) { return op == Op::backward || op == Op::input_gradient; }
 
-/// One action of one micro-batch on one chunk of a device.
+/// One action of one micro-batch (or, a sync or step, of none) on one chunk of a device.
 struct Action {
   Op op = Op::forward;
-  std::size_t micro_batch = 0; ///< index into Schedule::micro_batch_sizes
-  std::uint32_t size = 0;      ///< samples in that micro-batch
+  std::size_t micro_batch = 0; ///< index into Schedule::micro_batch_sizes; 0 for a sync or step
+  std::uint32_t size = 0;      ///< samples in that micro-batch; 0 for a sync or step
   std::uint32_t chunk = 0;     ///< which of the device's chunks (0 without chunks)
   friend bool operator==(const Action&, const Action&) = default;
 };
@@ -112,10 +127,12 @@ struct ACTORPIPE_EXPORT Schedule {
   /// Each virtual stage's own actions, in its device's order: what the stage actor
   /// for that piece of the model runs. Without chunks, `stages`.
   std::vector<std::vector<Action>> virtual_stage_actions() const;
+  /// Whether the schedule places its stages' syncs and steps (every stage's, then).
+  bool places_steps() const;
 };
 
-/// "F3", "B3", "I3" or "W3": how actions are printed and written in schedule files;
-/// "F3@1" on chunk 1.
+/// "F3", "B3", "I3", "W3", "sync" or "step": how actions are printed and written in
+/// schedule files; "F3@1" and "sync@1" on chunk 1.
 ACTORPIPE_EXPORT std::string to_string(const Action& action);
 
 /// "loop" or "v", as schedule files write it; the shape named by `text`, if any.
@@ -124,7 +141,9 @@ ACTORPIPE_EXPORT std::optional<ChunkShape> chunk_shape_named(std::string_view te
 
 /// Checks that the schedule can run: every virtual stage forwards every micro-batch
 /// exactly once with its size, and then backwards it exactly once, whole (B) or in
-/// halves (I, then W); every action's chunk exists (a V has two); and executing the
+/// halves (I, then W); where the schedule places syncs and steps, every virtual stage
+/// has one sync after its last B or W and one step after it; every action's chunk
+/// exists (a V has two); and executing the
 /// devices' lists in order, each action's input can arrive (forward of k on virtual
 /// stage v needs v−1's forward of k; B or I of k needs v+1's B or I of k; W needs
 /// nothing from elsewhere). A schedule that would wait forever is reported as a

@@ -18,29 +18,43 @@ namespace {
 
 using config::error_at;
 
-/// "F12" → forward of micro-batch 12; B, I and W likewise; "F12@1" on chunk 1.
+/// What follows an action's name: nothing (chunk 0) or "@<chunk>"; none if else.
+std::optional<std::uint32_t> chunk_after(const char* at, const char* last) {
+  if (at == last) return 0;
+  std::uint32_t chunk = 0;
+  if (*at != '@') return std::nullopt;
+  const auto [end, ec] = std::from_chars(at + 1, last, chunk);
+  if (ec != std::errc{} || end != last) return std::nullopt;
+  return chunk;
+}
+
+/// "F12" → forward of micro-batch 12; B, I and W likewise; "sync" and "step", of no
+/// micro-batch; "F12@1" and "sync@1" on chunk 1.
 Result<Action> parse_action(std::string_view token, const std::vector<std::uint32_t>& sizes) {
   static constexpr std::string_view letters = "FBIW";
-  const auto kind = token.empty() ? std::string_view::npos : letters.find(token[0]);
   const auto not_an_action = [&] {
     return Error::bad_input("'" + std::string(token) +
-                            "' is not an action (F<k>, B<k>, I<k> or W<k>, with @<chunk> on a chunk)");
+                            "' is not an action (F<k>, B<k>, I<k>, W<k>, sync or step, with @<chunk> on a chunk)");
   };
-  if (token.size() < 2 || kind == std::string_view::npos) return not_an_action();
   const char* const last = token.data() + token.size();
+  for (const Op op : {Op::sync, Op::step}) {
+    const std::string_view word = op == Op::sync ? "sync" : "step";
+    if (!token.starts_with(word)) continue;
+    const auto chunk = chunk_after(token.data() + word.size(), last);
+    if (!chunk) return not_an_action();
+    return Action{op, 0, 0, *chunk};
+  }
+  const auto kind = token.empty() ? std::string_view::npos : letters.find(token[0]);
+  if (token.size() < 2 || kind == std::string_view::npos) return not_an_action();
   std::size_t k = 0;
   const auto [end, ec] = std::from_chars(token.data() + 1, last, k);
   if (ec != std::errc{}) return not_an_action();
-  std::uint32_t chunk = 0;
-  if (end != last) {
-    if (*end != '@') return not_an_action();
-    const auto [chunk_end, chunk_ec] = std::from_chars(end + 1, last, chunk);
-    if (chunk_ec != std::errc{} || chunk_end != last) return not_an_action();
-  }
+  const auto chunk = chunk_after(end, last);
+  if (!chunk) return not_an_action();
   if (k >= sizes.size())
     return Error::bad_input("'" + std::string(token) + "': micro-batch " + std::to_string(k) +
                             " does not exist (there are " + std::to_string(sizes.size()) + ")");
-  return Action{static_cast<Op>(kind), k, sizes[k], chunk};
+  return Action{static_cast<Op>(kind), k, sizes[k], *chunk};
 }
 
 } // namespace

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
 
 namespace actorpipe::sim {
@@ -167,6 +168,9 @@ struct InstanceState {
   double action_start = 0;
   double action_ms = 0;
   double last_backward = 0;
+  /// A schedule that places steps, in lockstep: when its stage's round ended, this
+  /// iteration (NaN until it has).
+  double synced_at = unknown;
   std::size_t iteration = 0;
   std::uint64_t pushed = 0;    ///< asynchronous: steps whose actions are done
   std::uint64_t completed = 0; ///< asynchronous: steps taken
@@ -181,7 +185,8 @@ public:
         lane_free_(model.lane_bytes_per_ms.size(), 0.0), processor_free_(model.processors, 0.0),
         group_ready_(model.groups.size(), 0), group_ready_at_(model.groups.size(), 0.0),
         pipelines_(model.stages ? model.instances.size() / model.stages : 0), claimed_(pipelines_, 0),
-        parts_of_(pipelines_, 0), away_(model.instances.size(), false), random_(model.stragglers.seed) {
+        parts_of_(pipelines_, 0), away_(model.instances.size(), false), random_(model.stragglers.seed),
+        placed_steps_(model.schedule->places_steps()) {
     if (model.stepping.asynchronous && model.stepping.staleness != SyncStepping::unbounded && pipelines_ > 0)
       for (std::size_t s = 0; s < model.stages; ++s)
         gates_.emplace_back(pipelines_, model.stepping.staleness);
@@ -260,6 +265,10 @@ private:
     const Instance& instance = model_.instances[i];
     if (!has_turn(instance)) return;
     const Action& action = actions_[instance.stage][st.next];
+    if (!per_micro_batch(action.op)) {
+      start_sync_or_step(i, action);
+      return;
+    }
     double input = st.idle_since; // a W waits for its own stage only
     if (action.op == Op::forward)
       input = instance.stage == 0 ? st.iteration_start : forward_in(i, action.micro_batch);
@@ -277,6 +286,29 @@ private:
     st.action_ms = duration(instance, action, st.action_start);
     processor_free = st.action_start + st.action_ms;
     queue_.push({st.action_start + st.action_ms, i, action_done});
+  }
+
+  /// A placed sync takes no time on the device (its round runs on the links); a placed
+  /// step waits for the round and then takes the optimizer's time on the processor.
+  /// Stepping asynchronously, a pipeline's stage steps when its server gate says, as
+  /// where the schedule places nothing: its sync and step only mark the end.
+  void start_sync_or_step(std::uint32_t i, const Action& action) {
+    InstanceState& st = state_[i];
+    const Instance& instance = model_.instances[i];
+    double& processor_free = processor_free_[instance.processor];
+    // Where the device is in its list: past its previous action, whoever's it was.
+    double start = std::max(st.idle_since, processor_free), ms = 0;
+    if (action.op == Op::step && !asynchronous()) {
+      if (std::isnan(st.synced_at)) return; // its round has not ended
+      start = std::max(start, st.synced_at);
+      ms = instance.optimizer_ms;
+      processor_free = start + ms;
+      st.synced_at = unknown;
+    }
+    st.busy = true;
+    st.action_start = start;
+    st.action_ms = ms;
+    queue_.push({start + ms, i, action_done});
   }
 
   /// Books a transfer on its route's lanes (book_transfer) and returns its arrival.
@@ -301,6 +333,10 @@ private:
     InstanceState& st = state_[i];
     const Instance& instance = model_.instances[i];
     const Action& action = actions_[instance.stage][st.next];
+    if (!per_micro_batch(action.op)) {
+      finish_sync_or_step(i, action, now);
+      return;
+    }
     out_.busy_ms[i] += st.action_ms;
     std::string label;
     if (model_.trace) {
@@ -326,6 +362,14 @@ private:
         try_start(i - 1);
       }
     }
+    end_action(i, now);
+  }
+
+  /// Instance i's action has ended at `now`: the device's turn passes on, and i goes on
+  /// with its next action or, after its last, to its stage's sync and step.
+  void end_action(std::uint32_t i, double now) {
+    InstanceState& st = state_[i];
+    const Instance& instance = model_.instances[i];
     st.busy = false;
     st.idle_since = now;
     const bool more = ++st.next < actions_[instance.stage].size();
@@ -337,8 +381,33 @@ private:
     }
     if (asynchronous())
       pushed(i, now);
+    else if (placed_steps_)
+      queue_.push({now, i, iteration_start}); // its step was its last action
     else
       gradients_ready(instance.stage, now);
+  }
+
+  /// A placed sync joins its stage's round; a placed step has ended it in lockstep.
+  void finish_sync_or_step(std::uint32_t i, const Action& action, double now) {
+    InstanceState& st = state_[i];
+    const Instance& instance = model_.instances[i];
+    if (!asynchronous()) {
+      if (action.op == Op::sync) {
+        if (const auto end = round_end(instance.stage, now))
+          for (std::uint32_t r : model_.groups[instance.stage].instances) {
+            state_[r].synced_at = *end;
+            if (r != i) try_start(r); // it may wait at its step
+          }
+      } else {
+        if (model_.trace && st.action_ms > 0)
+          out_.spans.push_back(
+              {"step", instance.pipeline, instance.stage, Span::Kind::sync, st.action_start, st.action_ms});
+        out_.sync_ms[i] += now - st.last_backward;
+        double& iteration_end = out_.iteration_end_ms[st.iteration];
+        iteration_end = std::max(iteration_end, now);
+      }
+    }
+    end_action(i, now);
   }
 
   bool asynchronous() const { return model_.stepping.asynchronous; }
@@ -400,11 +469,25 @@ private:
     return step_end;
   }
 
-  /// The last replica of a stage to finish its backwards starts the all-reduce.
+  /// The last replica of a stage to finish its backwards starts the all-reduce; each
+  /// replica then steps.
   void gradients_ready(std::size_t stage, double now) {
+    const auto end = round_end(stage, now);
+    if (!end) return;
+    for (std::uint32_t i : model_.groups[stage].instances) {
+      const double step_end = take_step(i, *end);
+      double& iteration_end = out_.iteration_end_ms[state_[i].iteration];
+      iteration_end = std::max(iteration_end, step_end);
+      queue_.push({step_end, i, iteration_start});
+    }
+  }
+
+  /// A replica of `stage` joins its round at `now`: when it is the last, the all-reduce
+  /// over their ring is booked and its end returned; nothing before.
+  std::optional<double> round_end(std::size_t stage, double now) {
     const Group& group = model_.groups[stage];
     group_ready_at_[stage] = std::max(group_ready_at_[stage], now);
-    if (++group_ready_[stage] < group.instances.size()) return;
+    if (++group_ready_[stage] < group.instances.size()) return std::nullopt;
     group_ready_[stage] = 0;
     double end = group_ready_at_[stage];
     if (group.ring > 1 && group.bytes > 0) {
@@ -417,12 +500,7 @@ private:
               {"allreduce", model_.instances[i].pipeline, stage, Span::Kind::sync, b.start_ms, end - b.start_ms});
     }
     group_ready_at_[stage] = 0;
-    for (std::uint32_t i : group.instances) {
-      const double step_end = take_step(i, end);
-      double& iteration_end = out_.iteration_end_ms[state_[i].iteration];
-      iteration_end = std::max(iteration_end, step_end);
-      queue_.push({step_end, i, iteration_start});
-    }
+    return end;
   }
 
   /// Asynchronous: instance i has stepped; its pipeline's part is done once every
@@ -479,6 +557,7 @@ private:
   std::vector<bool> away_;              ///< per instance: told its gate it has no work
   Queue queue_;
   std::mt19937_64 random_;
+  bool placed_steps_; ///< the schedule places each stage's sync and step
   Outcome out_;
 };
 

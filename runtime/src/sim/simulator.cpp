@@ -173,6 +173,10 @@ PipelineTiming simulate_pipeline(const Schedule& schedule, const std::vector<dou
     work.pop_back();
     while (next[d] < schedule.stages[d].size()) {
       const Action& a = schedule.stages[d][next[d]];
+      if (!per_micro_batch(a.op)) { // no sync and no step here: one pipeline alone
+        ++next[d];
+        continue;
+      }
       const std::size_t v = schedule.virtual_stage(d, a.chunk);
       double input = 0;
       if (a.op == Op::forward && v > 0) {

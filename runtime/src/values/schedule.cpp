@@ -21,17 +21,34 @@ std::string virtual_stage_name(const Schedule& schedule, std::size_t v) {
 }
 
 /// Counts, sizes and order on one virtual stage: each micro-batch's F once, then its B
-/// once or its I and then its W once each.
-Status check_stage(const Schedule& schedule, std::size_t v, const std::vector<Action>& actions) {
+/// once or its I and then its W once each; where `placed`, one sync once every
+/// micro-batch's gradients are made, and one step after it, last.
+Status check_stage(const Schedule& schedule, std::size_t v, const std::vector<Action>& actions, bool placed) {
   const std::size_t m = schedule.micro_batch_sizes.size();
   struct Counts {
     int forwards = 0, backwards = 0, inputs = 0, weights = 0;
   };
   std::vector<Counts> seen(m);
+  std::size_t finished = 0; // micro-batches whose B or W has run
+  int syncs = 0, steps = 0;
   for (std::size_t i = 0; i < actions.size(); ++i) {
     const Action& a = actions[i];
     const std::string where = "schedule '" + schedule.name + "': " + virtual_stage_name(schedule, v) + " action " +
                               std::to_string(i) + " (" + to_string(a) + "): ";
+    if (steps > 0) return Error::bad_input(where + "after the stage's step, which ends its iteration");
+    if (a.op == Op::sync) {
+      if (++syncs > 1) return Error::bad_input(where + "a second sync of the stage");
+      if (finished < m)
+        return Error::bad_input(where + "a sync before the stage's gradients are made (" +
+                                std::to_string(m - finished) + " of its micro-batches' B or W come after it)");
+      continue;
+    }
+    if (a.op == Op::step) {
+      if (syncs == 0) return Error::bad_input(where + "a step before the stage's sync");
+      ++steps;
+      continue;
+    }
+    if (syncs > 0) return Error::bad_input(where + "after the stage's sync: its gradients are final there");
     if (a.micro_batch >= m)
       return Error::bad_input(where + "micro-batch " + std::to_string(a.micro_batch) + " does not exist (there are " +
                               std::to_string(m) + ")");
@@ -49,6 +66,7 @@ Status check_stage(const Schedule& schedule, std::size_t v, const std::vector<Ac
       if (k.forwards == 0) return Error::bad_input(where + "a backward before the micro-batch's forward");
       if (k.backwards + k.inputs > 0) return Error::bad_input(where + "a second backward of the micro-batch");
       ++(a.op == Op::backward ? k.backwards : k.inputs);
+      if (a.op == Op::backward) ++finished;
       break;
     case Op::weight_gradient:
       if (k.inputs == 0)
@@ -56,9 +74,16 @@ Status check_stage(const Schedule& schedule, std::size_t v, const std::vector<Ac
                                              ? "a weight gradient of a micro-batch whose backward was whole (B)"
                                              : "a weight gradient before the micro-batch's input gradient (I)"));
       if (++k.weights > 1) return Error::bad_input(where + "a second weight gradient of the micro-batch");
+      ++finished;
       break;
+    case Op::sync:
+    case Op::step: break; // above
     }
   }
+  if (placed && steps == 0)
+    return Error::bad_input("schedule '" + schedule.name + "': " + virtual_stage_name(schedule, v) +
+                            (syncs == 0 ? " has no sync and step, where the schedule places the others'"
+                                        : " has a sync and no step after it"));
   for (std::size_t k = 0; k < m; ++k) {
     const Counts& c = seen[k];
     const char* missing = c.forwards == 0                  ? "forward"
@@ -104,6 +129,13 @@ ChunkPlace Schedule::place_of(std::size_t v) const {
   return {offset, chunk};
 }
 
+bool Schedule::places_steps() const {
+  for (const auto& actions : stages)
+    for (const Action& a : actions)
+      if (!per_micro_batch(a.op)) return true;
+  return false;
+}
+
 std::vector<std::vector<Action>> Schedule::virtual_stage_actions() const {
   std::vector<std::vector<Action>> out(virtual_stages());
   for (std::size_t d = 0; d < stages.size(); ++d)
@@ -114,7 +146,10 @@ std::vector<std::vector<Action>> Schedule::virtual_stage_actions() const {
 
 std::string to_string(const Action& action) {
   static constexpr char letters[] = {'F', 'B', 'I', 'W'};
-  std::string text = letters[static_cast<std::size_t>(action.op)] + std::to_string(action.micro_batch);
+  std::string text = action.op == Op::sync ? std::string("sync")
+                     : action.op == Op::step
+                         ? std::string("step")
+                         : letters[static_cast<std::size_t>(action.op)] + std::to_string(action.micro_batch);
   if (action.chunk > 0) text += "@" + std::to_string(action.chunk);
   return text;
 }
@@ -149,8 +184,9 @@ Status validate(const Schedule& schedule) {
                                 ")");
   const std::size_t V = schedule.virtual_stages();
   const auto per_virtual_stage = schedule.virtual_stage_actions();
+  const bool placed = schedule.places_steps();
   for (std::size_t v = 0; v < V; ++v)
-    if (auto status = check_stage(schedule, v, per_virtual_stage[v]); !status) return status;
+    if (auto status = check_stage(schedule, v, per_virtual_stage[v], placed); !status) return status;
 
   // Dry run over the devices' lists: done[v][k] marks finished actions of virtual
   // stage v; a device advances while its next action's input is there, and wakes the
@@ -163,7 +199,9 @@ Status validate(const Schedule& schedule) {
     const Action& a = schedule.stages[d][next[d]];
     const std::size_t v = schedule.virtual_stage(d, a.chunk);
     if (a.op == Op::forward) return v == 0 || forward_done[v - 1][a.micro_batch] != 0;
-    if (a.op == Op::weight_gradient) return true;
+    // A sync waits for the replicas of its stage, which run the same lists; a step for
+    // its sync, before it in the same list.
+    if (a.op == Op::weight_gradient || !per_micro_batch(a.op)) return true;
     return v + 1 == V || backward_done[v + 1][a.micro_batch] != 0;
   };
   std::vector<std::size_t> work(devices);
@@ -200,11 +238,11 @@ Status validate(const Schedule& schedule) {
 namespace {
 
 /// Samples held after `a` by the stash it touches: a forward adds its micro-batch, a B
-/// or a W frees it; an I keeps it for its W.
+/// or a W frees it; an I keeps it for its W; a sync or step touches none.
 void hold(std::uint64_t& held, const Action& a) {
   if (a.op == Op::forward)
     held += a.size;
-  else if (a.op != Op::input_gradient)
+  else if (a.op == Op::backward || a.op == Op::weight_gradient)
     held -= std::min<std::uint64_t>(held, a.size);
 }
 
