@@ -279,6 +279,11 @@ BOOST_AUTO_TEST_CASE(zero_bubble_schedules_cut_1f1bs_bubble_at_its_memory_or_twi
   BOOST_TEST(bubble(h1) == 3.0, boost::test_tools::tolerance(1e-9));
   BOOST_TEST(bubble(h1) <= 0.4 * bubble(ofob));
   BOOST_TEST(peak(h1) == peak(ofob));
+  // GPipe: 1F1B's bubble, holding every micro-batch.
+  const Schedule gpipe = gpipe_schedule(4, sizes);
+  BOOST_TEST(bubble(gpipe) == 9.0, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(peak(gpipe) == 8.0);
+  BOOST_TEST(peak(ofob) == 4.0);
   // With sends that take time, forwards run ahead (ZB-H2's shape, up to 2p − 1 held)
   // hide them where zb-h1's order waits.
   StageTimes slow_sends{{1, 1, 1, 1}, {2, 2, 2, 2}, {0.5, 0.5, 0.5}};
