@@ -12,7 +12,10 @@
 /// and the planners' search times; then the ratios' minimum, median and maximum over
 /// all cells, over the heterogeneous clusters' cells and over the `auto` cells, and
 /// the partitioners' own search time at 32 stages.
-///   build/bench/planner_grid [SOURCE_ROOT] [--model NAME] [--cluster NAME] [--stages N|auto] [--cells]
+///   build/bench/planner_grid [SOURCE_ROOT] [--model NAME] [--cluster NAME] [--stages N|auto]
+///                            [--micro-batches M] [--cells]
+/// --stages N plans N stages alone (any N); --micro-batches M gives each pipeline M
+/// micro-batches instead of 8.
 
 #include <actorpipe/job.hpp>
 #include <actorpipe/planner.hpp>
@@ -38,6 +41,7 @@ namespace {
 struct Arguments {
   std::string root = ".";
   std::string model, cluster, stages;
+  std::uint32_t micro_batches = 8;
   bool cells = false; ///< print every cell, not only the summary and the lost ones
 };
 
@@ -52,6 +56,8 @@ Arguments parse(int argc, char** argv) {
       a.cluster = value();
     else if (arg == "--stages")
       a.stages = value();
+    else if (arg == "--micro-batches")
+      a.micro_batches = static_cast<std::uint32_t>(std::stoul(value()));
     else if (arg == "--cells")
       a.cells = true;
     else
@@ -141,19 +147,19 @@ int main(int argc, char** argv) {
   std::size_t lost = 0, counted = 0;
   constexpr std::size_t max_auto_devices = 1000;
   std::set<std::string> skipped_auto;
-  const std::vector<std::string> stage_columns = {"4", "8", "16", "auto"};
+  const std::vector<std::string> stage_columns =
+      args.stages.empty() ? std::vector<std::string>{"4", "8", "16", "auto"} : std::vector<std::string>{args.stages};
   for (const ModelProfile& model : models) {
     if (!args.model.empty() && model.name != args.model) continue;
     for (const ClusterSpec& cluster : clusters) {
       if (!args.cluster.empty() && cluster.name != args.cluster) continue;
       for (const std::string& column : stage_columns) {
-        if (!args.stages.empty() && column != args.stages) continue;
         // Searching shapes over thousands of devices with every baseline takes hours.
         if (column == "auto" && cluster.devices.size() > max_auto_devices) {
           skipped_auto.insert(cluster.name);
           continue;
         }
-        const std::uint32_t micro_batch = std::max<std::uint32_t>(1, model.batch_size / 8);
+        const std::uint32_t micro_batch = std::max<std::uint32_t>(1, model.batch_size / args.micro_batches);
         JobSpec job;
         job.file = "planner_grid";
         job.job.name = model.name + "@" + cluster.name;
@@ -162,15 +168,15 @@ int main(int argc, char** argv) {
         if (column == "auto") {
           // A batch of one pipeline's share per 8 devices (at least one share).
           const auto shares = std::max<std::uint32_t>(1, static_cast<std::uint32_t>(cluster.devices.size() / 8));
-          job.train.batch_size = shares * 8 * micro_batch;
+          job.train.batch_size = shares * args.micro_batches * micro_batch;
         } else {
           const auto stages = static_cast<std::uint32_t>(std::stoul(column));
           const auto pipelines = static_cast<std::uint32_t>(cluster.devices.size() / stages);
           if (pipelines == 0 || stages > model.units(true).size()) continue;
           job.plan.stages = stages;
           job.plan.pipelines = pipelines;
-          job.plan.micro_batches = 8;
-          job.train.batch_size = pipelines * 8 * micro_batch;
+          job.plan.micro_batches = args.micro_batches;
+          job.train.batch_size = pipelines * args.micro_batches * micro_batch;
         }
         const Outcome ours = plan_one(job, *registry, "autopipe", "hetero");
         Outcome best;

@@ -54,15 +54,34 @@ public:
     return static_cast<double>(m_ > 0 ? m_ - 1 : 0) * slowest + sum + sync_(b[1]);
   }
 
-  /// The splits for bounds T0 · (1 + δ), δ from `deltas`, the `keep` of least L first
-  /// (distinct ones only).
+  /// The splits for bounds T0 · (1 + δ), δ from `deltas`, and on from the last of
+  /// those by half again each time up to no bound at all, the `keep` of least L first
+  /// (distinct ones only). Few micro-batches pay the slowest stage seldom, and their
+  /// least L may leave one stage far above T0: at one micro-batch, the fewest bytes
+  /// cut wherever the compute falls.
   std::vector<std::vector<std::size_t>> candidates(double t0, std::size_t keep, std::span<const double> deltas) {
+    std::vector<double> bounds;
+    for (double delta : deltas)
+      bounds.push_back(t0 * (1 + delta));
+    double slowest = 0;
+    for (std::size_t s = 0; s < S_; ++s)
+      slowest = std::max(slowest, slowness_(s));
+    const double whole = prefix(N_) * slowest; // no stage can exceed it
+    if (!bounds.empty() && bounds.back() > 0)
+      for (double b = bounds.back() * 1.5; b < whole; b *= 1.5)
+        bounds.push_back(b);
+    bounds.push_back(std::numeric_limits<double>::infinity());
     std::vector<std::pair<double, std::vector<std::size_t>>> found;
+    double least = std::numeric_limits<double>::infinity();
     for (bool sends_bounded : {false, true})
-      for (double delta : deltas) {
-        std::vector<std::size_t> b = solve(t0 * (1 + delta), sends_bounded);
+      for (std::size_t k = 0; k < bounds.size(); ++k) {
+        // What a bound adds has its slowest stage above the bound before, which the
+        // steady state pays m − 1 times: past the least L found, nothing gains.
+        if (k > 0 && static_cast<double>(m_ > 0 ? m_ - 1 : 0) * bounds[k - 1] >= least) break;
+        std::vector<std::size_t> b = solve(bounds[k], sends_bounded);
         if (b.empty()) continue;
         const double l = latency(b);
+        least = std::min(least, l);
         if (std::none_of(found.begin(), found.end(), [&](const auto& f) { return f.second == b; }))
           found.emplace_back(l, std::move(b));
       }

@@ -21,26 +21,49 @@ class UnitCosts {
 public:
   /// `sub_blocks`: whether cuts inside blocks are allowed. Times and bytes are scaled
   /// from the profile's batch to a micro-batch of `micro_batch` samples, times beyond
-  /// their fixed parts, which every micro-batch pays in full.
-  UnitCosts(const ModelProfile& profile, bool sub_blocks, std::uint32_t micro_batch)
+  /// their fixed parts, which every micro-batch pays in full. Under `recompute`, the
+  /// recomputed units' forward counts again in the backward (in its I), and they keep
+  /// their stage's input instead of their activations, which they hold again while the
+  /// backward runs. Which units selective recomputation takes depends on the stage
+  /// (recomputed_units(), plan.hpp); here, those whose activations per ms of forward
+  /// are above the whole model's: a search's approximation, which the plan's
+  /// simulation then replaces with the stage's own choice.
+  UnitCosts(const ModelProfile& profile, bool sub_blocks, std::uint32_t micro_batch,
+            Recompute recompute = Recompute::none)
       : scale_(static_cast<double>(micro_batch) / profile.batch_size), micro_batch_(micro_batch),
         input_bytes_(static_cast<double>(profile.input_bytes) * scale_) {
+    double stash_per_ms = 0;
+    if (recompute == Recompute::selective) {
+      double stash = 0, forward = 0;
+      profile.for_each_unit(sub_blocks, [&](const Unit& unit) {
+        stash += static_cast<double>(unit.stash_bytes_per_sample);
+        forward += unit.forward_ms;
+      });
+      stash_per_ms = forward > 0 ? stash / forward : 0;
+    }
     entries_.reserve(profile.blocks.size() + 1);
     entries_.emplace_back();
     profile.for_each_unit(sub_blocks, [&](const Unit& unit) {
       Entry& e = entries_.back();
       e.begin = unit.begin;
       e.output_bytes = static_cast<double>(unit.output_bytes) * scale_;
+      const bool again =
+          recompute == Recompute::full ||
+          (recompute == Recompute::selective && unit.stash_bytes_per_sample > 0 &&
+           (unit.forward_ms <= 0 || static_cast<double>(unit.stash_bytes_per_sample) / unit.forward_ms > stash_per_ms));
+      const double forward = unit.forward_fixed_ms + (unit.forward_ms - unit.forward_fixed_ms) * scale_;
+      const double stash = static_cast<double>(unit.stash_bytes_per_sample) * micro_batch;
       const double backward = unit.backward_fixed_ms + (unit.backward_ms - unit.backward_fixed_ms) * scale_;
-      const double input_gradient_share =
-          unit.backward_ms > 0 ? input_gradient_part(unit.input_gradient_ms, unit.backward_ms) / unit.backward_ms
-                               : unmeasured_input_gradient_share;
-      entries_.push_back({e.forward + unit.forward_fixed_ms + (unit.forward_ms - unit.forward_fixed_ms) * scale_,
-                          e.backward + backward, e.forward_fixed + unit.forward_fixed_ms,
-                          e.backward_fixed + unit.backward_fixed_ms,
-                          e.parameters + static_cast<double>(unit.parameter_bytes),
-                          e.stash + static_cast<double>(unit.stash_bytes_per_sample) * micro_batch,
-                          e.input_gradient + input_gradient_share * backward, Cut{}, 0.0});
+      const double input_gradient =
+          unit.backward_ms > 0
+              ? input_gradient_part(unit.input_gradient_ms, unit.backward_ms) / unit.backward_ms * backward
+              : unmeasured_input_gradient_share * backward;
+      entries_.push_back({e.forward + forward, e.backward + backward + (again ? forward : 0.0),
+                          e.forward_fixed + unit.forward_fixed_ms,
+                          e.backward_fixed + unit.backward_fixed_ms + (again ? unit.forward_fixed_ms : 0.0),
+                          e.parameters + static_cast<double>(unit.parameter_bytes), e.stash + stash,
+                          e.input_gradient + input_gradient + (again ? forward : 0.0),
+                          e.again_stash + (again ? stash : 0.0), Cut{}, 0.0});
     });
     entries_.back().begin = {profile.blocks.size(), 0};
   }
@@ -66,8 +89,16 @@ public:
     return entries_[j].backward_fixed - entries_[i].backward_fixed;
   }
   double parameter_bytes(std::size_t i, std::size_t j) const { return entries_[j].parameters - entries_[i].parameters; }
-  /// Activations one micro-batch leaves stashed between forward and backward.
-  double stash_bytes(std::size_t i, std::size_t j) const { return entries_[j].stash - entries_[i].stash; }
+  /// Activations one micro-batch leaves stashed between forward and backward: where
+  /// units recompute, the stage's input for theirs.
+  double stash_bytes(std::size_t i, std::size_t j) const {
+    const double again = recomputed_bytes(i, j);
+    return entries_[j].stash - entries_[i].stash - again + (again > 0 ? boundary_bytes(i) : 0.0);
+  }
+  /// What recomputed units make again of one micro-batch, held while its backward runs.
+  double recomputed_bytes(std::size_t i, std::size_t j) const {
+    return entries_[j].again_stash - entries_[i].again_stash;
+  }
   /// Activations crossing boundary j (before unit j) for one micro-batch.
   double boundary_bytes(std::size_t j) const { return j == 0 ? input_bytes_ : entries_[j - 1].output_bytes; }
 
@@ -97,7 +128,7 @@ private:
   /// and where unit u begins and what it sends on; entry size() is the model's end.
   struct Entry {
     double forward = 0, backward = 0, forward_fixed = 0, backward_fixed = 0, parameters = 0, stash = 0,
-           input_gradient = 0;
+           input_gradient = 0, again_stash = 0;
     Cut begin;
     double output_bytes = 0;
   };
@@ -122,8 +153,9 @@ inline std::size_t in_flight(const PlanContext& context, std::size_t stage) {
   return std::min(m, context.stages - stage);
 }
 
-/// Whether units [i, j) fit stage s's device memory: their parameters, optimizer state
-/// and the stash of each micro-batch in flight. Searches ask this in their innermost
+/// Whether units [i, j) fit stage s's device memory: their parameters, optimizer state,
+/// the stash of each micro-batch in flight and, where they recompute, one micro-batch's
+/// activations made again. Searches ask this in their innermost
 /// loops, so each stage's micro-batches in flight are worked out once.
 class MemoryFit {
 public:
@@ -134,7 +166,8 @@ public:
       in_flight_.push_back(static_cast<double>(in_flight(context, s)));
   }
   bool operator()(std::size_t s, std::size_t i, std::size_t j) const {
-    return limits_.empty() || costs_.parameter_bytes(i, j) * optimizer_ + costs_.stash_bytes(i, j) * in_flight_[s] <=
+    return limits_.empty() || costs_.parameter_bytes(i, j) * optimizer_ + costs_.stash_bytes(i, j) * in_flight_[s] +
+                                      costs_.recomputed_bytes(i, j) <=
                                   static_cast<double>(limits_[s]);
   }
   bool limited() const { return !limits_.empty(); }

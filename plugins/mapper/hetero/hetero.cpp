@@ -83,7 +83,8 @@ Mapping lay_out(const std::vector<DeviceId>& ranked, std::size_t stages, std::si
 /// which a placement-aware partitioner gives it in the planner's next round. Pricing
 /// every layout on the given cuts alone would favour the layout they were made for.
 double price(const PlanContext& context, const Partition& partition, const Mapping& mapping) {
-  const partitioning::UnitCosts costs(context.profile, context.sub_blocks, partitioning::largest_micro_batch(context));
+  const partitioning::UnitCosts costs(context.profile, context.sub_blocks, partitioning::largest_micro_batch(context),
+                                      context.recompute);
   IterationModel model = autopipe::iteration_model(context, mapping.devices);
   autopipe::IterationSearch judge(context, costs, model, partitioning::MemoryFit(costs, context, {}), 2);
   const double given = judge.time(costs.to_boundaries(partition));

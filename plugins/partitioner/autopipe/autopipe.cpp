@@ -43,7 +43,8 @@ public:
     ACTORPIPE_TRY(check_options(context.options, {"search"}));
     auto search = choice_option(context.options, "search", "true", {"true", "false"});
     ACTORPIPE_TRY(search);
-    const UnitCosts costs(context.profile, context.sub_blocks, partitioning::largest_micro_batch(context));
+    const UnitCosts costs(context.profile, context.sub_blocks, partitioning::largest_micro_batch(context),
+                          context.recompute);
     ACTORPIPE_TRY(
         partitioning::check_stage_count(costs, context, context.sub_blocks ? "blocks and sub-blocks" : "blocks"));
     IterationModel model = autopipe::iteration_model(context, placement(context));

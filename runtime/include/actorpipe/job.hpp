@@ -168,7 +168,8 @@ struct PlanOptions {
   std::string schedule_file; ///< a schedule file to run instead of the scheduler's
   /// What each stage keeps between a micro-batch's forward and backward: one value for
   /// every stage, or one per stage (plan.stages then fixed). Empty (unset): none, unless
-  /// no plan fits without it; then the planner tries selective, then full, on every stage.
+  /// no plan fits without it or memory binds the plan found; then the planner tries
+  /// selective, then full, on every stage, and keeps the fastest plan that fits.
   std::vector<Recompute> recompute{};
   std::uint32_t stages = auto_count;
   std::uint32_t pipelines = auto_count;

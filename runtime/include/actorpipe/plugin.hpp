@@ -17,6 +17,7 @@
 #include <actorpipe/error.hpp>
 #include <actorpipe/export.hpp>
 #include <actorpipe/model_profile.hpp>
+#include <actorpipe/recompute.hpp>
 #include <actorpipe/schedule.hpp>
 #include <actorpipe/version.hpp>
 
@@ -133,6 +134,10 @@ struct PlanContext {
   bool sub_blocks = true;        ///< whether cuts inside blocks are allowed
   double optimizer_factor = 1;   ///< bytes of gradients and optimizer state per parameter byte
   double action_overhead_ms = 0; ///< fixed cost of every forward or backward
+  /// What every stage recomputes (plan.recompute, or what the planner tries where it is
+  /// unset): what the stages keep, and what their backwards cost. Where a job lists
+  /// another for some stages, none: the plan's simulation judges it.
+  Recompute recompute = Recompute::none;
   /// Where the previous round's mapper placed each stage: the speed of its slowest
   /// replica, the memory of its smallest device, and every device, placement[p][s]
   /// (so that a partitioner can price its cuts over the links they will cross, with

@@ -250,6 +250,7 @@ Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContex
       e.workspace_bytes = std::max(e.workspace_bytes, d.workspace_bytes);
       e.memory_bytes = std::max(e.memory_bytes, d.peak_memory_bytes);
       const double ratio = static_cast<double>(held) / static_cast<double>(d.memory_capacity);
+      candidate.fullest = std::max(candidate.fullest, ratio);
       if (ratio > 1 && ratio > candidate.overflow_ratio) {
         candidate.overflow_ratio = ratio;
         candidate.overflow =
@@ -379,6 +380,10 @@ Result<Candidate> evaluate(const Planning& planning, const Shape& shape, std::fu
       planning.schedulers.empty() ? planning.schedule_file->name : planning.schedulers[shape.scheduler].name;
   context.sub_blocks = job.plan.sub_blocks;
   context.optimizer_factor = planning.optimizer_factor;
+  // One value for every stage, where the job gives one or leaves it to the planner.
+  context.recompute = job.plan.recompute.empty()       ? planning.unset_recompute
+                      : job.plan.recompute.size() == 1 ? job.plan.recompute.front()
+                                                       : Recompute::none;
   context.action_overhead_ms = job.plan.action_overhead_ms;
 
   // Each round reports its share of the progress.

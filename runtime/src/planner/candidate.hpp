@@ -78,6 +78,7 @@ struct Candidate {
   /// When some device cannot hold its stage: which, and by how much (need / have).
   std::optional<std::string> overflow;
   double overflow_ratio = 0;
+  double fullest = 0; ///< the largest share of a device's memory in use (> 1: overflow)
 };
 
 /// Fits before does not; then more samples/s; then less memory over capacity.

@@ -188,7 +188,7 @@ void push_profile(lua_State* L, const ModelProfile& profile) {
 }
 
 void push_plan_context(lua_State* L, const PlanContext& c) {
-  lua_createtable(L, 0, 16);
+  lua_createtable(L, 0, 17);
   push_profile(L, c.profile);
   lua_setfield(L, -2, "profile");
   push_cluster(L, c.cluster);
@@ -201,6 +201,7 @@ void push_plan_context(lua_State* L, const PlanContext& c) {
   set(L, "sub_blocks", c.sub_blocks);
   set(L, "optimizer_factor", c.optimizer_factor);
   set(L, "action_overhead_ms", c.action_overhead_ms);
+  set(L, "recompute", std::string(option_name(c.recompute)));
   set_list(L, "stage_speeds", c.stage_speeds);
   set_list(L, "stage_memory", c.stage_memory);
   lua_createtable(L, static_cast<int>(c.placement.size()), 0);
