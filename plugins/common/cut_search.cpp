@@ -103,7 +103,7 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   LatencySplit latency(costs, S, context.micro_batch_sizes.size(), slowness, fits, send, sync);
   if (!simulate) {
     double least = latency.latency(best);
-    for (std::vector<std::size_t>& candidate : latency.candidates(bound, 1, near_bounds))
+    for (std::vector<std::size_t>& candidate : latency.candidates(bound, 1, near_bounds, !memory.empty()))
       if (const double l = latency.latency(candidate); l < least) least = l, best = std::move(candidate);
     context.report(1.0);
     return best;
@@ -156,7 +156,7 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
     consider(min_max.spread(min_max.largest(candidate, weight), weight));
     consider(std::move(candidate));
   }
-  for (std::vector<std::size_t>& candidate : latency.candidates(bound, 4, wide_bounds))
+  for (std::vector<std::size_t>& candidate : latency.candidates(bound, 4, wide_bounds, !memory.empty()))
     consider(std::move(candidate));
   // Equal unit counts: where the early units are heavy, the front stages take more
   // work, so that the later stages' all-reduces run while they compute. A start the

@@ -54,12 +54,15 @@ public:
     return static_cast<double>(m_ > 0 ? m_ - 1 : 0) * slowest + sum + sync_(b[1]);
   }
 
-  /// The splits for bounds T0 · (1 + δ), δ from `deltas`, and on from the last of
-  /// those by half again each time up to no bound at all, the `keep` of least L first
-  /// (distinct ones only). Few micro-batches pay the slowest stage seldom, and their
-  /// least L may leave one stage far above T0: at one micro-batch, the fewest bytes
-  /// cut wherever the compute falls.
-  std::vector<std::vector<std::size_t>> candidates(double t0, std::size_t keep, std::span<const double> deltas) {
+  /// The splits for bounds T0 · (1 + δ), δ from `deltas`, and, `beyond` them, on
+  /// from the last by half again each time up to no bound at all; the `keep` of least
+  /// L first (distinct ones only). Few micro-batches pay the slowest stage seldom, and
+  /// their least L may leave one stage far above T0: at one micro-batch, the fewest
+  /// bytes cut wherever the compute falls. Where memory bounds no stage (nothing fits
+  /// and the plan will say so), not beyond: a stage that holds most of the model
+  /// would only overflow the more.
+  std::vector<std::vector<std::size_t>> candidates(double t0, std::size_t keep, std::span<const double> deltas,
+                                                   bool beyond = true) {
     std::vector<double> bounds;
     for (double delta : deltas)
       bounds.push_back(t0 * (1 + delta));
@@ -67,10 +70,11 @@ public:
     for (std::size_t s = 0; s < S_; ++s)
       slowest = std::max(slowest, slowness_(s));
     const double whole = prefix(N_) * slowest; // no stage can exceed it
-    if (!bounds.empty() && bounds.back() > 0)
+    if (beyond && !bounds.empty() && bounds.back() > 0) {
       for (double b = bounds.back() * 1.5; b < whole; b *= 1.5)
         bounds.push_back(b);
-    bounds.push_back(std::numeric_limits<double>::infinity());
+      bounds.push_back(std::numeric_limits<double>::infinity());
+    }
     std::vector<std::pair<double, std::vector<std::size_t>>> found;
     double least = std::numeric_limits<double>::infinity();
     for (bool sends_bounded : {false, true})

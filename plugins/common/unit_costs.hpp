@@ -22,16 +22,17 @@ public:
   /// `sub_blocks`: whether cuts inside blocks are allowed. Times and bytes are scaled
   /// from the profile's batch to a micro-batch of `micro_batch` samples, times beyond
   /// their fixed parts, which every micro-batch pays in full. Under `recompute`, the
-  /// recomputed units' forward counts again in the backward (in its I), and they keep
-  /// their stage's input instead of their activations, which they hold again while the
-  /// backward runs. Which units selective recomputation takes depends on the stage
+  /// recomputed units' forward counts again in the backward (in its I); a run of them
+  /// keeps its input instead of their activations, and holds them again while the
+  /// backward runs, one run at a time. Full recomputation makes the whole stage one run.
+  /// Which units selective recomputation takes depends on the stage
   /// (recomputed_units(), plan.hpp); here, those whose activations per ms of forward
-  /// are above the whole model's: a search's approximation, which the plan's
-  /// simulation then replaces with the stage's own choice.
+  /// are above the whole model's, each a run of its own: a search's approximation,
+  /// which the plan's simulation then replaces with the stage's own choice.
   UnitCosts(const ModelProfile& profile, bool sub_blocks, std::uint32_t micro_batch,
             Recompute recompute = Recompute::none)
       : scale_(static_cast<double>(micro_batch) / profile.batch_size), micro_batch_(micro_batch),
-        input_bytes_(static_cast<double>(profile.input_bytes) * scale_) {
+        input_bytes_(static_cast<double>(profile.input_bytes) * scale_), recompute_(recompute) {
     double stash_per_ms = 0;
     if (recompute == Recompute::selective) {
       double stash = 0, forward = 0;
@@ -43,6 +44,7 @@ public:
     }
     entries_.reserve(profile.blocks.size() + 1);
     entries_.emplace_back();
+    double input = input_bytes_; // of the unit about to come, for one micro-batch
     profile.for_each_unit(sub_blocks, [&](const Unit& unit) {
       Entry& e = entries_.back();
       e.begin = unit.begin;
@@ -63,7 +65,9 @@ public:
                           e.backward_fixed + unit.backward_fixed_ms + (again ? unit.forward_fixed_ms : 0.0),
                           e.parameters + static_cast<double>(unit.parameter_bytes), e.stash + stash,
                           e.input_gradient + input_gradient + (again ? forward : 0.0),
-                          e.again_stash + (again ? stash : 0.0), Cut{}, 0.0});
+                          e.again_stash + (again ? stash : 0.0), e.again_input + (again ? input : 0.0), Cut{}, 0.0});
+      if (again) largest_again_ = std::max(largest_again_, stash);
+      input = static_cast<double>(unit.output_bytes) * scale_;
     });
     entries_.back().begin = {profile.blocks.size(), 0};
   }
@@ -92,12 +96,17 @@ public:
   /// Activations one micro-batch leaves stashed between forward and backward: where
   /// units recompute, the stage's input for theirs.
   double stash_bytes(std::size_t i, std::size_t j) const {
-    const double again = recomputed_bytes(i, j);
-    return entries_[j].stash - entries_[i].stash - again + (again > 0 ? boundary_bytes(i) : 0.0);
+    const double stash = entries_[j].stash - entries_[i].stash;
+    if (recompute_ == Recompute::none) return stash;
+    const double again = entries_[j].again_stash - entries_[i].again_stash;
+    if (recompute_ == Recompute::full) return stash - again + boundary_bytes(i);
+    return stash - again + entries_[j].again_input - entries_[i].again_input;
   }
-  /// What recomputed units make again of one micro-batch, held while its backward runs.
+  /// The largest run of recomputed units' activations for one micro-batch: what the
+  /// backward holds again.
   double recomputed_bytes(std::size_t i, std::size_t j) const {
-    return entries_[j].again_stash - entries_[i].again_stash;
+    const double again = entries_[j].again_stash - entries_[i].again_stash;
+    return recompute_ == Recompute::full ? again : std::min(again, largest_again_);
   }
   /// Activations crossing boundary j (before unit j) for one micro-batch.
   double boundary_bytes(std::size_t j) const { return j == 0 ? input_bytes_ : entries_[j - 1].output_bytes; }
@@ -128,13 +137,15 @@ private:
   /// and where unit u begins and what it sends on; entry size() is the model's end.
   struct Entry {
     double forward = 0, backward = 0, forward_fixed = 0, backward_fixed = 0, parameters = 0, stash = 0,
-           input_gradient = 0, again_stash = 0;
+           input_gradient = 0, again_stash = 0, again_input = 0;
     Cut begin;
     double output_bytes = 0;
   };
   double scale_;
   std::uint32_t micro_batch_;
   double input_bytes_;
+  Recompute recompute_;
+  double largest_again_ = 0; ///< one recomputed unit's activations, the most of any
   std::vector<Entry> entries_;
 };
 
