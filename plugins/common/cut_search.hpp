@@ -57,6 +57,8 @@ IterationModel iteration_model(const PlanContext& c, std::vector<std::vector<Dev
 /// Simulated actions of one estimate up to which the search judges candidates and
 /// descends by the estimate (about 70 µs an estimate; 16 stages of 64 micro-batches).
 constexpr std::size_t max_simulated_actions = 2048;
+/// What an estimate of fewer actions costs as many as, for the search's budgets.
+constexpr std::size_t least_estimate_actions = 64;
 /// The most actions (every pipeline's) of a simulation that judges the last
 /// candidates, and how many it judges: a few milliseconds each on 10,000 devices.
 constexpr std::size_t max_judged_actions = std::size_t{1} << 18;
