@@ -760,6 +760,30 @@ BOOST_AUTO_TEST_CASE(at_one_micro_batch_autopipe_cuts_where_the_fewest_bytes_cro
     }
 }
 
+BOOST_AUTO_TEST_CASE(at_one_micro_batch_over_many_replicas_the_last_ring_ends_the_iteration) {
+  // GPT-2 XL in 1,250 pipelines of 8 stages on datacenter-10k, one micro-batch each:
+  // the stages' all-reduces over 1,250 replicas outlast the pipeline, and the stage
+  // whose ring and step end last ends the iteration, whichever it is. Balancing the
+  // parameters alone does well there; autopipe's cuts do at least as well.
+  auto profile = load_profile((test::source_root() / "configs/profiles/gpt2-xl.toml").string());
+  REQUIRE_OK(profile);
+  auto cluster = load_cluster((test::source_root() / "configs/clusters/datacenter-10k.toml").string());
+  REQUIRE_OK(cluster);
+  JobSpec spec;
+  spec.file = "gpt.toml";
+  spec.profile = *profile;
+  spec.cluster = *cluster;
+  spec.plan.stages = 8;
+  spec.plan.pipelines = static_cast<std::uint32_t>(cluster->devices.size() / 8);
+  spec.plan.micro_batches = 1;
+  spec.train.batch_size = spec.plan.pipelines * profile->batch_size;
+  const double ours = plan(spec).iteration_time_ms;
+  spec.plan.partitioner = "parameters";
+  const double balanced = plan(spec).iteration_time_ms;
+  BOOST_TEST(ours <= balanced * (1 + 1e-3),
+             "autopipe+hetero " << ours << " ms, parameters+hetero " << balanced << " ms");
+}
+
 BOOST_AUTO_TEST_CASE(an_unset_recompute_is_chosen_where_memory_decides_the_cuts_and_it_is_faster) {
   // GPT-2 XL over two pipelines of four 8 GiB devices, the second server half as fast:
   // without recomputing, Adam's state and 1F1B's stash fill a device to 98%, and the

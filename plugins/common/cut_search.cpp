@@ -170,6 +170,16 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   for (std::size_t s = 0; s < S; ++s)
     even_fits = even_fits && fits(s, even[s], even[s + 1]);
   if (even_fits) consider(std::move(even));
+  // Where the all-reduces outlast the pipeline (few micro-batches over many replicas),
+  // the stage whose ring ends last ends the iteration, not the first: the split whose
+  // largest compute, ring and step is least. Exact, in S · N² steps: only where that is
+  // at most `max_sync_split_steps`.
+  if (static_cast<double>(S) * static_cast<double>(costs.size()) * static_cast<double>(costs.size()) <=
+      static_cast<double>(max_sync_split_steps))
+    consider(partitioning::min_max_split(S, costs.size(), [&](std::size_t s, std::size_t i, std::size_t j) {
+      return fits(s, i, j) ? costs.compute_ms(i, j) * slowness(s) + model.sync_ms(s, costs.parameter_bytes(i, j))
+                           : std::numeric_limits<double>::infinity();
+    }));
   context.report(0.5);
 
   // 3. Descent on the estimate from the best two starts; the better end wins.

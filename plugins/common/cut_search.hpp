@@ -14,7 +14,9 @@
 ///      the work evenly (send_aware_split); the splits of least pipeline latency
 ///      (the slowest stage once per micro-batch, every stage and send once, the first
 ///      stage's all-reduce) under a range of bounds on the slowest stage (latency_split);
-///      and equal unit counts, far from any of these bounds;
+///      equal unit counts, far from any of these bounds; and, where the model is small
+///      enough, the min-max split of each stage's compute plus its all-reduce and step,
+///      for iterations that the rings end;
 ///   3. from the best two of these by the estimate, cut-by-cut descent on the estimate
 ///      (iteration_search), within an evaluation budget that grows with the stages and
 ///      shrinks where each estimate simulates many actions. Where every split can be
@@ -59,6 +61,8 @@ IterationModel iteration_model(const PlanContext& c, std::vector<std::vector<Dev
 constexpr std::size_t max_simulated_actions = 2048;
 /// What an estimate of fewer actions costs as many as, for the search's budgets.
 constexpr std::size_t least_estimate_actions = 64;
+/// The most steps of the exact min-max split by compute, ring and step (a few ms).
+constexpr std::size_t max_sync_split_steps = 2'000'000;
 /// The most actions (every pipeline's) of a simulation that judges the last
 /// candidates, and how many it judges: a few milliseconds each on 10,000 devices.
 constexpr std::size_t max_judged_actions = std::size_t{1} << 18;
