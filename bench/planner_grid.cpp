@@ -11,7 +11,7 @@
 /// predicted iteration time, the best other pair's, their ratio (> 1: autopipe faster)
 /// and the planners' search times; then the ratios' minimum, median and maximum over
 /// all cells, over the heterogeneous clusters' cells and over the `auto` cells, and
-/// the partitioners' own search time at 32 stages.
+/// the partitioners' own search time at 32 stages and 1, 8, 32 and 128 micro-batches.
 ///   build/bench/planner_grid [SOURCE_ROOT] [--model NAME] [--cluster NAME] [--stages N|auto]
 ///                            [--micro-batches M] [--cells]
 /// --stages N plans N stages alone (any N); --micro-batches M gives each pipeline M
@@ -238,37 +238,51 @@ int main(int argc, char** argv) {
   if (homo == clusters.end() || !args.cluster.empty()) return lost == 0 ? 0 : 1;
   text::Table search({{"model"},
                       {"blocks", text::Table::Align::right},
+                      {"micro-batches", text::Table::Align::right},
                       {"autopipe ms", text::Table::Align::right},
                       {"dapple ms", text::Table::Align::right},
                       {"piper ms", text::Table::Align::right},
                       {"dapple / autopipe", text::Table::Align::right},
                       {"piper / autopipe", text::Table::Align::right}});
+  std::vector<double> dapple_ratios, piper_ratios, growth_32, growth_128; ///< growth: autopipe's, against 8
   for (const ModelProfile& model : models) {
     if (!args.model.empty() && model.name != args.model) continue;
     constexpr std::size_t stages = 32;
     if (model.blocks.size() < stages) continue;
-    PlanContext context{.profile = model, .cluster = *homo};
-    context.stages = stages;
-    context.micro_batch_sizes =
-        std::vector<std::uint32_t>(2 * stages, std::max<std::uint32_t>(1, model.batch_size / 8));
-    context.batch_size = 2 * stages * context.micro_batch_sizes.front();
-    context.scheduler = "1f1b";
-    context.action_overhead_ms = 0.1;
-    context.placement.emplace_back();
-    for (std::size_t s = 0; s < stages; ++s)
-      context.placement[0].push_back(s);
-    context.stage_speeds.assign(stages, 1.0);
-    context.stage_memory.assign(stages, homo->devices.front().memory_bytes);
-    std::map<std::string, double> ms;
-    for (const char* name : {"autopipe", "dapple", "piper"})
-      ms[name] = bench::median_call_ms([&, p = *registry->partitioner(name)] { return p->partition(context).ok(); });
-    search.add_row({model.name, std::to_string(model.blocks.size()), text::format_fixed(ms["autopipe"], 3),
-                    text::format_fixed(ms["dapple"], 3), text::format_fixed(ms["piper"], 3),
-                    text::format_fixed(ms["dapple"] / ms["autopipe"], 1) + "×",
-                    text::format_fixed(ms["piper"] / ms["autopipe"], 1) + "×"});
+    double at_8 = 0;
+    for (const std::size_t micro_batches : {1, 8, 32, 128}) {
+      PlanContext context{.profile = model, .cluster = *homo};
+      context.stages = stages;
+      context.micro_batch_sizes = std::vector<std::uint32_t>(
+          micro_batches, std::max<std::uint32_t>(1, model.batch_size / static_cast<std::uint32_t>(micro_batches)));
+      context.batch_size = static_cast<std::uint32_t>(micro_batches) * context.micro_batch_sizes.front();
+      context.scheduler = "1f1b";
+      context.action_overhead_ms = 0.1;
+      context.placement.emplace_back();
+      for (std::size_t s = 0; s < stages; ++s)
+        context.placement[0].push_back(s);
+      context.stage_speeds.assign(stages, 1.0);
+      context.stage_memory.assign(stages, homo->devices.front().memory_bytes);
+      std::map<std::string, double> ms;
+      for (const char* name : {"autopipe", "dapple", "piper"})
+        ms[name] = bench::median_call_ms([&, p = *registry->partitioner(name)] { return p->partition(context).ok(); });
+      if (micro_batches == 8) at_8 = ms["autopipe"];
+      if (micro_batches == 32) growth_32.push_back(ms["autopipe"] / at_8);
+      if (micro_batches == 128) growth_128.push_back(ms["autopipe"] / at_8);
+      dapple_ratios.push_back(ms["dapple"] / ms["autopipe"]);
+      piper_ratios.push_back(ms["piper"] / ms["autopipe"]);
+      search.add_row({model.name, std::to_string(model.blocks.size()), std::to_string(micro_batches),
+                      text::format_fixed(ms["autopipe"], 3), text::format_fixed(ms["dapple"], 3),
+                      text::format_fixed(ms["piper"], 3), text::format_fixed(dapple_ratios.back(), 1) + "×",
+                      text::format_fixed(piper_ratios.back(), 1) + "×"});
+    }
   }
-  std::cout << "search at 32 stages (one partition call, median of 5 batches of ≥ 1 ms; one pipeline on homo-64, 64 "
-               "micro-batches)\n\n"
-            << search.str();
+  std::cout << "search at 32 stages (one partition call, median of 5 batches of ≥ 1 ms; one pipeline on the first 32 "
+               "devices of homo-64, the profile's batch in 1 to 128 micro-batches)\n\n"
+            << search.str() << "\n"
+            << "dapple / autopipe  " << summary(dapple_ratios) << "\n"
+            << "piper / autopipe   " << summary(piper_ratios) << "\n"
+            << "autopipe's search at 32 micro-batches / at 8   " << summary(growth_32) << "\n"
+            << "autopipe's search at 128 micro-batches / at 8  " << summary(growth_128) << "\n";
   return lost == 0 ? 0 : 1;
 }

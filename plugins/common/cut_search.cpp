@@ -77,7 +77,8 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   IterationSearch descent(
       context, costs, model, fits,
       std::min<std::size_t>(
-          64 + 32 * S, std::max<std::size_t>(16, 2'000'000 / std::max<std::size_t>(1, model.simulated_actions()))));
+          64 + 32 * S,
+          std::max<std::size_t>(16, max_search_actions / std::max<std::size_t>(1, model.simulated_actions()))));
   std::vector<double> ms_per_byte(S, 0.0), latency_ms(S, 0.0); // of the cut before each stage
   bool sends_free = true;
   for (std::size_t s = 1; s < S; ++s) {
@@ -133,12 +134,19 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   // 70 ms) of estimates, each counted as at least `least_estimate_actions`: an estimate
   // of a few actions still costs its set-up (at one micro-batch, 4 stages of
   // GPT-2 XL's 100 units would otherwise be 160,000 estimates, 0.4 s).
-  const std::size_t affordable = 2'000'000 / std::max<std::size_t>(least_estimate_actions, model.simulated_actions());
+  // Where estimates simulate every micro-batch (the lanes bind), the enumeration may
+  // run out of actions before its end: then the search goes on as if it had not begun.
+  const std::size_t affordable =
+      max_search_actions / std::max<std::size_t>(least_estimate_actions, model.simulated_actions());
   if (choose_up_to(costs.size() - 1, S - 1, affordable) <= affordable) {
     std::vector<std::pair<double, std::vector<std::size_t>>> every;
-    for_each_split(costs.size(), S, fits,
-                   [&](const std::vector<std::size_t>& b) { every.emplace_back(descent.time(b), b); });
-    if (!every.empty()) {
+    IterationSearch enumeration(context, costs, model, fits, affordable + 1);
+    bool whole = true;
+    for_each_split(costs.size(), S, fits, [&](const std::vector<std::size_t>& b) {
+      if (enumeration.spent()) whole = false;
+      if (whole) every.emplace_back(enumeration.time(b), b);
+    });
+    if (!every.empty() && whole) {
       std::stable_sort(every.begin(), every.end(), by_estimate);
       context.report(1.0);
       return fastest_of(every);

@@ -28,8 +28,9 @@
 ///      reach a shared NIC a fraction of a millisecond apart goes first (a pipeline's
 ///      send or a ring all-reduce) can move the iteration by tens of milliseconds, and
 ///      only the pipelines as they are decide it.
-/// Where one estimate simulates more than `max_simulated_actions` (32 stages of 64
-/// micro-batches do), steps 2 and 3 would cost far more than any baseline's search:
+/// Where one estimate simulates more than `max_simulated_actions` (the 8 micro-batches
+/// it simulates of 64 stages in four kinds of pipeline do), steps 2 and 3 would cost
+/// far more than any baseline's search:
 /// then the latency splits under a few bounds near the balanced one are the only other
 /// candidates, and the pipeline latency, not the simulator, chooses.
 /// Where no cut costs anything to send over (infinitely fast links), the iteration
@@ -57,7 +58,8 @@ Schedule chunk_layout(const PlanContext& c);
 IterationModel iteration_model(const PlanContext& c, std::vector<std::vector<DeviceId>> placement);
 
 /// Simulated actions of one estimate up to which the search judges candidates and
-/// descends by the estimate (about 70 µs an estimate; 16 stages of 64 micro-batches).
+/// descends by the estimate (about 70 µs an estimate; 64 stages of 8 micro-batches in
+/// two kinds of pipeline).
 constexpr std::size_t max_simulated_actions = 2048;
 /// What an estimate of fewer actions costs as many as, for the search's budgets.
 constexpr std::size_t least_estimate_actions = 64;

@@ -7,8 +7,10 @@
 /// send fewest bytes (left of it, right of it); it keeps the best if that shortens the
 /// iteration, and sweeps again. When a sweep changes nothing, it moves a unit of the
 /// heaviest stage to a farther stage, shifting every cut between them, and sweeps on;
-/// it ends when that does not help either, or when the evaluation budget is spent. Every move keeps both stages it
-/// touches in memory and, where a compute limit is given, within it.
+/// it ends when that does not help either, or when its budget is spent: so many
+/// evaluations, or `max_search_actions` simulated actions, whichever comes first (an
+/// estimate where lanes bind simulates every micro-batch). Every move keeps both
+/// stages it touches in memory and, where a compute limit is given, within it.
 
 #include "common/unit_costs.hpp"
 
@@ -21,12 +23,16 @@
 
 namespace actorpipe::autopipe {
 
+/// The most actions the estimates of one search simulate (about 70 ms).
+constexpr std::size_t max_search_actions = 2'000'000;
+
 class IterationSearch {
 public:
   /// `fits`: whether a stage's units fit its device's memory.
   IterationSearch(const PlanContext& context, const partitioning::UnitCosts& costs, IterationModel& model,
                   partitioning::MemoryFit fits, std::size_t budget)
-      : costs_(costs), model_(model), fits_(std::move(fits)), budget_(budget), figures_(context.stages) {}
+      : costs_(costs), model_(model), fits_(std::move(fits)), budget_(budget), figures_(context.stages),
+        simulated_before_(model.simulated_so_far()) {}
 
   /// The estimated iteration time of the split at unit boundaries `b`.
   double time(const std::vector<std::size_t>& b) {
@@ -47,7 +53,9 @@ public:
   }
 
   bool fits(std::size_t s, std::size_t i, std::size_t j) const { return fits_(s, i, j); }
-  bool spent() const { return evaluations_ >= budget_; }
+  bool spent() const {
+    return evaluations_ >= budget_ || model_.simulated_so_far() - simulated_before_ >= max_search_actions;
+  }
   std::size_t evaluations() const { return evaluations_; }
 
   /// Improves `b` (estimated at `t`) in place; `compute_limit` bounds every stage's
@@ -143,6 +151,7 @@ private:
   std::size_t budget_;
   std::size_t evaluations_ = 0;
   std::vector<StageFigures> figures_;
+  std::size_t simulated_before_;
 };
 
 } // namespace actorpipe::autopipe

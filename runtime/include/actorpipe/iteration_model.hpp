@@ -5,10 +5,20 @@
 ///
 /// It runs the simulator's own engine and rules (stage times by device speed; sends
 /// over the routes and lanes of the topology, each lane carrying one transfer at a
-/// time; the ring all-reduce of every stage; the optimizer step). Where the whole plan
-/// is at most IterationSetup::full_simulation_actions forwards and backwards (2,048
-/// unless the setup says otherwise), it runs every pipeline, and is exactly
-/// simulate()'s iteration. Beyond, it runs one pipeline of each kind of placement (the
+/// time; the ring all-reduce of every stage; the optimizer step) on at most
+/// IterationSetup::simulated_micro_batches (8) of the schedule's micro-batches: the
+/// first ones and the last, which fill and drain the pipeline and end in the
+/// all-reduces. Each micro-batch beyond adds the steady state's period: the most that
+/// one processor computes or one lane carries per micro-batch, or, where a stage holds
+/// only so many micro-batches in flight (1F1B), the loop from it to the last stage and
+/// back per micro-batch it holds. So an estimate costs the same at any micro-batch
+/// count, except where the lanes bind the steady state (they carry more per
+/// micro-batch than any processor computes): transfers that each wait for every lane
+/// they cross leave lanes idle, the more so the longer the pipelines run, and only
+/// every micro-batch simulated shows how much. Where the whole plan is at most IterationSetup::full_simulation_actions
+/// forwards and backwards (2,048 unless the setup says otherwise), it runs every
+/// pipeline, and with every micro-batch simulated it is exactly simulate()'s
+/// iteration. Beyond, it runs one pipeline of each kind of placement (the
 /// same link at every cut, the same device speeds; at most four, the slowest):
 ///   - the slowest computes each stage at its slowest replica's speed, which all wait for;
 ///   - sends take the representatives' own routes, at full speed,
@@ -60,8 +70,12 @@ struct IterationSetup {
   double action_overhead_ms = 0;              ///< fixed cost of every forward or backward
   double optimizer_factor = 1;                ///< bytes of gradients and optimizer state per parameter byte
   /// Up to this many forwards and backwards in all (every pipeline's), every pipeline
-  /// is simulated as itself, and the estimate is exactly simulate()'s iteration.
+  /// is simulated as itself.
   std::size_t full_simulation_actions = 2048;
+  /// Of a schedule with more micro-batches, the first this many − 1 and the last are
+  /// simulated, and each of the others adds the steady state's period: an estimate
+  /// costs as much at any micro-batch count. 0: every micro-batch is simulated.
+  std::size_t simulated_micro_batches = 8;
 };
 
 class ACTORPIPE_EXPORT IterationModel {
@@ -89,15 +103,20 @@ public:
   /// on its slowest replica. Nothing overlaps the first stage's: it ends last.
   double sync_ms(std::size_t stage, double parameter_bytes) const;
 
-  /// Forwards and backwards one iteration_ms() simulates (every representative's):
-  /// what one estimate costs, for a search that must bound its time.
+  /// Forwards and backwards one iteration_ms() simulates (every representative's)
+  /// where the lanes do not bind: what one estimate costs, for a search that must
+  /// bound its time. Where they bind, an estimate simulates every micro-batch.
   std::size_t simulated_actions() const;
-  /// Whether every pipeline is simulated, and the estimate is simulate()'s iteration.
+  /// Forwards and backwards all iteration_ms() calls so far have simulated.
+  std::size_t simulated_so_far() const;
+  /// Whether every pipeline and micro-batch is simulated, and the estimate is
+  /// simulate()'s iteration.
   bool exact() const;
-  /// Forwards and backwards of every pipeline: what an exact estimate of this setup costs.
+  /// Forwards and backwards of every pipeline and micro-batch: what an exact estimate
+  /// of this setup costs.
   std::size_t all_actions() const;
-  /// The same setup with every pipeline simulated (exact() holds): a judge for the
-  /// last few candidates of a search that ran representatives.
+  /// The same setup with every pipeline and micro-batch simulated (exact() holds): a
+  /// judge for the last few candidates of a search that ran representatives or a probe.
   IterationModel in_full() const;
 
   /// The estimated iteration time for stages with these figures (one per stage).

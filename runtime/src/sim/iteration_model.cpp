@@ -18,9 +18,46 @@ namespace actorpipe {
 
 struct IterationModel::Impl {
   const ClusterSpec* cluster = nullptr;
-  IterationSetup setup; ///< as given, the schedule moved out to `schedule`
+  IterationSetup setup; ///< as given
   bool exact = false;
-  Schedule schedule;
+  /// What is simulated: the whole schedule or, where it has more micro-batches than
+  /// the setup simulates, its first few (`brief`); where the lanes bind the steady
+  /// state, the whole schedule (`whole`).
+  struct Probe {
+    Schedule schedule;
+    /// The micro-batches past it: each size, and how many of the schedule's have it.
+    std::vector<std::pair<std::uint32_t, std::size_t>> rest;
+  };
+  Probe brief, whole;
+  std::size_t simulated = 0; ///< actions simulated so far
+  /// Pipelines simulated: every one, or representatives.
+  std::size_t representatives() const { return model.instances.size() / std::max<std::size_t>(1, model.stages); }
+  /// The first `k` micro-batches of the setup's schedule (all where k is 0).
+  Probe probe(std::size_t k) const;
+  /// Per virtual stage: its forwards and backwards (B, or I and W) per micro-batch, and
+  /// whether its backward sends the gradient on in an I (else in a B).
+  std::vector<double> actions_per_micro_batch;
+  std::vector<bool> input_gradient_sends;
+  /// Per virtual stage: the most micro-batches it holds between forward and the
+  /// gradient it sends back, which a loop to the last stage and back must free.
+  std::vector<std::size_t> in_flight;
+
+  /// The steady state per micro-batch of some size, once the stage costs and shares
+  /// are set: the most any processor computes and any lane carries, and per stage
+  /// and pipeline, its loop's micro-batches in flight and time per micro-batch.
+  struct Period {
+    double processors = 0, lanes = 0;
+    std::vector<std::pair<std::size_t, double>> loops;
+  };
+  Period& period_of(double samples);
+  /// What the micro-batches past `probe` add: each the period of processors and
+  /// lanes; and a stage that holds t micro-batches in flight also waits, from its
+  /// (t + 1)-th on, for its loop to the last stage and back, per t. The probe paced at
+  /// most its first micro-batches by such a loop: the rest each add what the slowest
+  /// loop takes beyond the processors and lanes.
+  double steady_ms(const Probe& probe);
+  std::vector<double> processor_ms, lane_ms; ///< period_of()'s buffers
+  Period period;                             ///< period_of()'s answer
   double optimizer_factor = 1;
   std::vector<const Device*> device; ///< per stage, its slowest replica
   std::vector<std::uint64_t> memory; ///< per stage, its smallest replica's
@@ -41,6 +78,20 @@ namespace {
 
 constexpr std::size_t max_representatives = 4;
 
+/// The schedule's first `k` micro-batches, each device keeping its order: what fills
+/// the pipeline and drains it. Every action of a kept micro-batch is kept, so the
+/// dependencies that let the whole schedule run let this one run too; and where a
+/// schedule of k micro-batches is built alike (GPipe, 1F1B), it is that schedule.
+/// The whole schedule where k is 0 or not less than its micro-batches.
+Schedule first_micro_batches(const Schedule& whole, std::size_t k) {
+  Schedule probe = whole;
+  if (k == 0 || k >= whole.micro_batch_sizes.size()) return probe;
+  probe.micro_batch_sizes.resize(k);
+  for (auto& list : probe.stages)
+    std::erase_if(list, [&](const Action& a) { return per_micro_batch(a.op) && a.micro_batch >= k; });
+  return probe;
+}
+
 std::size_t actions_per_pipeline(const Schedule& schedule) {
   std::size_t actions = 0;
   for (const auto& stage : schedule.stages)
@@ -58,12 +109,40 @@ template <class Uses> double shared_bytes_per_ms(const sim::Route& route, const 
 
 } // namespace
 
+IterationModel::Impl::Probe IterationModel::Impl::probe(std::size_t k) const {
+  const Schedule& whole = setup.schedule;
+  Probe probe{first_micro_batches(whole, k), {}};
+  std::map<std::uint32_t, std::size_t> rest;
+  for (std::size_t i = probe.schedule.micro_batch_sizes.size(); i < whole.micro_batch_sizes.size(); ++i)
+    ++rest[whole.micro_batch_sizes[i]];
+  probe.rest.assign(rest.begin(), rest.end());
+  return probe;
+}
+
 IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.cluster = &cluster;
-  m.schedule = std::move(setup.schedule);
   m.optimizer_factor = setup.optimizer_factor;
   m.setup = std::move(setup);
+  {
+    const Schedule& whole = m.setup.schedule;
+    const std::size_t count = whole.micro_batch_sizes.size();
+    m.brief = m.probe(m.setup.simulated_micro_batches);
+    const auto lists = whole.virtual_stage_actions();
+    for (const auto& list : lists) {
+      std::size_t per_micro_batch_actions = 0, held = 0, most = 0;
+      bool input_gradient = false;
+      for (const Action& a : list) {
+        per_micro_batch_actions += per_micro_batch(a.op);
+        input_gradient = input_gradient || a.op == Op::input_gradient;
+        if (a.op == Op::forward) most = std::max(most, ++held);
+        if (sends_gradient(a.op) && held > 0) --held;
+      }
+      m.actions_per_micro_batch.push_back(count ? static_cast<double>(per_micro_batch_actions) / count : 0.0);
+      m.input_gradient_sends.push_back(input_gradient);
+      m.in_flight.push_back(std::max<std::size_t>(most, 1));
+    }
+  }
   const auto& devices = m.setup.devices;
   const std::size_t P = devices.size();
   const std::size_t S = P ? devices.front().size() : 0;
@@ -124,7 +203,7 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
   // Pipelines that share a lane queue in an order, and the last in line can fall behind
   // at every cut, which no single representative shows: where it is affordable, every
   // pipeline is simulated as itself.
-  const bool in_full = P * actions_per_pipeline(m.schedule) <= m.setup.full_simulation_actions;
+  const bool in_full = P * actions_per_pipeline(m.brief.schedule) <= m.setup.full_simulation_actions;
   m.exact = in_full;
   std::vector<std::size_t> reps(in_full ? P : 0);
   std::iota(reps.begin(), reps.end(), std::size_t{0}); // every pipeline, as simulate() orders them
@@ -176,17 +255,18 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
   for (std::size_t c = 0; c < sends; ++c)
     for (const auto& [lane, pipelines] : crossings[c])
       if (const auto it = compact.find(lane); it != compact.end()) m.lanes[it->second].load.push_back({c, pipelines});
-  m.model.schedule = &m.schedule;
+  m.model.schedule = &m.brief.schedule;
   m.model.stages = S;
   m.model.processors = reps.size() * S;
   m.model.action_overhead_ms = m.setup.action_overhead_ms;
+  if (!m.brief.rest.empty()) m.whole = m.probe(0);
   for (std::size_t k = 0; k < reps.size(); ++k)
     for (std::size_t s = 0; s < S; ++s) {
       sim::Instance instance;
       instance.pipeline = k;
       instance.stage = s;
       // A device's chunks compute in turn, on one processor.
-      instance.processor = k * S + m.schedule.virtual_stage(m.schedule.place_of(s).stage, 0);
+      instance.processor = k * S + m.setup.schedule.virtual_stage(m.setup.schedule.place_of(s).stage, 0);
       // Of representatives, the first computes at the slowest replica's speed, which all
       // wait for.
       instance.device =
@@ -257,20 +337,21 @@ double IterationModel::cut_ms_per_byte(std::size_t cut) const { return impl_->cu
 double IterationModel::cut_latency_ms(std::size_t cut) const { return impl_->cut_latency_ms.at(cut); }
 
 std::size_t IterationModel::simulated_actions() const {
-  return actions_per_pipeline(impl_->schedule) *
-         (impl_->model.processors / std::max<std::size_t>(1, impl_->schedule.stages.size()));
+  return actions_per_pipeline(impl_->brief.schedule) * impl_->representatives();
 }
 
-bool IterationModel::exact() const { return impl_->exact; }
+std::size_t IterationModel::simulated_so_far() const { return impl_->simulated; }
+
+bool IterationModel::exact() const { return impl_->exact && impl_->brief.rest.empty(); }
 
 std::size_t IterationModel::all_actions() const {
-  return actions_per_pipeline(impl_->schedule) * impl_->setup.devices.size();
+  return actions_per_pipeline(impl_->setup.schedule) * impl_->setup.devices.size();
 }
 
 IterationModel IterationModel::in_full() const {
   IterationSetup setup = impl_->setup;
-  setup.schedule = impl_->schedule;
   setup.full_simulation_actions = std::max(setup.full_simulation_actions, all_actions());
+  setup.simulated_micro_batches = 0;
   return IterationModel(*impl_->cluster, std::move(setup));
 }
 
@@ -302,22 +383,92 @@ double IterationModel::iteration_ms(const std::vector<StageFigures>& stages) {
       all += pipelines * stages[send / 2].output_bytes;
     m.share[l] = own > 0 && all > own ? static_cast<float>(all / own) : 1.0f;
   }
+  for (sim::Instance& instance : m.model.instances)
+    for (sim::Route* route : {&instance.to_next, &instance.to_previous})
+      for (std::uint8_t l = 0; l < route->count; ++l)
+        route->share[l] = m.share[route->lanes[l]];
+  // Where the lanes bind the steady state, transfers that each wait for all the lanes
+  // they cross keep them busy for less than the whole period, and for less the longer
+  // the pipelines run, which only the pipelines as they run show: every micro-batch is
+  // simulated.
+  const Impl::Probe* probe = &m.brief;
+  if (!m.brief.rest.empty()) {
+    const Impl::Period& p = m.period_of(m.brief.rest.front().first);
+    const double loops = std::accumulate(p.loops.begin(), p.loops.end(), 0.0,
+                                         [](double most, const auto& loop) { return std::max(most, loop.second); });
+    if (2 * p.lanes > std::max(p.processors, loops)) probe = &m.whole;
+  }
+  m.model.schedule = &probe->schedule;
+  m.simulated += actions_per_pipeline(probe->schedule) * m.representatives();
   // The other pipelines' sends on a shared lane also hold back the last pipeline in
   // line: it starts behind them and stays behind, as far as the longest such queue.
-  const double largest =
-      static_cast<double>(*std::max_element(m.schedule.micro_batch_sizes.begin(), m.schedule.micro_batch_sizes.end()));
+  const std::vector<std::uint32_t>& sizes = probe->schedule.micro_batch_sizes;
+  const double largest = static_cast<double>(*std::max_element(sizes.begin(), sizes.end()));
   double behind = 0;
   for (sim::Instance& instance : m.model.instances) {
     for (const auto& [route, bytes] : {std::pair{&instance.to_next, instance.send_bytes_per_sample},
                                        std::pair{&instance.to_previous, instance.grad_bytes_per_sample}})
-      for (std::uint8_t l = 0; l < route->count; ++l) {
-        route->share[l] = m.share[route->lanes[l]];
+      for (std::uint8_t l = 0; l < route->count; ++l)
         behind = std::max(behind, (static_cast<double>(route->share[l]) - 1.0) * largest * bytes /
                                       m.lanes[route->lanes[l]].bytes_per_ms);
-      }
   }
   const sim::Outcome outcome = sim::run(m.model, 1);
-  return outcome.iteration_end_ms.empty() ? 0.0 : outcome.iteration_end_ms.front() + behind;
+  if (outcome.iteration_end_ms.empty()) return 0.0;
+  return outcome.iteration_end_ms.front() + behind + m.steady_ms(*probe);
+}
+
+IterationModel::Impl::Period& IterationModel::Impl::period_of(double samples) {
+  const std::size_t S = device.size();
+  const double overhead = model.action_overhead_ms;
+  processor_ms.assign(model.processors, 0.0);
+  lane_ms.assign(lanes.size(), 0.0);
+  period.loops.clear();
+  auto forward = [&](const sim::Instance& i) {
+    return overhead + i.forward_fixed_ms + samples * i.forward_ms_per_sample;
+  };
+  auto backward = [&](const sim::Instance& i) { return i.backward_fixed_ms + samples * i.backward_ms_per_sample; };
+  auto arrival = [&](const sim::Route& route, double bytes_per_sample) {
+    for (std::uint8_t l = 0; l < route.count; ++l)
+      lane_ms[route.lanes[l]] += samples * bytes_per_sample * route.share[l] / model.lane_bytes_per_ms[route.lanes[l]];
+    return route.latency_ms + (std::isinf(route.bytes_per_ms) ? 0.0 : samples * bytes_per_sample / route.bytes_per_ms);
+  };
+  // Pipeline-major, each pipeline's stages in order: walked backwards, each stage's
+  // loop is its own F and the gradient it sends, its sends, and the loop after it.
+  double loop = 0;
+  for (std::size_t i = model.instances.size(); i-- > 0;) {
+    const sim::Instance& instance = model.instances[i];
+    const std::size_t s = instance.stage;
+    processor_ms[instance.processor] +=
+        forward(instance) + (actions_per_micro_batch[s] - 1) * overhead + backward(instance);
+    const double forth = s + 1 < S ? arrival(instance.to_next, instance.send_bytes_per_sample) : 0.0;
+    const double back = s > 0 ? arrival(instance.to_previous, instance.grad_bytes_per_sample) : 0.0;
+    if (s + 1 == S) loop = 0;
+    const double gradient =
+        overhead + (input_gradient_sends[s] ? instance.input_gradient_share : 1.0) * backward(instance);
+    loop += forward(instance) + gradient + forth;
+    period.loops.push_back({in_flight[s], loop / static_cast<double>(in_flight[s])});
+    loop += back;
+  }
+  period.processors = *std::max_element(processor_ms.begin(), processor_ms.end());
+  period.lanes = lane_ms.empty() ? 0.0 : *std::max_element(lane_ms.begin(), lane_ms.end());
+  return period;
+}
+
+double IterationModel::Impl::steady_ms(const Probe& probe) {
+  const std::size_t probed = probe.schedule.micro_batch_sizes.size(), all = setup.schedule.micro_batch_sizes.size();
+  double total = 0;
+  for (const auto& [size, count] : probe.rest) {
+    const Period& p = period_of(size);
+    const double pace = std::max(p.processors, p.lanes);
+    double slower = 0; // the slowest loop's, over the micro-batches it paces that the probe did not
+    for (const auto& [held, ms] : p.loops) {
+      const std::size_t from = std::max(held, probed); // the first micro-batch it paces past the probe
+      if (ms > pace && from < all)
+        slower = std::max(slower, static_cast<double>(std::min(count, all - from)) * (ms - pace));
+    }
+    total += static_cast<double>(count) * pace + slower;
+  }
+  return total;
 }
 
 } // namespace actorpipe
