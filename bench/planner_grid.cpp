@@ -1,21 +1,29 @@
 /// Planner grid: autopipe + hetero against the best of every other partitioner with every mapper,
 /// by the predicted iteration time of the whole plan (what `actorpipe plan` prints).
 ///
-/// Cells: every model (the six PipeDream profiles, gpt2-xl, bert-large and a
-/// 1,000-block chain) × every shipped cluster × 4, 8 and 16 stages with as many
-/// pipelines as the cluster holds (8 micro-batches each), and `auto` (stages, pipelines
-/// and micro-batches searched by the planner, the batch fixed per cluster; not on
-/// clusters of more than 1,000 devices, where every baseline's shape search takes
-/// hours). Each
-/// pipeline trains the profile's batch per iteration. A cell lists autopipe + hetero's
-/// predicted iteration time, the best other pair's, their ratio (> 1: autopipe faster)
-/// and the planners' search times; then the ratios' minimum, median and maximum over
-/// all cells, over the heterogeneous clusters' cells and over the `auto` cells, and
-/// the partitioners' own search time at 32 stages and 1, 8, 32 and 128 micro-batches.
+/// Two grids, kept apart: the planner is tuned on the first and never on the second.
+///   - tuned (the default): every model (the six PipeDream profiles, gpt2-xl, bert-large
+///     and a 1,000-block chain) × every shipped cluster × 4, 8 and 16 stages with as
+///     many pipelines as the cluster holds (8 micro-batches each), and `auto` (stages,
+///     pipelines and micro-batches searched by the planner, the batch fixed per
+///     cluster; not on clusters of more than 1,000 devices, where every baseline's
+///     shape search takes hours);
+///   - held-out (--held-out [SEEDS]): per seed (24 unless given), a model drawn from it
+///     (a chain of 50 to 2,000 blocks, or every third seed a graph with branches;
+///     generated_cases.hpp) on a cluster drawn from it (odd seeds) or the shipped
+///     clusters in turn (even seeds), at two stage counts drawn from 2 to 64 and
+///     1, 8, 32 and 128 micro-batches.
+/// Each pipeline trains the profile's batch per iteration. A cell lists autopipe +
+/// hetero's predicted iteration time, the best other pair's, their ratio (> 1: autopipe
+/// faster), the planners' search times and the slowest other pair's search time over
+/// autopipe + hetero's; then those ratios' minimum, median and maximum over all cells,
+/// over the heterogeneous clusters' cells and over the `auto` cells; and, on the tuned
+/// grid, the partitioners' own search time at 32 stages and 1, 8, 32 and 128
+/// micro-batches.
 ///   build/bench/planner_grid [SOURCE_ROOT] [--model NAME] [--cluster NAME] [--stages N|auto]
-///                            [--micro-batches M] [--cells]
+///                            [--micro-batches M] [--cells] [--held-out [SEEDS]]
 /// --stages N plans N stages alone (any N); --micro-batches M gives each pipeline M
-/// micro-batches instead of 8.
+/// micro-batches instead of 8 (on the tuned grid).
 
 #include <actorpipe/job.hpp>
 #include <actorpipe/planner.hpp>
@@ -26,12 +34,14 @@
 #include "base/text.hpp"
 #include "base/text_table.hpp"
 #include "call_timing.hpp"
+#include "generated_cases.hpp"
 #include "synthetic_chain.hpp"
 
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <random>
 #include <set>
 
 using namespace actorpipe;
@@ -42,7 +52,8 @@ struct Arguments {
   std::string root = ".";
   std::string model, cluster, stages;
   std::uint32_t micro_batches = 8;
-  bool cells = false; ///< print every cell, not only the summary and the lost ones
+  bool cells = false;       ///< print every cell, not only the summary and the lost ones
+  std::size_t held_out = 0; ///< seeds of the held-out grid; 0: the tuned grid
 };
 
 Arguments parse(int argc, char** argv) {
@@ -60,6 +71,8 @@ Arguments parse(int argc, char** argv) {
       a.micro_batches = static_cast<std::uint32_t>(std::stoul(value()));
     else if (arg == "--cells")
       a.cells = true;
+    else if (arg == "--held-out")
+      a.held_out = i + 1 < argc && std::isdigit(static_cast<unsigned char>(argv[i + 1][0])) ? std::stoul(value()) : 24;
     else
       a.root = arg;
   }
@@ -70,6 +83,13 @@ double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+std::string summary(const std::vector<double>& v) {
+  if (v.empty()) return "none";
+  return "min " + text::format_fixed(*std::min_element(v.begin(), v.end()), 3) + "×, median " +
+         text::format_fixed(median(v), 3) + "×, max " + text::format_fixed(*std::max_element(v.begin(), v.end()), 3) +
+         "× over " + std::to_string(v.size()) + " cells";
 }
 
 bool heterogeneous(const ClusterSpec& cluster) {
@@ -95,12 +115,153 @@ Outcome plan_one(JobSpec job, const PluginRegistry& plugins, const std::string& 
           ""};
 }
 
+/// A job of `stages` stages, as many pipelines as the cluster holds, each training the
+/// profile's batch in `micro_batches` micro-batches; none where it does not fit.
+std::optional<JobSpec> fixed_job(const ModelProfile& model, const ClusterSpec& cluster, std::uint32_t stages,
+                                 std::uint32_t micro_batches) {
+  const auto pipelines = static_cast<std::uint32_t>(cluster.devices.size() / stages);
+  if (pipelines == 0 || stages > model.units(true).size()) return std::nullopt;
+  JobSpec job;
+  job.file = "planner_grid";
+  job.job.name = model.name + "@" + cluster.name;
+  job.profile = model;
+  job.cluster = cluster;
+  job.plan.stages = stages;
+  job.plan.pipelines = pipelines;
+  job.plan.micro_batches = micro_batches;
+  job.train.batch_size = pipelines * micro_batches * std::max<std::uint32_t>(1, model.batch_size / micro_batches);
+  return job;
+}
+
+/// Cells planned with autopipe + hetero and with every other pair, and what they show.
+class Grid {
+public:
+  Grid(const PluginRegistry& registry, bool every_cell) : registry_(registry), every_cell_(every_cell) {
+    for (const PluginRecord& record : registry.plugins()) {
+      if (record.kind == PluginKind::partitioner) partitioners_.push_back(record.name);
+      if (record.kind == PluginKind::mapper) mappers_.push_back(record.name);
+    }
+  }
+
+  /// Plans `job`; `column` names its stages (or `auto`) in the table.
+  void run(const JobSpec& job, const std::string& column) {
+    const Outcome ours = plan_one(job, registry_, "autopipe", "hetero");
+    Outcome best;
+    std::string best_name;
+    double others_search = 0;
+    for (const std::string& p : partitioners_)
+      for (const std::string& m : mappers_) {
+        if (p == "autopipe") continue; // the baselines, each with every mapper
+        const Outcome o = plan_one(job, registry_, p, m);
+        if (!o.ok) continue;
+        others_search = std::max(others_search, o.search_ms);
+        if (!best.ok || o.iteration_ms < best.iteration_ms) best = o, best_name = p + "+" + m;
+      }
+    if (!ours.ok && !best.ok) return; // nothing fits this cell
+    if (!ours.ok) {
+      std::cout << "autopipe+hetero failed on " << job.profile.name << " × " << job.cluster.name << " × " << column
+                << ": " << ours.error << "\n";
+      ++lost_;
+      return;
+    }
+    if (!best.ok) return;
+    const double ratio = best.iteration_ms / ours.iteration_ms;
+    const double search_ratio = others_search / std::max(ours.search_ms, 1e-3);
+    ++counted_;
+    (column == "auto" ? automatic_ : all_).push_back(ratio);
+    if (column != "auto" && heterogeneous(job.cluster)) hetero_.push_back(ratio);
+    search_.push_back(search_ratio);
+    const bool behind = ratio < 1 - 0.005;
+    lost_ += behind;
+    if (every_cell_ || behind)
+      cells_.add_row({job.profile.name, job.cluster.name, column, ours.shape, text::format_fixed(ours.iteration_ms, 2),
+                      best_name + " " + best.shape, text::format_fixed(best.iteration_ms, 2),
+                      text::format_fixed(ratio, 3) + (behind ? " LOST" : ""), text::format_fixed(ours.search_ms, 2),
+                      text::format_fixed(others_search, 2), text::format_fixed(search_ratio, 2) + "×"});
+    std::cerr << "\r" << counted_ << " cells" << std::flush;
+  }
+
+  void print(const std::string& title) const {
+    std::cerr << "\r";
+    std::cout << title
+              << ": predicted iteration time, best other partitioner+mapper / autopipe+hetero (> 1: "
+                 "autopipe faster)\n\n";
+    if (!cells_.empty()) std::cout << cells_.str() << "\n";
+    std::cout << "fixed stages     " << summary(all_) << "\n"
+              << "  heterogeneous  " << summary(hetero_) << "\n"
+              << "auto shapes      " << summary(automatic_) << "\n"
+              << "search, slowest other / autopipe+hetero  " << summary(search_) << "\n"
+              << "cells lost (autopipe+hetero > 0.5% slower, or failed): " << lost_ << "\n";
+  }
+
+  std::size_t lost() const { return lost_; }
+
+private:
+  const PluginRegistry& registry_;
+  bool every_cell_;
+  std::vector<std::string> partitioners_, mappers_;
+  text::Table cells_{{{"model"},
+                      {"cluster"},
+                      {"stages"},
+                      {"autopipe+hetero"},
+                      {"ms", text::Table::Align::right},
+                      {"best other"},
+                      {"ms", text::Table::Align::right},
+                      {"ratio", text::Table::Align::right},
+                      {"search ms", text::Table::Align::right},
+                      {"others' search ms", text::Table::Align::right},
+                      {"search ratio", text::Table::Align::right}}};
+  std::vector<double> all_, hetero_, automatic_, search_;
+  std::size_t lost_ = 0, counted_ = 0;
+};
+
+/// The held-out grid: models and clusters drawn from seeds 1 … `seeds`.
+int held_out(const Arguments& args, const PluginRegistry& registry, const std::vector<ClusterSpec>& shipped) {
+  Grid grid(registry, args.cells);
+  std::size_t next_shipped = 0;
+  for (std::uint64_t seed = 1; seed <= args.held_out; ++seed) {
+    std::mt19937_64 random(seed);
+    const auto size = static_cast<std::size_t>(
+        std::exp(std::uniform_real_distribution<double>(std::log(50.0), std::log(2000.0))(random)));
+    const ModelProfile model = seed % 3 == 0 ? bench::generated_graph(seed, size) : bench::generated_chain(seed, size);
+    const ClusterSpec cluster =
+        seed % 2 ? bench::generated_cluster(seed, 64) : shipped[next_shipped++ % shipped.size()];
+    if (!args.model.empty() && model.name != args.model) continue;
+    if (!args.cluster.empty() && cluster.name != args.cluster) continue;
+    std::vector<std::uint32_t> counts;
+    for (std::uint32_t stages = 2; stages <= 64 && stages <= cluster.devices.size() && stages <= size; stages *= 2)
+      counts.push_back(stages);
+    std::shuffle(counts.begin(), counts.end(), random);
+    counts.resize(std::min<std::size_t>(counts.size(), 2));
+    for (const std::uint32_t stages : counts)
+      for (const std::uint32_t micro_batches : {1u, 8u, 32u, 128u})
+        if (const auto job = fixed_job(model, cluster, stages, micro_batches))
+          grid.run(*job, std::to_string(stages) + " × " + std::to_string(micro_batches));
+  }
+  grid.print("held-out grid (" + std::to_string(args.held_out) + " seeds; never tuned on)");
+  return grid.lost() == 0 ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   const Arguments args = parse(argc, argv);
   auto registry = PluginRegistry::discover(PluginRegistry::default_folders());
   if (!registry) return std::cerr << "planner_grid: " << registry.error().message << "\n", 2;
+
+  std::vector<ClusterSpec> clusters;
+  std::set<std::filesystem::path> cluster_files;
+  if (!std::filesystem::is_directory(args.root + "/configs/clusters"))
+    return std::cerr << "planner_grid: " << args.root << "/configs/clusters: not a folder (pass the source folder)\n",
+           2;
+  for (const auto& entry : std::filesystem::directory_iterator(args.root + "/configs/clusters"))
+    if (entry.path().extension() == ".toml") cluster_files.insert(entry.path());
+  for (const auto& path : cluster_files) {
+    auto cluster = load_cluster(path.string());
+    if (!cluster) return std::cerr << "planner_grid: " << cluster.error().message << "\n", 2;
+    clusters.push_back(std::move(*cluster));
+  }
+  if (args.held_out > 0) return held_out(args, *registry, clusters);
 
   std::vector<ModelProfile> models;
   for (const char* name : {"alexnet", "densenet121", "gnmt", "resnet101", "resnet50", "vgg16"}) {
@@ -117,34 +278,7 @@ int main(int argc, char** argv) {
   }
   models.push_back(bench::synthetic_chain(1000));
 
-  std::vector<ClusterSpec> clusters;
-  std::set<std::filesystem::path> cluster_files;
-  for (const auto& entry : std::filesystem::directory_iterator(args.root + "/configs/clusters"))
-    if (entry.path().extension() == ".toml") cluster_files.insert(entry.path());
-  for (const auto& path : cluster_files) {
-    auto cluster = load_cluster(path.string());
-    if (!cluster) return std::cerr << "planner_grid: " << cluster.error().message << "\n", 2;
-    clusters.push_back(std::move(*cluster));
-  }
-
-  std::vector<std::string> partitioners, mappers;
-  for (const PluginRecord& record : registry->plugins()) {
-    if (record.kind == PluginKind::partitioner) partitioners.push_back(record.name);
-    if (record.kind == PluginKind::mapper) mappers.push_back(record.name);
-  }
-
-  text::Table cells({{"model"},
-                     {"cluster"},
-                     {"stages"},
-                     {"autopipe+hetero"},
-                     {"ms", text::Table::Align::right},
-                     {"best other"},
-                     {"ms", text::Table::Align::right},
-                     {"ratio", text::Table::Align::right},
-                     {"search ms", text::Table::Align::right},
-                     {"others' search ms", text::Table::Align::right}});
-  std::vector<double> all, hetero, automatic;
-  std::size_t lost = 0, counted = 0;
+  Grid grid(*registry, args.cells);
   constexpr std::size_t max_auto_devices = 1000;
   std::set<std::string> skipped_auto;
   const std::vector<std::string> stage_columns =
@@ -154,85 +288,38 @@ int main(int argc, char** argv) {
     for (const ClusterSpec& cluster : clusters) {
       if (!args.cluster.empty() && cluster.name != args.cluster) continue;
       for (const std::string& column : stage_columns) {
+        if (column != "auto") {
+          if (const auto job =
+                  fixed_job(model, cluster, static_cast<std::uint32_t>(std::stoul(column)), args.micro_batches))
+            grid.run(*job, column);
+          continue;
+        }
         // Searching shapes over thousands of devices with every baseline takes hours.
-        if (column == "auto" && cluster.devices.size() > max_auto_devices) {
+        if (cluster.devices.size() > max_auto_devices) {
           skipped_auto.insert(cluster.name);
           continue;
         }
-        const std::uint32_t micro_batch = std::max<std::uint32_t>(1, model.batch_size / args.micro_batches);
         JobSpec job;
         job.file = "planner_grid";
         job.job.name = model.name + "@" + cluster.name;
         job.profile = model;
         job.cluster = cluster;
-        if (column == "auto") {
-          // A batch of one pipeline's share per 8 devices (at least one share).
-          const auto shares = std::max<std::uint32_t>(1, static_cast<std::uint32_t>(cluster.devices.size() / 8));
-          job.train.batch_size = shares * args.micro_batches * micro_batch;
-        } else {
-          const auto stages = static_cast<std::uint32_t>(std::stoul(column));
-          const auto pipelines = static_cast<std::uint32_t>(cluster.devices.size() / stages);
-          if (pipelines == 0 || stages > model.units(true).size()) continue;
-          job.plan.stages = stages;
-          job.plan.pipelines = pipelines;
-          job.plan.micro_batches = args.micro_batches;
-          job.train.batch_size = pipelines * args.micro_batches * micro_batch;
-        }
-        const Outcome ours = plan_one(job, *registry, "autopipe", "hetero");
-        Outcome best;
-        std::string best_name;
-        double others_search = 0;
-        for (const std::string& p : partitioners)
-          for (const std::string& m : mappers) {
-            if (p == "autopipe") continue; // the baselines, each with every mapper
-            const Outcome o = plan_one(job, *registry, p, m);
-            if (!o.ok) continue;
-            others_search = std::max(others_search, o.search_ms);
-            if (!best.ok || o.iteration_ms < best.iteration_ms) best = o, best_name = p + "+" + m;
-          }
-        if (!ours.ok && !best.ok) continue; // nothing fits this cell
-        if (!ours.ok) {
-          std::cout << "autopipe+hetero failed on " << model.name << " × " << cluster.name << " × " << column << ": "
-                    << ours.error << "\n";
-          ++lost;
-          continue;
-        }
-        if (!best.ok) continue;
-        const double ratio = best.iteration_ms / ours.iteration_ms;
-        ++counted;
-        (column == "auto" ? automatic : all).push_back(ratio);
-        if (column != "auto" && heterogeneous(cluster)) hetero.push_back(ratio);
-        const bool behind = ratio < 1 - 0.005;
-        lost += behind;
-        if (args.cells || behind)
-          cells.add_row({model.name, cluster.name, column, ours.shape, text::format_fixed(ours.iteration_ms, 2),
-                         best_name + " " + best.shape, text::format_fixed(best.iteration_ms, 2),
-                         text::format_fixed(ratio, 3) + (behind ? " LOST" : ""), text::format_fixed(ours.search_ms, 2),
-                         text::format_fixed(others_search, 2)});
-        std::cerr << "\r" << counted << " cells" << std::flush;
+        // A batch of one pipeline's share per 8 devices (at least one share).
+        const auto shares = std::max<std::uint32_t>(1, static_cast<std::uint32_t>(cluster.devices.size() / 8));
+        job.train.batch_size =
+            shares * args.micro_batches * std::max<std::uint32_t>(1, model.batch_size / args.micro_batches);
+        grid.run(job, column);
       }
     }
   }
-  std::cerr << "\r";
-  auto summary = [](const std::vector<double>& v) {
-    if (v.empty()) return std::string("none");
-    return "min " + text::format_fixed(*std::min_element(v.begin(), v.end()), 3) + "×, median " +
-           text::format_fixed(median(v), 3) + "×, max " + text::format_fixed(*std::max_element(v.begin(), v.end()), 3) +
-           "× over " + std::to_string(v.size()) + " cells";
-  };
-  std::cout << "planner grid: predicted iteration time, best other partitioner+mapper / autopipe+hetero (> 1: "
-               "autopipe faster)\n\n";
-  if (!cells.empty()) std::cout << cells.str() << "\n";
-  std::cout << "fixed stages     " << summary(all) << "\n"
-            << "  heterogeneous  " << summary(hetero) << "\n"
-            << "auto shapes      " << summary(automatic) << "\n"
-            << "cells lost (autopipe+hetero > 0.5% slower, or failed): " << lost << "\n";
+  grid.print("tuned grid");
   for (const std::string& name : skipped_auto)
     std::cout << "auto shapes not searched on " << name << " (more than " << max_auto_devices << " devices)\n";
   std::cout << "\n";
+  const std::size_t lost = grid.lost();
 
   // The partitioners' own search at 32 stages, one pipeline on the first 32 devices of
-  // homo-64, 64 micro-batches, as the planner's later rounds call them.
+  // homo-64, as the planner's later rounds call them.
   const auto homo =
       std::find_if(clusters.begin(), clusters.end(), [](const ClusterSpec& c) { return c.name == "homo-64"; });
   if (homo == clusters.end() || !args.cluster.empty()) return lost == 0 ? 0 : 1;
