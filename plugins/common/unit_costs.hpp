@@ -25,10 +25,9 @@ public:
   /// recomputed units' forward counts again in the backward (in its I); a run of them
   /// keeps its input instead of their activations, and holds them again while the
   /// backward runs, one run at a time. Full recomputation makes the whole stage one run.
-  /// Which units selective recomputation takes depends on the stage
-  /// (recomputed_units(), plan.hpp); here, those whose activations per ms of forward
-  /// are above the whole model's, each a run of its own: a search's approximation,
-  /// which the plan's simulation then replaces with the stage's own choice.
+  /// Selective recomputation takes the units whose activations per ms of forward are
+  /// above the whole model's (recomputed_units(), plan.hpp); consecutive ones are a run,
+  /// as the plan's simulation counts them (stage_figures()), cut where a stage ends.
   UnitCosts(const ModelProfile& profile, bool sub_blocks, std::uint32_t micro_batch,
             Recompute recompute = Recompute::none)
       : scale_(static_cast<double>(micro_batch) / profile.batch_size), micro_batch_(micro_batch),
@@ -45,6 +44,7 @@ public:
     entries_.reserve(profile.blocks.size() + 1);
     entries_.emplace_back();
     double input = input_bytes_; // of the unit about to come, for one micro-batch
+    bool previous_again = false;
     profile.for_each_unit(sub_blocks, [&](const Unit& unit) {
       Entry& e = entries_.back();
       e.begin = unit.begin;
@@ -60,16 +60,32 @@ public:
           unit.backward_ms > 0
               ? input_gradient_part(unit.input_gradient_ms, unit.backward_ms) / unit.backward_ms * backward
               : unmeasured_input_gradient_share * backward;
+      const bool run_start = again && !previous_again;
       entries_.push_back({e.forward + forward, e.backward + backward + (again ? forward : 0.0),
                           e.forward_fixed + unit.forward_fixed_ms,
                           e.backward_fixed + unit.backward_fixed_ms + (again ? unit.forward_fixed_ms : 0.0),
                           e.parameters + static_cast<double>(unit.parameter_bytes), e.stash + stash,
                           e.input_gradient + input_gradient + (again ? forward : 0.0),
-                          e.again_stash + (again ? stash : 0.0), e.again_input + (again ? input : 0.0), Cut{}, 0.0});
-      if (again) largest_again_ = std::max(largest_again_, stash);
+                          e.again_stash + (again ? stash : 0.0), e.again_input + (run_start ? input : 0.0), Cut{},
+                          0.0});
+      if (run_start) runs_.push_back({size() - 1, size()});
+      if (again) runs_.back().end = size();
+      run_of_.push_back(again ? runs_.size() - 1 : no_run);
+      previous_again = again;
       input = static_cast<double>(unit.output_bytes) * scale_;
     });
     entries_.back().begin = {profile.blocks.size(), 0};
+    // The most any run holds, over 2^k runs from each: a range's largest run in O(1).
+    most_.emplace_back();
+    for (const Run& r : runs_)
+      most_.back().push_back(entries_[r.end].again_stash - entries_[r.start].again_stash);
+    for (std::size_t span = 2; span <= runs_.size(); span *= 2) {
+      const std::vector<double>& half = most_.back();
+      std::vector<double> level(runs_.size() - span + 1);
+      for (std::size_t r = 0; r < level.size(); ++r)
+        level[r] = std::max(half[r], half[r + span / 2]);
+      most_.push_back(std::move(level));
+    }
   }
 
   std::size_t size() const { return entries_.size() - 1; }
@@ -100,13 +116,35 @@ public:
     if (recompute_ == Recompute::none) return stash;
     const double again = entries_[j].again_stash - entries_[i].again_stash;
     if (recompute_ == Recompute::full) return stash - again + boundary_bytes(i);
-    return stash - again + entries_[j].again_input - entries_[i].again_input;
+    // A run the cut at i enters keeps the stage's input.
+    const bool inside_run = i < j && run_of_[i] != no_run && runs_[run_of_[i]].start < i;
+    return stash - again + entries_[j].again_input - entries_[i].again_input + (inside_run ? boundary_bytes(i) : 0.0);
   }
-  /// The largest run of recomputed units' activations for one micro-batch: what the
-  /// backward holds again.
+  /// The largest run of recomputed units' activations for one micro-batch (cut where
+  /// the range ends): what the backward holds again.
   double recomputed_bytes(std::size_t i, std::size_t j) const {
-    const double again = entries_[j].again_stash - entries_[i].again_stash;
-    return recompute_ == Recompute::full ? again : std::min(again, largest_again_);
+    if (recompute_ == Recompute::full) return entries_[j].again_stash - entries_[i].again_stash;
+    if (recompute_ == Recompute::none || i >= j) return 0;
+    auto held = [&](std::size_t a, std::size_t b) { return entries_[b].again_stash - entries_[a].again_stash; };
+    const std::size_t first = run_of_[i], last = run_of_[j - 1];
+    if (first != no_run && first == last) return held(i, j);
+    double most = 0;
+    // The runs the range cuts, then those wholly inside it: [from, to).
+    std::size_t from = static_cast<std::size_t>(
+        std::lower_bound(runs_.begin(), runs_.end(), i, [](const Run& r, std::size_t u) { return r.start < u; }) -
+        runs_.begin());
+    std::size_t to = static_cast<std::size_t>(
+        std::upper_bound(runs_.begin(), runs_.end(), j, [](std::size_t u, const Run& r) { return u < r.end; }) -
+        runs_.begin());
+    if (first != no_run) most = held(i, runs_[first].end), from = first + 1;
+    if (last != no_run && runs_[last].end > j) most = std::max(most, held(runs_[last].start, j)), to = last;
+    if (from < to) {
+      std::size_t level = 0;
+      while ((std::size_t{2} << level) <= to - from)
+        ++level;
+      most = std::max({most, most_[level][from], most_[level][to - (std::size_t{1} << level)]});
+    }
+    return most;
   }
   /// Activations crossing boundary j (before unit j) for one micro-batch.
   double boundary_bytes(std::size_t j) const { return j == 0 ? input_bytes_ : entries_[j - 1].output_bytes; }
@@ -141,12 +179,19 @@ private:
     Cut begin;
     double output_bytes = 0;
   };
+  /// Consecutive recomputed units [start, end).
+  struct Run {
+    std::size_t start = 0, end = 0;
+  };
+  static constexpr std::size_t no_run = static_cast<std::size_t>(-1);
   double scale_;
   std::uint32_t micro_batch_;
   double input_bytes_;
   Recompute recompute_;
-  double largest_again_ = 0; ///< one recomputed unit's activations, the most of any
   std::vector<Entry> entries_;
+  std::vector<Run> runs_;
+  std::vector<std::size_t> run_of_;       ///< per unit, its run, or no_run
+  std::vector<std::vector<double>> most_; ///< most_[k][r]: the largest of runs r … r + 2^k − 1
 };
 
 /// The largest micro-batch: what memory and per-micro-batch times are sized for.

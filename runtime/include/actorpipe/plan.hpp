@@ -42,8 +42,9 @@ struct StagePlan {
 /// Of the units (sub-blocks where blocks have them) of `stage`, in order, those whose
 /// forward it recomputes before their backward instead of keeping what they stash: all
 /// under Recompute::full; under Recompute::selective those that stash more bytes per ms
-/// of forward than the stage as a whole (the cheap, memory-heavy ones: a GPT block's
-/// attention, whose scores grow with the square of the context); none otherwise.
+/// of forward than the whole model (the cheap, memory-heavy ones: a GPT block's
+/// attention, whose scores grow with the square of the context), so that a unit is
+/// recomputed or not wherever the cuts fall and a search can count it; none otherwise.
 ACTORPIPE_EXPORT std::vector<bool> recomputed_units(const ModelProfile& profile, const StagePlan& stage);
 
 /// One shape the planner simulated: what `auto` stages, pipelines and micro-batches

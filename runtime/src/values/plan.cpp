@@ -42,19 +42,17 @@ std::string describe_stepping(const SyncStepping& stepping) {
 
 std::vector<bool> recomputed_units(const ModelProfile& profile, const StagePlan& stage) {
   std::vector<Unit> units;
-  for (const Unit& u : profile.units(true))
-    if (!(u.begin < stage.begin) && u.begin < stage.end) units.push_back(u);
-  std::vector<bool> out(units.size(), stage.recompute == Recompute::full);
-  if (stage.recompute != Recompute::selective) return out;
-  double stash = 0, forward = 0;
-  for (const Unit& u : units) {
+  double stash = 0, forward = 0; // of the whole model
+  profile.for_each_unit(true, [&](const Unit& u) {
     stash += static_cast<double>(u.stash_bytes_per_sample);
     forward += u.forward_ms;
-  }
-  if (stash <= 0) return out;
+    if (!(u.begin < stage.begin) && u.begin < stage.end) units.push_back(u);
+  });
+  std::vector<bool> out(units.size(), stage.recompute == Recompute::full);
+  if (stage.recompute != Recompute::selective || stash <= 0) return out;
   for (std::size_t i = 0; i < units.size(); ++i) {
     const Unit& u = units[i];
-    // Bytes per ms above the stage's: memory that is cheap to make again. A unit that
+    // Bytes per ms above the model's: memory that is cheap to make again. A unit that
     // takes no time and stashes something is the cheapest of all.
     out[i] = u.stash_bytes_per_sample > 0 &&
              (u.forward_ms <= 0 || forward <= 0 ||
