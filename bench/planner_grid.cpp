@@ -146,6 +146,7 @@ public:
   /// Plans `job`; `column` names its stages (or `auto`) in the table.
   void run(const JobSpec& job, const std::string& column) {
     const Outcome ours = plan_one(job, registry_, "autopipe", "hetero");
+
     Outcome best;
     std::string best_name;
     double others_search = 0;

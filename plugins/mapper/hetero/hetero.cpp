@@ -1,9 +1,12 @@
 /// Mapper `hetero` (AutoPipe-H): places stages and replicas knowing that servers differ
 /// and that PCIe switches, host bridges and NICs are shared.
 ///
-/// Devices are ranked fastest server first, and within a server by PCIe switch, so
-/// that a job smaller than the cluster lands on its fastest devices and neighbours in
-/// the ranking share a switch. Two layouts are laid over the ranking:
+/// Devices are ranked by server, and within a server by PCIe switch, so that
+/// neighbours in the ranking share a switch: fastest servers first, so that a job
+/// smaller than the cluster lands on its fastest devices; roomiest first, for a job
+/// whose activations the fastest devices would not hold; largest and best connected
+/// first, for a job whose sends the NICs would slow; and in the cluster file's order.
+/// Two layouts are laid over each ranking:
 ///   stage-major    the replicas of a stage take consecutive devices (a server's worth
 ///                  of pipelines at a time): its all-reduce stays under one switch or
 ///                  server as far as it can, each stage has one device kind (so a
@@ -11,10 +14,11 @@
 ///                  the cuts between stages cross servers;
 ///   pipeline-major each pipeline takes consecutive devices: neighbours share a switch
 ///                  or server, and the all-reduces cross servers instead.
-/// Each layout is priced by the planner's estimate of one iteration over the cluster's
-/// links (contention included), with the cuts AutoPipe-H's search gives that layout
-/// when they beat the partition given, since a placement-aware partitioner re-cuts for
-/// the layout in the planner's next round; the faster wins. Option `layout` fixes it.
+/// Each is priced by the planner's estimate of one iteration over the cluster's links
+/// (contention included), with the cuts AutoPipe-H's search gives that layout when
+/// they beat the partition given, since a placement-aware partitioner re-cuts for the
+/// layout in the planner's next round; a layout whose cuts fit in memory beats one
+/// whose cuts do not, and the faster wins. Option `layout` fixes the layout.
 
 #include "common/cut_search.hpp"
 #include "common/iteration_search.hpp"
@@ -31,25 +35,40 @@ namespace {
 
 using namespace actorpipe;
 
-/// Devices fastest server first, then by PCIe switch.
-std::vector<DeviceId> ranked_devices(const ClusterSpec& cluster) {
-  std::vector<double> server_speed(cluster.servers.size(), 0.0);
-  std::vector<std::size_t> server_devices(cluster.servers.size(), 0);
+/// What ranks servers: their devices' mean speed; their mean memory; their links
+/// (most devices, then the most NIC bandwidth: a pipeline crosses fewest and fastest
+/// NICs); or nothing, the cluster file's own order.
+enum class Ranking { speed, memory, links, given };
+
+/// Devices by server, the best first by `ranking` (then by speed), then by PCIe switch.
+std::vector<DeviceId> ranked_devices(const ClusterSpec& cluster, Ranking ranking) {
+  std::vector<double> speed(cluster.servers.size(), 0.0), memory(cluster.servers.size(), 0.0),
+      size(cluster.servers.size(), 0.0);
   for (const Device& d : cluster.devices) {
-    server_speed[d.server] += d.speed;
-    ++server_devices[d.server];
+    speed[d.server] += d.speed;
+    memory[d.server] += static_cast<double>(d.memory_bytes);
+    ++size[d.server];
   }
-  for (std::size_t s = 0; s < server_speed.size(); ++s)
-    if (server_devices[s]) server_speed[s] /= static_cast<double>(server_devices[s]);
+  std::vector<std::pair<double, double>> key(cluster.servers.size());
+  for (std::size_t s = 0; s < key.size(); ++s) {
+    const double n = std::max(1.0, size[s]);
+    const double nics = static_cast<double>(cluster.servers[s].nics) * cluster.servers[s].nic_bandwidth;
+    switch (ranking) {
+    case Ranking::speed: key[s] = {speed[s] / n, memory[s] / n}; break;
+    case Ranking::memory: key[s] = {memory[s] / n, speed[s] / n}; break;
+    case Ranking::links: key[s] = {size[s], nics}; break;
+    case Ranking::given: key[s] = {0, 0}; break;
+    }
+  }
   std::vector<DeviceId> ranked(cluster.devices.size());
   std::iota(ranked.begin(), ranked.end(), DeviceId{0});
   std::stable_sort(ranked.begin(), ranked.end(), [&](DeviceId a, DeviceId b) {
     const Device& x = cluster.devices[a];
     const Device& y = cluster.devices[b];
-    if (server_speed[x.server] != server_speed[y.server]) return server_speed[x.server] > server_speed[y.server];
+    if (key[x.server] != key[y.server]) return key[x.server] > key[y.server];
     if (x.server != y.server) return x.server < y.server;
     if (x.pcie_switch != y.pcie_switch) return x.pcie_switch < y.pcie_switch;
-    return x.speed > y.speed;
+    return ranking != Ranking::given && x.speed > y.speed;
   });
   return ranked;
 }
@@ -78,17 +97,34 @@ Mapping lay_out(const std::vector<DeviceId>& ranked, std::size_t stages, std::si
   return mapping;
 }
 
-/// What a layout is worth: the planner's estimate of one iteration on it, with the
-/// better of the partition given and the cuts AutoPipe-H's search finds for the layout,
-/// which a placement-aware partitioner gives it in the planner's next round. Pricing
-/// every layout on the given cuts alone would favour the layout they were made for.
-double price(const PlanContext& context, const Partition& partition, const Mapping& mapping) {
+/// What a layout is worth: whether cuts for it fit its devices' memory, and the
+/// planner's estimate of one iteration on it, with the better of the partition given
+/// and the cuts AutoPipe-H's search finds for the layout, which a placement-aware
+/// partitioner gives it in the planner's next round. Pricing every layout on the given
+/// cuts alone would favour the layout they were made for.
+struct Price {
+  bool fits = false;
+  double ms = std::numeric_limits<double>::infinity();
+  bool operator<(const Price& other) const { return fits != other.fits ? fits : ms < other.ms; }
+};
+
+Price price(const PlanContext& context, const Partition& partition, const Mapping& mapping) {
   const partitioning::UnitCosts costs(context.profile, context.sub_blocks, partitioning::largest_micro_batch(context),
                                       context.recompute);
   IterationModel model = autopipe::iteration_model(context, mapping.devices);
+  std::vector<std::uint64_t> memory(context.stages);
+  for (std::size_t s = 0; s < context.stages; ++s)
+    memory[s] = model.stage_memory(s);
+  const partitioning::MemoryFit fits(costs, context, memory);
   autopipe::IterationSearch judge(context, costs, model, partitioning::MemoryFit(costs, context, {}), 2);
-  const double given = judge.time(costs.to_boundaries(partition));
-  return std::min(given, judge.time(autopipe::search_cuts(context, costs, model, true, false)));
+  auto price_of = [&](const std::vector<std::size_t>& b) {
+    Price p{true, judge.time(b)};
+    for (std::size_t s = 0; s < context.stages; ++s)
+      p.fits = p.fits && fits(s, b[s], b[s + 1]);
+    return p;
+  };
+  return std::min(price_of(costs.to_boundaries(partition)),
+                  price_of(autopipe::search_cuts(context, costs, model, true, false)));
 }
 
 class HeteroMapper : public Mapper {
@@ -102,21 +138,33 @@ public:
       return Error::bad_input(std::to_string(context.pipelines) + " pipelines × " + std::to_string(context.stages) +
                               " stages need " + std::to_string(needed) + " devices; cluster '" + context.cluster.name +
                               "' has " + std::to_string(context.cluster.devices.size()));
-    const std::vector<DeviceId> ranked = ranked_devices(context.cluster);
-    const std::size_t pod =
-        std::max<std::size_t>(1, context.cluster.devices_of(context.cluster.devices[ranked.front()].server).size());
-    auto layout_of = [&](Layout l) { return lay_out(ranked, context.stages, context.pipelines, l, pod); };
-    if (*layout == "stage-major") return layout_of(Layout::stage_major);
+    std::vector<Layout> layouts{Layout::stage_major, Layout::pipeline_major};
+    if (*layout == "stage-major") layouts = {Layout::stage_major};
     if (*layout == "pipeline-major" || context.pipelines == 1 || context.stages == 1)
-      return layout_of(Layout::pipeline_major);
-
-    Mapping by_stage = layout_of(Layout::stage_major);
-    Mapping by_pipeline = layout_of(Layout::pipeline_major);
-    return price(context, partition, by_pipeline) < price(context, partition, by_stage) ? by_pipeline : by_stage;
+      layouts = {Layout::pipeline_major};
+    std::vector<Mapping> candidates;
+    std::vector<std::vector<DeviceId>> used; // the devices each ranking gives the job, in order
+    for (const Ranking ranking : {Ranking::speed, Ranking::memory, Ranking::links, Ranking::given}) {
+      const std::vector<DeviceId> ranked = ranked_devices(context.cluster, ranking);
+      std::vector<DeviceId> taken(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(needed));
+      if (std::find(used.begin(), used.end(), taken) != used.end()) continue;
+      used.push_back(std::move(taken));
+      const std::size_t pod =
+          std::max<std::size_t>(1, context.cluster.devices_of(context.cluster.devices[ranked.front()].server).size());
+      for (const Layout l : layouts)
+        candidates.push_back(lay_out(ranked, context.stages, context.pipelines, l, pod));
+    }
+    if (candidates.size() == 1) return candidates.front();
+    std::size_t best = 0;
+    Price least;
+    for (std::size_t c = 0; c < candidates.size(); ++c)
+      if (const Price p = price(context, partition, candidates[c]); c == 0 || p < least) least = p, best = c;
+    return candidates[best];
   }
 };
 
 } // namespace
 
 ACTORPIPE_PLUGIN(HeteroMapper, "hetero", "1.0.0",
-                 "fastest servers first; stage- or pipeline-major, whichever the simulated links favour")
+                 "fastest, roomiest or best-connected servers first; stage- or pipeline-major, whichever fits and the "
+                 "simulated links favour")
