@@ -899,3 +899,51 @@ BOOST_AUTO_TEST_CASE(a_search_counts_selective_recomputation_as_the_plan_does) {
     }
   BOOST_TEST(runs_cut > 0u); // some ranges end inside a run
 }
+
+BOOST_AUTO_TEST_CASE(hetero_keeps_a_pipeline_off_slow_nics_where_its_sends_outweigh_faster_devices) {
+  // Four servers of two fast devices behind 10 Gb/s NICs, and one server of eight
+  // devices half as fast. Eight stages of a model whose activations are large (160 ms
+  // over a NIC each) run faster on the one server than over four, though its devices
+  // are slower: a mapper that only ranked by speed would cross three NICs.
+  ClusterSpec cluster;
+  cluster.name = "fast-pairs-slow-eight";
+  cluster.network = {1.25e9, 5e-6};
+  auto add_server = [&](const std::string& name, std::size_t devices, double speed) {
+    Server server;
+    server.name = name;
+    server.pcie_switches = {{16e9, 0}};
+    server.host_bridges = {{32e9}};
+    server.inter_bridge_bandwidth = 20e9;
+    server.nic_bandwidth = 1.25e9;
+    const std::size_t index = cluster.servers.size();
+    cluster.servers.push_back(server);
+    for (std::size_t d = 0; d < devices; ++d)
+      cluster.devices.push_back({name + "/gpu" + std::to_string(d), "g", speed, 32ull << 30, 900e9, index, 0, -1});
+  };
+  for (int s = 0; s < 4; ++s)
+    add_server("fast-" + std::to_string(s), 2, 2.0);
+  add_server("eight", 8, 1.0);
+  REQUIRE_OK(cluster.validate());
+  ModelProfile profile;
+  profile.name = "wide";
+  profile.batch_size = 8;
+  for (int b = 0; b < 16; ++b)
+    profile.blocks.push_back({"b" + std::to_string(b), 2.0, 4.0, 200'000'000, 1'000'000, 1'000'000, {}});
+  JobSpec spec;
+  spec.file = "test";
+  spec.job.name = "wide";
+  spec.profile = profile;
+  spec.cluster = cluster;
+  spec.plan.stages = 8;
+  spec.plan.pipelines = 1;
+  spec.plan.micro_batches = 1;
+  spec.train.batch_size = 8;
+  spec.plan.mapper = "hetero";
+  const Plan ours = plan(spec);
+  spec.plan.mapper = "sequential";
+  const Plan fastest_first = plan(spec);
+  for (const DeviceId d : ours.devices[0])
+    BOOST_TEST(cluster.servers[cluster.devices[d].server].name == "eight");
+  BOOST_TEST(ours.iteration_time_ms < 0.5 * fastest_first.iteration_time_ms,
+             ours.iteration_time_ms << " ms against " << fastest_first.iteration_time_ms);
+}
