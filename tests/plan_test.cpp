@@ -947,3 +947,46 @@ BOOST_AUTO_TEST_CASE(hetero_keeps_a_pipeline_off_slow_nics_where_its_sends_outwe
   BOOST_TEST(ours.iteration_time_ms < 0.5 * fastest_first.iteration_time_ms,
              ours.iteration_time_ms << " ms against " << fastest_first.iteration_time_ms);
 }
+
+BOOST_AUTO_TEST_CASE(where_memory_places_the_cuts_of_a_plan_far_from_full_the_planner_tries_recomputing) {
+  // Two equal devices of 20 units of memory and ten equal blocks, the fourth stashing
+  // ten units per sample and the others one. Under 1F1B the first stage holds two
+  // micro-batches, so it cannot take the fourth block: without recomputing, the cuts
+  // fall after three blocks (30% and 80% full, far from the 90% that says memory
+  // binds), and the second stage computes seven blocks. Recomputing the fourth block
+  // (selective: it stashes the most per ms) lets the cuts fall at five, and the plan is
+  // faster; autopipe says memory placed its cuts, and the planner tries it.
+  constexpr std::uint64_t unit = 1'000'000;
+  ClusterSpec cluster;
+  cluster.name = "two";
+  cluster.network = {1e9, 0};
+  Server server;
+  server.name = "s";
+  server.pcie_switches = {{16e9, 0}};
+  server.host_bridges = {{32e9}};
+  server.nic_bandwidth = 1e9;
+  cluster.servers.push_back(server);
+  for (int d = 0; d < 2; ++d)
+    cluster.devices.push_back({"s/gpu" + std::to_string(d), "g", 1.0, 20 * unit, 500e9, 0, 0, -1});
+  ModelProfile profile;
+  profile.name = "jump";
+  profile.batch_size = 1;
+  for (int b = 0; b < 10; ++b)
+    profile.blocks.push_back({"b" + std::to_string(b), 1.0, 2.0, 1000, 0, (b == 3 ? 10 : 1) * unit, {}});
+  JobSpec spec;
+  spec.file = "test";
+  spec.job.name = "jump";
+  spec.profile = profile;
+  spec.cluster = cluster;
+  spec.plan.stages = 2;
+  spec.plan.pipelines = 1;
+  spec.plan.micro_batches = 4;
+  spec.train.batch_size = 4;
+  const Plan chosen = plan(spec);
+  spec.plan.recompute = {Recompute::none};
+  const Plan kept = plan(spec);
+  BOOST_TEST(kept.stages[0].end.block == 3u);
+  BOOST_TEST(chosen.stages[0].end.block == 5u);
+  BOOST_TEST((chosen.stages[0].recompute == Recompute::selective));
+  BOOST_TEST(chosen.iteration_time_ms < kept.iteration_time_ms);
+}

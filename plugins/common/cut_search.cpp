@@ -48,6 +48,16 @@ std::size_t choose_up_to(std::size_t n, std::size_t k, std::size_t cap) {
   return static_cast<std::size_t>(std::llround(ways));
 }
 
+bool memory_binds(const PlanContext& context, const partitioning::UnitCosts& costs, const IterationModel& model) {
+  std::vector<double> speeds(context.stages);
+  std::vector<std::uint64_t> memory(context.stages);
+  for (std::size_t s = 0; s < context.stages; ++s)
+    speeds[s] = model.stage_speed(s), memory[s] = model.stage_memory(s);
+  const double limited = BalancedSplit(context, costs, speeds, memory).min_max_bound();
+  const double free = BalancedSplit(context, costs, speeds, {}).min_max_bound();
+  return std::isinf(limited) || free < limited * (1 - 1e-9);
+}
+
 std::vector<std::size_t> search_cuts(const PlanContext& context, const partitioning::UnitCosts& costs,
                                      IterationModel& model, bool search, bool judge) {
   const std::size_t S = context.stages;

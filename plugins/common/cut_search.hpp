@@ -70,6 +70,10 @@ constexpr std::size_t max_sync_split_steps = 2'000'000;
 constexpr std::size_t max_judged_actions = std::size_t{1} << 18;
 constexpr std::size_t judged_candidates = 6;
 
+/// Whether memory, not time, decides the split: the exact min-max compute split is
+/// slower with the devices' memory as a limit than without (or nothing fits).
+bool memory_binds(const PlanContext& context, const partitioning::UnitCosts& costs, const IterationModel& model);
+
 /// The number of ways to choose k of n, or `cap` + 1 if it is more than `cap`.
 std::size_t choose_up_to(std::size_t n, std::size_t k, std::size_t cap);
 

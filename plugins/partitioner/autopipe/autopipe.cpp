@@ -48,7 +48,9 @@ public:
     ACTORPIPE_TRY(
         partitioning::check_stage_count(costs, context, context.sub_blocks ? "blocks and sub-blocks" : "blocks"));
     IterationModel model = autopipe::iteration_model(context, placement(context));
-    return costs.to_partition(autopipe::search_cuts(context, costs, model, *search == "true"));
+    Partition partition = costs.to_partition(autopipe::search_cuts(context, costs, model, *search == "true"));
+    partition.memory_bound = autopipe::memory_binds(context, costs, model);
+    return partition;
   }
 };
 

@@ -159,6 +159,10 @@ struct PlanContext {
 /// {blocks.size(), 0}, strictly increasing.
 struct Partition {
   std::vector<Cut> cuts;
+  /// Whether memory, not time, placed the cuts: the split that balances the stages'
+  /// time best does not fit their devices. The planner then also tries recomputing,
+  /// which frees memory for that balance, where the job leaves it unset.
+  bool memory_bound = false;
 };
 
 /// Devices for every stage of every pipeline: devices[p][s].

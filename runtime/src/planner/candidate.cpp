@@ -397,6 +397,7 @@ Result<Candidate> evaluate(const Planning& planning, const Shape& shape, std::fu
   ACTORPIPE_TRY(partition);
   auto best = price(planning, shape, context, *partition);
   ACTORPIPE_TRY(best);
+  best->memory_bound = partition->memory_bound;
   // Later rounds tell the partitioner where its stages landed (device speeds, memory
   // and links), so that a placement-aware one can re-cut for them, and the mapper
   // places the new cuts. They alternate until the cuts repeat, a fixed point, or for
@@ -410,6 +411,7 @@ Result<Candidate> evaluate(const Planning& planning, const Shape& shape, std::fu
     if (next_partition->cuts == partition->cuts) break;
     auto next = price(planning, shape, context, *next_partition);
     ACTORPIPE_TRY(next);
+    next->memory_bound = next_partition->memory_bound;
     last = next->plan;
     partition = std::move(next_partition);
     if (better(*next, *best)) best = std::move(next);

@@ -78,7 +78,8 @@ struct Candidate {
   /// When some device cannot hold its stage: which, and by how much (need / have).
   std::optional<std::string> overflow;
   double overflow_ratio = 0;
-  double fullest = 0; ///< the largest share of a device's memory in use (> 1: overflow)
+  double fullest = 0;        ///< the largest share of a device's memory in use (> 1: overflow)
+  bool memory_bound = false; ///< the partitioner said memory, not time, placed its cuts
 };
 
 /// Fits before does not; then more samples/s; then less memory over capacity.

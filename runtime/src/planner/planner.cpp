@@ -190,13 +190,15 @@ Result<Plan> make_plan(const JobSpec& job, const PluginRegistry& plugins, const 
   auto found = search("");
   ACTORPIPE_TRY(found);
   // A job that leaves plan.recompute unset recomputes where nothing fits otherwise, or
-  // where memory binds what fits (a device at least `memory_bound` full: the cuts that
-  // balance the stages best may not have fit), and the plan that recomputes is faster:
-  // selective first (the cheap, memory-heavy units), then every unit.
+  // where memory binds what fits (the partitioner says memory placed its cuts, or a
+  // device is at least `memory_bound` full: the cuts that balance the stages best may
+  // not have fit), and the plan that recomputes is faster: selective first (the cheap,
+  // memory-heavy units), then every unit.
   constexpr double memory_bound = 0.9;
   if (job.plan.recompute.empty())
     for (const Recompute more : {Recompute::selective, Recompute::full}) {
-      if (found->best && !found->best->overflow && found->best->fullest < memory_bound) break;
+      if (found->best && !found->best->overflow && found->best->fullest < memory_bound && !found->best->memory_bound)
+        break;
       planning->unset_recompute = more;
       auto again = search(std::string(", recompute ") + std::string(option_name(more)));
       ACTORPIPE_TRY(again);
