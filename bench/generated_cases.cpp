@@ -96,13 +96,19 @@ Block block_of(const Layer& l, std::size_t index, std::uint32_t batch, double cr
   return b;
 }
 
+/// A model named for its kind, size and seed, of a batch drawn from `random`.
+ModelProfile named(const std::string& kind, std::size_t size, std::uint64_t seed, std::mt19937_64& random) {
+  ModelProfile p;
+  p.name = kind + "-" + std::to_string(size) + "-s" + std::to_string(seed);
+  p.batch_size = one_of<std::uint32_t>(random, {16, 32, 64, 128});
+  return p;
+}
+
 } // namespace
 
 ModelProfile generated_chain(std::uint64_t seed, std::size_t blocks) {
   std::mt19937_64 random(seed);
-  ModelProfile p;
-  p.name = "chain-" + std::to_string(blocks) + "-s" + std::to_string(seed);
-  p.batch_size = one_of<std::uint32_t>(random, {16, 32, 64, 128});
+  ModelProfile p = named("chain", blocks, seed, random);
   const std::vector<Layer> layers = draw_layers(random, blocks);
   // Half the models say how their backwards split into I and W.
   const bool measured = uniform(random, 0, 1) < 0.5;
@@ -115,9 +121,7 @@ ModelProfile generated_chain(std::uint64_t seed, std::size_t blocks) {
 
 ModelProfile generated_graph(std::uint64_t seed, std::size_t layers_count) {
   std::mt19937_64 random(seed);
-  ModelProfile p;
-  p.name = "graph-" + std::to_string(layers_count) + "-s" + std::to_string(seed);
-  p.batch_size = one_of<std::uint32_t>(random, {16, 32, 64, 128});
+  ModelProfile p = named("graph", layers_count, seed, random);
   const std::vector<Layer> layers = draw_layers(random, layers_count);
   // Each layer reads the one before and, now and then, one further back (a residual
   // or a concatenation); a tensor stays alive, and crosses every boundary, until the

@@ -59,6 +59,22 @@ ClusterSpec free_links(ClusterSpec cluster) {
   return cluster;
 }
 
+/// A job of one pipeline of `stages` stages training the profile's batch in
+/// `micro_batches` micro-batches.
+JobSpec one_pipeline_job(const ModelProfile& profile, const ClusterSpec& cluster, std::uint32_t stages,
+                         std::uint32_t micro_batches) {
+  JobSpec spec;
+  spec.file = "test";
+  spec.job.name = profile.name;
+  spec.profile = profile;
+  spec.cluster = cluster;
+  spec.plan.stages = stages;
+  spec.plan.pipelines = 1;
+  spec.plan.micro_batches = micro_batches;
+  spec.train.batch_size = profile.batch_size;
+  return spec;
+}
+
 double stage_parameters(const ModelProfile& p, std::size_t from, std::size_t to) {
   double sum = 0;
   for (std::size_t b = from; b < to; ++b)
@@ -929,15 +945,7 @@ BOOST_AUTO_TEST_CASE(hetero_keeps_a_pipeline_off_slow_nics_where_its_sends_outwe
   profile.batch_size = 8;
   for (int b = 0; b < 16; ++b)
     profile.blocks.push_back({"b" + std::to_string(b), 2.0, 4.0, 200'000'000, 1'000'000, 1'000'000, {}});
-  JobSpec spec;
-  spec.file = "test";
-  spec.job.name = "wide";
-  spec.profile = profile;
-  spec.cluster = cluster;
-  spec.plan.stages = 8;
-  spec.plan.pipelines = 1;
-  spec.plan.micro_batches = 1;
-  spec.train.batch_size = 8;
+  JobSpec spec = one_pipeline_job(profile, cluster, 8, 1);
   spec.plan.mapper = "hetero";
   const Plan ours = plan(spec);
   spec.plan.mapper = "sequential";
@@ -970,18 +978,10 @@ BOOST_AUTO_TEST_CASE(where_memory_places_the_cuts_of_a_plan_far_from_full_the_pl
     cluster.devices.push_back({"s/gpu" + std::to_string(d), "g", 1.0, 20 * unit, 500e9, 0, 0, -1});
   ModelProfile profile;
   profile.name = "jump";
-  profile.batch_size = 1;
+  profile.batch_size = 4;
   for (int b = 0; b < 10; ++b)
     profile.blocks.push_back({"b" + std::to_string(b), 1.0, 2.0, 1000, 0, (b == 3 ? 10 : 1) * unit, {}});
-  JobSpec spec;
-  spec.file = "test";
-  spec.job.name = "jump";
-  spec.profile = profile;
-  spec.cluster = cluster;
-  spec.plan.stages = 2;
-  spec.plan.pipelines = 1;
-  spec.plan.micro_batches = 4;
-  spec.train.batch_size = 4;
+  JobSpec spec = one_pipeline_job(profile, cluster, 2, 4);
   const Plan chosen = plan(spec);
   spec.plan.recompute = {Recompute::none};
   const Plan kept = plan(spec);
