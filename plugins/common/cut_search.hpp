@@ -14,9 +14,11 @@
 ///      the work evenly (send_aware_split); the splits of least pipeline latency
 ///      (the slowest stage once per micro-batch, every stage and send once, the first
 ///      stage's all-reduce) under a range of bounds on the slowest stage (latency_split);
-///      equal unit counts, far from any of these bounds; and, where the model is small
+///      equal unit counts, far from any of these bounds; where the model is small
 ///      enough, the min-max split of each stage's compute plus its all-reduce and step,
-///      for iterations that the rings end;
+///      for iterations that the rings end; and where the splits at boundaries of groups
+///      of a few units can be estimated in a sixteenth of the time every split would
+///      take (few stages), the best of those;
 ///   3. from the best two of these by the estimate, cut-by-cut descent on the estimate
 ///      (iteration_search), within an evaluation budget that grows with the stages and
 ///      shrinks where each estimate simulates many actions. Where every split can be
@@ -63,6 +65,9 @@ IterationModel iteration_model(const PlanContext& c, std::vector<std::vector<Dev
 constexpr std::size_t max_simulated_actions = 2048;
 /// What an estimate of fewer actions costs as many as, for the search's budgets.
 constexpr std::size_t least_estimate_actions = 64;
+/// Of the estimates every split could have, the share the splits at groups of units
+/// may have (about 4 ms).
+constexpr std::size_t grouped_share = 16;
 /// The most steps of the exact min-max split by compute, ring and step (a few ms).
 constexpr std::size_t max_sync_split_steps = 2'000'000;
 /// The most actions (every pipeline's) of a simulation that judges the last
