@@ -5,6 +5,7 @@
 
 #include "sim/engine.hpp"
 #include "sim/model_builder.hpp"
+#include "sim/steady_state.hpp"
 #include "sim/topology.hpp"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <unordered_map>
 
 namespace actorpipe {
@@ -34,30 +36,7 @@ struct IterationModel::Impl {
   std::size_t representatives() const { return model.instances.size() / std::max<std::size_t>(1, model.stages); }
   /// The first `k` micro-batches of the setup's schedule (all where k is 0).
   Probe probe(std::size_t k) const;
-  /// Per virtual stage: its forwards and backwards (B, or I and W) per micro-batch, and
-  /// whether its backward sends the gradient on in an I (else in a B).
-  std::vector<double> actions_per_micro_batch;
-  std::vector<bool> input_gradient_sends;
-  /// Per virtual stage: the most micro-batches it holds between forward and the
-  /// gradient it sends back, which a loop to the last stage and back must free.
-  std::vector<std::size_t> in_flight;
-
-  /// The steady state per micro-batch of some size, once the stage costs and shares
-  /// are set: the most any processor computes and any lane carries, and per stage
-  /// and pipeline, its loop's micro-batches in flight and time per micro-batch.
-  struct Period {
-    double processors = 0, lanes = 0;
-    std::vector<std::pair<std::size_t, double>> loops;
-  };
-  Period& period_of(double samples);
-  /// What the micro-batches past `probe` add: each the period of processors and
-  /// lanes; and a stage that holds t micro-batches in flight also waits, from its
-  /// (t + 1)-th on, for its loop to the last stage and back, per t. The probe paced at
-  /// most its first micro-batches by such a loop: the rest each add what the slowest
-  /// loop takes beyond the processors and lanes.
-  double steady_ms(const Probe& probe);
-  std::vector<double> processor_ms, lane_ms; ///< period_of()'s buffers
-  Period period;                             ///< period_of()'s answer
+  std::optional<sim::SteadyState> steady; ///< set where there is a `brief` probe
   double optimizer_factor = 1;
   std::vector<const Device*> device; ///< per stage, its slowest replica
   std::vector<std::uint64_t> memory; ///< per stage, its smallest replica's
@@ -124,25 +103,8 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
   m.cluster = &cluster;
   m.optimizer_factor = setup.optimizer_factor;
   m.setup = std::move(setup);
-  {
-    const Schedule& whole = m.setup.schedule;
-    const std::size_t count = whole.micro_batch_sizes.size();
-    m.brief = m.probe(m.setup.simulated_micro_batches);
-    const auto lists = whole.virtual_stage_actions();
-    for (const auto& list : lists) {
-      std::size_t per_micro_batch_actions = 0, held = 0, most = 0;
-      bool input_gradient = false;
-      for (const Action& a : list) {
-        per_micro_batch_actions += per_micro_batch(a.op);
-        input_gradient = input_gradient || a.op == Op::input_gradient;
-        if (a.op == Op::forward) most = std::max(most, ++held);
-        if (sends_gradient(a.op) && held > 0) --held;
-      }
-      m.actions_per_micro_batch.push_back(count ? static_cast<double>(per_micro_batch_actions) / count : 0.0);
-      m.input_gradient_sends.push_back(input_gradient);
-      m.in_flight.push_back(std::max<std::size_t>(most, 1));
-    }
-  }
+  m.brief = m.probe(m.setup.simulated_micro_batches);
+  if (!m.brief.rest.empty()) m.steady.emplace(m.setup.schedule);
   const auto& devices = m.setup.devices;
   const std::size_t P = devices.size();
   const std::size_t S = P ? devices.front().size() : 0;
@@ -393,10 +355,8 @@ double IterationModel::iteration_ms(const std::vector<StageFigures>& stages) {
   // simulated.
   const Impl::Probe* probe = &m.brief;
   if (!m.brief.rest.empty()) {
-    const Impl::Period& p = m.period_of(m.brief.rest.front().first);
-    const double loops = std::accumulate(p.loops.begin(), p.loops.end(), 0.0,
-                                         [](double most, const auto& loop) { return std::max(most, loop.second); });
-    if (2 * p.lanes > std::max(p.processors, loops)) probe = &m.whole;
+    const auto& p = m.steady->period_of(m.model, m.brief.rest.front().first);
+    if (2 * p.lanes > std::max(p.processors, p.slowest_loop())) probe = &m.whole;
   }
   m.model.schedule = &probe->schedule;
   m.simulated += actions_per_pipeline(probe->schedule) * m.representatives();
@@ -414,61 +374,11 @@ double IterationModel::iteration_ms(const std::vector<StageFigures>& stages) {
   }
   const sim::Outcome outcome = sim::run(m.model, 1);
   if (outcome.iteration_end_ms.empty()) return 0.0;
-  return outcome.iteration_end_ms.front() + behind + m.steady_ms(*probe);
-}
-
-IterationModel::Impl::Period& IterationModel::Impl::period_of(double samples) {
-  const std::size_t S = device.size();
-  const double overhead = model.action_overhead_ms;
-  processor_ms.assign(model.processors, 0.0);
-  lane_ms.assign(lanes.size(), 0.0);
-  period.loops.clear();
-  auto forward = [&](const sim::Instance& i) {
-    return overhead + i.forward_fixed_ms + samples * i.forward_ms_per_sample;
-  };
-  auto backward = [&](const sim::Instance& i) { return i.backward_fixed_ms + samples * i.backward_ms_per_sample; };
-  auto arrival = [&](const sim::Route& route, double bytes_per_sample) {
-    for (std::uint8_t l = 0; l < route.count; ++l)
-      lane_ms[route.lanes[l]] += samples * bytes_per_sample * route.share[l] / model.lane_bytes_per_ms[route.lanes[l]];
-    return route.latency_ms + (std::isinf(route.bytes_per_ms) ? 0.0 : samples * bytes_per_sample / route.bytes_per_ms);
-  };
-  // Pipeline-major, each pipeline's stages in order: walked backwards, each stage's
-  // loop is its own F and the gradient it sends, its sends, and the loop after it.
-  double loop = 0;
-  for (std::size_t i = model.instances.size(); i-- > 0;) {
-    const sim::Instance& instance = model.instances[i];
-    const std::size_t s = instance.stage;
-    processor_ms[instance.processor] +=
-        forward(instance) + (actions_per_micro_batch[s] - 1) * overhead + backward(instance);
-    const double forth = s + 1 < S ? arrival(instance.to_next, instance.send_bytes_per_sample) : 0.0;
-    const double back = s > 0 ? arrival(instance.to_previous, instance.grad_bytes_per_sample) : 0.0;
-    if (s + 1 == S) loop = 0;
-    const double gradient =
-        overhead + (input_gradient_sends[s] ? instance.input_gradient_share : 1.0) * backward(instance);
-    loop += forward(instance) + gradient + forth;
-    period.loops.push_back({in_flight[s], loop / static_cast<double>(in_flight[s])});
-    loop += back;
-  }
-  period.processors = *std::max_element(processor_ms.begin(), processor_ms.end());
-  period.lanes = lane_ms.empty() ? 0.0 : *std::max_element(lane_ms.begin(), lane_ms.end());
-  return period;
-}
-
-double IterationModel::Impl::steady_ms(const Probe& probe) {
-  const std::size_t probed = probe.schedule.micro_batch_sizes.size(), all = setup.schedule.micro_batch_sizes.size();
-  double total = 0;
-  for (const auto& [size, count] : probe.rest) {
-    const Period& p = period_of(size);
-    const double pace = std::max(p.processors, p.lanes);
-    double slower = 0; // the slowest loop's, over the micro-batches it paces that the probe did not
-    for (const auto& [held, ms] : p.loops) {
-      const std::size_t from = std::max(held, probed); // the first micro-batch it paces past the probe
-      if (ms > pace && from < all)
-        slower = std::max(slower, static_cast<double>(std::min(count, all - from)) * (ms - pace));
-    }
-    total += static_cast<double>(count) * pace + slower;
-  }
-  return total;
+  const double steady = probe->rest.empty()
+                            ? 0.0
+                            : m.steady->extra_ms(m.model, probe->schedule.micro_batch_sizes.size(),
+                                                 m.setup.schedule.micro_batch_sizes.size(), probe->rest);
+  return outcome.iteration_end_ms.front() + behind + steady;
 }
 
 } // namespace actorpipe
