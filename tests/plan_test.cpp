@@ -59,6 +59,22 @@ ClusterSpec free_links(ClusterSpec cluster) {
   return cluster;
 }
 
+/// A shipped cluster, by name.
+ClusterSpec shipped_cluster(const std::string& name) {
+  auto cluster = load_cluster((test::source_root() / "configs/clusters" / (name + ".toml")).string());
+  REQUIRE_OK(cluster);
+  return *cluster;
+}
+
+/// One of PipeDream's shipped profiles, read for a batch of 128 as the shipped jobs read them.
+ModelProfile pipedream_profile(const std::string& name) {
+  ProfileImportOptions options;
+  options.batch_size = 128;
+  auto profile = load_profile((test::source_root() / "configs/profiles/pipedream" / (name + ".txt")).string(), options);
+  REQUIRE_OK(profile);
+  return *profile;
+}
+
 /// A job of one pipeline of `stages` stages training the profile's batch in
 /// `micro_batches` micro-batches.
 JobSpec one_pipeline_job(const ModelProfile& profile, const ClusterSpec& cluster, std::uint32_t stages,
@@ -740,12 +756,8 @@ BOOST_AUTO_TEST_CASE(at_one_micro_batch_autopipe_cuts_where_the_fewest_bytes_cro
   // steady state, so the iteration is every stage's compute, every send both ways and
   // the last all-reduce, and the cuts belong where the activations are small, however
   // uneven the stages. No other partitioner with any mapper plans faster.
-  ProfileImportOptions options;
-  options.batch_size = 128;
-  auto profile = load_profile((test::source_root() / "configs/profiles/pipedream/densenet121.txt").string(), options);
-  REQUIRE_OK(profile);
-  auto cluster = load_cluster((test::source_root() / "configs/clusters/homo-64.toml").string());
-  REQUIRE_OK(cluster);
+  const ModelProfile profile = pipedream_profile("densenet121");
+  const ClusterSpec cluster = shipped_cluster("homo-64");
   std::vector<std::string> partitioners, mappers;
   for (const PluginRecord& record : test::plugins().plugins()) {
     if (record.kind == PluginKind::partitioner) partitioners.push_back(record.name);
@@ -755,8 +767,8 @@ BOOST_AUTO_TEST_CASE(at_one_micro_batch_autopipe_cuts_where_the_fewest_bytes_cro
     BOOST_TEST_CONTEXT(stages << " stages") {
       JobSpec spec;
       spec.file = "densenet.toml";
-      spec.profile = *profile;
-      spec.cluster = *cluster;
+      spec.profile = profile;
+      spec.cluster = cluster;
       spec.plan.stages = stages;
       spec.plan.pipelines = 64 / stages;
       spec.plan.micro_batches = 1;
@@ -997,15 +1009,10 @@ BOOST_AUTO_TEST_CASE(at_few_stages_autopipe_finds_cuts_more_moves_apart_than_des
   // DAPPLE's cuts (after blocks 1, 6, 11, 16 and 44) are four cuts away from any start
   // of the search and from where descent led (1, 16, 17, 18, 44: 146.5 ms against
   // 128.7); the splits at boundaries of groups of three units reach them.
-  ProfileImportOptions options;
-  options.batch_size = 128;
-  auto profile = load_profile((test::source_root() / "configs/profiles/pipedream/gnmt.txt").string(), options);
-  REQUIRE_OK(profile);
-  auto cluster = load_cluster((test::source_root() / "configs/clusters/homo-64.toml").string());
-  REQUIRE_OK(cluster);
-  JobSpec spec = one_pipeline_job(*profile, *cluster, 6, 1);
+  const ModelProfile profile = pipedream_profile("gnmt");
+  JobSpec spec = one_pipeline_job(profile, shipped_cluster("homo-64"), 6, 1);
   spec.plan.pipelines = 10;
-  spec.train.batch_size = 10 * profile->batch_size;
+  spec.train.batch_size = 10 * profile.batch_size;
   spec.plan.mapper = "hetero";
   const Plan ours = plan(spec);
   spec.plan.partitioner = "dapple";
