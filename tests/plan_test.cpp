@@ -13,6 +13,7 @@
 #include "test_support.hpp"
 
 #include "common/cut_search.hpp"
+#include "common/split_programme.hpp"
 #include "common/unit_costs.hpp"
 #include "planner/plan_wire.hpp"
 #include "sim/stage_figures.hpp"
@@ -689,6 +690,51 @@ BOOST_AUTO_TEST_CASE(the_bisection_finds_the_programmes_answer_exactly) {
       BOOST_TEST(worst(bisected) == worst(programme)); // exactly, not within a tolerance
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_chain_too_long_for_the_whole_programme_is_split_coarse_then_fine_within_its_budget) {
+  // A 3,000-block chain at 12 stages weighs 5.4·10^7 pairs whole; a budget of 10^6
+  // groups it. The coarse pass weighs at most the budget, the fine pass a few pairs
+  // per cut, and the split stays within 1% of the whole programme's.
+  std::mt19937 random(5);
+  const ModelProfile profile = random_profile(random, 3000);
+  const partitioning::UnitCosts costs(profile, false, profile.batch_size);
+  const std::size_t S = 12, N = costs.size();
+  const double budget = 1e6;
+  const auto groups = partitioning::coarse_groups(costs, S, budget);
+  BOOST_TEST_REQUIRE(groups.size() > 2 * S);
+  BOOST_TEST(groups.size() < N / 5);
+  BOOST_TEST(partitioning::coarse_groups(costs, S, 1e9).empty()); // whole where the budget allows
+  auto compute = [&](std::size_t, std::size_t i, std::size_t j) { return costs.compute_ms(i, j); };
+  auto largest = [&](const std::vector<std::size_t>& b) {
+    double most = 0;
+    for (std::size_t s = 0; s < S; ++s)
+      most = std::max(most, costs.compute_ms(b[s], b[s + 1]));
+    return most;
+  };
+  std::vector<double> weighed, reported;
+  const auto split = partitioning::coarse_to_fine(
+      costs, S,
+      [&](const partitioning::CutCandidates& candidates, const std::function<void(double)>& report) {
+        weighed.push_back(candidates.pairs());
+        return partitioning::min_max_split(candidates, compute, report);
+      },
+      [&](double f) { reported.push_back(f); }, budget);
+  const auto whole = partitioning::min_max_split(S, N, compute);
+  BOOST_TEST_REQUIRE(weighed.size() == 2u);
+  BOOST_TEST(weighed[0] <= budget);
+  BOOST_TEST(weighed[1] <= budget / 10);
+  BOOST_TEST_REQUIRE(split.size() == S + 1);
+  BOOST_TEST(split.front() == 0u);
+  BOOST_TEST(split.back() == N);
+  for (std::size_t s = 0; s < S; ++s)
+    BOOST_TEST(split[s] < split[s + 1]);
+  BOOST_TEST(largest(split) <= 1.01 * largest(whole), largest(split) << " against " << largest(whole));
+  BOOST_TEST(largest(split) >= largest(whole));
+  BOOST_TEST_MESSAGE("coarse to fine " << largest(split) << " ms, whole " << largest(whole) << " ms");
+  BOOST_TEST_REQUIRE(!reported.empty());
+  BOOST_TEST(std::is_sorted(reported.begin(), reported.end()));
+  BOOST_TEST(reported.back() <= 1.0);
 }
 
 BOOST_AUTO_TEST_CASE(a_tuning_run_is_measured_by_its_samples_over_its_time) {

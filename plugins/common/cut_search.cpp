@@ -5,6 +5,7 @@
 
 #include "common/balanced_split.hpp"
 #include "common/iteration_search.hpp"
+#include "common/split_programme.hpp"
 #include "common/latency_split.hpp"
 #include "common/send_aware_split.hpp"
 

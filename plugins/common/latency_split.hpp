@@ -20,7 +20,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <limits>
 #include <span>
 #include <vector>
@@ -75,6 +74,11 @@ public:
         bounds.push_back(b);
       bounds.push_back(std::numeric_limits<double>::infinity());
     }
+    // Bounding the sends changes nothing where no send passes the bound.
+    double most_send = 0;
+    for (std::size_t s = 1; s < S_; ++s)
+      for (std::size_t i = 1; i < N_; ++i)
+        most_send = std::max(most_send, send_(s, i));
     std::vector<std::pair<double, std::vector<std::size_t>>> found;
     double least = std::numeric_limits<double>::infinity();
     for (bool sends_bounded : {false, true})
@@ -82,6 +86,7 @@ public:
         // What a bound adds has its slowest stage above the bound before, which the
         // steady state pays m − 1 times: past the least L found, nothing gains.
         if (k > 0 && static_cast<double>(m_ > 0 ? m_ - 1 : 0) * bounds[k - 1] >= least) break;
+        if (sends_bounded && most_send <= bounds[k]) continue;
         std::vector<std::size_t> b = solve(bounds[k], sends_bounded);
         if (b.empty()) continue;
         const double l = latency(b);
@@ -102,28 +107,35 @@ public:
     constexpr double unreachable = std::numeric_limits<double>::infinity();
     std::vector<double> best(N_ + 1, unreachable), next(N_ + 1, unreachable), key(N_ + 1, 0.0);
     best[0] = 0;
-    std::deque<std::size_t> queue; // starts by rising key; fronts are the best
+    // Starts by rising key, [head, queue.size()); the one at head is the best. Starts
+    // only join at the back, so those popped at the front never come back.
+    std::vector<std::size_t> queue;
+    queue.reserve(N_ + 1);
     for (std::size_t s = 0; s < S_; ++s) {
       std::fill(next.begin(), next.end(), unreachable);
       queue.clear();
+      std::size_t head = 0;
       const double slow = slowness_(s);
       const std::size_t last = s + 1 == S_ ? N_ : N_ - (S_ - s - 1);
       std::size_t low = 0; // the least start within the bound and memory for the current end
       for (std::size_t j = s + 1; j <= last; ++j) {
         const std::size_t i = j - 1;
-        if (best[i] < unreachable && (s == 0 || !sends_bounded || send_(s, i) <= bound)) {
-          key[i] = best[i] + (s > 0 ? 2 * send_(s, i) : 0.0) - prefix(i) * slow;
-          while (!queue.empty() && key[queue.back()] >= key[i])
-            queue.pop_back();
-          queue.push_back(i);
+        if (best[i] < unreachable) {
+          const double send = s > 0 ? send_(s, i) : 0.0;
+          if (!sends_bounded || send <= bound) {
+            key[i] = best[i] + 2 * send - prefix(i) * slow;
+            while (queue.size() > head && key[queue.back()] >= key[i])
+              queue.pop_back();
+            queue.push_back(i);
+          }
         }
         while (low < j && (costs_.compute_ms(low, j) * slow > bound || !fits_(s, low, j)))
           ++low;
-        while (!queue.empty() && queue.front() < low)
-          queue.pop_front();
-        if (queue.empty() || (s + 1 == S_ && j != N_)) continue;
-        next[j] = prefix(j) * slow + key[queue.front()] + (s == 0 ? sync_(j) : 0.0);
-        parent_[s * (N_ + 1) + j] = static_cast<std::uint32_t>(queue.front());
+        while (queue.size() > head && queue[head] < low)
+          ++head;
+        if (queue.size() == head || (s + 1 == S_ && j != N_)) continue;
+        next[j] = prefix(j) * slow + key[queue[head]] + (s == 0 ? sync_(j) : 0.0);
+        parent_[s * (N_ + 1) + j] = static_cast<std::uint32_t>(queue[head]);
       }
       std::swap(best, next);
     }

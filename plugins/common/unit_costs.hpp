@@ -9,8 +9,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cmath>
-#include <bit>
-#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -247,110 +245,6 @@ struct Bandwidths {
   std::size_t devices_per_server = 1;
 };
 Bandwidths cluster_bandwidths(const ClusterSpec& cluster);
-
-/// Calls `report` with the fraction done of a dynamic programme over `rows` × `columns`
-/// cells about a hundred times, so that a long one shows progress at no real cost.
-class RowProgress {
-public:
-  RowProgress(std::function<void(double)> report, std::size_t rows, std::size_t columns)
-      : report_(std::move(report)), rows_(static_cast<double>(rows)), columns_(static_cast<double>(columns)),
-        stride_(std::max<std::size_t>(1, rows * columns / 100)) {}
-  /// Row `row` (from 0), column `column` reached.
-  void at(std::size_t row, std::size_t column) {
-    if (!report_ || ++calls_ % stride_ != 0) return;
-    report_((static_cast<double>(row) + static_cast<double>(column) / columns_) / rows_);
-  }
-
-private:
-  std::function<void(double)> report_;
-  double rows_, columns_;
-  std::size_t stride_, calls_ = 0;
-};
-
-/// Unit boundaries 0 = b_0 < ... < b_S = N of the contiguous split that minimises the
-/// largest cost(s, i, j) of stage s holding units [i, j), exactly, by dynamic
-/// programming in O(S · N²); infinite costs rule a stage out. Empty when no split has
-/// a finite cost.
-template <class Cost>
-std::vector<std::size_t> min_max_split(std::size_t S, std::size_t N, const Cost& cost,
-                                       std::function<void(double)> progress = {}) {
-  RowProgress rows(std::move(progress), S, N + 1);
-  constexpr double none = std::numeric_limits<double>::infinity();
-  // best[s][j]: the least largest cost when s stages hold units [0, j).
-  std::vector<std::vector<double>> best(S + 1, std::vector<double>(N + 1, none));
-  std::vector<std::vector<std::size_t>> from(S + 1, std::vector<std::size_t>(N + 1, 0));
-  best[0][0] = 0;
-  for (std::size_t s = 1; s <= S; ++s)
-    for (std::size_t j = s; j <= N - (S - s); ++j) {
-      rows.at(s - 1, j);
-      for (std::size_t i = s - 1; i < j; ++i) {
-        if (best[s - 1][i] == none) continue;
-        const double value = std::max(best[s - 1][i], cost(s - 1, i, j));
-        if (value < best[s][j]) {
-          best[s][j] = value;
-          from[s][j] = i;
-        }
-      }
-    }
-  if (best[S][N] == none) return {};
-  std::vector<std::size_t> boundaries(S + 1, N);
-  for (std::size_t s = S; s > 0; --s)
-    boundaries[s - 1] = from[s][boundaries[s]];
-  return boundaries;
-}
-
-/// The same least largest cost as min_max_split with cost max(cut(i) for i > 0,
-/// stage(i, j)), for a `stage` cost that a longer stage never lowers (sums of unit
-/// figures: nonincreasing in i, nondecreasing in j) and any `cut` cost. Instead of the
-/// O(S · N²) programme it bisects on the answer, over the bit patterns of non-negative
-/// doubles (at most 64 rounds, each an O(S · N) reachability pass), so that it finds
-/// exactly the programme's value: a 100,000-unit chain takes a fraction of a second.
-template <class Stage, class Cut>
-std::vector<std::size_t> min_max_split_monotone(std::size_t S, std::size_t N, const Stage& stage, const Cut& cut,
-                                                const std::function<void(double)>& progress = {}) {
-  if (S == 0 || S > N) return {};
-  // parent[s][j]: where the last stage of a split of [0, j) into s stages starts, all
-  // costs at most `limit`; N + 1 where there is none.
-  std::vector<std::vector<std::size_t>> parent(S + 1, std::vector<std::size_t>(N + 1, N + 1));
-  auto feasible = [&](double limit) {
-    parent[0].assign(N + 1, N + 1);
-    parent[0][0] = 0;
-    for (std::size_t s = 1; s <= S; ++s) {
-      std::vector<std::size_t>& here = parent[s];
-      here.assign(N + 1, N + 1);
-      std::size_t lo = 0, last = N + 1; // the latest valid start before j
-      for (std::size_t j = 1; j <= N; ++j) {
-        const std::size_t i = j - 1; // a new candidate start
-        if (parent[s - 1][i] <= N && (i == 0 || cut(i) <= limit)) last = i;
-        while (lo < j && stage(lo, j) > limit)
-          ++lo;
-        if (last <= N && last >= lo) here[j] = last;
-      }
-    }
-    return parent[S][N] <= N;
-  };
-  double highest = stage(0, N);
-  for (std::size_t i = 1; i < N; ++i)
-    highest = std::max(highest, cut(i));
-  if (!std::isfinite(highest)) return {};
-  // Non-negative doubles order as their bit patterns do.
-  auto bits = [](double x) { return std::bit_cast<std::uint64_t>(x); };
-  auto value = [](std::uint64_t b) { return std::bit_cast<double>(b); };
-  std::uint64_t lo = 0, hi = bits(std::max(highest, 0.0)); // feasible(value(hi))
-  for (int round = 0; lo < hi; ++round) {
-    if (progress) progress(std::min(1.0, round / 64.0));
-    const std::uint64_t mid = lo + (hi - lo) / 2;
-    if (feasible(value(mid)))
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  if (!feasible(value(hi))) return {};
-  std::vector<std::size_t> boundaries(S + 1, N);
-  for (std::size_t s = S; s > 0; --s)
-    boundaries[s - 1] = parent[s][boundaries[s]];
-  return boundaries;
-}
 
 /// Ring all-reduce of `bytes` over n replicas at `bandwidth` bytes/s, in ms.
 inline double allreduce_ms(double bytes, std::size_t n, double bandwidth) {

@@ -13,9 +13,11 @@
 /// For each policy a dynamic programme over (stages, layers) keeps, per state, the
 /// prefix whose latency so far is least, weighing the pivot term with M − 1; the
 /// policy with the least total latency wins. Layers are whole blocks; devices are taken
-/// as identical. O(3 · S · N²).
+/// as identical. O(3 · S · N²); where that passes a budget (chains of thousands of
+/// blocks), the programme runs over groups of consecutive blocks first and then moves
+/// each cut within the groups beside it (partitioning::coarse_to_fine).
 
-#include "common/unit_costs.hpp"
+#include "common/split_programme.hpp"
 
 #include <limits>
 
@@ -25,10 +27,9 @@ using namespace actorpipe;
 using partitioning::UnitCosts;
 
 struct Prefix {
-  double sum = std::numeric_limits<double>::infinity(); ///< work + cuts so far
-  double pivot = 0;                                     ///< most work of one stage
+  double sum = 0;   ///< work + cuts so far
+  double pivot = 0; ///< most work of one stage
   double allreduce_first = 0;
-  std::size_t from = 0;
   double latency(double weight) const { return sum + weight * pivot; }
 };
 
@@ -64,48 +65,50 @@ public:
 private:
   static std::vector<std::size_t> plan(const PlanContext& context, const UnitCosts& costs, const std::string& policy,
                                        double& latency, const std::function<void(double)>& progress) {
-    const std::size_t N = costs.size(), S = context.stages, P = context.pipelines;
+    const std::size_t S = context.stages, P = context.pipelines;
     const double weight = static_cast<double>(std::max<std::size_t>(context.micro_batch_sizes.size(), 1)) - 1.0;
     const auto bw = partitioning::cluster_bandwidths(context.cluster);
     const std::size_t per_server = bw.devices_per_server;
-    // Which link a cut after stage s (0-based) and the replicas' ring cross.
-    auto cut_bandwidth = [&](std::size_t s) {
-      if (policy == "fresh_first") return bw.inter_server;
-      if (policy == "scatter_first") return bw.intra_server;
-      // append_first: stage s occupies devices [s·P, (s+1)·P) in server order.
-      return ((s + 1) * P - 1) / per_server == ((s + 1) * P) / per_server ? bw.intra_server : bw.inter_server;
-    };
+    // Which link the cut after stage s (0-based) crosses, worked out once: the
+    // programme asks in its innermost loop.
+    std::vector<double> cut_bandwidth(S);
+    for (std::size_t s = 0; s < S; ++s)
+      if (policy == "fresh_first")
+        cut_bandwidth[s] = bw.inter_server;
+      else if (policy == "scatter_first")
+        cut_bandwidth[s] = bw.intra_server;
+      else // append_first: stage s occupies devices [s·P, (s+1)·P) in server order.
+        cut_bandwidth[s] =
+            ((s + 1) * P - 1) / per_server == ((s + 1) * P) / per_server ? bw.intra_server : bw.inter_server;
     const bool scattered = policy == "scatter_first" && context.cluster.servers.size() > 1;
     const double ring_bandwidth = scattered || P > per_server ? bw.inter_server : bw.intra_server;
 
-    std::vector<std::vector<Prefix>> best(S + 1, std::vector<Prefix>(N + 1));
-    best[0][0].sum = 0;
-    partitioning::RowProgress rows(progress, S, N + 1);
-    for (std::size_t s = 1; s <= S; ++s) {
-      // The link of the cut before stage s − 1, the same for every split of this row.
-      const double bandwidth = s >= 2 ? cut_bandwidth(s - 2) : 1.0;
-      for (std::size_t j = s; j <= N - (S - s); ++j) {
-        rows.at(s - 1, j);
-        for (std::size_t i = s - 1; i < j; ++i) {
-          const Prefix& before = best[s - 1][i];
-          if (before.sum == std::numeric_limits<double>::infinity()) continue;
-          const double work = costs.compute_ms(i, j);
-          const double cut = i > 0 ? 2.0 * costs.boundary_bytes(i) / bandwidth * 1000.0 : 0.0;
-          Prefix next;
-          next.sum = before.sum + work + cut;
-          next.pivot = std::max(before.pivot, work);
-          next.allreduce_first = s == 1 ? partitioning::allreduce_ms(costs.parameter_bytes(i, j), P, ring_bandwidth)
-                                        : before.allreduce_first;
-          next.from = i;
-          if (next.latency(weight) + next.allreduce_first < best[s][j].latency(weight) + best[s][j].allreduce_first)
-            best[s][j] = next;
-        }
-      }
-    }
-    latency = best[S][N].latency(weight) + best[S][N].allreduce_first;
-    std::vector<std::size_t> boundaries(S + 1, N);
-    for (std::size_t s = S; s > 0; --s)
-      boundaries[s - 1] = best[s][boundaries[s]].from;
+    const auto extend = [&](const Prefix& before, std::size_t s, std::size_t i, std::size_t j) {
+      const double work = costs.compute_ms(i, j);
+      // The link of the cut before stage s.
+      const double cut = i > 0 ? 2.0 * costs.boundary_bytes(i) / cut_bandwidth[s - 1] * 1000.0 : 0.0;
+      Prefix next;
+      next.sum = before.sum + work + cut;
+      next.pivot = std::max(before.pivot, work);
+      next.allreduce_first =
+          s == 0 ? partitioning::allreduce_ms(costs.parameter_bytes(i, j), P, ring_bandwidth) : before.allreduce_first;
+      return std::optional<Prefix>(next);
+    };
+    const auto better = [weight](const Prefix& a, const Prefix& b) {
+      return a.latency(weight) + a.allreduce_first < b.latency(weight) + b.allreduce_first;
+    };
+    const Prefix start;
+    std::vector<std::size_t> boundaries = partitioning::coarse_to_fine(
+        costs, S,
+        [&](const partitioning::CutCandidates& candidates, const std::function<void(double)>& report) {
+          return partitioning::best_split(candidates, start, extend, better, report);
+        },
+        progress);
+    // The found split's latency, added up again stage by stage.
+    Prefix total = start;
+    for (std::size_t s = 0; s < S; ++s)
+      total = *extend(total, s, boundaries[s], boundaries[s + 1]);
+    latency = total.latency(weight) + total.allreduce_first;
     return boundaries;
   }
 };

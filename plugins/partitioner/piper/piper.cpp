@@ -11,9 +11,12 @@
 ///            (recomputing stashes only the stage's input instead of every activation)
 /// and a configuration is allowed only when its memory fits the smallest device.
 ///   dp[s][j] = min over i and recompute of max(dp[s − 1][i], time(i..j, s, recompute)).
-/// Layers are whole blocks; devices are taken as identical. O(2 · S · N²).
+/// Layers are whole blocks; devices are taken as identical. O(2 · S · N²); where that
+/// passes a budget (chains of thousands of blocks), the programme runs over groups of
+/// consecutive blocks first and then moves each cut within the groups beside it
+/// (partitioning::coarse_to_fine).
 
-#include "common/unit_costs.hpp"
+#include "common/split_programme.hpp"
 
 #include <vector>
 
@@ -59,12 +62,19 @@ public:
       return best;
     };
 
-    auto boundaries = partitioning::min_max_split(S, N, stage, context.progress);
+    const auto split = [&](const auto& cost, const std::function<void(double)>& progress) {
+      return partitioning::coarse_to_fine(
+          costs, S,
+          [&](const partitioning::CutCandidates& candidates, const std::function<void(double)>& report) {
+            return partitioning::min_max_split(candidates, cost, report);
+          },
+          progress);
+    };
+    auto boundaries = split(stage, context.progress);
     // Nothing fits even with recomputation: balance time alone, so that the planner can
     // say which stage overflows which device.
     if (boundaries.empty())
-      boundaries = partitioning::min_max_split(
-          S, N, [&](std::size_t, std::size_t i, std::size_t j) { return costs.compute_ms(i, j); });
+      boundaries = split([&](std::size_t, std::size_t i, std::size_t j) { return costs.compute_ms(i, j); }, {});
     return costs.to_partition(boundaries);
   }
 };
