@@ -1,7 +1,9 @@
-/// Simulator benchmark: wall time to simulate 100 iterations of 1F1B (8 stages, 8
-/// micro-batches, BERT-Large) on 64, 1,000 and 10,000 devices of the 10,000-device
-/// cluster, with and without random stragglers. Ratios are per device-iteration against
-/// the 64-device run.
+/// Simulator benchmark: wall time and peak memory to simulate 100 iterations of 1F1B
+/// (8 stages, 8 micro-batches, BERT-Large) on 64, 1,000 and 10,000 devices of the
+/// 10,000-device cluster and on 100,000 devices of ten times its servers, with and
+/// without random stragglers. Ratios are per device-iteration against the 64-device run.
+/// Peak memory is the process's (getrusage), so a row shows the most of it and those
+/// above.
 ///   build/bench/simulator_bench [SOURCE_ROOT]
 
 #include <actorpipe/job.hpp>
@@ -15,14 +17,31 @@
 #include <chrono>
 #include <iostream>
 
+#include <sys/resource.h>
+
 using namespace actorpipe;
+
+namespace {
+
+/// The process's peak resident memory so far, in MB.
+long peak_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024;
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
   const std::string root = argc > 1 ? argv[1] : ".";
   auto cluster = load_cluster(root + "/configs/clusters/datacenter-10k.toml");
+  auto large = load_cluster(root + "/configs/clusters/datacenter-100k.toml");
   auto profile = load_profile(root + "/configs/profiles/bert-large.toml");
-  if (!cluster || !profile) {
-    std::cerr << "simulator_bench: " << (!cluster ? cluster.error().message : profile.error().message)
+  if (!cluster || !large || !profile) {
+    std::cerr << "simulator_bench: "
+              << (!cluster ? cluster.error().message
+                  : !large ? large.error().message
+                           : profile.error().message)
               << " (run from the source folder, or pass it)\n";
     return 2;
   }
@@ -39,9 +58,11 @@ int main(int argc, char** argv) {
                      {"events", text::Table::Align::right},
                      {"wall s", text::Table::Align::right},
                      {"µs per device-iteration", text::Table::Align::right},
+                     {"peak MB", text::Table::Align::right},
                      {"vs 64 devices", text::Table::Align::right}});
   double baseline = 0;
-  for (std::size_t devices : {64, 1000, 10000}) {
+  for (std::size_t devices : {64, 1000, 10000, 100000}) {
+    const ClusterSpec& on = devices > cluster->devices.size() ? *large : *cluster;
     for (const char* stragglers : {"", "delay:p=0.01,ms=5"}) {
       Plan plan;
       plan.pipelines = devices / stages;
@@ -58,16 +79,17 @@ int main(int argc, char** argv) {
       options.iterations = iterations;
       options.action_overhead_ms = 0.1;
       options.optimizer_factor = 3;
-      options.stragglers = *parse_stragglers(stragglers, *cluster);
+      options.stragglers = *parse_stragglers(stragglers, on);
       const auto start = std::chrono::steady_clock::now();
-      auto report = simulate(plan, *profile, *cluster, options);
+      auto report = simulate(plan, *profile, on, options);
       const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (!report) return std::cerr << "simulator_bench: " << report.error().message << "\n", 1;
       const double per = wall * 1e6 / static_cast<double>(plan.pipelines * stages * iterations);
       if (baseline == 0) baseline = per;
       table.add_row({std::to_string(plan.pipelines * stages), *stragglers ? stragglers : "none",
                      std::to_string(iterations), std::to_string(report->events), text::format_fixed(wall, 3),
-                     text::format_fixed(per, 3), text::format_fixed(per / baseline, 2) + "×"});
+                     text::format_fixed(per, 3), std::to_string(peak_mb()),
+                     text::format_fixed(per / baseline, 2) + "×"});
     }
   }
   std::cout << "simulator: 100 iterations of 1F1B, 8 stages × 8 micro-batches of BERT-Large per pipeline\n\n"

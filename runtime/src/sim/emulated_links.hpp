@@ -8,6 +8,7 @@
 /// and a run's transfers take what the simulator says they take. Times are modelled
 /// milliseconds. Thread-safe: every stage of a run asks the one instance.
 
+#include "sim/lane_booking.hpp"
 #include "sim/topology.hpp"
 
 #include <actorpipe/cluster_spec.hpp>
@@ -35,8 +36,7 @@ private:
   ClusterSpec cluster_; ///< what topology_ refers to
   Topology topology_;
   std::mutex mutex_;
-  std::vector<double> free_at_ms_;   ///< by lane: when it is free of the transfers that hold it
-  std::vector<double> bytes_per_ms_; ///< by lane
+  std::vector<LaneClock> lanes_;
 };
 
 } // namespace actorpipe::sim

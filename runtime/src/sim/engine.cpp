@@ -82,16 +82,22 @@ public:
 
   void push(Event e) {
     const std::uint64_t key = std::bit_cast<std::uint64_t>(e.time);
-    const auto found = index_.find(key);
-    if (found == index_.end()) {
-      const std::uint32_t id = allocate(e.time);
-      buckets_[id].events.push_back(e);
-      index_.emplace(key, id);
-      times_.push({e.time, id});
-      return;
+    std::uint32_t id = recent_;
+    if (id == none || recent_key_ != key) {
+      const auto found = index_.find(key);
+      if (found == index_.end()) {
+        id = allocate(e.time);
+        buckets_[id].events.push_back(e);
+        index_.emplace(key, id);
+        times_.push({e.time, id});
+        remember(key, id);
+        return;
+      }
+      id = found->second;
+      remember(key, id);
     }
-    Bucket& bucket = buckets_[found->second];
-    if (found->second == current_) {
+    Bucket& bucket = buckets_[id];
+    if (id == current_) {
       // Being drained: keep what is left in order.
       const auto at =
           std::upper_bound(bucket.events.begin() + static_cast<std::ptrdiff_t>(bucket.next), bucket.events.end(), e,
@@ -149,6 +155,13 @@ private:
   void release(std::uint32_t id) {
     index_.erase(std::bit_cast<std::uint64_t>(buckets_[id].time));
     free_.push_back(id);
+    if (id == recent_) recent_ = none;
+  }
+  /// The bucket pushed to last: alike pipelines push runs of events of one time, so
+  /// most pushes find their bucket without the hash.
+  void remember(std::uint64_t key, std::uint32_t id) {
+    recent_key_ = key;
+    recent_ = id;
   }
 
   std::vector<Bucket> buckets_;
@@ -157,6 +170,8 @@ private:
   std::priority_queue<std::pair<double, std::uint32_t>, std::vector<std::pair<double, std::uint32_t>>, std::greater<>>
       times_;
   std::uint32_t current_ = none;
+  std::uint64_t recent_key_ = 0;
+  std::uint32_t recent_ = none;
 };
 
 struct InstanceState {
@@ -182,19 +197,20 @@ public:
       : model_(model), iterations_(iterations), actions_(model.schedule->virtual_stage_actions()),
         m_(model.schedule->micro_batch_sizes.size()), state_(model.instances.size()),
         forward_in_(model.instances.size() * m_, unknown), backward_in_(model.instances.size() * m_, unknown),
-        lane_free_(model.lane_bytes_per_ms.size(), 0.0), processor_free_(model.processors, 0.0),
-        group_ready_(model.groups.size(), 0), group_ready_at_(model.groups.size(), 0.0),
-        pipelines_(model.stages ? model.instances.size() / model.stages : 0), claimed_(pipelines_, 0),
-        parts_of_(pipelines_, 0), away_(model.instances.size(), false), random_(model.stragglers.seed),
-        placed_steps_(model.schedule->places_steps()) {
+        lanes_(lane_clocks(model.lane_bytes_per_ms)), sent_next_(model.instances.size(), 0.0),
+        sent_previous_(model.instances.size(), 0.0), rounds_(model.groups.size(), 0.0),
+        processor_free_(model.processors, 0.0), group_ready_(model.groups.size(), 0),
+        group_ready_at_(model.groups.size(), 0.0), pipelines_(model.stages ? model.instances.size() / model.stages : 0),
+        claimed_(pipelines_, 0), parts_of_(pipelines_, 0), away_(model.instances.size(), false),
+        random_(model.stragglers.seed), placed_steps_(model.schedule->places_steps()) {
     if (model.stepping.asynchronous && model.stepping.staleness != SyncStepping::unbounded && pipelines_ > 0)
       for (std::size_t s = 0; s < model.stages; ++s)
         gates_.emplace_back(pipelines_, model.stepping.staleness);
     out_.iteration_end_ms.assign(iterations, 0.0);
     out_.busy_ms.assign(model.instances.size(), 0.0);
     out_.sync_ms.assign(model.instances.size(), 0.0);
-    out_.lane_busy_ms.assign(lane_free_.size(), 0.0);
-    out_.lane_bytes.assign(lane_free_.size(), 0.0);
+    out_.lane_busy_ms.assign(lanes_.size(), 0.0);
+    out_.lane_bytes.assign(lanes_.size(), 0.0);
     // A device with chunks runs its virtual stages' actions in its list's order: the
     // turn passes along the list, and back to its start for the next iteration.
     const Schedule& schedule = *model.schedule;
@@ -221,6 +237,7 @@ public:
       else
         start_iteration(event.instance, event.time);
     }
+    account_lanes();
     return std::move(out_);
   }
 
@@ -312,10 +329,12 @@ private:
   }
 
   /// Books a transfer on its route's lanes (book_transfer) and returns its arrival.
-  double transfer(const Route& route, double bytes, double ready, std::uint32_t from, const std::string* label) {
-    const Booking b =
-        book_transfer(route, bytes, ready, lane_free_, model_.lane_bytes_per_ms,
-                      [this](LaneId lane, double, double ms, double lane_bytes) { account(lane, ms, lane_bytes); });
+  /// What each lane carried is added up per route and spread over its lanes at the
+  /// end (account_lanes): a lane's busy time is linear in its bytes.
+  double transfer(const Route& route, double& route_bytes, double bytes, double ready, std::uint32_t from,
+                  const std::string* label) {
+    const Booking b = book_transfer(route, bytes, ready, lanes_);
+    route_bytes += bytes;
     const double ms = b.arrival_ms - b.start_ms;
     if (label && ms > 0) {
       const Instance& instance = model_.instances[from];
@@ -324,9 +343,27 @@ private:
     return b.arrival_ms;
   }
 
-  void account(LaneId lane, double ms, double bytes) {
-    out_.lane_busy_ms[lane] += ms;
-    out_.lane_bytes[lane] += bytes;
+  /// Each lane's bytes and busy time, from what each route and ring carried.
+  void account_lanes() {
+    const auto account = [this](LaneId lane, double bytes) {
+      out_.lane_bytes[lane] += bytes;
+      out_.lane_busy_ms[lane] += bytes / model_.lane_bytes_per_ms[lane];
+    };
+    for (std::uint32_t i = 0; i < model_.instances.size(); ++i) {
+      const Instance& instance = model_.instances[i];
+      for (const auto& [route, bytes] :
+           {std::pair{&instance.to_next, sent_next_[i]}, std::pair{&instance.to_previous, sent_previous_[i]}})
+        if (bytes > 0)
+          for (std::uint8_t l = 0; l < route->count; ++l)
+            account(route->lanes[l], bytes * route->share[l]);
+    }
+    for (std::size_t g = 0; g < model_.groups.size(); ++g) {
+      const Group& group = model_.groups[g];
+      const double n = static_cast<double>(group.ring);
+      if (rounds_[g] > 0)
+        for (std::size_t l = 0; l < group.lanes.size(); ++l)
+          account(group.lanes[l], rounds_[g] * group.lane_uses[l] * 2.0 * (n - 1) / n * group.bytes);
+    }
   }
 
   void finish_action(std::uint32_t i, double now) {
@@ -348,8 +385,8 @@ private:
     const std::size_t k = action.micro_batch;
     if (action.op == Op::forward) {
       if (instance.stage + 1 < model_.stages) {
-        forward_in(i + 1, k) =
-            transfer(instance.to_next, action.size * instance.send_bytes_per_sample, now, i, trace_label);
+        forward_in(i + 1, k) = transfer(instance.to_next, sent_next_[i], action.size * instance.send_bytes_per_sample,
+                                        now, i, trace_label);
         try_start(i + 1);
       } else {
         backward_in(i, k) = now; // the loss is computed where the forward ends
@@ -357,8 +394,8 @@ private:
     } else {
       st.last_backward = now;
       if (sends_gradient(action.op) && instance.stage > 0) {
-        backward_in(i - 1, k) =
-            transfer(instance.to_previous, action.size * instance.grad_bytes_per_sample, now, i, trace_label);
+        backward_in(i - 1, k) = transfer(instance.to_previous, sent_previous_[i],
+                                         action.size * instance.grad_bytes_per_sample, now, i, trace_label);
         try_start(i - 1);
       }
     }
@@ -491,8 +528,8 @@ private:
     group_ready_[stage] = 0;
     double end = group_ready_at_[stage];
     if (group.ring > 1 && group.bytes > 0) {
-      const Booking b = book_ring(group, end, lane_free_, model_.lane_bytes_per_ms,
-                                  [this](LaneId lane, double, double ms, double bytes) { account(lane, ms, bytes); });
+      const Booking b = book_ring(group, end, lanes_);
+      ++rounds_[stage];
       end = b.arrival_ms;
       if (model_.trace)
         for (std::uint32_t i : group.instances)
@@ -543,8 +580,10 @@ private:
   std::size_t m_;
   std::vector<InstanceState> state_;
   std::vector<double> forward_in_, backward_in_; ///< arrival times; NaN until sent
-  std::vector<double> lane_free_;
-  std::vector<double> processor_free_; ///< when each processor's last reserved work ends
+  std::vector<LaneClock> lanes_;
+  std::vector<double> sent_next_, sent_previous_; ///< per instance, bytes over each route
+  std::vector<double> rounds_;                    ///< per group, all-reduces booked
+  std::vector<double> processor_free_;            ///< when each processor's last reserved work ends
   std::vector<std::size_t> group_ready_;
   std::vector<double> group_ready_at_;
   // Asynchronous stepping:

@@ -24,23 +24,30 @@ struct Booking {
   double arrival_ms = 0;
 };
 
-/// Books `bytes` over `route`, ready at `ready_ms`: `free_at` (by lane) says when each
-/// lane is free and is moved on; `occupied(lane, start_ms, ms, bytes)` hears of each
-/// lane's use.
-template <class Occupied>
-Booking book_transfer(const Route& route, double bytes, double ready_ms, std::vector<double>& free_at,
-                      const std::vector<double>& lane_bytes_per_ms, Occupied&& occupied) {
+/// A lane as bookings see it, both figures side by side: a booking reads them together.
+struct LaneClock {
+  double free_at_ms = 0; ///< when the transfers that hold it let it go
+  double bytes_per_ms = 0;
+};
+
+/// Clocks for lanes of these bandwidths, all free from the start.
+inline std::vector<LaneClock> lane_clocks(const std::vector<double>& bytes_per_ms) {
+  std::vector<LaneClock> lanes(bytes_per_ms.size());
+  for (std::size_t l = 0; l < lanes.size(); ++l)
+    lanes[l].bytes_per_ms = bytes_per_ms[l];
+  return lanes;
+}
+
+/// Books `bytes` over `route`, ready at `ready_ms`, and moves its lanes' clocks on.
+inline Booking book_transfer(const Route& route, double bytes, double ready_ms, std::vector<LaneClock>& lanes) {
   Booking b;
   b.start_ms = ready_ms;
   for (std::uint8_t l = 0; l < route.count; ++l)
-    b.start_ms = std::max(b.start_ms, free_at[route.lanes[l]]);
+    b.start_ms = std::max(b.start_ms, lanes[route.lanes[l]].free_at_ms);
   b.arrival_ms = b.start_ms + route.latency_ms + (std::isinf(route.bytes_per_ms) ? 0.0 : bytes / route.bytes_per_ms);
   for (std::uint8_t l = 0; l < route.count; ++l) {
-    const LaneId lane = route.lanes[l];
-    const double lane_bytes = bytes * route.share[l];
-    const double ms = lane_bytes / lane_bytes_per_ms[lane];
-    free_at[lane] = b.start_ms + ms;
-    occupied(lane, b.start_ms, ms, lane_bytes);
+    LaneClock& lane = lanes[route.lanes[l]];
+    lane.free_at_ms = b.start_ms + bytes * route.share[l] / lane.bytes_per_ms;
   }
   return b;
 }
@@ -48,21 +55,16 @@ Booking book_transfer(const Route& route, double bytes, double ready_ms, std::ve
 /// Books `group`'s ring all-reduce of its bytes, ready at `ready_ms`, as book_transfer()
 /// books a transfer; `arrival_ms` is when it is done (ring_allreduce_ms() after its
 /// start).
-template <class Occupied>
-Booking book_ring(const Group& group, double ready_ms, std::vector<double>& free_at,
-                  const std::vector<double>& lane_bytes_per_ms, Occupied&& occupied) {
+inline Booking book_ring(const Group& group, double ready_ms, std::vector<LaneClock>& lanes) {
   Booking b;
   b.start_ms = ready_ms;
   for (const LaneId lane : group.lanes)
-    b.start_ms = std::max(b.start_ms, free_at[lane]);
+    b.start_ms = std::max(b.start_ms, lanes[lane].free_at_ms);
   b.arrival_ms = b.start_ms + ring_allreduce_ms(group);
   const double n = static_cast<double>(group.ring);
   for (std::size_t l = 0; l < group.lanes.size(); ++l) {
-    const LaneId lane = group.lanes[l];
-    const double lane_bytes = group.lane_uses[l] * 2.0 * (n - 1) / n * group.bytes;
-    const double ms = lane_bytes / lane_bytes_per_ms[lane];
-    free_at[lane] = b.start_ms + ms;
-    occupied(lane, b.start_ms, ms, lane_bytes);
+    LaneClock& lane = lanes[group.lanes[l]];
+    lane.free_at_ms = b.start_ms + group.lane_uses[l] * 2.0 * (n - 1) / n * group.bytes / lane.bytes_per_ms;
   }
   return b;
 }
