@@ -66,18 +66,23 @@ std::vector<std::size_t> best_split(const CutCandidates& candidates, const State
     const std::vector<std::size_t>& here = candidates.at[s];
     best[s].assign(here.size(), std::nullopt);
     from[s].assign(here.size(), 0);
+    const std::vector<std::optional<State>>& prefixes = best[s - 1];
     for (std::size_t k = 0; k < here.size(); ++k) {
       const std::size_t j = here[k];
+      // The best so far in locals: the innermost loop writes nothing to memory.
+      std::optional<State> kept;
+      std::uint32_t kept_from = 0;
       std::size_t b = 0;
       for (; b < before.size() && before[b] < j; ++b) {
-        const std::optional<State>& prefix = best[s - 1][b];
-        if (!prefix) continue;
-        std::optional<State> next = extend(*prefix, s - 1, before[b], j);
-        if (next && (!best[s][k] || better(*next, *best[s][k]))) {
-          best[s][k] = std::move(next);
-          from[s][k] = static_cast<std::uint32_t>(b);
+        if (!prefixes[b]) continue;
+        std::optional<State> next = extend(*prefixes[b], s - 1, before[b], j);
+        if (next && (!kept || better(*next, *kept))) {
+          kept = std::move(next);
+          kept_from = static_cast<std::uint32_t>(b);
         }
       }
+      best[s][k] = std::move(kept);
+      from[s][k] = kept_from;
       done.add(static_cast<double>(b));
     }
   }
