@@ -99,18 +99,49 @@ std::vector<std::size_t> best_split(const CutCandidates& candidates, const State
 
 /// The split over `candidates` that minimises the largest cost(s, i, j) of stage s
 /// holding units [i, j); infinite costs rule a stage out. Empty when no split has a
-/// finite cost.
+/// finite cost. best_split() with a double for state, in plain arrays: the exact
+/// partitioners and AutoPipe-H's search run it in their innermost loops.
 template <class Cost>
 std::vector<std::size_t> min_max_split(const CutCandidates& candidates, const Cost& cost,
                                        const std::function<void(double)>& progress = {}) {
-  return best_split(
-      candidates, 0.0,
-      [&](double before, std::size_t s, std::size_t i, std::size_t j) -> std::optional<double> {
-        const double c = cost(s, i, j);
-        if (c == std::numeric_limits<double>::infinity()) return std::nullopt;
-        return std::max(before, c);
-      },
-      [](double a, double b) { return a < b; }, progress);
+  constexpr double none = std::numeric_limits<double>::infinity();
+  const std::size_t S = candidates.at.size() - 1;
+  WorkProgress done(progress, candidates.pairs());
+  // best[s][k]: the least largest cost of a split of [0, at[s][k]) into s stages;
+  // from[s][k]: the index in at[s − 1] where its last stage starts.
+  std::vector<std::vector<double>> best(S + 1);
+  std::vector<std::vector<std::uint32_t>> from(S + 1);
+  best[0].assign(1, 0.0);
+  for (std::size_t s = 1; s <= S; ++s) {
+    const std::vector<std::size_t>& before = candidates.at[s - 1];
+    const std::vector<std::size_t>& here = candidates.at[s];
+    const std::vector<double>& prefixes = best[s - 1];
+    best[s].assign(here.size(), none);
+    from[s].assign(here.size(), 0);
+    for (std::size_t k = 0; k < here.size(); ++k) {
+      const std::size_t j = here[k];
+      double kept = none;
+      std::uint32_t kept_from = 0;
+      std::size_t b = 0;
+      for (; b < before.size() && before[b] < j; ++b) {
+        if (prefixes[b] == none) continue;
+        const double value = std::max(prefixes[b], cost(s - 1, before[b], j));
+        if (value < kept) kept = value, kept_from = static_cast<std::uint32_t>(b);
+      }
+      best[s][k] = kept;
+      from[s][k] = kept_from;
+      done.add(static_cast<double>(b));
+    }
+  }
+  if (best[S].empty() || best[S].back() == none) return {};
+  std::vector<std::size_t> boundaries(S + 1);
+  std::size_t k = best[S].size() - 1;
+  for (std::size_t s = S; s > 0; --s) {
+    boundaries[s] = candidates.at[s][k];
+    k = from[s][k];
+  }
+  boundaries[0] = candidates.at[0][k];
+  return boundaries;
 }
 
 /// min_max_split over every boundary, exactly, in O(S · N²).
