@@ -46,6 +46,21 @@ private:
   double work_, done_ = 0, next_ = 0;
 };
 
+/// The boundaries of a programme's best split, from where each best prefix's last
+/// stage starts: from[s][k], an index into at[s − 1], for the prefix ending at at[s][k].
+inline std::vector<std::size_t> trace_back(const CutCandidates& candidates,
+                                           const std::vector<std::vector<std::uint32_t>>& from) {
+  const std::size_t S = candidates.at.size() - 1;
+  std::vector<std::size_t> boundaries(S + 1);
+  std::size_t k = candidates.at[S].size() - 1;
+  for (std::size_t s = S; s > 0; --s) {
+    boundaries[s] = candidates.at[s][k];
+    k = from[s][k];
+  }
+  boundaries[0] = candidates.at[0][k];
+  return boundaries;
+}
+
 /// The split over `candidates` whose state is best: from `start` before any unit, a
 /// stage s (from 0) of units [i, j) makes `extend(before, s, i, j)` of the state
 /// before it (nullopt where the stage is ruled out), and `better(a, b)` says which of
@@ -87,14 +102,7 @@ std::vector<std::size_t> best_split(const CutCandidates& candidates, const State
     }
   }
   if (best[S].empty() || !best[S].back()) return {};
-  std::vector<std::size_t> boundaries(S + 1);
-  std::size_t k = best[S].size() - 1;
-  for (std::size_t s = S; s > 0; --s) {
-    boundaries[s] = candidates.at[s][k];
-    k = from[s][k];
-  }
-  boundaries[0] = candidates.at[0][k];
-  return boundaries;
+  return trace_back(candidates, from);
 }
 
 /// The split over `candidates` that minimises the largest cost(s, i, j) of stage s
@@ -134,14 +142,7 @@ std::vector<std::size_t> min_max_split(const CutCandidates& candidates, const Co
     }
   }
   if (best[S].empty() || best[S].back() == none) return {};
-  std::vector<std::size_t> boundaries(S + 1);
-  std::size_t k = best[S].size() - 1;
-  for (std::size_t s = S; s > 0; --s) {
-    boundaries[s] = candidates.at[s][k];
-    k = from[s][k];
-  }
-  boundaries[0] = candidates.at[0][k];
-  return boundaries;
+  return trace_back(candidates, from);
 }
 
 /// min_max_split over every boundary, exactly, in O(S · N²).
