@@ -1,15 +1,15 @@
 #include "sim/engine.hpp"
 
+#include "sim/event_queues.hpp"
+#include "sim/instance_slot.hpp"
 #include "sim/lane_booking.hpp"
 #include "sim/straggled_time.hpp"
 #include "sync/server_gate.hpp"
 
 #include <algorithm>
-#include <bit>
-#include <functional>
-#include <queue>
-#include <unordered_map>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <random>
@@ -20,188 +20,18 @@ namespace {
 
 constexpr double unknown = std::numeric_limits<double>::quiet_NaN();
 
-struct Event {
-  double time;
-  std::uint32_t instance;
-  std::uint32_t kind; ///< action_done or iteration_start
-  bool operator>(const Event& other) const {
-    return time != other.time ? time > other.time : instance > other.instance;
-  }
-};
-enum : std::uint32_t { action_done = 0, iteration_start = 1 };
-
-/// The pending events, earliest first and, at equal times, by instance, so that runs
-/// repeat exactly: a 4-ary heap, for models of a few instances, whose events seldom
-/// share a time.
-class EventHeap {
-public:
-  bool empty() const { return heap_.empty(); }
-  void push(Event e) {
-    std::size_t i = heap_.size();
-    heap_.push_back(e);
-    while (i > 0) {
-      const std::size_t parent = (i - 1) / 4;
-      if (!(heap_[parent] > e)) break;
-      heap_[i] = heap_[parent];
-      i = parent;
-    }
-    heap_[i] = e;
-  }
-  Event pop() {
-    const Event top = heap_.front();
-    const Event last = heap_.back();
-    heap_.pop_back();
-    const std::size_t n = heap_.size();
-    if (n == 0) return top;
-    std::size_t i = 0;
-    for (;;) {
-      const std::size_t first = 4 * i + 1;
-      if (first >= n) break;
-      std::size_t least = first;
-      for (std::size_t c = first + 1; c < std::min(first + 4, n); ++c)
-        if (heap_[least] > heap_[c]) least = c;
-      if (!(last > heap_[least])) break;
-      heap_[i] = heap_[least];
-      i = least;
-    }
-    heap_[i] = last;
-    return top;
-  }
-
-private:
-  std::vector<Event> heap_;
-};
-
-/// The same order for models of many instances: events are kept in buckets of one
-/// time each, and only the distinct times go through a heap. Pipelines that run alike
-/// finish their actions at the same moments, so ten thousand pending events often share
-/// a few dozen times.
-class EventBuckets {
-public:
-  bool empty() const { return current_ == none && times_.empty(); }
-
-  void push(Event e) {
-    const std::uint64_t key = std::bit_cast<std::uint64_t>(e.time);
-    std::uint32_t id = recent_;
-    if (id == none || recent_key_ != key) {
-      const auto found = index_.find(key);
-      if (found == index_.end()) {
-        id = allocate(e.time);
-        buckets_[id].events.push_back(e);
-        index_.emplace(key, id);
-        times_.push({e.time, id});
-        remember(key, id);
-        return;
-      }
-      id = found->second;
-      remember(key, id);
-    }
-    Bucket& bucket = buckets_[id];
-    if (id == current_) {
-      // Being drained: keep what is left in order.
-      const auto at =
-          std::upper_bound(bucket.events.begin() + static_cast<std::ptrdiff_t>(bucket.next), bucket.events.end(), e,
-                           [](const Event& a, const Event& b) { return a.instance < b.instance; });
-      bucket.events.insert(at, e);
-      return;
-    }
-    bucket.sorted = bucket.sorted && bucket.events.back().instance <= e.instance;
-    bucket.events.push_back(e);
-  }
-
-  Event pop() {
-    if (current_ == none) {
-      current_ = times_.top().second;
-      times_.pop();
-      Bucket& bucket = buckets_[current_];
-      if (!bucket.sorted)
-        std::stable_sort(bucket.events.begin(), bucket.events.end(),
-                         [](const Event& a, const Event& b) { return a.instance < b.instance; });
-    }
-    Bucket& bucket = buckets_[current_];
-    const Event e = bucket.events[bucket.next++];
-    if (bucket.next == bucket.events.size()) {
-      release(current_);
-      current_ = none;
-    }
-    return e;
-  }
-
-private:
-  static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
-  struct Bucket {
-    double time = 0;
-    std::vector<Event> events;
-    std::size_t next = 0;
-    bool sorted = true;
-  };
-
-  std::uint32_t allocate(double time) {
-    std::uint32_t id;
-    if (!free_.empty()) {
-      id = free_.back();
-      free_.pop_back();
-    } else {
-      id = static_cast<std::uint32_t>(buckets_.size());
-      buckets_.emplace_back();
-    }
-    Bucket& bucket = buckets_[id];
-    bucket.time = time;
-    bucket.events.clear();
-    bucket.next = 0;
-    bucket.sorted = true;
-    return id;
-  }
-  void release(std::uint32_t id) {
-    index_.erase(std::bit_cast<std::uint64_t>(buckets_[id].time));
-    free_.push_back(id);
-    if (id == recent_) recent_ = none;
-  }
-  /// The bucket pushed to last: alike pipelines push runs of events of one time, so
-  /// most pushes find their bucket without the hash.
-  void remember(std::uint64_t key, std::uint32_t id) {
-    recent_key_ = key;
-    recent_ = id;
-  }
-
-  std::vector<Bucket> buckets_;
-  std::vector<std::uint32_t> free_;
-  std::unordered_map<std::uint64_t, std::uint32_t> index_; ///< time's bits → bucket
-  std::priority_queue<std::pair<double, std::uint32_t>, std::vector<std::pair<double, std::uint32_t>>, std::greater<>>
-      times_;
-  std::uint32_t current_ = none;
-  std::uint64_t recent_key_ = 0;
-  std::uint32_t recent_ = none;
-};
-
-struct InstanceState {
-  std::size_t next = 0; ///< action index
-  bool busy = false;
-  bool waiting_step = false; ///< finished its actions, waiting for sync and the step
-  double idle_since = 0;
-  double iteration_start = 0;
-  double action_start = 0;
-  double action_ms = 0;
-  double last_backward = 0;
-  /// A schedule that places steps, in lockstep: when its stage's round ended, this
-  /// iteration (NaN until it has).
-  double synced_at = unknown;
-  std::size_t iteration = 0;
-  std::uint64_t pushed = 0;    ///< asynchronous: steps whose actions are done
-  std::uint64_t completed = 0; ///< asynchronous: steps taken
-};
-
 template <class Queue> class Simulation {
 public:
   Simulation(const Model& model, std::size_t iterations)
       : model_(model), iterations_(iterations), actions_(model.schedule->virtual_stage_actions()),
-        m_(model.schedule->micro_batch_sizes.size()), state_(model.instances.size()),
+        m_(model.schedule->micro_batch_sizes.size()), slots_(model.instances.begin(), model.instances.end()),
         forward_in_(model.instances.size() * m_, unknown), backward_in_(model.instances.size() * m_, unknown),
         lanes_(lane_clocks(model.lane_bytes_per_ms)), sent_next_(model.instances.size(), 0.0),
         sent_previous_(model.instances.size(), 0.0), rounds_(model.groups.size(), 0.0),
         processor_free_(model.processors, 0.0), group_ready_(model.groups.size(), 0),
         group_ready_at_(model.groups.size(), 0.0), pipelines_(model.stages ? model.instances.size() / model.stages : 0),
-        claimed_(pipelines_, 0), parts_of_(pipelines_, 0), away_(model.instances.size(), false),
+        claimed_(pipelines_, 0), parts_of_(pipelines_, 0),
+        steps_(model.stepping.asynchronous ? model.instances.size() : 0), away_(model.instances.size(), false),
         random_(model.stragglers.seed), placed_steps_(model.schedule->places_steps()) {
     if (model.stepping.asynchronous && model.stepping.staleness != SyncStepping::unbounded && pipelines_ > 0)
       for (std::size_t s = 0; s < model.stages; ++s)
@@ -231,6 +61,7 @@ public:
       if (!asynchronous() || model_.instances[i].stage > 0 || claim(model_.instances[i].pipeline, 0.0)) try_start(i);
     while (!queue_.empty()) {
       const Event event = queue_.pop();
+      prefetch_ahead();
       ++out_.events;
       if (event.kind == action_done)
         finish_action(event.instance, event.time);
@@ -242,10 +73,53 @@ public:
   }
 
 private:
+  /// Events of one time run through thousands of instances spread over memory larger
+  /// than the caches: what an event a few pops ahead will touch (its instance, its
+  /// state and its neighbours' arrivals; nearer, its routes' lanes) is fetched now,
+  /// so that its misses overlap with this event's work.
+  [[gnu::always_inline]] void prefetch_ahead() {
+    constexpr std::size_t far = 16, near = 8;
+    if (const Event* e = queue_.ahead(far)) {
+      const std::uint32_t j = e->instance;
+      prefetch_lines(&slots_[j], sizeof(Slot));
+      prefetch_lines(&forward_in_[j * m_], m_ * sizeof(double));
+      prefetch_lines(&backward_in_[j * m_], m_ * sizeof(double));
+      __builtin_prefetch(&out_.busy_ms[j]);
+      if (e->towards != Towards::nowhere) {
+        // The send, and the instance it starts.
+        const bool next = e->towards == Towards::next;
+        const std::uint32_t k = next ? j + 1 : j - 1;
+        prefetch_lines(next ? &model_.instances[j].to_next : &model_.instances[j].to_previous, sizeof(Route));
+        __builtin_prefetch(next ? &sent_next_[j] : &sent_previous_[j]);
+        prefetch_lines(&slots_[k], sizeof(Slot));
+        prefetch_lines(next ? &forward_in_[k * m_] : &backward_in_[k * m_], m_ * sizeof(double));
+      }
+    }
+    if (const Event* e = queue_.ahead(near)) {
+      const std::uint32_t j = e->instance;
+      __builtin_prefetch(&processor_free_[slots_[j].processor]);
+      if (e->towards != Towards::nowhere) {
+        const bool next = e->towards == Towards::next;
+        __builtin_prefetch(&processor_free_[slots_[next ? j + 1 : j - 1].processor]);
+        const Route& route = next ? model_.instances[j].to_next : model_.instances[j].to_previous;
+        for (std::uint8_t l = 0; l < route.count; ++l)
+          __builtin_prefetch(&lanes_[route.lanes[l]]);
+      }
+    }
+  }
+
+  /// Prefetches the cache lines of the `bytes` from `at` on.
+  [[gnu::always_inline]] static void prefetch_lines(const void* at, std::size_t bytes) {
+    constexpr std::uintptr_t line = 64;
+    const auto from = reinterpret_cast<std::uintptr_t>(at);
+    for (std::uintptr_t a = from & ~(line - 1); a < from + bytes; a += line)
+      __builtin_prefetch(reinterpret_cast<const void*>(a));
+  }
+
   double& forward_in(std::uint32_t i, std::size_t k) { return forward_in_[i * m_ + k]; }
   double& backward_in(std::uint32_t i, std::size_t k) { return backward_in_[i * m_ + k]; }
 
-  double duration(const Instance& instance, const Action& action, double start) {
+  double duration(const Slot& instance, const Action& action, double start) {
     const bool forward = action.op == Op::forward;
     const double ms = model_.action_overhead_ms +
                       (forward ? instance.forward_fixed_ms + action.size * instance.forward_ms_per_sample
@@ -256,39 +130,38 @@ private:
 
   /// Instance i's device (pipeline and device of the schedule) and where that device's
   /// turn is: with chunks, an instance acts only when the device's list reaches it.
-  std::size_t device_of(const Instance& instance) const {
-    return instance.pipeline * model_.schedule->stages.size() + model_.schedule->place_of(instance.stage).stage;
+  std::size_t device_of(std::uint32_t i) const {
+    return i / model_.stages * model_.schedule->stages.size() + model_.schedule->place_of(slots_[i].stage).stage;
   }
-  bool has_turn(const Instance& instance) const {
+  bool has_turn(std::uint32_t i) const {
     if (turns_.empty()) return true;
-    const std::size_t device = device_of(instance);
+    const std::size_t device = device_of(i);
     const auto& turns = turns_[device % turns_.size()];
-    return turns[turn_[device]] == instance.stage;
+    return turns[turn_[device]] == slots_[i].stage;
   }
   /// The device's turn passes on: to whom it passes may start.
-  void pass_turn(const Instance& instance) {
+  void pass_turn(std::uint32_t i) {
     if (turns_.empty()) return;
-    const std::size_t device = device_of(instance);
+    const std::size_t device = device_of(i);
     const auto& turns = turns_[device % turns_.size()];
     if (++turn_[device] == turns.size()) turn_[device] = 0;
-    try_start(static_cast<std::uint32_t>(instance.pipeline * model_.stages + turns[turn_[device]]));
+    try_start(static_cast<std::uint32_t>(i / model_.stages * model_.stages + turns[turn_[device]]));
   }
 
   /// Starts instance i's next action if its input is there and, with chunks, its
   /// device's turn is its.
   void try_start(std::uint32_t i) {
-    InstanceState& st = state_[i];
+    Slot& st = slots_[i];
     if (st.busy || st.waiting_step) return;
-    const Instance& instance = model_.instances[i];
-    if (!has_turn(instance)) return;
-    const Action& action = actions_[instance.stage][st.next];
+    if (!has_turn(i)) return;
+    const Action& action = actions_[st.stage][st.next];
     if (!per_micro_batch(action.op)) {
       start_sync_or_step(i, action);
       return;
     }
     double input = st.idle_since; // a W waits for its own stage only
     if (action.op == Op::forward)
-      input = instance.stage == 0 ? st.iteration_start : forward_in(i, action.micro_batch);
+      input = st.stage == 0 ? st.iteration_start : forward_in(i, action.micro_batch);
     else if (sends_gradient(action.op))
       input = backward_in(i, action.micro_batch);
     if (std::isnan(input)) return;
@@ -298,11 +171,16 @@ private:
       backward_in(i, action.micro_batch) = unknown;
     st.busy = true;
     // A processor shared with other instances takes actions in the order they ask.
-    double& processor_free = processor_free_[instance.processor];
+    double& processor_free = processor_free_[st.processor];
     st.action_start = std::max({input, st.idle_since, processor_free});
-    st.action_ms = duration(instance, action, st.action_start);
+    st.action_ms = duration(st, action, st.action_start);
     processor_free = st.action_start + st.action_ms;
-    queue_.push({st.action_start + st.action_ms, i, action_done});
+    Towards towards = Towards::nowhere;
+    if (action.op == Op::forward && st.stage + 1 < model_.stages)
+      towards = Towards::next;
+    else if (sends_gradient(action.op) && st.stage > 0)
+      towards = Towards::previous;
+    queue_.push({st.action_start + st.action_ms, i, action_done, towards});
   }
 
   /// A placed sync takes no time on the device (its round runs on the links); a placed
@@ -310,15 +188,14 @@ private:
   /// Stepping asynchronously, a pipeline's stage steps when its server gate says, as
   /// where the schedule places nothing: its sync and step only mark the end.
   void start_sync_or_step(std::uint32_t i, const Action& action) {
-    InstanceState& st = state_[i];
-    const Instance& instance = model_.instances[i];
-    double& processor_free = processor_free_[instance.processor];
+    Slot& st = slots_[i];
+    double& processor_free = processor_free_[st.processor];
     // Where the device is in its list: past its previous action, whoever's it was.
     double start = std::max(st.idle_since, processor_free), ms = 0;
     if (action.op == Op::step && !asynchronous()) {
       if (std::isnan(st.synced_at)) return; // its round has not ended
       start = std::max(start, st.synced_at);
-      ms = instance.optimizer_ms;
+      ms = model_.instances[i].optimizer_ms;
       processor_free = start + ms;
       st.synced_at = unknown;
     }
@@ -367,9 +244,8 @@ private:
   }
 
   void finish_action(std::uint32_t i, double now) {
-    InstanceState& st = state_[i];
-    const Instance& instance = model_.instances[i];
-    const Action& action = actions_[instance.stage][st.next];
+    Slot& st = slots_[i];
+    const Action& action = actions_[st.stage][st.next];
     if (!per_micro_batch(action.op)) {
       finish_sync_or_step(i, action, now);
       return;
@@ -378,24 +254,23 @@ private:
     std::string label;
     if (model_.trace) {
       label = to_string(action);
-      out_.spans.push_back(
-          {label, instance.pipeline, instance.stage, Span::Kind::compute, st.action_start, st.action_ms});
+      out_.spans.push_back({label, i / model_.stages, st.stage, Span::Kind::compute, st.action_start, st.action_ms});
     }
     const std::string* trace_label = model_.trace ? &label : nullptr;
     const std::size_t k = action.micro_batch;
     if (action.op == Op::forward) {
-      if (instance.stage + 1 < model_.stages) {
-        forward_in(i + 1, k) = transfer(instance.to_next, sent_next_[i], action.size * instance.send_bytes_per_sample,
-                                        now, i, trace_label);
+      if (st.stage + 1 < model_.stages) {
+        forward_in(i + 1, k) = transfer(model_.instances[i].to_next, sent_next_[i],
+                                        action.size * st.send_bytes_per_sample, now, i, trace_label);
         try_start(i + 1);
       } else {
         backward_in(i, k) = now; // the loss is computed where the forward ends
       }
     } else {
       st.last_backward = now;
-      if (sends_gradient(action.op) && instance.stage > 0) {
-        backward_in(i - 1, k) = transfer(instance.to_previous, sent_previous_[i],
-                                         action.size * instance.grad_bytes_per_sample, now, i, trace_label);
+      if (sends_gradient(action.op) && st.stage > 0) {
+        backward_in(i - 1, k) = transfer(model_.instances[i].to_previous, sent_previous_[i],
+                                         action.size * st.grad_bytes_per_sample, now, i, trace_label);
         try_start(i - 1);
       }
     }
@@ -405,13 +280,12 @@ private:
   /// Instance i's action has ended at `now`: the device's turn passes on, and i goes on
   /// with its next action or, after its last, to its stage's sync and step.
   void end_action(std::uint32_t i, double now) {
-    InstanceState& st = state_[i];
-    const Instance& instance = model_.instances[i];
+    Slot& st = slots_[i];
     st.busy = false;
     st.idle_since = now;
-    const bool more = ++st.next < actions_[instance.stage].size();
+    const bool more = ++st.next < actions_[st.stage].size();
     st.waiting_step = !more; // before the turn passes, which may come back to it
-    pass_turn(instance);
+    pass_turn(i);
     if (more) {
       try_start(i);
       return;
@@ -421,18 +295,18 @@ private:
     else if (placed_steps_)
       queue_.push({now, i, iteration_start}); // its step was its last action
     else
-      gradients_ready(instance.stage, now);
+      gradients_ready(st.stage, now);
   }
 
   /// A placed sync joins its stage's round; a placed step has ended it in lockstep.
   void finish_sync_or_step(std::uint32_t i, const Action& action, double now) {
-    InstanceState& st = state_[i];
+    Slot& st = slots_[i];
     const Instance& instance = model_.instances[i];
     if (!asynchronous()) {
       if (action.op == Op::sync) {
         if (const auto end = round_end(instance.stage, now))
           for (std::uint32_t r : model_.groups[instance.stage].instances) {
-            state_[r].synced_at = *end;
+            slots_[r].synced_at = *end;
             if (r != i) try_start(r); // it may wait at its step
           }
       } else {
@@ -454,7 +328,7 @@ private:
     if (pool_ == 0) return false;
     ++claimed_[p];
     if (--pool_ == 0 && !gates_.empty())
-      for (std::uint32_t i = 0; i < state_.size(); ++i)
+      for (std::uint32_t i = 0; i < slots_.size(); ++i)
         leave_if_done(i, now); // pipelines out of work no longer hold the others back
     return true;
   }
@@ -462,7 +336,7 @@ private:
   /// Asynchronous: instance i's actions of a step are done; it steps once its stage's
   /// server gate (the parameter-server actor's rule) answers it.
   void pushed(std::uint32_t i, double now) {
-    ++state_[i].pushed;
+    ++steps_[i].pushed;
     if (gates_.empty()) {
       queue_.push({take_step(i, now), i, iteration_start});
       return;
@@ -485,7 +359,7 @@ private:
   void leave_if_done(std::uint32_t i, double now) {
     const Instance& instance = model_.instances[i];
     sync::ServerGate& gate = gates_[instance.stage];
-    if (away_[i] || pool_ > 0 || claimed_[instance.pipeline] != state_[i].pushed || gate.waiting(instance.pipeline))
+    if (away_[i] || pool_ > 0 || claimed_[instance.pipeline] != steps_[i].pushed || gate.waiting(instance.pipeline))
       return;
     away_[i] = true;
     answer(instance.stage, gate.set_away(instance.pipeline, true), now);
@@ -502,7 +376,7 @@ private:
     if (model_.trace && instance.optimizer_ms > 0)
       out_.spans.push_back(
           {"step", instance.pipeline, instance.stage, Span::Kind::sync, step_start, instance.optimizer_ms});
-    out_.sync_ms[i] += step_end - state_[i].last_backward;
+    out_.sync_ms[i] += step_end - slots_[i].last_backward;
     return step_end;
   }
 
@@ -513,7 +387,7 @@ private:
     if (!end) return;
     for (std::uint32_t i : model_.groups[stage].instances) {
       const double step_end = take_step(i, *end);
-      double& iteration_end = out_.iteration_end_ms[state_[i].iteration];
+      double& iteration_end = out_.iteration_end_ms[slots_[i].iteration];
       iteration_end = std::max(iteration_end, step_end);
       queue_.push({step_end, i, iteration_start});
     }
@@ -543,11 +417,11 @@ private:
   /// Asynchronous: instance i has stepped; its pipeline's part is done once every
   /// stage has, and every `pipelines` parts done end an iteration.
   void step_taken(std::uint32_t i, double now) {
-    ++state_[i].completed;
+    ++steps_[i].completed;
     const std::size_t p = model_.instances[i].pipeline;
-    std::uint64_t done = state_[i].completed;
+    std::uint64_t done = steps_[i].completed;
     for (std::size_t s = 0; s < model_.stages; ++s)
-      done = std::min(done, state_[p * model_.stages + s].completed);
+      done = std::min(done, steps_[p * model_.stages + s].completed);
     if (done <= parts_of_[p]) return;
     parts_of_[p] = done;
     if (++parts_done_ % pipelines_ == 0 && parts_done_ / pipelines_ <= iterations_)
@@ -555,7 +429,7 @@ private:
   }
 
   void start_iteration(std::uint32_t i, double now) {
-    InstanceState& st = state_[i];
+    Slot& st = slots_[i];
     if (asynchronous()) {
       step_taken(i, now);
       ++st.iteration;
@@ -578,7 +452,7 @@ private:
   std::vector<std::vector<std::size_t>> turns_;
   std::vector<std::size_t> turn_;
   std::size_t m_;
-  std::vector<InstanceState> state_;
+  std::vector<Slot> slots_;
   std::vector<double> forward_in_, backward_in_; ///< arrival times; NaN until sent
   std::vector<LaneClock> lanes_;
   std::vector<double> sent_next_, sent_previous_; ///< per instance, bytes over each route
@@ -591,6 +465,11 @@ private:
   std::size_t pool_ = 0;                ///< parts no pipeline has taken yet
   std::vector<std::uint64_t> claimed_;  ///< per pipeline, parts taken
   std::vector<std::uint64_t> parts_of_; ///< per pipeline, parts every stage has stepped on
+  struct Steps {
+    std::uint64_t pushed = 0;    ///< steps whose actions are done
+    std::uint64_t completed = 0; ///< steps taken
+  };
+  std::vector<Steps> steps_;            ///< per instance
   std::size_t parts_done_ = 0;          ///< over all pipelines
   std::vector<sync::ServerGate> gates_; ///< per stage, under a staleness bound
   std::vector<bool> away_;              ///< per instance: told its gate it has no work

@@ -186,7 +186,8 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
   // The representatives' sends keep their routes at full speed; each lane on them is
   // occupied, per byte of their own, for as long as it takes to carry every pipeline's
   // sends across it too (iteration_ms() weighs that by the sends' bytes).
-  std::unordered_map<sim::LaneId, sim::LaneId> compact;
+  constexpr sim::LaneId unmodelled = std::numeric_limits<sim::LaneId>::max();
+  std::vector<sim::LaneId> compact(topology.lane_count(), unmodelled); ///< cluster lane → the model's, if any
   std::vector<std::vector<sim::Route>> routes(reps.size(), std::vector<sim::Route>(sends));
   m.cut_ms_per_byte.assign(S > 0 ? S - 1 : 0, 0.0);
   m.cut_latency_ms.assign(S > 0 ? S - 1 : 0, 0.0);
@@ -197,10 +198,13 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
       own.latency_ms = r.latency_ms;
       own.bytes_per_ms = r.bytes_per_ms;
       for (std::uint8_t l = 0; l < r.count; ++l) {
-        auto [it, added] = compact.try_emplace(r.lanes[l], static_cast<sim::LaneId>(m.lanes.size()));
-        if (added) m.lanes.push_back({topology.bytes_per_ms(r.lanes[l]), {}, {}});
-        m.lanes[it->second].own.push_back(c);
-        own.lanes[own.count++] = it->second;
+        sim::LaneId& id = compact[r.lanes[l]];
+        if (id == unmodelled) {
+          id = static_cast<sim::LaneId>(m.lanes.size());
+          m.lanes.push_back({topology.bytes_per_ms(r.lanes[l]), {}, {}});
+        }
+        m.lanes[id].own.push_back(c);
+        own.lanes[own.count++] = id;
       }
     }
   for (std::size_t c = 0; c < sends; ++c) {
@@ -216,7 +220,7 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
   }
   for (std::size_t c = 0; c < sends; ++c)
     for (const auto& [lane, pipelines] : crossings[c])
-      if (const auto it = compact.find(lane); it != compact.end()) m.lanes[it->second].load.push_back({c, pipelines});
+      if (compact[lane] != unmodelled) m.lanes[compact[lane]].load.push_back({c, pipelines});
   m.model.schedule = &m.brief.schedule;
   m.model.stages = S;
   m.model.processors = reps.size() * S;
@@ -252,25 +256,41 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
   // bandwidth are always free at the same moment: one of them stands for all, and a
   // ring over thousands of replicas costs an evaluation a few lanes, not thousands.
   // (A lane only one ring crosses, and no send, delays nothing at all.)
-  std::unordered_map<sim::LaneId, std::vector<std::pair<std::uint32_t, int>>> rings_of; ///< lane → (ring, uses)
+  // Each lane no send crosses, with the rings that cross it and how often: sorted by
+  // lane, each lane's rings are one run, in ring order.
+  struct Crossing {
+    sim::LaneId lane;
+    std::uint32_t ring;
+    int uses;
+  };
+  std::vector<Crossing> crossed;
   for (std::uint32_t g = 0; g < m.model.groups.size(); ++g) {
     const sim::Group& group = m.model.groups[g];
     for (std::size_t l = 0; l < group.lanes.size(); ++l)
-      if (!compact.contains(group.lanes[l])) rings_of[group.lanes[l]].push_back({g, group.lane_uses[l]});
+      if (compact[group.lanes[l]] == unmodelled) crossed.push_back({group.lanes[l], g, group.lane_uses[l]});
   }
+  std::stable_sort(crossed.begin(), crossed.end(),
+                   [](const Crossing& a, const Crossing& b) { return a.lane < b.lane; });
+  std::vector<std::uint32_t> first_crossing(topology.lane_count(), 0); ///< per lane, its run in `crossed`
+  for (std::size_t k = crossed.size(); k-- > 0;)
+    first_crossing[crossed[k].lane] = static_cast<std::uint32_t>(k);
+  auto rings_of = [&](sim::LaneId lane) {
+    std::vector<std::pair<std::uint32_t, int>> rings;
+    for (std::size_t k = first_crossing[lane]; k < crossed.size() && crossed[k].lane == lane; ++k)
+      rings.push_back({crossed[k].ring, crossed[k].uses});
+    return rings;
+  };
   std::map<std::pair<double, std::vector<std::pair<std::uint32_t, int>>>, sim::LaneId> classes;
   for (sim::Group& group : m.model.groups) {
     std::vector<std::pair<sim::LaneId, int>> kept;
     for (std::size_t l = 0; l < group.lanes.size(); ++l) {
       const sim::LaneId lane = group.lanes[l];
-      sim::LaneId id;
-      if (const auto it = compact.find(lane); it != compact.end()) {
-        id = it->second;
-      } else {
-        const auto& rings = rings_of[lane];
-        if (rings.size() < 2) continue;
-        const auto [at, added] =
-            classes.try_emplace({topology.bytes_per_ms(lane), rings}, static_cast<sim::LaneId>(m.lanes.size()));
+      sim::LaneId id = compact[lane];
+      if (id == unmodelled) {
+        const std::size_t k = first_crossing[lane];
+        if (k + 1 >= crossed.size() || crossed[k + 1].lane != lane) continue; // one ring only
+        const auto [at, added] = classes.try_emplace({topology.bytes_per_ms(lane), rings_of(lane)},
+                                                     static_cast<sim::LaneId>(m.lanes.size()));
         if (added) m.lanes.push_back({topology.bytes_per_ms(lane), {}, {}});
         id = at->second;
       }

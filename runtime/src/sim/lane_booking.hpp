@@ -40,16 +40,18 @@ inline std::vector<LaneClock> lane_clocks(const std::vector<double>& bytes_per_m
 
 /// Books `bytes` over `route`, ready at `ready_ms`, and moves its lanes' clocks on.
 inline Booking book_transfer(const Route& route, double bytes, double ready_ms, std::vector<LaneClock>& lanes) {
-  Booking b;
-  b.start_ms = ready_ms;
-  for (std::uint8_t l = 0; l < route.count; ++l)
-    b.start_ms = std::max(b.start_ms, lanes[route.lanes[l]].free_at_ms);
-  b.arrival_ms = b.start_ms + route.latency_ms + (std::isinf(route.bytes_per_ms) ? 0.0 : bytes / route.bytes_per_ms);
+  // The start is kept in a local of its own: as a member of the booking it went
+  // through memory on every lane, a dependency from one lane's load to the next.
+  double start = ready_ms;
+  for (std::uint8_t l = 0; l < route.count; ++l) {
+    const double free_at = lanes[route.lanes[l]].free_at_ms;
+    start = start < free_at ? free_at : start;
+  }
   for (std::uint8_t l = 0; l < route.count; ++l) {
     LaneClock& lane = lanes[route.lanes[l]];
-    lane.free_at_ms = b.start_ms + bytes * route.share[l] / lane.bytes_per_ms;
+    lane.free_at_ms = start + bytes * route.share[l] / lane.bytes_per_ms;
   }
-  return b;
+  return {start, start + route.latency_ms + (std::isinf(route.bytes_per_ms) ? 0.0 : bytes / route.bytes_per_ms)};
 }
 
 /// Books `group`'s ring all-reduce of its bytes, ready at `ready_ms`, as book_transfer()

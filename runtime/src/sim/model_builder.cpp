@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
 #include <numeric>
 #include <tuple>
 
@@ -23,15 +22,19 @@ Group make_group(const Topology& topology, const ClusterSpec& cluster, std::vect
   group.instances = std::move(instances);
   group.bytes_per_ms = std::numeric_limits<double>::infinity();
   if (order.size() < 2) return group;
-  std::map<LaneId, int> uses;
+  std::vector<LaneId> crossed; ///< every ring step's lanes; sorted, a lane's uses are its run
   for (std::size_t j = 0; j < order.size(); ++j) {
     const Route route = topology.route(devices[order[j]], devices[order[(j + 1) % order.size()]]);
-    for (std::uint8_t l = 0; l < route.count; ++l)
-      ++uses[route.lanes[l]];
+    crossed.insert(crossed.end(), route.lanes.begin(), route.lanes.begin() + route.count);
     group.latency_ms = std::max(group.latency_ms, route.latency_ms);
     group.bytes_per_ms = std::min(group.bytes_per_ms, route.bytes_per_ms);
   }
-  for (const auto& [lane, count] : uses) {
+  std::sort(crossed.begin(), crossed.end());
+  for (std::size_t k = 0; k < crossed.size();) {
+    const LaneId lane = crossed[k];
+    int count = 0;
+    for (; k < crossed.size() && crossed[k] == lane; ++k)
+      ++count;
     group.lanes.push_back(lane);
     group.lane_uses.push_back(count);
     group.bytes_per_ms = std::min(group.bytes_per_ms, topology.bytes_per_ms(lane) / count);

@@ -1,0 +1,191 @@
+#pragma once
+
+/// The engine's pending events, earliest first and, at equal times, by instance, so
+/// that runs repeat exactly: a heap for models of a few instances, and buckets of one
+/// time each for many alike pipelines.
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <queue>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace actorpipe::sim {
+
+enum class Kind : std::uint16_t { action_done, iteration_start };
+/// Where the action that ends sends its output: known when it starts, so that what its
+/// end will touch can be fetched ahead of it (prefetch_ahead()).
+enum class Towards : std::uint16_t { nowhere, next, previous };
+
+struct Event {
+  double time;
+  std::uint32_t instance;
+  Kind kind;
+  Towards towards = Towards::nowhere;
+  bool operator>(const Event& other) const {
+    return time != other.time ? time > other.time : instance > other.instance;
+  }
+};
+constexpr Kind action_done = Kind::action_done, iteration_start = Kind::iteration_start;
+
+/// The pending events, earliest first and, at equal times, by instance, so that runs
+/// repeat exactly: a 4-ary heap, for models of a few instances, whose events seldom
+/// share a time.
+class EventHeap {
+public:
+  bool empty() const { return heap_.empty(); }
+  /// The heap serves models small enough to sit in the caches: nothing to look ahead to.
+  const Event* ahead(std::size_t) const { return nullptr; }
+  void push(Event e) {
+    std::size_t i = heap_.size();
+    heap_.push_back(e);
+    while (i > 0) {
+      const std::size_t parent = (i - 1) / 4;
+      if (!(heap_[parent] > e)) break;
+      heap_[i] = heap_[parent];
+      i = parent;
+    }
+    heap_[i] = e;
+  }
+  Event pop() {
+    const Event top = heap_.front();
+    const Event last = heap_.back();
+    heap_.pop_back();
+    const std::size_t n = heap_.size();
+    if (n == 0) return top;
+    std::size_t i = 0;
+    for (;;) {
+      const std::size_t first = 4 * i + 1;
+      if (first >= n) break;
+      std::size_t least = first;
+      for (std::size_t c = first + 1; c < std::min(first + 4, n); ++c)
+        if (heap_[least] > heap_[c]) least = c;
+      if (!(last > heap_[least])) break;
+      heap_[i] = heap_[least];
+      i = least;
+    }
+    heap_[i] = last;
+    return top;
+  }
+
+private:
+  std::vector<Event> heap_;
+};
+
+/// The same order for models of many instances: events are kept in buckets of one
+/// time each, and only the distinct times go through a heap. Pipelines that run alike
+/// finish their actions at the same moments, so ten thousand pending events often share
+/// a few dozen times.
+class EventBuckets {
+public:
+  bool empty() const { return current_ == none && times_.empty(); }
+
+  /// The event `distance` pops away in the bucket being drained, if it holds one: what
+  /// its instance will touch can be fetched into the caches before it is popped.
+  const Event* ahead(std::size_t distance) const {
+    if (current_ == none) return nullptr;
+    const Bucket& bucket = buckets_[current_];
+    const std::size_t at = bucket.next + distance;
+    return at < bucket.events.size() ? &bucket.events[at] : nullptr;
+  }
+
+  void push(Event e) {
+    const std::uint64_t key = std::bit_cast<std::uint64_t>(e.time);
+    std::uint32_t id = recent_;
+    if (id == none || recent_key_ != key) {
+      const auto found = index_.find(key);
+      if (found == index_.end()) {
+        id = allocate(e.time);
+        buckets_[id].events.push_back(e);
+        index_.emplace(key, id);
+        times_.push({e.time, id});
+        remember(key, id);
+        return;
+      }
+      id = found->second;
+      remember(key, id);
+    }
+    Bucket& bucket = buckets_[id];
+    if (id == current_) {
+      // Being drained: keep what is left in order.
+      const auto at =
+          std::upper_bound(bucket.events.begin() + static_cast<std::ptrdiff_t>(bucket.next), bucket.events.end(), e,
+                           [](const Event& a, const Event& b) { return a.instance < b.instance; });
+      bucket.events.insert(at, e);
+      return;
+    }
+    bucket.sorted = bucket.sorted && bucket.events.back().instance <= e.instance;
+    bucket.events.push_back(e);
+  }
+
+  Event pop() {
+    if (current_ == none) {
+      current_ = times_.top().second;
+      times_.pop();
+      Bucket& bucket = buckets_[current_];
+      if (!bucket.sorted)
+        std::stable_sort(bucket.events.begin(), bucket.events.end(),
+                         [](const Event& a, const Event& b) { return a.instance < b.instance; });
+    }
+    Bucket& bucket = buckets_[current_];
+    const Event e = bucket.events[bucket.next++];
+    if (bucket.next == bucket.events.size()) {
+      release(current_);
+      current_ = none;
+    }
+    return e;
+  }
+
+private:
+  static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
+  struct Bucket {
+    double time = 0;
+    std::vector<Event> events;
+    std::size_t next = 0;
+    bool sorted = true;
+  };
+
+  std::uint32_t allocate(double time) {
+    std::uint32_t id;
+    if (!free_.empty()) {
+      id = free_.back();
+      free_.pop_back();
+    } else {
+      id = static_cast<std::uint32_t>(buckets_.size());
+      buckets_.emplace_back();
+    }
+    Bucket& bucket = buckets_[id];
+    bucket.time = time;
+    bucket.events.clear();
+    bucket.next = 0;
+    bucket.sorted = true;
+    return id;
+  }
+  void release(std::uint32_t id) {
+    index_.erase(std::bit_cast<std::uint64_t>(buckets_[id].time));
+    free_.push_back(id);
+    if (id == recent_) recent_ = none;
+  }
+  /// The bucket pushed to last: alike pipelines push runs of events of one time, so
+  /// most pushes find their bucket without the hash.
+  void remember(std::uint64_t key, std::uint32_t id) {
+    recent_key_ = key;
+    recent_ = id;
+  }
+
+  std::vector<Bucket> buckets_;
+  std::vector<std::uint32_t> free_;
+  std::unordered_map<std::uint64_t, std::uint32_t> index_; ///< time's bits → bucket
+  std::priority_queue<std::pair<double, std::uint32_t>, std::vector<std::pair<double, std::uint32_t>>, std::greater<>>
+      times_;
+  std::uint32_t current_ = none;
+  std::uint64_t recent_key_ = 0;
+  std::uint32_t recent_ = none;
+};
+
+} // namespace actorpipe::sim
