@@ -26,8 +26,7 @@ public:
       : model_(model), iterations_(iterations), actions_(model.schedule->virtual_stage_actions()),
         m_(model.schedule->micro_batch_sizes.size()), slots_(model.instances.begin(), model.instances.end()),
         forward_in_(model.instances.size() * m_, unknown), backward_in_(model.instances.size() * m_, unknown),
-        lanes_(lane_clocks(model.lane_bytes_per_ms)), sent_next_(model.instances.size(), 0.0),
-        sent_previous_(model.instances.size(), 0.0), rounds_(model.groups.size(), 0.0),
+        lanes_(lane_clocks(model.lane_bytes_per_ms)), rounds_(model.groups.size(), 0.0),
         processor_free_(model.processors, 0.0), group_ready_(model.groups.size(), 0),
         group_ready_at_(model.groups.size(), 0.0), pipelines_(model.stages ? model.instances.size() / model.stages : 0),
         claimed_(pipelines_, 0), parts_of_(pipelines_, 0),
@@ -90,7 +89,6 @@ private:
         const bool next = e->towards == Towards::next;
         const std::uint32_t k = next ? j + 1 : j - 1;
         prefetch_lines(next ? &model_.instances[j].to_next : &model_.instances[j].to_previous, sizeof(Route));
-        __builtin_prefetch(next ? &sent_next_[j] : &sent_previous_[j]);
         prefetch_lines(&slots_[k], sizeof(Slot));
         prefetch_lines(next ? &forward_in_[k * m_] : &backward_in_[k * m_], m_ * sizeof(double));
       }
@@ -206,12 +204,9 @@ private:
   }
 
   /// Books a transfer on its route's lanes (book_transfer) and returns its arrival.
-  /// What each lane carried is added up per route and spread over its lanes at the
-  /// end (account_lanes): a lane's busy time is linear in its bytes.
-  double transfer(const Route& route, double& route_bytes, double bytes, double ready, std::uint32_t from,
-                  const std::string* label) {
+  /// What each lane carried is worked out at the end (account_lanes).
+  double transfer(const Route& route, double bytes, double ready, std::uint32_t from, const std::string* label) {
     const Booking b = book_transfer(route, bytes, ready, lanes_);
-    route_bytes += bytes;
     const double ms = b.arrival_ms - b.start_ms;
     if (label && ms > 0) {
       const Instance& instance = model_.instances[from];
@@ -220,16 +215,29 @@ private:
     return b.arrival_ms;
   }
 
-  /// Each lane's bytes and busy time, from what each route and ring carried.
+  /// Each lane's bytes and busy time, from what each route and ring carried: a lane's
+  /// busy time is linear in its bytes, and every iteration an instance runs sends the
+  /// same, so nothing of it is counted while the events run.
   void account_lanes() {
     const auto account = [this](LaneId lane, double bytes) {
       out_.lane_bytes[lane] += bytes;
       out_.lane_busy_ms[lane] += bytes / model_.lane_bytes_per_ms[lane];
     };
+    // Per virtual stage and iteration, the samples its forwards send on and its
+    // backwards send back.
+    std::vector<double> forward_samples(actions_.size(), 0.0), gradient_samples(actions_.size(), 0.0);
+    for (std::size_t v = 0; v < actions_.size(); ++v)
+      for (const Action& a : actions_[v]) {
+        if (a.op == Op::forward && v + 1 < model_.stages) forward_samples[v] += a.size;
+        if (sends_gradient(a.op) && v > 0) gradient_samples[v] += a.size;
+      }
     for (std::uint32_t i = 0; i < model_.instances.size(); ++i) {
       const Instance& instance = model_.instances[i];
+      const double iterations = slots_[i].iteration;
+      const double sent_next = iterations * forward_samples[instance.stage] * instance.send_bytes_per_sample;
+      const double sent_previous = iterations * gradient_samples[instance.stage] * instance.grad_bytes_per_sample;
       for (const auto& [route, bytes] :
-           {std::pair{&instance.to_next, sent_next_[i]}, std::pair{&instance.to_previous, sent_previous_[i]}})
+           {std::pair{&instance.to_next, sent_next}, std::pair{&instance.to_previous, sent_previous}})
         if (bytes > 0)
           for (std::uint8_t l = 0; l < route->count; ++l)
             account(route->lanes[l], bytes * route->share[l]);
@@ -260,8 +268,8 @@ private:
     const std::size_t k = action.micro_batch;
     if (action.op == Op::forward) {
       if (st.stage + 1 < model_.stages) {
-        forward_in(i + 1, k) = transfer(model_.instances[i].to_next, sent_next_[i],
-                                        action.size * st.send_bytes_per_sample, now, i, trace_label);
+        forward_in(i + 1, k) =
+            transfer(model_.instances[i].to_next, action.size * st.send_bytes_per_sample, now, i, trace_label);
         try_start(i + 1);
       } else {
         backward_in(i, k) = now; // the loss is computed where the forward ends
@@ -269,8 +277,8 @@ private:
     } else {
       st.last_backward = now;
       if (sends_gradient(action.op) && st.stage > 0) {
-        backward_in(i - 1, k) = transfer(model_.instances[i].to_previous, sent_previous_[i],
-                                         action.size * st.grad_bytes_per_sample, now, i, trace_label);
+        backward_in(i - 1, k) =
+            transfer(model_.instances[i].to_previous, action.size * st.grad_bytes_per_sample, now, i, trace_label);
         try_start(i - 1);
       }
     }
@@ -455,9 +463,8 @@ private:
   std::vector<Slot> slots_;
   std::vector<double> forward_in_, backward_in_; ///< arrival times; NaN until sent
   std::vector<LaneClock> lanes_;
-  std::vector<double> sent_next_, sent_previous_; ///< per instance, bytes over each route
-  std::vector<double> rounds_;                    ///< per group, all-reduces booked
-  std::vector<double> processor_free_;            ///< when each processor's last reserved work ends
+  std::vector<double> rounds_;         ///< per group, all-reduces booked
+  std::vector<double> processor_free_; ///< when each processor's last reserved work ends
   std::vector<std::size_t> group_ready_;
   std::vector<double> group_ready_at_;
   // Asynchronous stepping:

@@ -56,6 +56,8 @@ Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
     model.lane_bytes_per_ms[l] = topology.bytes_per_ms(l);
 
   SimulationReport report;
+  model.instances.reserve(P * S);
+  report.devices.reserve(P * S);
   for (std::size_t p = 0; p < P; ++p)
     for (std::size_t s = 0; s < S; ++s) {
       const DeviceId d = plan.devices[p][s];
