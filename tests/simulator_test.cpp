@@ -1,5 +1,5 @@
 // The simulator: closed forms of GPipe and 1F1B, agreement with the contention-free
-// pipeline pass, contention on a shared NIC, stragglers, pipelines stepping alone
+// pipeline pass, contention on a shared NIC, what links carry, stragglers, pipelines stepping alone
 // (asynchronous sync policies), traces; and the planner's
 // estimate (IterationModel) against it.
 #define BOOST_TEST_MODULE simulator
@@ -282,6 +282,33 @@ BOOST_AUTO_TEST_CASE(transfers_sharing_a_nic_contend) {
   BOOST_REQUIRE(!two.links.empty());
   BOOST_TEST(two.links.front().name.find("nic0") != std::string::npos, two.links.front().name);
   BOOST_TEST(two.links.front().busy > 0.5);
+}
+
+BOOST_AUTO_TEST_CASE(a_link_carries_what_its_pipelines_sent_in_lockstep_and_stepping_alone) {
+  // Stage 0 on server 0, stage 1 on server 1, 1 MB of activations and of gradients per
+  // sample; pipeline 1 three times as fast. Each iteration sends 4 samples each way.
+  const ModelProfile profile = chain(2, 1.0, 1.0, 1'000'000);
+  ClusterSpec c = cluster(2, 2);
+  c.devices[1].speed = c.devices[3].speed = 3.0;
+  Plan plan = plan_for(2, one_f_one_b_schedule(2, {1, 2, 1}), {{0, 2}, {1, 3}});
+  SimulationOptions options;
+  options.iterations = 10;
+  auto carried = [](const SimulationReport& r, const std::string& link) {
+    const auto it = std::find_if(r.links.begin(), r.links.end(), [&](const LinkReport& l) { return l.name == link; });
+    return it == r.links.end() ? 0.0 : it->bytes;
+  };
+  const SimulationReport lockstep = run(plan, profile, c, options);
+  BOOST_TEST(carried(lockstep, "s0/gpu0 out") == 10 * 4e6, tt::tolerance(1e-12)); // activations
+  BOOST_TEST(carried(lockstep, "s1/gpu0 out") == 10 * 4e6, tt::tolerance(1e-12)); // gradients
+  BOOST_TEST(carried(lockstep, "s0/nic0 out") == 2 * 10 * 4e6, tt::tolerance(1e-12));
+  // Alone, the fast pipeline takes more of the 20 parts, and its links carry them.
+  plan.stepping.asynchronous = true;
+  const SimulationReport alone = run(plan, profile, c, options);
+  const double slow = carried(alone, "s0/gpu0 out"), fast = carried(alone, "s0/gpu1 out");
+  BOOST_TEST(fast > slow);
+  BOOST_TEST(slow + fast == 20 * 4e6, tt::tolerance(1e-12));
+  BOOST_TEST(carried(alone, "s1/gpu1 out") == fast, tt::tolerance(1e-12));
+  BOOST_TEST(carried(alone, "s0/nic0 out") == 20 * 4e6, tt::tolerance(1e-12));
 }
 
 BOOST_AUTO_TEST_CASE(emulated_links_queue_transfers_on_the_lanes_they_share_as_the_simulator_books_them) {
