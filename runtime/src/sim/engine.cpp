@@ -67,6 +67,8 @@ public:
       else
         start_iteration(event.instance, event.time);
     }
+    for (std::size_t i = 0; i < slots_.size(); ++i)
+      out_.busy_ms[i] = slots_[i].busy_ms;
     account_lanes();
     return std::move(out_);
   }
@@ -83,7 +85,6 @@ private:
       prefetch_lines(&slots_[j], sizeof(Slot));
       prefetch_lines(&forward_in_[j * m_], m_ * sizeof(double));
       prefetch_lines(&backward_in_[j * m_], m_ * sizeof(double));
-      __builtin_prefetch(&out_.busy_ms[j]);
       if (e->towards != Towards::nowhere) {
         // The send, and the instance it starts.
         const bool next = e->towards == Towards::next;
@@ -157,9 +158,11 @@ private:
       start_sync_or_step(i, action);
       return;
     }
-    double input = st.idle_since; // a W waits for its own stage only
-    if (action.op == Op::forward)
-      input = st.stage == 0 ? st.iteration_start : forward_in(i, action.micro_batch);
+    // A W waits for its own stage only, and so does the first stage's forward: its data
+    // is there from the iteration's start, no later than the stage went idle.
+    double input = st.idle_since;
+    if (action.op == Op::forward && st.stage > 0)
+      input = forward_in(i, action.micro_batch);
     else if (sends_gradient(action.op))
       input = backward_in(i, action.micro_batch);
     if (std::isnan(input)) return;
@@ -258,7 +261,7 @@ private:
       finish_sync_or_step(i, action, now);
       return;
     }
-    out_.busy_ms[i] += st.action_ms;
+    st.busy_ms += st.action_ms;
     std::string label;
     if (model_.trace) {
       label = to_string(action);
@@ -447,7 +450,6 @@ private:
     }
     st.next = 0;
     st.waiting_step = false;
-    st.iteration_start = now;
     st.idle_since = now;
     try_start(i);
   }

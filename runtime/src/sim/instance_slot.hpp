@@ -30,10 +30,10 @@ struct alignas(64) Slot {
   std::uint32_t processor, device;
 
   double idle_since = 0;
-  double iteration_start = 0;
   double action_start = 0;
   double action_ms = 0;
   double last_backward = 0;
+  double busy_ms = 0; ///< computing, over the run
   /// A schedule that places steps, in lockstep: when its stage's round ended, this
   /// iteration (NaN until it has).
   double synced_at = std::numeric_limits<double>::quiet_NaN();
