@@ -124,7 +124,7 @@ private:
                       (forward ? instance.forward_fixed_ms + action.size * instance.forward_ms_per_sample
                                : backward_share(action.op, instance.input_gradient_share) *
                                      (instance.backward_fixed_ms + action.size * instance.backward_ms_per_sample));
-    return straggled_ms(model_.stragglers, instance.device, start, ms, random_);
+    return model_.stragglers.empty() ? ms : straggled_ms(model_.stragglers, instance.device, start, ms, random_);
   }
 
   /// Instance i's device (pipeline and device of the schedule) and where that device's
