@@ -14,7 +14,6 @@
 #include <map>
 #include <numeric>
 #include <optional>
-#include <unordered_map>
 
 namespace actorpipe {
 
