@@ -19,7 +19,8 @@
 ///                         [--traces DIR]
 /// --traces keeps each actorpipe run's Perfetto trace in DIR, and Kineto traces (every
 /// GPU kernel with its time) of two steps of the plain loop (bf16, after every timed
-/// run) and of PyTorch eager, to compare kernel by kernel (bench/kernel_table.py).
+/// run) and of PyTorch eager, to compare kernel by kernel (bench/kernel_table.py), and
+/// of four steps of actorpipe 2 × 1 with every thread's operators.
 
 #include <actorpipe/job.hpp>
 #include <actorpipe/planner.hpp>
@@ -148,16 +149,18 @@ Row actorpipe_row(const std::string& name, JobSpec job, const ModelProfile& prof
   return row;
 }
 
-/// Two more calls of `step` under LibTorch's profiler (Kineto, CUPTI for the GPU),
-/// saved as a Chrome trace: the kernels a step launches, each with its GPU time.
-template <class Step> void kernel_trace(Step step, const fs::path& file) {
+/// `work` under LibTorch's profiler (Kineto, CUPTI for the GPU), saved as a Chrome
+/// trace: the kernels it launches, each with its GPU time, and the operators every
+/// thread ran (the stages' threads and the autograd engine's too, not only this one).
+template <class Work> void kernel_trace(Work work, const fs::path& file) {
   namespace impl = torch::profiler::impl;
-  const impl::ProfilerConfig config(impl::ProfilerState::KINETO);
+  impl::ExperimentalConfig every_thread;
+  every_thread.profile_all_threads = true;
+  const impl::ProfilerConfig config(impl::ProfilerState::KINETO, false, false, false, false, false, every_thread);
   const std::set<impl::ActivityType> activities{impl::ActivityType::CPU, impl::ActivityType::CUDA};
   torch::autograd::profiler::prepareProfiler(config, activities);
   torch::autograd::profiler::enableProfiler(config, activities);
-  for (int k = 0; k < 2; ++k)
-    step();
+  work();
   torch::autograd::profiler::disableProfiler()->save(file.string());
 }
 
@@ -351,7 +354,23 @@ int main(int argc, char** argv) {
     for (std::uint64_t k = 0; k < s.warmup; ++k)
       training->step();
     fs::create_directories(s.traces);
-    kernel_trace([&] { training->step(); }, fs::path(s.traces) / "plain-loop-bf16.kineto.json");
+    kernel_trace(
+        [&] {
+          for (int k = 0; k < 2; ++k)
+            training->step();
+        },
+        fs::path(s.traces) / "plain-loop-bf16.kineto.json");
+    // Two stages on the one GPU, whose step is bound by the host where LibTorch's
+    // per-operator cost is high: where each thread's time goes, the autograd engine's
+    // (every backward on one GPU runs on its one thread) beside the stages'.
+    JobSpec two = gpt_job(s, dir, corpus, 2, Precision::bf16);
+    two.profile = profile;
+    const Plan plan = need(make_plan(two, plugins), "traced 2 × 1");
+    RunOptions options;
+    options.steps = 4;
+    options.output_dir = (dir / "run-traced").string();
+    kernel_trace([&] { need(run_training(two, plan, options), "traced 2 × 1"); },
+                 fs::path(s.traces) / "actorpipe-2x1-bf16.kineto.json");
   }
   if (!s.json.empty()) std::ofstream(s.json) << out.dump(2) << "\n";
   fs::remove_all(dir);

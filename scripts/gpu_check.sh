@@ -6,7 +6,7 @@
 # with `dpkg -x` into a folder of their own, never over the machine's /.
 #
 #   scripts/gpu_check.sh --fetch            download the .deb files into .gpu-debs/ (apt)
-#   scripts/gpu_check.sh OUT_DIR            the check (about 4 minutes on 16 cores)
+#   scripts/gpu_check.sh OUT_DIR            the check (about 6 minutes on 16 cores)
 #   scripts/gpu_check.sh --tests-only OUT_DIR   what the *_cuda tests need, and them; no benchmark
 #   scripts/gpu_check.sh --bench-only OUT_DIR   what the GPU benchmark needs, and it; no tests
 #   scripts/gpu_check.sh --dry-run OUT_DIR  every step that needs no GPU, where there is none:
