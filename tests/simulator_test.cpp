@@ -717,34 +717,52 @@ BOOST_AUTO_TEST_CASE(an_estimate_simulates_as_much_at_any_micro_batch_count_unle
   // Eight micro-batches are simulated and the others priced at the steady state's
   // period, under every kind of schedule: at 8, 32 and 128 micro-batches one estimate
   // simulates as many actions. Where the sends keep the lanes busier than half the
-  // compute, every micro-batch is simulated.
+  // compute, every micro-batch is simulated (BoundLanes::simulated), unless the setup
+  // prices them at the period too (BoundLanes::priced, what a search descends by); set
+  // back to BoundLanes::simulated, as a search judges its last candidates, it
+  // simulates them all again.
   const ClusterSpec c = cluster(2, 8);
   for (const auto& [name, build] : every_kind_of_schedule)
-    for (const std::uint64_t output_bytes : {std::uint64_t{0}, std::uint64_t{1} << 30}) {
-      const ModelProfile profile = chain(32, 1.0, 2.0, output_bytes);
-      std::vector<std::size_t> work;
-      for (const std::size_t count : {8, 32, 128}) {
-        const Schedule schedule = build(16, std::vector<std::uint32_t>(count, 2));
-        std::vector<std::vector<DeviceId>> devices(1);
-        for (DeviceId d = 0; d < 16; ++d)
-          devices[0].push_back(d);
-        IterationModel model(c, {chunk_placement(devices, schedule), schedule, 0.1, 2.0});
-        model.iteration_ms(stage_figures(profile, even_cuts(profile, schedule.virtual_stages())));
-        work.push_back(model.simulated_so_far());
-        BOOST_TEST_CONTEXT(name << ", " << output_bytes << " bytes between blocks, " << count << " micro-batches") {
-          BOOST_TEST(model.simulated_actions() == work.front());
+    for (const std::uint64_t output_bytes : {std::uint64_t{0}, std::uint64_t{1} << 30})
+      for (const BoundLanes bound : {BoundLanes::simulated, BoundLanes::priced}) {
+        const ModelProfile profile = chain(32, 1.0, 2.0, output_bytes);
+        std::vector<std::size_t> work, judged;
+        for (const std::size_t count : {8, 32, 128}) {
+          const Schedule schedule = build(16, std::vector<std::uint32_t>(count, 2));
+          std::vector<std::vector<DeviceId>> devices(1);
+          for (DeviceId d = 0; d < 16; ++d)
+            devices[0].push_back(d);
+          IterationSetup setup{chunk_placement(devices, schedule), schedule, 0.1, 2.0};
+          setup.bound_lanes = bound;
+          IterationModel model(c, setup);
+          const std::vector<StageFigures> figures =
+              stage_figures(profile, even_cuts(profile, schedule.virtual_stages()));
+          model.iteration_ms(figures);
+          work.push_back(model.simulated_so_far());
+          model.set_bound_lanes(BoundLanes::simulated);
+          model.iteration_ms(figures);
+          judged.push_back(model.simulated_so_far() - work.back());
+          BOOST_TEST_CONTEXT(name << ", " << output_bytes << " bytes between blocks, " << count << " micro-batches") {
+            BOOST_TEST(model.simulated_actions() == work.front());
+          }
+        }
+        BOOST_TEST_CONTEXT(name << ", " << output_bytes << " bytes between blocks, "
+                                << (bound == BoundLanes::priced ? "priced" : "simulated")) {
+          if (output_bytes == 0 || bound == BoundLanes::priced) {
+            BOOST_TEST(work[1] == work[0]);
+            BOOST_TEST(work[2] == work[0]);
+          } else {
+            BOOST_TEST(work[1] == 4 * work[0]);
+            BOOST_TEST(work[2] == 16 * work[0]);
+          }
+          if (output_bytes == 0) {
+            BOOST_TEST(judged[2] == judged[0]);
+          } else {
+            BOOST_TEST(judged[1] == 4 * judged[0]);
+            BOOST_TEST(judged[2] == 16 * judged[0]);
+          }
         }
       }
-      BOOST_TEST_CONTEXT(name << ", " << output_bytes << " bytes between blocks") {
-        if (output_bytes == 0) {
-          BOOST_TEST(work[1] == work[0]);
-          BOOST_TEST(work[2] == work[0]);
-        } else {
-          BOOST_TEST(work[1] == 4 * work[0]);
-          BOOST_TEST(work[2] == 16 * work[0]);
-        }
-      }
-    }
 }
 
 BOOST_AUTO_TEST_CASE(an_estimate_that_leaves_micro_batches_out_stays_near_the_simulation) {

@@ -35,7 +35,9 @@ IterationModel iteration_model(const PlanContext& c, std::vector<std::vector<Dev
                                       : interleaved_one_f_one_b_schedule(devices, c.micro_batch_sizes, c.chunking.chunks))
       : c.scheduler == "gpipe" ? gpipe_schedule(c.stages, c.micro_batch_sizes)
                                : one_f_one_b_schedule(c.stages, c.micro_batch_sizes);
-  return IterationModel(c.cluster, {std::move(placement), schedule, c.action_overhead_ms, c.optimizer_factor});
+  IterationSetup setup{std::move(placement), schedule, c.action_overhead_ms, c.optimizer_factor};
+  setup.bound_lanes = BoundLanes::priced;
+  return IterationModel(c.cluster, std::move(setup));
 }
 
 std::size_t choose_up_to(std::size_t n, std::size_t k, std::size_t cap) {
@@ -121,12 +123,17 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
     return best;
   }
 
-  // The best few by the estimate, judged with every pipeline simulated where the
-  // estimate ran representatives (step 4); `ranked` is sorted by the estimate, and not
-  // empty.
+  // The best few by the estimate, judged with every pipeline and micro-batch simulated
+  // where the estimate ran representatives or priced micro-batches at the period, or
+  // else with every micro-batch where the lanes bind (step 4); `ranked` is sorted by
+  // the estimate, and not empty.
   auto fastest_of = [&](const std::vector<std::pair<double, std::vector<std::size_t>>>& ranked) {
-    if (!judge || model.exact() || model.all_actions() > max_judged_actions) return ranked.front().second;
-    IterationModel full = model.in_full();
+    if (!judge || model.exact()) return ranked.front().second;
+    std::optional<IterationModel> every_pipeline;
+    if (model.all_actions() <= max_judged_actions) every_pipeline.emplace(model.in_full());
+    IterationModel& full = every_pipeline ? *every_pipeline : model;
+    const BoundLanes descended = full.bound_lanes();
+    full.set_bound_lanes(BoundLanes::simulated);
     IterationSearch judging(context, costs, full, fits, judged_candidates);
     std::vector<const std::vector<std::size_t>*> seen;
     const std::vector<std::size_t>* fastest = nullptr;
@@ -137,6 +144,7 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
       seen.push_back(&b);
       if (const double t = judging.time(b); t < least) least = t, fastest = &b;
     }
+    full.set_bound_lanes(descended);
     return *fastest;
   };
   auto by_estimate = [](const auto& a, const auto& b) { return a.first < b.first; };
@@ -145,8 +153,8 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   // 70 ms) of estimates, each counted as at least `least_estimate_actions`: an estimate
   // of a few actions still costs its set-up (at one micro-batch, 4 stages of
   // GPT-2 XL's 100 units would otherwise be 160,000 estimates, 0.4 s).
-  // Where estimates simulate every micro-batch (the lanes bind), the enumeration may
-  // run out of actions before its end: then the search goes on as if it had not begun.
+  // Where the enumeration runs out of actions before its end, the search goes on as if
+  // it had not begun.
   const std::size_t affordable =
       max_search_actions / std::max<std::size_t>(least_estimate_actions, model.simulated_actions());
   if (choose_up_to(costs.size() - 1, S - 1, affordable) <= affordable) {

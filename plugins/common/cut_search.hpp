@@ -24,9 +24,12 @@
 ///      shrinks where each estimate simulates many actions. Where every split can be
 ///      estimated for about as long as the descent's whole budget takes (few units,
 ///      few stages), steps 2 and 3 give way to that: the estimate's own optimum;
-///   4. where the estimate ran representatives rather than every pipeline, the best
-///      few splits it found are judged by simulating every pipeline (when that costs at
-///      most `max_judged_actions`), and the fastest wins: which of two transfers that
+///   4. where the estimate ran representatives rather than every pipeline, or priced
+///      micro-batches at the steady state's period (the descent's estimate does so
+///      even where the lanes bind, to cost the same at any micro-batch count), the best
+///      few splits it found are judged by simulating every pipeline and micro-batch
+///      (when that costs at most `max_judged_actions`; else every micro-batch of the
+///      representatives where the lanes bind), and the fastest wins: which of two transfers that
 ///      reach a shared NIC a fraction of a millisecond apart goes first (a pipeline's
 ///      send or a ring all-reduce) can move the iteration by tens of milliseconds, and
 ///      only the pipelines as they are decide it.
@@ -56,7 +59,8 @@ Schedule chunk_layout(const PlanContext& c);
 /// The iteration model of one placement under the context's schedule (GPipe when the
 /// context names it, with chunks interleaved 1F1B or ZB-V as their shape says, else
 /// 1F1B: sliced and zero-bubble schedules differ from it in how they fill the bubble,
-/// not in which cuts balance it).
+/// not in which cuts balance it), with BoundLanes::priced: a search's estimate costs
+/// the same at any micro-batch count.
 IterationModel iteration_model(const PlanContext& c, std::vector<std::vector<DeviceId>> placement);
 
 /// Simulated actions of one estimate up to which the search judges candidates and

@@ -8,8 +8,8 @@
 /// iteration, and sweeps again. When a sweep changes nothing, it moves a unit of the
 /// heaviest stage to a farther stage, shifting every cut between them, and sweeps on;
 /// it ends when that does not help either, or when its budget is spent: so many
-/// evaluations, or `max_search_actions` simulated actions, whichever comes first (an
-/// estimate where lanes bind simulates every micro-batch). Every move keeps both
+/// evaluations, or `max_search_actions` simulated actions, whichever comes first.
+/// Every move keeps both
 /// stages it touches in memory and, where a compute limit is given, within it.
 
 #include "common/unit_costs.hpp"

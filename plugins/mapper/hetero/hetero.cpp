@@ -123,8 +123,11 @@ Price price(const PlanContext& context, const Partition& partition, const Mappin
       p.fits = p.fits && fits(s, b[s], b[s + 1]);
     return p;
   };
-  return std::min(price_of(costs.to_boundaries(partition)),
-                  price_of(autopipe::search_cuts(context, costs, model, true, false)));
+  const std::vector<std::size_t> searched = autopipe::search_cuts(context, costs, model, true, false);
+  // The search descended with the lanes priced at the period; the two priced here are
+  // judged with every micro-batch simulated where the lanes bind, as autopipe judges.
+  model.set_bound_lanes(BoundLanes::simulated);
+  return std::min(price_of(costs.to_boundaries(partition)), price_of(searched));
 }
 
 class HeteroMapper : public Mapper {

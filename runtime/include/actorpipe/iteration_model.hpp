@@ -15,10 +15,14 @@
 /// count, except where the lanes bind the steady state (they carry more per
 /// micro-batch than any processor computes): transfers that each wait for every lane
 /// they cross leave lanes idle, the more so the longer the pipelines run, and only
-/// every micro-batch simulated shows how much. Where the whole plan is at most IterationSetup::full_simulation_actions
-/// forwards and backwards (2,048 unless the setup says otherwise), it runs every
-/// pipeline, and with every micro-batch simulated it is exactly simulate()'s
-/// iteration. Beyond, it runs one pipeline of each kind of placement (the
+/// every micro-batch simulated shows how much. There an estimate simulates every
+/// micro-batch (BoundLanes::simulated), unless the setup asks for the period
+/// (BoundLanes::priced): what a search descends by, at a cost that does not grow with
+/// the micro-batches, before it judges its last few candidates with every micro-batch
+/// where the lanes bind. Where the whole plan is at most
+/// IterationSetup::full_simulation_actions forwards and backwards (2,048 unless the
+/// setup says otherwise), it runs every pipeline, and with every micro-batch simulated
+/// it is exactly simulate()'s iteration. Beyond, it runs one pipeline of each kind of placement (the
 /// same link at every cut, the same device speeds; at most four, the slowest):
 ///   - the slowest computes each stage at its slowest replica's speed, which all wait for;
 ///   - sends take the representatives' own routes, at full speed,
@@ -62,6 +66,13 @@ struct StageFigures {
   double input_gradient_share = unmeasured_input_gradient_share;
 };
 
+/// Where the lanes bind the steady state: every micro-batch simulated (the
+/// estimate's error stays within a few per cent, at a cost that grows with the
+/// micro-batches), or priced at the period as elsewhere (the same cost at any count;
+/// there the estimate can fall a fifth short, as in 32 stages of DenseNet-121 whose
+/// transfers pace the pipeline).
+enum class BoundLanes { simulated, priced };
+
 /// What stays fixed while a search moves cuts: where each stage of each pipeline runs
 /// and the schedule of one pipeline.
 struct IterationSetup {
@@ -76,6 +87,7 @@ struct IterationSetup {
   /// simulated, and each of the others adds the steady state's period: an estimate
   /// costs as much at any micro-batch count. 0: every micro-batch is simulated.
   std::size_t simulated_micro_batches = 8;
+  BoundLanes bound_lanes = BoundLanes::simulated;
 };
 
 class ACTORPIPE_EXPORT IterationModel {
@@ -104,8 +116,9 @@ public:
   double sync_ms(std::size_t stage, double parameter_bytes) const;
 
   /// Forwards and backwards one iteration_ms() simulates (every representative's)
-  /// where the lanes do not bind: what one estimate costs, for a search that must
-  /// bound its time. Where they bind, an estimate simulates every micro-batch.
+  /// where the lanes do not bind, or at any rate with BoundLanes::priced: what one
+  /// estimate costs, for a search that must bound its time. Where they bind and the
+  /// setup says BoundLanes::simulated, an estimate simulates every micro-batch.
   std::size_t simulated_actions() const;
   /// Forwards and backwards all iteration_ms() calls so far have simulated.
   std::size_t simulated_so_far() const;
@@ -115,6 +128,10 @@ public:
   /// Forwards and backwards of every pipeline and micro-batch: what an exact estimate
   /// of this setup costs.
   std::size_t all_actions() const;
+  /// What estimates from now on do where the lanes bind: a search descends with
+  /// BoundLanes::priced and judges its last few candidates with BoundLanes::simulated.
+  void set_bound_lanes(BoundLanes bound_lanes);
+  BoundLanes bound_lanes() const;
   /// The same setup with every pipeline and micro-batch simulated (exact() holds): a
   /// judge for the last few candidates of a search that ran representatives or a probe.
   IterationModel in_full() const;

@@ -23,7 +23,7 @@ struct IterationModel::Impl {
   bool exact = false;
   /// What is simulated: the whole schedule or, where it has more micro-batches than
   /// the setup simulates, its first few (`brief`); where the lanes bind the steady
-  /// state, the whole schedule (`whole`).
+  /// state and the setup asks for it, the whole schedule (`whole`).
   struct Probe {
     Schedule schedule;
     /// The micro-batches past it: each size, and how many of the schedule's have it.
@@ -329,6 +329,9 @@ std::size_t IterationModel::all_actions() const {
   return actions_per_pipeline(impl_->setup.schedule) * impl_->setup.devices.size();
 }
 
+void IterationModel::set_bound_lanes(BoundLanes bound_lanes) { impl_->setup.bound_lanes = bound_lanes; }
+BoundLanes IterationModel::bound_lanes() const { return impl_->setup.bound_lanes; }
+
 IterationModel IterationModel::in_full() const {
   IterationSetup setup = impl_->setup;
   setup.full_simulation_actions = std::max(setup.full_simulation_actions, all_actions());
@@ -371,17 +374,18 @@ double IterationModel::iteration_ms(const std::vector<StageFigures>& stages) {
   // Where the lanes bind the steady state, transfers that each wait for all the lanes
   // they cross keep them busy for less than the whole period, and for less the longer
   // the pipelines run, which only the pipelines as they run show: every micro-batch is
-  // simulated.
-  const Impl::Probe* probe = &m.brief;
-  if (!m.brief.rest.empty()) {
+  // simulated, where the setup asks for it.
+  const Impl::Probe* chosen = &m.brief;
+  if (m.setup.bound_lanes == BoundLanes::simulated && !m.brief.rest.empty()) {
     const auto& p = m.steady->period_of(m.model, m.brief.rest.front().first);
-    if (2 * p.lanes > std::max(p.processors, p.slowest_loop())) probe = &m.whole;
+    if (2 * p.lanes > std::max(p.processors, p.slowest_loop())) chosen = &m.whole;
   }
-  m.model.schedule = &probe->schedule;
-  m.simulated += actions_per_pipeline(probe->schedule) * m.representatives();
+  const Impl::Probe& probe = *chosen;
+  m.model.schedule = &probe.schedule;
+  m.simulated += actions_per_pipeline(probe.schedule) * m.representatives();
   // The other pipelines' sends on a shared lane also hold back the last pipeline in
   // line: it starts behind them and stays behind, as far as the longest such queue.
-  const std::vector<std::uint32_t>& sizes = probe->schedule.micro_batch_sizes;
+  const std::vector<std::uint32_t>& sizes = probe.schedule.micro_batch_sizes;
   const double largest = static_cast<double>(*std::max_element(sizes.begin(), sizes.end()));
   double behind = 0;
   for (sim::Instance& instance : m.model.instances) {
@@ -393,10 +397,9 @@ double IterationModel::iteration_ms(const std::vector<StageFigures>& stages) {
   }
   const sim::Outcome outcome = sim::run(m.model, 1);
   if (outcome.iteration_end_ms.empty()) return 0.0;
-  const double steady = probe->rest.empty()
-                            ? 0.0
-                            : m.steady->extra_ms(m.model, probe->schedule.micro_batch_sizes.size(),
-                                                 m.setup.schedule.micro_batch_sizes.size(), probe->rest);
+  const double steady = probe.rest.empty() ? 0.0
+                                           : m.steady->extra_ms(m.model, probe.schedule.micro_batch_sizes.size(),
+                                                                m.setup.schedule.micro_batch_sizes.size(), probe.rest);
   return outcome.iteration_end_ms.front() + behind + steady;
 }
 
