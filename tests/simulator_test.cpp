@@ -802,3 +802,62 @@ BOOST_AUTO_TEST_CASE(an_estimate_that_leaves_micro_batches_out_stays_near_the_si
   BOOST_TEST(errors[errors.size() / 2] <= 0.005);
   BOOST_TEST(errors[errors.size() * 9 / 10] <= 0.02);
 }
+
+BOOST_AUTO_TEST_CASE(a_run_whose_iterations_repeat_reports_what_simulating_each_one_does) {
+  // In lockstep, without stragglers, the engine moves on by whole iterations once the
+  // run stands as it stood an iteration before; with a trace it simulates every one.
+  // Both report the same, on random placements of a shipped profile under every kind of
+  // schedule, on placed syncs, and where several pipelines share lanes.
+  const ModelProfile profile = shipped_profile("pipedream/gnmt.txt");
+  const std::vector<ClusterSpec> clusters = {shipped_cluster("homo-64"), shipped_cluster("mix-4x8-3gen"),
+                                             shipped_cluster("pairs-4x8")};
+  std::mt19937 random(23);
+  auto same = [](const SimulationReport& fast, const SimulationReport& each) {
+    BOOST_TEST(fast.events == each.events);
+    BOOST_REQUIRE(fast.iteration_ms.size() == each.iteration_ms.size());
+    for (std::size_t k = 0; k < fast.iteration_ms.size(); ++k)
+      BOOST_TEST(fast.iteration_ms[k] == each.iteration_ms[k], tt::tolerance(1e-9));
+    BOOST_TEST(fast.total_ms == each.total_ms, tt::tolerance(1e-9));
+    BOOST_REQUIRE(fast.devices.size() == each.devices.size());
+    for (std::size_t d = 0; d < fast.devices.size(); ++d)
+      BOOST_TEST(fast.devices[d].busy == each.devices[d].busy, tt::tolerance(1e-9));
+    BOOST_REQUIRE(fast.stages.size() == each.stages.size());
+    for (std::size_t s = 0; s < fast.stages.size(); ++s) {
+      BOOST_TEST(fast.stages[s].busy == each.stages[s].busy, tt::tolerance(1e-9));
+      BOOST_TEST(fast.stages[s].sync_ms == each.stages[s].sync_ms, tt::tolerance(1e-9));
+    }
+    BOOST_REQUIRE(fast.links.size() == each.links.size());
+    for (std::size_t l = 0; l < fast.links.size(); ++l) {
+      BOOST_TEST(fast.links[l].bytes == each.links[l].bytes, tt::tolerance(1e-9));
+      BOOST_TEST(fast.links[l].busy == each.links[l].busy, tt::tolerance(1e-9));
+    }
+  };
+  std::size_t moved_on = 0;
+  for (int trial = 0; trial < 24; ++trial) {
+    const ClusterSpec& cluster = clusters[static_cast<std::size_t>(trial) % clusters.size()];
+    Plan plan = random_plan(random, profile, cluster, 8);
+    const auto& [name, build] = every_kind_of_schedule[static_cast<std::size_t>(trial) % every_kind_of_schedule.size()];
+    const Schedule schedule = build(plan.stages.size(), std::vector<std::uint32_t>(8, 16));
+    if (schedule.chunks > 1) {
+      // Each device's chunks: the cuts spread over the virtual stages.
+      plan.devices = chunk_placement(plan.devices, schedule);
+      const std::vector<Cut> cuts = even_cuts(profile, schedule.virtual_stages());
+      plan.stages.clear();
+      for (std::size_t v = 0; v < schedule.virtual_stages(); ++v)
+        plan.stages.push_back({cuts[v], cuts[v + 1], {}});
+    }
+    plan.schedule = schedule;
+    SimulationOptions options;
+    options.iterations = 12;
+    const SimulationReport fast = run(plan, profile, cluster, options);
+    options.trace = true;
+    const SimulationReport each = run(plan, profile, cluster, options);
+    BOOST_TEST(each.repeated_iterations == 0u);
+    moved_on += fast.repeated_iterations == options.iterations - 2 - 2; // settled from the third on
+    BOOST_TEST_CONTEXT(name << " trial " << trial << ": " << plan.pipelines << " × " << plan.stages.size()) {
+      same(fast, each);
+    }
+  }
+  BOOST_TEST_MESSAGE(moved_on << " of 24 runs moved on by whole iterations");
+  BOOST_TEST(moved_on > 0u);
+}

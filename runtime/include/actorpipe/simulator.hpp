@@ -119,6 +119,11 @@ struct SimulationReport {
   std::vector<LinkReport> links;     ///< busiest first; only those that carried traffic
   std::vector<Span> spans;           ///< when options.trace
   std::size_t events = 0;            ///< processed, for the curious and the benchmarks
+  /// Of the iterations, those not simulated event by event: in lockstep without
+  /// stragglers, once the run stands as it stood an iteration before, each iteration
+  /// repeats the last, and the run moves on by whole iterations (their events counted
+  /// above as if processed). None with a trace, which shows every iteration.
+  std::size_t repeated_iterations = 0;
 };
 
 /// A job's own simulation settings ([simulate], the overhead of [plan], the optimizer's

@@ -13,6 +13,7 @@
 #include <limits>
 #include <optional>
 #include <random>
+#include <tuple>
 
 namespace actorpipe::sim {
 
@@ -31,6 +32,7 @@ public:
         group_ready_at_(model.groups.size(), 0.0), pipelines_(model.stages ? model.instances.size() / model.stages : 0),
         claimed_(pipelines_, 0), parts_of_(pipelines_, 0),
         steps_(model.stepping.asynchronous ? model.instances.size() : 0), away_(model.instances.size(), false),
+        repeats_(!model.stepping.asynchronous && model.stragglers.empty() && !model.trace && iterations >= 4),
         random_(model.stragglers.seed), placed_steps_(model.schedule->places_steps()) {
     if (model.stepping.asynchronous && model.stepping.staleness != SyncStepping::unbounded && pipelines_ > 0)
       for (std::size_t s = 0; s < model.stages; ++s)
@@ -66,6 +68,7 @@ public:
         finish_action(event.instance, event.time);
       else
         start_iteration(event.instance, event.time);
+      if (repeats_ && entered_ == slots_.size()) fast_forward(event.time);
     }
     for (std::size_t i = 0; i < slots_.size(); ++i)
       out_.busy_ms[i] = slots_[i].busy_ms;
@@ -449,11 +452,134 @@ private:
       if (model_.instances[i].stage == 0 && !claim(model_.instances[i].pipeline, now)) return;
     } else if (++st.iteration >= iterations_) {
       return;
+    } else if (repeats_) {
+      // Each iteration's first entry starts a count that its last completes: an entry
+      // into a later one before that would leave nothing to compare.
+      if (entered_ == 0) entering_ = st.iteration;
+      if (st.iteration == entering_)
+        ++entered_;
+      else
+        repeats_ = false;
     }
     st.next = 0;
     st.waiting_step = false;
     st.idle_since = now;
     try_start(i);
+  }
+
+  /// Where the run stands at the moment every instance has entered an iteration, its
+  /// times counted from that moment; and what the run had added up by then.
+  struct Settled {
+    double at = 0;
+    std::size_t iteration = 0;
+    std::vector<double> times;        ///< every clock the future reads, from `at`
+    std::vector<std::uint64_t> marks; ///< every count and flag the future reads
+    std::vector<double> busy, sync, rounds;
+    std::size_t events = 0;
+  };
+
+  /// Appends `t` as seen from `at`: NaN stays NaN.
+  static void relative(std::vector<double>& to, double t, double at) { to.push_back(std::isnan(t) ? t : t - at); }
+
+  Settled settle(double at) const {
+    Settled now;
+    now.at = at;
+    now.iteration = slots_.front().iteration;
+    now.events = out_.events;
+    for (const Slot& st : slots_) {
+      for (const double t : {st.idle_since, st.action_start, st.last_backward, st.synced_at})
+        relative(now.times, t, at);
+      now.times.push_back(st.action_ms);
+      now.marks.push_back(st.next);
+      now.marks.push_back(st.iteration - now.iteration);
+      now.marks.push_back(st.busy + 2 * st.waiting_step);
+      now.busy.push_back(st.busy_ms);
+    }
+    for (const auto* arrivals : {&forward_in_, &backward_in_})
+      for (const double t : *arrivals)
+        relative(now.times, t, at);
+    // Every booking from here on is ready no earlier than now: a lane free before is
+    // simply free.
+    for (const LaneClock& lane : lanes_)
+      now.times.push_back(std::max(lane.free_at_ms - at, 0.0));
+    for (const double t : processor_free_)
+      relative(now.times, t, at);
+    for (std::size_t g = 0; g < group_ready_.size(); ++g) {
+      now.marks.push_back(group_ready_[g]);
+      now.times.push_back(group_ready_[g] > 0 ? group_ready_at_[g] - at : 0.0);
+    }
+    for (const std::size_t t : turn_)
+      now.marks.push_back(t);
+    std::vector<std::tuple<double, std::uint32_t, Kind, Towards>> pending;
+    queue_.for_each([&](const Event& e) { pending.emplace_back(e.time - at, e.instance, e.kind, e.towards); });
+    std::sort(pending.begin(), pending.end());
+    for (const auto& [t, instance, kind, towards] : pending) {
+      now.times.push_back(t);
+      now.marks.push_back(instance);
+      now.marks.push_back(static_cast<std::uint64_t>(kind) << 8 | static_cast<std::uint64_t>(towards));
+    }
+    now.sync = out_.sync_ms;
+    now.rounds = rounds_;
+    return now;
+  }
+
+  /// Whether two moments stand alike: the same counts and flags, and every clock as far
+  /// from its moment, to rounding.
+  static bool alike(const Settled& a, const Settled& b) {
+    if (a.marks != b.marks || a.times.size() != b.times.size()) return false;
+    const double tolerance = 1e-9 * std::max({1.0, std::abs(a.at), std::abs(b.at)});
+    for (std::size_t k = 0; k < a.times.size(); ++k) {
+      const double x = a.times[k], y = b.times[k];
+      if (std::isnan(x) != std::isnan(y) || (!std::isnan(x) && std::abs(x - y) > tolerance)) return false;
+    }
+    return true;
+  }
+
+  /// Every instance has just entered an iteration, at `now`. Where the run stands as it
+  /// stood when they entered the one before, only later, nothing differs from here on but
+  /// the time, and each iteration repeats the last: the run moves on by whole
+  /// iterations at once, every clock and iteration with it and every sum by as many
+  /// iterations' worth, and simulates the last two as they come.
+  void fast_forward(double now) {
+    entered_ = 0;
+    Settled here = settle(now);
+    if (!settled_ || !alike(*settled_, here)) {
+      settled_ = std::move(here);
+      return;
+    }
+    const Settled& before = *settled_;
+    const double period = now - before.at;
+    const std::size_t k = here.iteration;
+    if (k + 2 >= iterations_) return;
+    const std::size_t skip = iterations_ - 2 - k;
+    const double by = static_cast<double>(skip) * period;
+    const double times = static_cast<double>(skip);
+    for (std::size_t j = 0; j < skip; ++j)
+      out_.iteration_end_ms[k + j] = now + static_cast<double>(j + 1) * period;
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      Slot& st = slots_[i];
+      for (double* t : {&st.idle_since, &st.action_start, &st.last_backward, &st.synced_at})
+        if (!std::isnan(*t)) *t += by;
+      st.iteration += static_cast<std::uint32_t>(skip);
+      st.busy_ms += times * (here.busy[i] - before.busy[i]);
+      out_.sync_ms[i] += times * (here.sync[i] - before.sync[i]);
+    }
+    for (auto* arrivals : {&forward_in_, &backward_in_})
+      for (double& t : *arrivals)
+        if (!std::isnan(t)) t += by;
+    for (LaneClock& lane : lanes_)
+      lane.free_at_ms += by;
+    for (double& t : processor_free_)
+      t += by;
+    for (std::size_t g = 0; g < group_ready_.size(); ++g) {
+      if (group_ready_[g] > 0) group_ready_at_[g] += by;
+      rounds_[g] += times * (here.rounds[g] - before.rounds[g]);
+    }
+    queue_.shift(by);
+    out_.events += skip * (here.events - before.events);
+    out_.repeated_iterations = skip;
+    repeats_ = false;
+    settled_.reset();
   }
 
   const Model& model_;
@@ -485,6 +611,12 @@ private:
   std::vector<sync::ServerGate> gates_; ///< per stage, under a staleness bound
   std::vector<bool> away_;              ///< per instance: told its gate it has no work
   Queue queue_;
+  /// Lockstep without stragglers or a trace, every iteration runs as the one before
+  /// once the pipelines have settled: see fast_forward().
+  bool repeats_;
+  std::size_t entered_ = 0; ///< instances that have entered iteration `entering_`
+  std::uint32_t entering_ = 0;
+  std::optional<Settled> settled_;
   std::mt19937_64 random_;
   bool placed_steps_; ///< the schedule places each stage's sync and step
   Outcome out_;

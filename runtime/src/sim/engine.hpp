@@ -71,6 +71,7 @@ struct Outcome {
   std::vector<double> lane_busy_ms, lane_bytes;
   std::vector<Span> spans;
   std::size_t events = 0;
+  std::size_t repeated_iterations = 0; ///< moved on by, not simulated (SimulationReport says why)
 };
 
 /// Runs `iterations` iterations of the model.

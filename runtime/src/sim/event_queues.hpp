@@ -52,6 +52,17 @@ public:
     }
     heap_[i] = e;
   }
+  /// Every pending event, in no particular order.
+  template <class Visit> void for_each(Visit visit) const {
+    for (const Event& e : heap_)
+      visit(e);
+  }
+  /// Every pending event `by` later: adding one amount to every time keeps their order.
+  void shift(double by) {
+    for (Event& e : heap_)
+      e.time += by;
+  }
+
   Event pop() {
     const Event top = heap_.front();
     const Event last = heap_.back();
@@ -123,6 +134,33 @@ public:
     bucket.events.push_back(e);
   }
 
+  /// Every pending event, in no particular order.
+  template <class Visit> void for_each(Visit visit) const {
+    for (std::uint32_t id = 0; id < buckets_.size(); ++id) {
+      const Bucket& bucket = buckets_[id];
+      if (!live(id)) continue;
+      for (std::size_t k = bucket.next; k < bucket.events.size(); ++k)
+        visit(bucket.events[k]);
+    }
+  }
+  /// Every pending event `by` later. Times that were equal stay equal, so the buckets
+  /// keep their events; each is keyed by its new time.
+  void shift(double by) {
+    index_.clear();
+    decltype(times_) times;
+    for (std::uint32_t id = 0; id < buckets_.size(); ++id) {
+      if (!live(id)) continue;
+      Bucket& bucket = buckets_[id];
+      bucket.time += by;
+      for (std::size_t k = bucket.next; k < bucket.events.size(); ++k)
+        bucket.events[k].time = bucket.time;
+      index_.emplace(std::bit_cast<std::uint64_t>(bucket.time), id);
+      if (id != current_) times.push({bucket.time, id});
+    }
+    times_ = std::move(times);
+    recent_ = none;
+  }
+
   Event pop() {
     if (current_ == none) {
       current_ = times_.top().second;
@@ -165,6 +203,10 @@ private:
     bucket.next = 0;
     bucket.sorted = true;
     return id;
+  }
+  /// Whether bucket `id` holds pending events (not on the free list).
+  bool live(std::uint32_t id) const {
+    return id == current_ || std::find(free_.begin(), free_.end(), id) == free_.end();
   }
   void release(std::uint32_t id) {
     index_.erase(std::bit_cast<std::uint64_t>(buckets_[id].time));

@@ -41,7 +41,11 @@ std::string format_simulation(const SimulationReport& report, const Plan& plan, 
          plan.schedule.name + " with " + std::to_string(plan.schedule.micro_batch_sizes.size()) + " micro-batches\n";
   out += "sync         " + plan.sync + ", " + describe_stepping(plan.stepping) + "\n";
   out += "simulated    " + std::to_string(report.iterations) + " iteration(s) in " + format_fixed(report.total_ms, 3) +
-         " ms (" + std::to_string(report.events) + " events)\n";
+         " ms (" + std::to_string(report.events) + " events" +
+         (report.repeated_iterations > 0
+              ? "; " + std::to_string(report.repeated_iterations) + " repeating the one before, not simulated again"
+              : std::string()) +
+         ")\n";
   out += "iteration    " + format_fixed(report.iteration_time_ms, 3) + " ms mean, " +
          (report.iteration_ms.empty() ? std::string("-")
                                       : format_fixed(*fastest, 3) + " min, " + format_fixed(*slowest, 3) + " max") +
@@ -137,6 +141,7 @@ std::string simulation_to_json(const SimulationReport& report, const Plan& plan,
                          {"iteration_ms", report.iteration_ms},
                          {"samples_per_s", report.samples_per_s},
                          {"events", report.events},
+                         {"repeated_iterations", report.repeated_iterations},
                          {"stages", stages},
                          {"devices", devices},
                          {"links", links}};

@@ -101,6 +101,7 @@ Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
   sim::Outcome outcome = sim::run(model, options.iterations);
   report.iterations = options.iterations;
   report.events = outcome.events;
+  report.repeated_iterations = outcome.repeated_iterations;
   double previous = 0;
   for (double end : outcome.iteration_end_ms) {
     report.iteration_ms.push_back(end - previous);
