@@ -2,6 +2,8 @@
 /// (8 stages, 8 micro-batches, BERT-Large) on 64, 1,000 and 10,000 devices of the
 /// 10,000-device cluster and on 100,000 devices of ten times its servers, with and
 /// without random stragglers. Ratios are per device-iteration against the 64-device run.
+/// Without stragglers most iterations repeat the one before and are not simulated
+/// again ('repeated'; docs/simulate.md); with them every iteration is.
 /// Peak memory is the process's (getrusage), so a row shows the most of it and those
 /// above.
 ///   build/bench/simulator_bench [SOURCE_ROOT]
@@ -55,6 +57,7 @@ int main(int argc, char** argv) {
   text::Table table({{"devices", text::Table::Align::right},
                      {"stragglers"},
                      {"iterations", text::Table::Align::right},
+                     {"repeated", text::Table::Align::right},
                      {"events", text::Table::Align::right},
                      {"wall s", text::Table::Align::right},
                      {"µs per device-iteration", text::Table::Align::right},
@@ -87,9 +90,9 @@ int main(int argc, char** argv) {
       const double per = wall * 1e6 / static_cast<double>(plan.pipelines * stages * iterations);
       if (baseline == 0) baseline = per;
       table.add_row({std::to_string(plan.pipelines * stages), *stragglers ? stragglers : "none",
-                     std::to_string(iterations), std::to_string(report->events), text::format_fixed(wall, 3),
-                     text::format_fixed(per, 3), std::to_string(peak_mb()),
-                     text::format_fixed(per / baseline, 2) + "×"});
+                     std::to_string(iterations), std::to_string(report->repeated_iterations),
+                     std::to_string(report->events), text::format_fixed(wall, 3), text::format_fixed(per, 3),
+                     std::to_string(peak_mb()), text::format_fixed(per / baseline, 2) + "×"});
     }
   }
   std::cout << "simulator: 100 iterations of 1F1B, 8 stages × 8 micro-batches of BERT-Large per pipeline\n\n"
