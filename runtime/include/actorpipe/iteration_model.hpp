@@ -12,10 +12,12 @@
 /// one processor computes or one lane carries per micro-batch, or, where a stage holds
 /// only so many micro-batches in flight (1F1B), the loop from it to the last stage and
 /// back per micro-batch it holds. So an estimate costs the same at any micro-batch
-/// count, except where the lanes bind the steady state (they carry more per
-/// micro-batch than any processor computes): transfers that each wait for every lane
+/// count, except where the lanes bind the steady state (one carries more per
+/// micro-batch than half of what the busiest processor computes): transfers that each wait for every lane
 /// they cross leave lanes idle, the more so the longer the pipelines run, and only
-/// every micro-batch simulated shows how much. There an estimate simulates every
+/// every micro-batch simulated shows how much; or where a stage's loop with what the
+/// lanes carry per micro-batch added outlasts the busiest processor, whose queues at
+/// shared lanes lengthen the loop. There an estimate simulates every
 /// micro-batch (BoundLanes::simulated), unless the setup asks for the period
 /// (BoundLanes::priced): what a search descends by, at a cost that does not grow with
 /// the micro-batches, before it judges its last few candidates with every micro-batch
