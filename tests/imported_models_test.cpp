@@ -1,7 +1,7 @@
 /// Models users bring as TorchScript: a scripted nn.Sequential trains as PyTorch eager
 /// does, step for step (tests/fixtures/write_fixtures.py wrote the model and eager's
-/// losses); BatchNorm's buffers agree across pipelines, are checkpointed and used at
-/// evaluation; modules that cannot be cut are refused naming the file.
+/// losses), also where its first stage has no parameters; BatchNorm's buffers agree across pipelines, are checkpointed
+/// and used at evaluation; modules that cannot be cut are refused naming the file.
 
 #define BOOST_TEST_MODULE imported_models
 #include <boost/test/unit_test.hpp>
@@ -125,6 +125,30 @@ BOOST_AUTO_TEST_CASE(a_scripted_sequential_matches_pytorch_eager_step_for_step) 
       BOOST_REQUIRE_EQUAL(losses.size(), eager.losses.size());
       for (std::size_t k = 0; k < losses.size(); ++k)
         BOOST_TEST_CONTEXT("step " << k + 1) { BOOST_TEST(std::abs(losses[k] - eager.losses[k]) <= 1e-5); }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_first_stage_without_parameters_trains_as_one_stage_does) {
+  // Flatten, then Linear, cut in two: the first stage has nothing to learn and no stage
+  // before it, so its output needs no gradient. Its backward has nothing to do, and the
+  // run trains as one stage does, under whole and split backwards, with replicas too.
+  test::ScratchDir dir;
+  const std::string train = "[train]\noptimizer = \"sgd\"\nbatch_size = 32\nlr = 0.05\nmomentum = 0.9\n";
+  auto losses = [&](std::size_t stages, std::size_t pipelines, const char* scheduler) {
+    const test::MeasuredPlan p = test::quick_plan(
+        dir, job_toml(fixture("flatten-linear.pt"), fashion_mnist_in_order, train, stages, pipelines, scheduler));
+    BOOST_REQUIRE_EQUAL(p.plan.stages.size(), stages);
+    return train_for(p, 6, dir.path() / "run").losses;
+  };
+  const std::vector<double> alone = losses(1, 1, "1f1b");
+  BOOST_REQUIRE_EQUAL(alone.size(), 6u);
+  for (const auto& [stages, pipelines, scheduler] :
+       {std::tuple<std::size_t, std::size_t, const char*>{2, 1, "1f1b"}, {2, 2, "1f1b"}, {2, 1, "zb-h1"}})
+    BOOST_TEST_CONTEXT(stages << " stages × " << pipelines << " pipelines, " << scheduler) {
+      const std::vector<double> cut = losses(stages, pipelines, scheduler);
+      BOOST_REQUIRE_EQUAL(cut.size(), alone.size());
+      for (std::size_t k = 0; k < cut.size(); ++k)
+        BOOST_TEST_CONTEXT("step " << k + 1) { BOOST_TEST(std::abs(cut[k] - alone[k]) <= 1e-6); }
     }
 }
 

@@ -206,6 +206,9 @@ Payload StageWorker::backward(std::size_t micro, const Payload& output_gradient)
   const auto on = impl_->device.enter();
   Impl::Stash stash = std::move(it->second);
   impl_->stash.erase(it);
+  // A first stage without parameters (a Flatten) has no gradient to compute: nothing
+  // before it takes one, and it learns nothing.
+  if (!stash.output.requires_grad()) return nullptr;
   if (last())
     stash.output.backward();
   else
