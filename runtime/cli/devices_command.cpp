@@ -64,8 +64,9 @@ int devices(bool json, bool nccl, const std::string& cluster) {
                 << (*survey.nccl ? "all-reduce over every GPU ok, NCCL " + **survey.nccl : survey.nccl->error().message)
                 << "\n";
   }
-  // Having no GPU is a fact to report, not a failure; a failed NCCL check that was asked for is.
-  if (survey.nccl && !*survey.nccl) return exit_status(survey.nccl->error().code);
+  // Having no GPU is a fact to report, not a failure, and so is an NCCL check skipped
+  // for want of one; a check that ran and failed is a failure.
+  if (survey.gpus && survey.nccl && !*survey.nccl) return exit_status(survey.nccl->error().code);
   return 0;
 }
 
