@@ -397,6 +397,20 @@ BOOST_AUTO_TEST_CASE(devices_reports_instead_of_crashing_without_a_gpu) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(resuming_from_a_folder_without_a_checkpoint_is_refused_before_anything_runs) {
+  // Before the profile is measured and the job planned: exit 2, naming the checkpoint
+  // looked for, and the folder left as it was.
+  ScratchDir dir;
+  const std::string empty = (dir.path() / "empty").string();
+  std::filesystem::create_directories(empty);
+  const auto result = run_cli("run " + config("fashion-mnist.toml") + " --steps 1 --resume '" + empty + "'");
+  BOOST_TEST(result.status == 2);
+  BOOST_TEST(contains(result.err, empty + "/checkpoint.pt not found"), result.err);
+  BOOST_TEST(!contains(result.err, "measuring pass"), result.err);
+  BOOST_TEST(!contains(result.err, "planning"), result.err);
+  BOOST_TEST(std::filesystem::is_empty(empty));
+}
+
 BOOST_AUTO_TEST_CASE(plan_json_has_predictions_and_compare_prints_rows) {
   const auto plan = run_cli("plan " + config("gpt2-xl-hetero-2x8.toml") + " --json");
   BOOST_REQUIRE_MESSAGE(plan.status == 0, plan.err);

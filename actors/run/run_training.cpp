@@ -87,7 +87,7 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
 
   train::Progress progress;
   if (!options.resume.empty()) {
-    auto loaded = session.load_checkpoint(options.resume + "/checkpoint.pt");
+    auto loaded = session.load_checkpoint(options.resume + "/" + std::string(checkpoint_file));
     ACTORPIPE_TRY(loaded);
     progress = *loaded;
   }
@@ -298,7 +298,8 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   // starts every replica from it.
   auto checkpoint = [&]() -> Status {
     Status saved = Ok{};
-    with_model([&] { saved = session.save_checkpoint(options.output_dir + "/checkpoint.pt", progress); });
+    with_model(
+        [&] { saved = session.save_checkpoint(options.output_dir + "/" + std::string(checkpoint_file), progress); });
     if (saved) attempt.checkpoint_step = progress.step;
     return saved;
   };
@@ -340,20 +341,21 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
     InFlight current = std::move(in_flight.front());
     in_flight.pop_front();
     double loss = 0;
-    current.first.receive([&](double l) { loss = l; },
-                          [&](caf::error&) {
-                            std::lock_guard<std::mutex> lock(failure->mutex);
-                            error = Error::run_failed(failure->what.empty() ? "the run failed" : failure->what);
-                            attempt.worker_lost = failure->worker_lost;
-                            // A worker lost, or a stage stuck: where the run stands, and what
-                            // a resume starts from.
-                            if (coordination || failure->stage_stuck)
-                              error->message +=
-                                  "; the last completed step is " + std::to_string(progress.step) +
-                                  (progress.step > 0 && std::filesystem::exists(options.output_dir + "/checkpoint.pt")
-                                       ? ", the last checkpoint " + options.output_dir + "/checkpoint.pt"
-                                       : "");
-                          });
+    current.first.receive(
+        [&](double l) { loss = l; },
+        [&](caf::error&) {
+          std::lock_guard<std::mutex> lock(failure->mutex);
+          error = Error::run_failed(failure->what.empty() ? "the run failed" : failure->what);
+          attempt.worker_lost = failure->worker_lost;
+          // A worker lost, or a stage stuck: where the run stands, and what
+          // a resume starts from.
+          if (coordination || failure->stage_stuck)
+            error->message +=
+                "; the last completed step is " + std::to_string(progress.step) +
+                (progress.step > 0 && std::filesystem::exists(options.output_dir + "/" + std::string(checkpoint_file))
+                     ? ", the last checkpoint " + options.output_dir + "/" + std::string(checkpoint_file)
+                     : "");
+        });
     if (error) break;
     // Training on from a diverged loss only writes a checkpoint of NaNs.
     if (!std::isfinite(loss)) {

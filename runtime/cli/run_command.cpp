@@ -10,11 +10,13 @@
 #include <actorpipe/launch.hpp>
 #include <actorpipe/run_report.hpp>
 #include <actorpipe/train_job.hpp>
+#include <actorpipe/training.hpp>
 
 #include "base/text.hpp"
 
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <unistd.h>
@@ -43,6 +45,15 @@ std::string duration(double seconds) {
 }
 
 int run_job(const RunArguments& a, const CommonOptions& common) {
+  // Before the profile is measured or the plan made: a folder to resume from holds a
+  // checkpoint.
+  if (!a.resume.empty()) {
+    const std::string checkpoint = a.resume + "/" + checkpoint_file;
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(checkpoint, error))
+      return report(Error::bad_input("--resume " + a.resume + ": no checkpoint to continue from (" + checkpoint +
+                                     " not found); nothing was measured or written"));
+  }
   auto loaded = load(a.job, common);
   if (!loaded) return report(loaded.error());
   const JobSpec& job = loaded->job;

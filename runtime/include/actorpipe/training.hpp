@@ -116,6 +116,9 @@ ACTORPIPE_EXPORT std::size_t usable_core_count();
 /// the run measures in modelled time.
 ACTORPIPE_EXPORT Result<double> predicted_step_ms(const JobSpec& job, const Plan& plan);
 
+/// The checkpoint a run writes in its output folder, and RunOptions::resume reads.
+inline constexpr const char* checkpoint_file = "checkpoint.pt";
+
 /// Trains `job` (which must name a zoo model) as `plan` says. Writes to
 /// `options.output_dir`: metrics.jsonl (a line per step and per evaluation), trace.json
 /// (a Perfetto track per stage actor) and checkpoint.pt (atomically, after every epoch
