@@ -15,6 +15,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 #include <sys/stat.h>
@@ -409,6 +410,37 @@ BOOST_AUTO_TEST_CASE(resuming_from_a_folder_without_a_checkpoint_is_refused_befo
   BOOST_TEST(!contains(result.err, "measuring pass"), result.err);
   BOOST_TEST(!contains(result.err, "planning"), result.err);
   BOOST_TEST(std::filesystem::is_empty(empty));
+}
+
+BOOST_AUTO_TEST_CASE(a_second_run_of_a_job_leaves_the_first_runs_folder_alone) {
+  // output.dir (runs/{job}) that an earlier run wrote into is left to it: the next run
+  // writes to runs/{job}-2, the one after to -3, and each says so.
+  ScratchDir dir;
+  const std::string runs = (dir.path() / "runs").string();
+  const std::string job = dir.write(
+      "twice.toml", test::cpu_cluster_toml(2, "4 GiB") +
+                        "[job]\nname = \"twice\"\n[model]\nzoo = \"mlp\"\n"
+                        "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [8]\n[train]\nbatch_size = 32\n"
+                        "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nstages = 1\npipelines = 1\n"
+                        "[output]\ndir = \"" +
+                        runs + "/{job}\"\n");
+  auto metrics_of = [](const std::string& folder) {
+    std::ifstream in(folder + "/metrics.jsonl");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const auto first = run_cli("run " + job + " --steps 1");
+  BOOST_REQUIRE_MESSAGE(first.status == 0, first.err);
+  const std::string first_metrics = metrics_of(runs + "/twice");
+  BOOST_REQUIRE(!first_metrics.empty());
+  for (const char* suffix : {"-2", "-3"}) {
+    const auto again = run_cli("run " + job + " --steps 2");
+    BOOST_REQUIRE_MESSAGE(again.status == 0, again.err);
+    BOOST_TEST(
+        contains(again.err, runs + "/twice holds an earlier run; this one writes to " + runs + "/twice" + suffix),
+        again.err);
+    BOOST_TEST(std::filesystem::exists(runs + "/twice" + suffix + "/checkpoint.pt"), suffix);
+  }
+  BOOST_TEST(metrics_of(runs + "/twice") == first_metrics);
 }
 
 BOOST_AUTO_TEST_CASE(plan_json_has_predictions_and_compare_prints_rows) {

@@ -69,6 +69,22 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
   options.output_dir = !a.output.empty() ? a.output : !a.resume.empty() ? a.resume : job.output.dir;
   if (const auto at = options.output_dir.find("{job}"); at != std::string::npos)
     options.output_dir.replace(at, 5, job.job.name);
+  // The job's own folder that an earlier run wrote into is left to it: this run takes
+  // the first of FOLDER-2, FOLDER-3, ... that holds none, as a script's runs do. A
+  // folder named with -o is the user's to write into.
+  if (a.output.empty() && a.resume.empty()) {
+    const auto holds_a_run = [](const std::string& folder) {
+      std::error_code error;
+      return std::filesystem::exists(folder + "/" + checkpoint_file, error) ||
+             std::filesystem::exists(folder + "/metrics.jsonl", error);
+    };
+    const std::string first = options.output_dir;
+    for (int n = 2; holds_a_run(options.output_dir); ++n)
+      options.output_dir = first + "-" + std::to_string(n);
+    if (options.output_dir != first)
+      std::cerr << "actorpipe: " << first << " holds an earlier run; this one writes to " << options.output_dir
+                << " (-o names a folder to write into)\n";
+  }
   options.stop_requested = [] { return InterruptScope::requested().load(); };
   course.on_planning = planning_progress();
   // Ctrl-C ends planning at once; from then on it asks the tuning or the run to stop at
