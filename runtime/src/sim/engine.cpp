@@ -550,7 +550,10 @@ private:
     const Settled& before = *settled_;
     const double period = now - before.at;
     const std::size_t k = here.iteration;
-    if (k + 2 >= iterations_) return;
+    if (k + 2 >= iterations_) {
+      repeats_ = false; // too few iterations left to move on by
+      return;
+    }
     const std::size_t skip = iterations_ - 2 - k;
     const double by = static_cast<double>(skip) * period;
     const double times = static_cast<double>(skip);
@@ -611,8 +614,8 @@ private:
   std::vector<sync::ServerGate> gates_; ///< per stage, under a staleness bound
   std::vector<bool> away_;              ///< per instance: told its gate it has no work
   Queue queue_;
-  /// Lockstep without stragglers or a trace, every iteration runs as the one before
-  /// once the pipelines have settled: see fast_forward().
+  /// Lockstep without stragglers or a trace: whether the run may yet move on by whole
+  /// iterations once each repeats the one before (fast_forward()).
   bool repeats_;
   std::size_t entered_ = 0; ///< instances that have entered iteration `entering_`
   std::uint32_t entering_ = 0;

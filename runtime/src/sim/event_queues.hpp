@@ -204,11 +204,11 @@ private:
     bucket.sorted = true;
     return id;
   }
-  /// Whether bucket `id` holds pending events (not on the free list).
-  bool live(std::uint32_t id) const {
-    return id == current_ || std::find(free_.begin(), free_.end(), id) == free_.end();
-  }
+  /// Whether bucket `id` holds pending events: a released one holds none.
+  bool live(std::uint32_t id) const { return buckets_[id].next < buckets_[id].events.size(); }
   void release(std::uint32_t id) {
+    buckets_[id].events.clear();
+    buckets_[id].next = 0;
     index_.erase(std::bit_cast<std::uint64_t>(buckets_[id].time));
     free_.push_back(id);
     if (id == recent_) recent_ = none;
