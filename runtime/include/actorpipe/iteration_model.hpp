@@ -12,20 +12,20 @@
 /// one processor computes or one lane carries per micro-batch, or, where a stage holds
 /// only so many micro-batches in flight (1F1B), the loop from it to the last stage and
 /// back per micro-batch it holds. So an estimate costs the same at any micro-batch
-/// count, except where the lanes bind the steady state (one carries more per
-/// micro-batch than half of what the busiest processor computes): transfers that each wait for every lane
-/// they cross leave lanes idle, the more so the longer the pipelines run, and only
+/// count, except where the lanes bind the steady state (one carries more per micro-batch
+/// than half of what the busiest processor computes): transfers that each wait for every
+/// lane they cross leave lanes idle, the more so the longer the pipelines run, and only
 /// every micro-batch simulated shows how much; or where a stage's loop with what the
 /// lanes carry per micro-batch added outlasts the busiest processor, whose queues at
-/// shared lanes lengthen the loop. There an estimate simulates every
-/// micro-batch (BoundLanes::simulated), unless the setup asks for the period
-/// (BoundLanes::priced): what a search descends by, at a cost that does not grow with
-/// the micro-batches, before it judges its last few candidates with every micro-batch
-/// where the lanes bind. Where the whole plan is at most
-/// IterationSetup::full_simulation_actions forwards and backwards (2,048 unless the
-/// setup says otherwise), it runs every pipeline, and with every micro-batch simulated
-/// it is exactly simulate()'s iteration. Beyond, it runs one pipeline of each kind of placement (the
-/// same link at every cut, the same device speeds; at most four, the slowest):
+/// shared lanes lengthen the loop. There an estimate simulates every micro-batch
+/// (BoundLanes::simulated), unless the setup asks for the period (BoundLanes::priced):
+/// what a search descends by, at a cost that does not grow with the micro-batches,
+/// before it judges its last few candidates with every micro-batch where the lanes bind.
+/// Where the whole plan is at most IterationSetup::full_simulation_actions forwards and
+/// backwards (2,048 unless the setup says otherwise), it runs every pipeline, and with
+/// every micro-batch simulated it is exactly simulate()'s iteration. Beyond, it runs one
+/// pipeline of each kind of placement (the same link at every cut, the same device
+/// speeds; at most four, the slowest):
 ///   - the slowest computes each stage at its slowest replica's speed, which all wait for;
 ///   - sends take the representatives' own routes, at full speed,
 ///     but each lane they cross stays busy, per byte of the representative's, for as
@@ -119,8 +119,8 @@ public:
 
   /// Forwards and backwards one iteration_ms() simulates (every representative's)
   /// where the lanes do not bind, or at any rate with BoundLanes::priced: what one
-  /// estimate costs, for a search that must bound its time. Where they bind and the
-  /// setup says BoundLanes::simulated, an estimate simulates every micro-batch.
+  /// estimate costs, for a search that must bound its time. Where they bind (above)
+  /// and the setup says BoundLanes::simulated, an estimate simulates every micro-batch.
   std::size_t simulated_actions() const;
   /// Forwards and backwards all iteration_ms() calls so far have simulated.
   std::size_t simulated_so_far() const;
