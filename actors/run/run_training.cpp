@@ -140,10 +140,11 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   ACTORPIPE_TRY(write_file_atomically(options.output_dir + "/plan.json", plan_to_json(plan, job.profile, job.cluster)));
   // Written afresh by rename (a symbolic link planted there is replaced, its target
   // left alone): a resumed run's metrics begin with the lines up to its checkpoint.
-  const std::string metrics_path = options.output_dir + "/metrics.jsonl";
+  const std::string metrics_path = options.output_dir + "/" + std::string(metrics_file);
   ACTORPIPE_TRY(write_file_atomically(
-      metrics_path, options.resume.empty() ? std::string()
-                                           : actors::metrics_up_to(options.resume + "/metrics.jsonl", progress.step)));
+      metrics_path, options.resume.empty()
+                        ? std::string()
+                        : actors::metrics_up_to(options.resume + "/" + std::string(metrics_file), progress.step)));
   std::ofstream metrics(metrics_path, std::ios::app);
   if (!metrics) return Error::run_failed(metrics_path + ": cannot write");
 

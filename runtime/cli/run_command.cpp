@@ -76,7 +76,7 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
     const auto holds_a_run = [](const std::string& folder) {
       std::error_code error;
       return std::filesystem::exists(folder + "/" + checkpoint_file, error) ||
-             std::filesystem::exists(folder + "/metrics.jsonl", error);
+             std::filesystem::exists(folder + "/" + metrics_file, error);
     };
     const std::string first = options.output_dir;
     for (int n = 2; holds_a_run(options.output_dir); ++n)

@@ -118,6 +118,8 @@ ACTORPIPE_EXPORT Result<double> predicted_step_ms(const JobSpec& job, const Plan
 
 /// The checkpoint a run writes in its output folder, and RunOptions::resume reads.
 inline constexpr const char* checkpoint_file = "checkpoint.pt";
+/// The line per step and per evaluation a run writes in its output folder.
+inline constexpr const char* metrics_file = "metrics.jsonl";
 
 /// Trains `job` (which must name a zoo model) as `plan` says. Writes to
 /// `options.output_dir`: metrics.jsonl (a line per step and per evaluation), trace.json
