@@ -2,7 +2,8 @@
 /// one GPU busy (12 layers, width 1024, 16 heads, context 512, Adam, bf16 by default),
 /// on cuda:0, in one run:
 ///   actorpipe 1 × 1, and 2 and 4 stages × 1 pipeline (1F1B) with every stage on the one
-///   GPU, each stage on a stream of its own;
+///   GPU, each stage on a stream of its own; each eagerly and with CUDA graphs
+///   (train.cuda_graphs);
 ///   the same model and batch in a plain LibTorch training loop (train::SingleProcessTraining
 ///   on the GPU: whole batches, no actors);
 ///   PyTorch eager of the same architecture (bench/gpt_eager.py, through python3), with
@@ -300,12 +301,14 @@ int main(int argc, char** argv) {
   progress(libtorch_row("plain LibTorch loop", bf16_one, s));
   progress(eager_row(s, "bf16", false));
   progress(eager_row(s, "bf16", true));
-  for (const std::size_t stages : {1u, 2u, 4u}) {
-    Row r =
-        actorpipe_row("actorpipe " + std::to_string(stages) + " × 1", gpt_job(s, dir, corpus, stages, Precision::bf16),
-                      profile, plugins, s, dir / ("run-" + std::to_string(stages)));
-    progress(r);
-  }
+  for (const bool graphs : {false, true})
+    for (const std::size_t stages : {1u, 2u, 4u}) {
+      JobSpec job = gpt_job(s, dir, corpus, stages, Precision::bf16);
+      job.train.cuda_graphs = graphs;
+      const std::string name = "actorpipe " + std::to_string(stages) + " × 1" + (graphs ? ", CUDA graphs" : "");
+      progress(actorpipe_row(name, job, profile, plugins, s,
+                             dir / ("run-" + std::to_string(stages) + (graphs ? "-graphs" : ""))));
+    }
   const JobSpec fp32_one = gpt_job(s, dir, corpus, 1, Precision::fp32);
   progress(libtorch_row("plain LibTorch loop", fp32_one, s));
   progress(actorpipe_row("actorpipe 1 × 1", fp32_one, profile, plugins, s, dir / "run-fp32"));

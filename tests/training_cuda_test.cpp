@@ -1,7 +1,8 @@
 /// training_cuda: stages on a CUDA device, where one is present. A job on the GPU
 /// computes what it computes on the CPU step by step (fp32); bf16 trains the default
 /// CNN as well as fp32 does; two stages on one GPU compute at the same time on their
-/// own streams; the plan's memory estimate holds against the caching allocator's peak.
+/// own streams; the plan's memory estimate holds against the caching allocator's peak;
+/// stages replaying CUDA graphs (train.cuda_graphs) compute what they compute eagerly.
 /// Skipped (exit 77) where actorpipe was built without CUDA or no GPU is visible.
 
 #define BOOST_TEST_MODULE training_cuda
@@ -13,6 +14,10 @@
 #include "test_support.hpp"
 
 #include "device/stage_device.hpp"
+#include "train/model_zoo.hpp"
+#include "train/stage_worker.hpp"
+#include "train/stage_worker_impl.hpp"
+#include "train/tensor_box.hpp"
 
 #include <actorpipe/job.hpp>
 #include <actorpipe/training.hpp>
@@ -92,7 +97,129 @@ BOOST_AUTO_TEST_CASE(bf16_trains_the_default_cnn_to_89_percent) {
   BOOST_TEST(summary->test_accuracy >= 0.89);
 }
 
+namespace {
+
+/// Two stages of `options`' model (seeded alike) on cuda:0 in `precision`, with CUDA
+/// graphs or eagerly.
+std::vector<std::unique_ptr<train::StageWorker>> two_stages(const ModelOptions& options, const train::DataShape& shape,
+                                                            Precision precision, bool graphs) {
+  auto model = train::build_model(options, shape, 7);
+  REQUIRE_OK(model);
+  const auto shared = std::make_shared<const train::Model>(std::move(*model));
+  TrainOptions train;
+  train.optimizer = Optimizer::adam;
+  train.lr = 1e-3;
+  train.precision = precision;
+  train.cuda_graphs = graphs;
+  const Cut begin{0, 0}, half{shared->blocks.size() / 2, 0}, end{shared->blocks.size(), 0};
+  std::vector<std::unique_ptr<train::StageWorker>> stages;
+  for (std::size_t s = 0; s < 2; ++s)
+    stages.push_back(std::make_unique<train::StageWorker>(
+        shared, train::StageSetup{0, s, 2, s == 0 ? begin : half, s == 0 ? half : end, train, 1, 1, 0}));
+  return stages;
+}
+
+/// Four steps of three micro-batches through `stages` in 1F1B's order (the second's
+/// backward split into I and W), the last step's third micro-batch shorter: each
+/// step's loss, then every parameter, flattened.
+std::pair<std::vector<double>, torch::Tensor> four_steps(std::vector<std::unique_ptr<train::StageWorker>>& stages,
+                                                         const std::function<torch::Tensor(std::int64_t)>& inputs,
+                                                         const std::function<torch::Tensor(std::int64_t)>& labels) {
+  torch::manual_seed(3);
+  std::vector<double> losses;
+  train::StageWorker &first = *stages[0], &last = *stages[1];
+  for (int step = 0; step < 4; ++step) {
+    const std::vector<std::int64_t> rows{8, 8, step == 3 ? 5 : 8};
+    std::vector<train::Payload> x, y, activation(3), gradient(3);
+    for (const std::int64_t r : rows) {
+      x.push_back(train::wrap(inputs(r)));
+      y.push_back(train::wrap(labels(r)));
+    }
+    const double batch = static_cast<double>(rows[0] + rows[1] + rows[2]);
+    const auto loss = [&](std::size_t m) {
+      last.forward_loss(m, activation[m], y[m], static_cast<double>(rows[m]) / batch,
+                        static_cast<std::uint32_t>(rows[m]));
+    };
+    activation[0] = first.forward(0, x[0]);
+    activation[1] = first.forward(1, x[1]);
+    loss(0);
+    gradient[0] = last.backward(0, nullptr);
+    first.backward(0, gradient[0]);
+    activation[2] = first.forward(2, x[2]);
+    loss(1);
+    gradient[1] = last.backward_input(1, nullptr);
+    last.backward_weight(1);
+    first.backward(1, gradient[1]);
+    loss(2);
+    gradient[2] = last.backward(2, nullptr);
+    first.backward(2, gradient[2]);
+    first.step();
+    last.step();
+    losses.push_back(last.take_loss_sum() / batch);
+  }
+  std::vector<torch::Tensor> flat;
+  for (const auto& stage : stages)
+    for (const torch::Tensor& p : stage->impl().parameters)
+      flat.push_back(p.detach().to(torch::kCPU, torch::kFloat).flatten());
+  return {losses, torch::cat(flat)};
+}
+
+} // namespace
+
 #ifdef ACTORPIPE_CUDA
+
+BOOST_AUTO_TEST_CASE(stages_replaying_cuda_graphs_compute_what_they_compute_eagerly) {
+  // A GPT in bf16 (no buffers) and a ResNet in fp32 (BatchNorm's running statistics,
+  // which the capture's eager warm-up must leave as they were); the short last
+  // micro-batch computes eagerly beside the graphs.
+  ModelOptions gpt, resnet;
+  gpt.zoo = ZooModel::gpt;
+  gpt.layers = 2;
+  gpt.width = 64;
+  gpt.heads = 4;
+  gpt.context = 16;
+  resnet.zoo = ZooModel::resnet;
+  resnet.layers = 2;
+  resnet.width = 8;
+  const train::DataShape tokens{{16}, 50, true}, images{{1, 28, 28}, 10, false};
+  struct Case {
+    const char* name;
+    ModelOptions model;
+    train::DataShape shape;
+    Precision precision;
+  };
+  for (const Case& c :
+       {Case{"gpt bf16", gpt, tokens, Precision::bf16}, Case{"resnet fp32", resnet, images, Precision::fp32}})
+    BOOST_TEST_CONTEXT(c.name) {
+      const auto inputs = [&](std::int64_t rows) {
+        return c.shape.tokens ? torch::randint(c.shape.classes, {rows, c.shape.sample[0]}, torch::kLong)
+                              : torch::randn({rows, 1, 28, 28});
+      };
+      const auto labels = [&](std::int64_t rows) {
+        return c.shape.tokens ? torch::randint(c.shape.classes, {rows, c.shape.sample[0]}, torch::kLong)
+                              : torch::randint(c.shape.classes, {rows}, torch::kLong);
+      };
+      auto eager = two_stages(c.model, c.shape, c.precision, false);
+      auto graphed = two_stages(c.model, c.shape, c.precision, true);
+      const auto [eager_losses, eager_weights] = four_steps(eager, inputs, labels);
+      const auto [graphed_losses, graphed_weights] = four_steps(graphed, inputs, labels);
+      for (std::size_t s = 0; s < 2; ++s) {
+        const train::GraphedPasses* graphs = graphed[s]->impl().graphs.get();
+        BOOST_REQUIRE_MESSAGE(graphs, "stage " << s << " computed eagerly");
+        BOOST_TEST(graphs->why().empty(), graphs->why());
+        // The first stage holds two micro-batches at once in 1F1B's order, the last one.
+        BOOST_TEST(graphs->slots() == (s == 0 ? 2u : 1u), "stage " << s);
+        BOOST_TEST(!eager[s]->impl().graphs);
+      }
+      for (std::size_t k = 0; k < eager_losses.size(); ++k)
+        BOOST_TEST(std::abs(graphed_losses[k] - eager_losses[k]) <= 1e-5 * std::abs(eager_losses[k]),
+                   "step " << k + 1 << ": " << graphed_losses[k] << " against " << eager_losses[k]);
+      const double apart = (graphed_weights - eager_weights).abs().max().item<double>();
+      BOOST_TEST_MESSAGE(c.name << ": losses " << eager_losses.back() << " eager, " << graphed_losses.back()
+                                << " graphed; weights at most " << apart << " apart");
+      BOOST_TEST(apart <= 1e-5, apart);
+    }
+}
 
 BOOST_AUTO_TEST_CASE(two_stages_on_one_gpu_compute_at_the_same_time) {
   // Each stage queues a kernel that spins for a fixed number of cycles on its own stream,

@@ -143,6 +143,11 @@ struct TrainOptions {
   /// micro-batch. Process-wide, from the first run or profile that asks for it.
   bool retain_memory = true;
   Precision precision = Precision::fp32;
+  /// Whether a stage on a CUDA device replays its forward and backward of a micro-batch
+  /// as CUDA graphs, captured in the run's first steps, instead of launching every
+  /// operator from the host (train/graphed_passes.hpp). Stages that draw random numbers
+  /// (dropout) or recompute compute eagerly.
+  bool cuda_graphs = false;
 };
 
 /// `plan.stages`, `plan.pipelines` and `plan.micro_batches` may be "auto": the planner

@@ -144,6 +144,7 @@ Status read_train(TableReader& top, TrainOptions& train) {
     std::string precision = precision_name(train.precision);
     if (auto s = r.choice("precision", precision, {"fp32", "bf16", "fp16"}); !s) return s;
     train.precision = *precision_named(precision);
+    if (auto s = r.boolean("cuda_graphs", train.cuda_graphs); !s) return s;
     return Ok{};
   });
 }

@@ -1,11 +1,14 @@
 /// StageWorker: forward, backward and optimizer step of one stage.
 
 #include "train/cores.hpp"
+#include "train/kept_buffers.hpp"
 #include "train/recomputation.hpp"
 #include "train/stage_worker_impl.hpp"
 #include "train/step_parts.hpp"
 #include "train/tensor_box.hpp"
 
+#include <algorithm>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -58,21 +61,6 @@ torch::Tensor training_forward(StageWorker::Impl& w, const torch::Tensor& x) {
   return w.run(x);
 }
 
-/// The running statistics a unit keeps (BatchNorm's), put back after a run computed
-/// again: its forward counts once, as without recomputation.
-struct BuffersKept {
-  std::vector<torch::Tensor> buffers, values;
-  explicit BuffersKept(std::vector<torch::Tensor> of) : buffers(std::move(of)) {
-    for (const torch::Tensor& b : buffers)
-      values.push_back(b.clone());
-  }
-  ~BuffersKept() {
-    const torch::NoGradGuard no_grad;
-    for (std::size_t i = 0; i < buffers.size(); ++i)
-      buffers[i].copy_(values[i]);
-  }
-};
-
 } // namespace
 
 torch::Tensor StageWorker::Impl::run(torch::Tensor x) const {
@@ -113,7 +101,7 @@ torch::Tensor StageWorker::Impl::run(torch::Tensor x) const {
     };
     const auto again = [forward, run, buffers, generator, drawn_from, where, precision](const torch::Tensor& y) {
       const device::AutocastScope autocast(precision, where);
-      const BuffersKept kept(buffers);
+      const KeptBuffers kept(buffers);
       if (!generator) return forward(y);
       const std::lock_guard lock(generator_lock(where));
       at::Generator g = *generator;
@@ -133,6 +121,53 @@ torch::Tensor StageWorker::Impl::run(torch::Tensor x) const {
   }
   return x;
 }
+
+GraphedPasses* StageWorker::Impl::graphed(const torch::Tensor& x, bool first, bool last) {
+  if (graphs_considered) return graphs && graphs->why().empty() ? graphs.get() : nullptr;
+  graphs_considered = true;
+  const bool recomputes = std::find(setup.recomputed.begin(), setup.recomputed.end(), true) != setup.recomputed.end();
+  const bool input_gradient = !first && x.is_floating_point();
+  const bool learns =
+      std::any_of(parameters.begin(), parameters.end(), [](const auto& p) { return p.requires_grad(); });
+  if (!setup.train.cuda_graphs || !GraphedPasses::possible(device.device()) || draws || recomputes ||
+      (!learns && !input_gradient))
+    return nullptr;
+  GraphedPasses::Compute compute = [this, last](const torch::Tensor& input, const torch::Tensor& labels) {
+    torch::Tensor y = run(input);
+    return last ? mean_loss(y.to(torch::kFloat), labels) : y;
+  };
+  graphs = std::make_unique<GraphedPasses>(device.device(), std::move(compute), parameters, buffers, input_gradient,
+                                           scaler ? scaler->scale() : torch::Tensor());
+  return graphs.get();
+}
+
+namespace {
+
+/// The backward of the micro-batch in `slot` of the stage's graphs: its input's gradient.
+Payload graphed_backward(StageWorker::Impl& w, std::size_t slot, const Payload& output_gradient, bool first,
+                         bool last) {
+  const torch::Tensor gradient = last ? torch::Tensor() : take(w.device, output_gradient);
+  torch::Tensor input_gradient = w.graphs->backward(slot, gradient);
+  if (first || !input_gradient.defined()) return nullptr;
+  return give(w.device, std::move(input_gradient));
+}
+
+/// The graphs that computed a micro-batch, where they did. Where capturing failed, it says
+/// so; the graphs then compute only the backwards of the micro-batches they hold.
+std::optional<GraphedPasses::Forwarded> graphed_forward(StageWorker::Impl& w, const torch::Tensor& x,
+                                                        const torch::Tensor& labels, double scale, bool first,
+                                                        bool last) {
+  GraphedPasses* graphs = w.graphed(x, first, last);
+  if (!graphs) return std::nullopt;
+  auto forwarded = graphs->forward(x, labels, scale);
+  if (!graphs->why().empty()) {
+    std::cerr << "actorpipe: stage " << w.setup.stage << " of pipeline " << w.setup.pipeline
+              << ": CUDA graphs could not be captured (" << graphs->why() << "); it computes eagerly\n";
+  }
+  return forwarded;
+}
+
+} // namespace
 
 StageWorker::StageWorker(std::shared_ptr<const Model> model, const StageSetup& setup)
     : impl_(std::make_unique<Impl>()) {
@@ -166,11 +201,16 @@ Payload StageWorker::forward(std::size_t micro, const Payload& input) {
   use_compute_threads(impl_->setup.threads);
   const auto on = impl_->device.enter();
   torch::Tensor x = take(impl_->device, input);
+  if (auto graphed = graphed_forward(*impl_, x, {}, 1, first(), false)) {
+    ++impl_->forwards;
+    impl_->stash[micro] = {{}, {}, std::nullopt, graphed->slot, false};
+    return give(impl_->device, graphed->output);
+  }
   // Floating-point inputs from the stage before become leaves that collect the
   // gradient to send back; the storage is shared, not copied.
   if (!first() && x.is_floating_point()) x = x.detach().requires_grad_(true);
   torch::Tensor y = training_forward(*impl_, x);
-  impl_->stash[micro] = {x, y, std::nullopt};
+  impl_->stash[micro] = {x, y, std::nullopt, std::nullopt, false};
   return give(impl_->device, y.detach());
 }
 
@@ -179,15 +219,25 @@ void StageWorker::forward_loss(std::size_t micro, const Payload& input, const Pa
   use_compute_threads(impl_->setup.threads);
   const auto on = impl_->device.enter();
   torch::Tensor x = take(impl_->device, input);
+  const torch::Tensor y = take(impl_->device, labels);
+  const auto add_loss = [&](const torch::Tensor& loss) {
+    // In double, as the loss was summed when read one micro-batch at a time.
+    const torch::Tensor weighted = loss.detach().to(torch::kDouble) * static_cast<double>(samples);
+    impl_->loss_sum = impl_->loss_sum.defined() ? impl_->loss_sum + weighted : weighted;
+  };
+  if (auto graphed = graphed_forward(*impl_, x, y, loss_scale, first(), true)) {
+    ++impl_->forwards;
+    add_loss(graphed->output);
+    impl_->stash[micro] = {{}, {}, std::nullopt, graphed->slot, false};
+    return;
+  }
   if (!first() && x.is_floating_point()) x = x.detach().requires_grad_(true);
   const torch::Tensor logits = training_forward(*impl_, x);
-  const torch::Tensor loss = mean_loss(logits.to(torch::kFloat), take(impl_->device, labels));
-  // In double, as the loss was summed when read one micro-batch at a time.
-  const torch::Tensor weighted = loss.detach().to(torch::kDouble) * static_cast<double>(samples);
-  impl_->loss_sum = impl_->loss_sum.defined() ? impl_->loss_sum + weighted : weighted;
+  const torch::Tensor loss = mean_loss(logits.to(torch::kFloat), y);
+  add_loss(loss);
   torch::Tensor start = loss * loss_scale;
   if (impl_->scaler) start = start * impl_->scaler->scale();
-  impl_->stash[micro] = {x, start, std::nullopt};
+  impl_->stash[micro] = {x, start, std::nullopt, std::nullopt, false};
 }
 
 double StageWorker::take_loss_sum() {
@@ -206,6 +256,7 @@ Payload StageWorker::backward(std::size_t micro, const Payload& output_gradient)
   const auto on = impl_->device.enter();
   Impl::Stash stash = std::move(it->second);
   impl_->stash.erase(it);
+  if (stash.slot) return graphed_backward(*impl_, *stash.slot, output_gradient, first(), last());
   // A first stage without parameters (a Flatten) has no gradient to compute: nothing
   // before it takes one, and it learns nothing.
   if (!stash.output.requires_grad()) return nullptr;
@@ -220,11 +271,17 @@ Payload StageWorker::backward(std::size_t micro, const Payload& output_gradient)
 Payload StageWorker::backward_input(std::size_t micro, const Payload& output_gradient) {
   use_compute_threads(impl_->setup.threads);
   auto it = impl_->stash.find(micro);
-  if (it == impl_->stash.end() || it->second.weights)
+  if (it == impl_->stash.end() || it->second.weights || it->second.weights_added)
     throw std::logic_error("input gradient of micro-batch " + std::to_string(micro) +
                            (it == impl_->stash.end() ? " before its forward" : " twice"));
   const auto on = impl_->device.enter();
   Impl::Stash& stash = it->second;
+  if (stash.slot) {
+    // The graphs compute both halves at once: the weights' gradients are added now,
+    // and the W has nothing left to do.
+    stash.weights_added = true;
+    return graphed_backward(*impl_, *std::exchange(stash.slot, std::nullopt), output_gradient, first(), last());
+  }
   const torch::Tensor gradient = last() ? torch::Tensor() : take(impl_->device, output_gradient);
   auto [input_gradient, weights] = WeightGradients::input_gradient(
       stash.output, gradient, first() ? torch::Tensor() : stash.input, impl_->parameters);
@@ -238,8 +295,12 @@ Payload StageWorker::backward_input(std::size_t micro, const Payload& output_gra
 void StageWorker::backward_weight(std::size_t micro) {
   use_compute_threads(impl_->setup.threads);
   auto it = impl_->stash.find(micro);
-  if (it == impl_->stash.end() || !it->second.weights)
+  if (it == impl_->stash.end() || !(it->second.weights || it->second.weights_added))
     throw std::logic_error("weight gradient of micro-batch " + std::to_string(micro) + " before its input gradient");
+  if (it->second.weights_added) {
+    impl_->stash.erase(it);
+    return;
+  }
   const auto on = impl_->device.enter();
   WeightGradients weights = std::move(*it->second.weights);
   impl_->stash.erase(it);

@@ -6,6 +6,7 @@
 #include "device/precision.hpp"
 #include "device/stage_device.hpp"
 #include "train/gradient_buckets.hpp"
+#include "train/graphed_passes.hpp"
 #include "train/model_zoo.hpp"
 #include "train/split_backward.hpp"
 #include "train/stage_worker.hpp"
@@ -30,11 +31,14 @@ struct StageWorker::Impl {
   std::uint64_t forwards = 0; ///< done so far, to seed the next one's draws
   /// Per micro-batch in flight: the input (a leaf that collects its gradient) and the
   /// output (the scaled loss on the last stage); after a split backward's I, what its W
-  /// needs instead.
+  /// needs instead. A micro-batch of the CUDA graphs keeps its slot there instead, and
+  /// a split backward's I of it adds its weights' gradients too (weights_added).
   struct Stash {
     torch::Tensor input;
     torch::Tensor output;
     std::optional<WeightGradients> weights;
+    std::optional<std::size_t> slot;
+    bool weights_added = false;
   };
   std::map<std::size_t, Stash> stash;
   /// Where its parameters, activations and gradients live, and its stream there.
@@ -42,11 +46,20 @@ struct StageWorker::Impl {
   /// Σ mean loss × samples of this step's micro-batches (the last stage), on the device.
   torch::Tensor loss_sum;
   std::unique_ptr<device::LossScaler> scaler; ///< fp16's
+  /// Its forward and backward as CUDA graphs (train.cuda_graphs), made at the first
+  /// forward where the stage can use them; see graphed().
+  std::unique_ptr<GraphedPasses> graphs;
+  bool graphs_considered = false;
 
   /// Its units' forward on `x` (on its device), in its precision. With grad on, the
   /// runs of units setup.recomputed marks keep only their input and compute again in
   /// the backward (recomputation.hpp), drawing what they drew the first time.
   torch::Tensor run(torch::Tensor x) const;
+  /// The CUDA graphs that compute a micro-batch with input `x`, made on first use; null
+  /// where the stage computes eagerly: train.cuda_graphs is off, the stage is not on a
+  /// GPU, draws random numbers, recomputes, or has nothing to differentiate, or
+  /// capturing failed (said once on stderr).
+  GraphedPasses* graphed(const torch::Tensor& x, bool first, bool last);
 };
 
 /// A stage's parameters ("p0", "p1", ...), buffers ("b0", ...) and optimizer state
