@@ -147,7 +147,9 @@ BOOST_AUTO_TEST_CASE(bad_input_exits_2_with_one_message_and_writes_nothing) {
       {config("vgg16-4dev.toml"), "--set plan.stagez=4",
        "--set plan.stagez=4: plan.stagez: unknown key, did you mean 'stages'?"},
       {config("vgg16-4dev.toml"), "--set plann.stages=4", "--set plann.stages=4: plann: unknown key, did you mean"},
-      {config("vgg16-4dev.toml"), "--partitioner nope", "plan.partitioner: no partitioner named 'nope'"},
+      {config("vgg16-4dev.toml"), "--partitioner nope",
+       "--partitioner nope: plan.partitioner: no partitioner named 'nope'"},
+      {config("vgg16-4dev.toml"), "--stages many", "--stages many: plan.stages:"},
       {config("vgg16-4dev.toml"), "--profile missing.txt", "missing.txt: file not found"},
       {config("vgg16-4dev.toml"), "--plugin-path '" + (test::broken_plugins() / "wrong_abi.so").string() + "'",
        "wrong_abi.so: plugin ABI version"},
@@ -255,6 +257,23 @@ BOOST_AUTO_TEST_CASE(a_plan_on_gpus_this_machine_lacks_is_refused_naming_the_fir
   BOOST_TEST((contains(run.err, "but this machine has") || contains(run.err, "but no CUDA device found")), run.err);
   BOOST_TEST(contains(run.err, "give such devices kind \"cpu\" or \"emulated\""), run.err);
   BOOST_TEST(!std::filesystem::exists(dir.path() / "run"));
+}
+
+BOOST_AUTO_TEST_CASE(a_run_on_emulated_devices_says_its_rate_is_in_modelled_time) {
+  ScratchDir dir;
+  const std::string job = dir.write(
+      "emulated.toml",
+      "[cluster]\nname = \"two\"\nnetwork = { bandwidth = \"10 GB/s\", latency = \"1 us\" }\n"
+      "[[cluster.servers]]\nname = \"slow\"\n"
+      "pcie = { devices_per_switch = 2, switch_bandwidth = \"16 GB/s\", inter_bridge_bandwidth = \"16 GB/s\" }\n"
+      "nic = { count = 1, bandwidth = \"10 GB/s\" }\n"
+      "devices = [{ kind = \"emulated\", count = 2, speed = 1.0, memory = \"8 GiB\" }]\n"
+      "[model]\nzoo = \"mlp\"\n[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [8]\n"
+      "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nstages = 2\npipelines = 1\n");
+  const auto run = run_cli("run " + job + " --steps 2 -o '" + (dir.path() / "run").string() + "'");
+  BOOST_TEST(run.status == 0, run.err);
+  BOOST_TEST(contains(run.out, "samples/s in modelled time): final loss"), run.out);
+  BOOST_TEST(contains(run.err, "samples/s in modelled time  ETA"), run.err);
 }
 
 BOOST_AUTO_TEST_CASE(bf16_and_fp16_train_on_the_cpu_and_fp16_keeps_to_one_stage) {

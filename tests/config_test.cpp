@@ -137,6 +137,18 @@ BOOST_AUTO_TEST_CASE(unknown_key_suggests_the_closest) {
              error.message);
 }
 
+BOOST_AUTO_TEST_CASE(a_key_of_a_table_set_beside_it_is_pointed_to_its_table) {
+  // As Lua's plan(job, {stages = 2}) writes it: `stages` at the top, not in [plan].
+  Job job("[plan]\npartitioner = \"uniform\"\n");
+  const Error error = expect_error(load_job(job.path, {"stages=2"}));
+  BOOST_TEST(contains(error.message, "stages: unknown key at this level, did you mean plan.stages?"), error.message);
+  // A key that two tables have: both are named.
+  Job both("[job]\nname = \"x\"\n[data]\nseed = 2\n");
+  const Error seed = expect_error(load_job(both.path, {"seed=1"}));
+  BOOST_TEST(contains(seed.message, "seed: unknown key at this level, did you mean job.seed or data.seed?"),
+             seed.message);
+}
+
 BOOST_AUTO_TEST_CASE(unknown_section_suggests_the_closest) {
   Job job("[tarin]\nbatch_size = 3\n");
   const Error error = expect_error(load_job(job.path));
@@ -180,6 +192,14 @@ BOOST_AUTO_TEST_CASE(bad_choice_lists_the_allowed_values) {
   Job retain("[train]\nretain_memory = \"yes\"\n");
   const Error not_bool = expect_error(load_job(retain.path));
   BOOST_TEST(contains(not_bool.message, "train.retain_memory"), not_bool.message);
+  // CUDA graphs: off unless a job asks; a value that is not a boolean is named.
+  BOOST_TEST(!plain->train.cuda_graphs);
+  auto graphs = load_job(job.path, {"train.optimizer=sgd", "train.cuda_graphs=true"});
+  REQUIRE_OK(graphs);
+  BOOST_TEST(graphs->train.cuda_graphs);
+  Job graphs_word("[train]\ncuda_graphs = 1\n");
+  const Error graphs_not_bool = expect_error(load_job(graphs_word.path));
+  BOOST_TEST(contains(graphs_not_bool.message, "train.cuda_graphs"), graphs_not_bool.message);
   // Precision: fp32 unless a job asks for bf16 or fp16; anything else is named.
   BOOST_TEST((plain->train.precision == Precision::fp32));
   auto bf16 = load_job(job.path, {"train.optimizer=sgd", "train.precision=bf16"});

@@ -815,19 +815,21 @@ BOOST_AUTO_TEST_CASE(a_measured_profile_has_every_unit_and_round_trips) {
   measure.load = 1; // a copy of the model trains beside the measurement
   measure.warmup = 1;
   measure.repeats = 3;
-  std::size_t reported = 0, total = 0;
-  measure.on_pass = [&](std::size_t done, std::size_t all) {
-    reported = done;
-    total = all;
-  };
+  std::vector<std::pair<std::size_t, std::size_t>> reported;
+  measure.on_pass = [&](std::size_t done, std::size_t all) { reported.emplace_back(done, all); };
   auto profile = measure_profile(*job, measure);
   REQUIRE_OK(profile);
   // At the batch and at an eighth of it, at least 3 untimed passes each (one asked for,
-  // and the last 3 must agree), then 3 timed, and 3 of the batch with split backwards;
-  // the progress counts every pass.
+  // and the last 3 must agree), then 3 timed, and 3 of the batch with split backwards.
   BOOST_TEST(profile->warmup_passes >= 6u);
-  BOOST_TEST(reported == profile->warmup_passes + 2 * 3u + 3u);
-  BOOST_TEST(total == reported);
+  // Progress counts against the most passes it may take (at most 30 warm-up passes at
+  // each batch size), a number that does not change, and ends there; it never goes back.
+  BOOST_REQUIRE_EQUAL(reported.size(), profile->warmup_passes + 2 * 3u + 3u);
+  for (std::size_t k = 0; k < reported.size(); ++k) {
+    BOOST_TEST(reported[k].second == 2 * (30u + 3u) + 3u);
+    if (k > 0) BOOST_TEST(reported[k].first > reported[k - 1].first);
+  }
+  BOOST_TEST(reported.back().first == reported.back().second);
   BOOST_TEST(profile->spread > 0);
   // mlp: layer0 (12 → 32), layer1 and layer2 (32 → 32), output (32 → 5); batch 16.
   BOOST_REQUIRE_EQUAL(profile->blocks.size(), 4u);
@@ -1033,7 +1035,9 @@ BOOST_AUTO_TEST_CASE(tuning_by_profile_measures_the_simulators_best_shapes_and_k
   BOOST_TEST(tune["chosen"].get<int>() == 1);
   const auto plan = nlohmann::json::parse(std::ifstream(out / "plan.json"));
   BOOST_TEST(plan["pipelines"].get<int>() == 1);
-  BOOST_TEST(r.err.find("chose 1 × 1 × 2: it measured the most samples/s") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("chose 1 stage × 1 pipeline × 2 micro-batches: it measured the most samples/s") !=
+                 std::string::npos,
+             r.err);
   BOOST_TEST(!std::filesystem::exists(out / "tune")); // the short runs' folders are gone
   // Resumed, it keeps the shape it chose and measures nothing again.
   const auto resumed = test::run_cli("run " + job + " --steps 5 --resume " + out.string());
@@ -1074,14 +1078,21 @@ BOOST_AUTO_TEST_CASE(a_run_leaves_its_plan_metrics_trace_and_checkpoint) {
   BOOST_REQUIRE_EQUAL(steps.size(), 20u);
   for (std::size_t k = 0; k < steps.size(); ++k)
     BOOST_TEST(steps[k]["step"].get<std::uint64_t>() == k + 1);
-  BOOST_TEST(steps[15]["epoch"].get<int>() == 0);
-  BOOST_TEST(steps[16]["epoch"].get<int>() == 1);
+  // Epochs count from 1 on step and evaluation lines alike: an evaluation's is that of
+  // the step before it.
+  BOOST_TEST(steps[15]["epoch"].get<int>() == 1);
+  BOOST_TEST(steps[16]["epoch"].get<int>() == 2);
   BOOST_REQUIRE_EQUAL(evaluations.size(), 2u); // after the epoch, and at the end
   BOOST_TEST(evaluations[0]["step"].get<int>() == 16);
+  BOOST_TEST(evaluations[0]["epoch"].get<int>() == 1);
   BOOST_TEST(evaluations[1]["step"].get<int>() == 20);
+  BOOST_TEST(evaluations[1]["epoch"].get<int>() == 2);
 
   const json summary = json::parse(r.out);
   BOOST_TEST(summary["steps"].get<int>() == 20);
+  // Inside its second epoch: epoch 2, one finished.
+  BOOST_TEST(summary["epoch"].get<int>() == 2);
+  BOOST_TEST(summary["epochs_finished"].get<int>() == 1);
   BOOST_TEST(summary["final_loss"].get<double>() == steps.back()["loss"].get<double>());
   BOOST_TEST(summary["test_accuracy"].get<double>() == evaluations.back()["test_accuracy"].get<double>());
   BOOST_TEST(summary["test_accuracy"].get<double>() >= 0.0);

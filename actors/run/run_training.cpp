@@ -375,7 +375,7 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
     summary.final_loss = loss;
     StepMetrics m;
     m.step = progress.step;
-    m.epoch = progress.epoch;
+    m.epoch = progress.epoch + 1;
     m.steps_per_epoch = per_epoch;
     m.total_steps = total;
     m.loss = loss;
@@ -389,7 +389,7 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
     if (job.train.precision == Precision::fp16) line["skipped_steps"] = session.skipped_steps();
     metrics << line.dump() << "\n";
     if (options.on_step) options.on_step(m);
-    const std::uint64_t epoch = progress.epoch + 1;
+    const std::uint64_t epoch = m.epoch;
     const bool epoch_done = progress.index == per_epoch;
     if (epoch_done) {
       ++progress.epoch;
@@ -429,7 +429,8 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   if (stuck) return Error::run_failed(error ? error->message : "a stage's thread is stuck");
   if (error) return *std::move(error);
   summary.steps = progress.step;
-  summary.epochs = progress.epoch;
+  summary.epochs_finished = progress.epoch;
+  summary.epoch = progress.step == 0 ? 0 : progress.index == 0 ? progress.epoch : progress.epoch + 1;
   summary.peak_stashed.assign(plan.stages.size(), 0);
   for (const actors::StageTrace& t : traces)
     summary.peak_stashed[t.stage] = std::max(summary.peak_stashed[t.stage], t.peak_stashed);

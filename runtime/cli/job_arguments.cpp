@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <utility>
 
 #include <unistd.h>
 
@@ -13,26 +14,59 @@
 
 namespace actorpipe::cli {
 
-std::vector<std::string> job_overrides(const JobArguments& a) {
-  std::vector<std::string> out = a.set;
-  auto quoted = [&](const char* key, const std::string& value) {
-    if (!value.empty()) out.push_back(std::string(key) + "=" + text::toml_quote(value));
+namespace {
+
+/// The keys the dedicated flags set, each with what the user wrote: ("plan.stages=2",
+/// "--stages 2").
+std::vector<std::pair<std::string, std::string>> flag_overrides(const JobArguments& a) {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto quoted = [&](const char* key, const char* flag, const std::string& value) {
+    if (!value.empty())
+      out.emplace_back(std::string(key) + "=" + text::toml_quote(value), std::string(flag) + " " + value);
   };
-  quoted("model.profile", a.profile);
-  quoted("cluster", a.cluster);
-  quoted("plan.partitioner", a.partitioner);
-  quoted("plan.mapper", a.mapper);
-  quoted("plan.scheduler", a.scheduler);
+  quoted("model.profile", "--profile", a.profile);
+  quoted("cluster", "--cluster", a.cluster);
+  quoted("plan.partitioner", "--partitioner", a.partitioner);
+  quoted("plan.mapper", "--mapper", a.mapper);
+  quoted("plan.scheduler", "--scheduler", a.scheduler);
   // Numbers stay numbers; anything else ("auto", or a mistake) goes in as a string and
   // the job reader names what is wrong with it.
-  auto count = [&](const char* key, const std::optional<std::string>& value) {
+  auto count = [&](const char* key, const char* flag, const std::optional<std::string>& value) {
     if (!value) return;
     const bool digits = !value->empty() && value->find_first_not_of("0123456789") == std::string::npos;
-    out.push_back(std::string(key) + "=" + (digits ? *value : text::toml_quote(*value)));
+    out.emplace_back(std::string(key) + "=" + (digits ? *value : text::toml_quote(*value)),
+                     std::string(flag) + " " + *value);
   };
-  count("plan.stages", a.stages);
-  count("plan.pipelines", a.pipelines);
-  count("plan.micro_batches", a.micro_batches);
+  count("plan.stages", "--stages", a.stages);
+  count("plan.pipelines", "--pipelines", a.pipelines);
+  count("plan.micro_batches", "--micro-batches", a.micro_batches);
+  return out;
+}
+
+/// The job's reader names an override's place "--set KEY=VALUE"; for a key a dedicated
+/// flag set, the place is the flag as the user wrote it, in the job's record of where
+/// each key was set (which later errors, the planner's, name) and in an error.
+Result<JobSpec> with_flag_places(Result<JobSpec> result, const JobArguments& a) {
+  for (const auto& [assignment, flag] : flag_overrides(a)) {
+    const std::string set = "--set " + assignment;
+    if (result) {
+      for (auto& [key, place] : result->origins)
+        if (place.file == set) place.file = flag;
+    } else if (Error e = result.error(); e.place && e.place->file == set && e.message.starts_with(set)) {
+      e.message = flag + e.message.substr(set.size());
+      e.place->file = flag;
+      return e;
+    }
+  }
+  return result;
+}
+
+} // namespace
+
+std::vector<std::string> job_overrides(const JobArguments& a) {
+  std::vector<std::string> out = a.set;
+  for (auto& [assignment, flag] : flag_overrides(a))
+    out.push_back(std::move(assignment));
   return out;
 }
 
@@ -52,7 +86,7 @@ void add_job_arguments(CLI::App& command, JobArguments& args, CommonOptions& com
 }
 
 Result<LoadedJob> load(const JobArguments& args, const CommonOptions& common) {
-  auto job = load_job(args.job, job_overrides(args));
+  auto job = with_flag_places(load_job(args.job, job_overrides(args)), args);
   ACTORPIPE_TRY(job);
   auto registry = PluginRegistry::discover(PluginRegistry::search_path(job->plan.plugin_path, common.plugin_path));
   ACTORPIPE_TRY(registry);
@@ -110,7 +144,9 @@ PlanProgress planning_progress() {
   return [terminal = ::isatty(STDERR_FILENO) != 0, shown = std::make_shared<Shown>()](double fraction,
                                                                                       const std::string& doing) {
     if (std::chrono::steady_clock::now() - shown->started < std::chrono::seconds(1)) return;
-    const int percent = static_cast<int>(fraction * 100);
+    // A search's share of its work is an estimate, which may dip as it learns more; the
+    // line never goes back.
+    const int percent = std::max(static_cast<int>(fraction * 100), shown->percent);
     const bool done = fraction >= 1;
     if (percent == shown->percent || (!terminal && !done && percent / 10 == shown->percent / 10)) return;
     shown->percent = percent;

@@ -96,15 +96,21 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
               << " steps each\n";
   };
   course.on_setting = [](std::size_t k, std::size_t n, const TunedSetting& s) {
-    std::cerr << "actorpipe: tuning: " << k << "/" << n << ": " << s.stages << " × " << s.pipelines << " × "
-              << s.micro_batches << ": "
+    std::cerr << "actorpipe: tuning: " << k << "/" << n << ": "
+              << describe_shape(s.stages, s.pipelines, s.micro_batches) << ": "
               << (s.error.empty() ? text::format_fixed(s.measured_samples_per_s, 0) + " samples/s" : s.error) << "\n";
   };
   course.on_tuned = [](const TuneReport& tuned) { std::cerr << tune_report_to_text(tuned); };
+  // On emulated devices a run's times are the modelled cluster's, not this machine's:
+  // its samples/s says so.
+  std::string rate = " samples/s";
   course.on_plan = [&](const Plan& plan, double predicted) {
-    std::cerr << "actorpipe: training '" << job.job.name << "': " << plan.stages.size() << " stages × "
-              << plan.pipelines << " pipelines, " << plan.scheduler << ", " << plan.schedule.micro_batch_sizes.size()
-              << " micro-batches; output in " << options.output_dir << "\n";
+    for (const auto& pipeline : plan.devices)
+      for (const DeviceId d : pipeline)
+        if (job.cluster.devices[d].kind == "emulated") rate = " samples/s in modelled time";
+    std::cerr << "actorpipe: training '" << job.job.name
+              << "': " << describe_shape(plan.stages.size(), plan.pipelines, plan.schedule.micro_batch_sizes.size())
+              << ", " << plan.scheduler << "; output in " << options.output_dir << "\n";
     // Stage actors compute on this machine's cores; the plan gives each device its own.
     const std::size_t actors = plan.pipelines * plan.stages.size(), cores = usable_core_count();
     if (actors > cores)
@@ -118,9 +124,9 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
     // On a terminal the line is rewritten in place; in a log, about twenty lines a run.
     const std::uint64_t every = std::max<std::uint64_t>(1, m.total_steps / 20);
     if (!terminal && m.step % every != 0 && m.step != m.total_steps) return;
-    std::cerr << (terminal ? "\r" : "") << "epoch " << m.epoch + 1 << " step " << m.step << "/" << m.total_steps
-              << "  loss " << text::format_fixed(m.loss, 4) << "  " << text::format_fixed(m.samples_per_s, 0)
-              << " samples/s  ETA " << duration(m.eta_s) << (terminal ? "   " : "\n") << std::flush;
+    std::cerr << (terminal ? "\r" : "") << "epoch " << m.epoch << " step " << m.step << "/" << m.total_steps
+              << "  loss " << text::format_fixed(m.loss, 4) << "  " << text::format_fixed(m.samples_per_s, 0) << rate
+              << "  ETA " << duration(m.eta_s) << (terminal ? "   " : "\n") << std::flush;
     ++shown;
   };
   options.on_evaluation = [&](const EvaluationMetrics& e) {
@@ -151,7 +157,7 @@ int run_job(const RunArguments& a, const CommonOptions& common) {
     std::cout << run_summary_to_json(summary, trained->predicted_step_ms, trained->plan);
   } else if (!summary.stopped) {
     std::cout << "trained " << summary.steps << " steps in " << duration(summary.seconds) << " ("
-              << text::format_fixed(summary.samples_per_s, 0) << " samples/s): final loss "
+              << text::format_fixed(summary.samples_per_s, 0) << rate << "): final loss "
               << text::format_fixed(summary.final_loss, 4) << ", test accuracy "
               << text::format_fixed(100.0 * summary.test_accuracy, 2) << "%\n"
               << "median step " << text::format_fixed(summary.median_step_ms, 2) << " ms; predicted "

@@ -120,6 +120,10 @@ ACTORPIPE_EXPORT std::string describe_blocks(const StagePlan& stage);
 /// "4 stages"; with chunks "8 stages (4 devices × 2 chunks in a V)".
 ACTORPIPE_EXPORT std::string describe_stages(const Plan& plan);
 
+/// A plan's shape as every command writes it, stages first: "2 stages × 4 pipelines ×
+/// 8 micro-batches" ("1 stage"; the micro-batches left out where 0).
+ACTORPIPE_EXPORT std::string describe_shape(std::size_t stages, std::size_t pipelines, std::size_t micro_batches = 0);
+
 /// "in lockstep", "pipelines step alone", "pipelines step alone, at most 2 steps ahead".
 ACTORPIPE_EXPORT std::string describe_stepping(const SyncStepping& stepping);
 

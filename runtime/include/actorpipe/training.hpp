@@ -28,7 +28,7 @@ class PluginRegistry;
 /// One finished step, as the progress line and metrics.jsonl see it.
 struct StepMetrics {
   std::uint64_t step = 0;  ///< 1-based, over the whole run
-  std::uint64_t epoch = 0; ///< 0-based
+  std::uint64_t epoch = 0; ///< 1-based: the epoch this step belongs to, as an evaluation's
   std::uint64_t steps_per_epoch = 0;
   std::uint64_t total_steps = 0;
   double loss = 0;          ///< training loss of this step's batch
@@ -87,10 +87,11 @@ struct RunOptions {
 };
 
 struct RunSummary {
-  std::uint64_t steps = 0;  ///< steps done in all, counting those before a resume
-  std::uint64_t epochs = 0; ///< epochs finished
-  double final_loss = 0;    ///< training loss of the last step
-  double test_accuracy = 0; ///< at the last evaluation
+  std::uint64_t steps = 0;           ///< steps done in all, counting those before a resume
+  std::uint64_t epoch = 0;           ///< 1-based: the epoch the last step belonged to (0: no step)
+  std::uint64_t epochs_finished = 0; ///< epochs whose last step was done
+  double final_loss = 0;             ///< training loss of the last step
+  double test_accuracy = 0;          ///< at the last evaluation
   double test_loss = 0;
   double samples_per_s = 0;  ///< training samples per second of this process's steps
   double median_step_ms = 0; ///< of this process's steps: what the plan's iteration_time_ms predicts

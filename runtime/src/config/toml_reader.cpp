@@ -351,6 +351,8 @@ Status TableReader::optional_table(std::string_view key, const std::function<Sta
   if (!*sub) return Ok{};
   TableReader reader(**sub, key_path(key), file_);
   if (auto s = read(reader); !s) return s;
+  for (const std::string& known : reader.known_)
+    nested_[known].push_back(reader.key_path(known));
   return reader.finish();
 }
 
@@ -386,6 +388,9 @@ Status TableReader::finish() const {
   for (auto&& [key, value] : table_) {
     if (known_.contains(key.str())) continue;
     const std::string name(key.str());
+    if (const auto in = nested_.find(name); in != nested_.end())
+      return error_at(key.source(), key_path(name),
+                      "unknown key at this level, did you mean " + text::join(in->second, " or ") + "?");
     return error_at(key.source(), key_path(name), "unknown key" + text::did_you_mean(name, known));
   }
   return Ok{};

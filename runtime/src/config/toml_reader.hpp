@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -133,7 +134,8 @@ public:
   /// An error when the key is absent (pointing at the table).
   Status require(std::string_view key);
 
-  /// Reports the first key that no getter asked for.
+  /// Reports the first key that no getter asked for; where it is a key of a table read
+  /// here (`stages` beside [plan]), says where it belongs.
   Status finish() const;
 
 private:
@@ -155,6 +157,9 @@ private:
   std::string path_;
   std::string file_;
   std::set<std::string, std::less<>> known_;
+  /// The keys of the tables optional_table() read, with their paths: "stages" →
+  /// {"plan.stages"}.
+  std::map<std::string, std::vector<std::string>, std::less<>> nested_;
 };
 
 /// "a string", "an integer", ... for messages.

@@ -161,8 +161,7 @@ Result<Plan> make_plan(const JobSpec& job, const PluginRegistry& plugins, const 
       if (progress) {
         const std::string doing =
             "shape " + std::to_string(k + 1) + " of " + std::to_string(candidates->size()) + ": " +
-            std::to_string(shape.stages) + " stages × " + std::to_string(shape.pipelines) + " pipelines × " +
-            std::to_string(shape.micro_batches) + " micro-batches" +
+            describe_shape(shape.stages, shape.pipelines, shape.micro_batches) +
             (planning->schedulers.size() > 1 ? ", " + planning->schedulers[shape.scheduler].name : "") + pass;
         shape_progress = [&progress, doing, k, shapes_to_search](double f) {
           progress((static_cast<double>(k) + std::clamp(f, 0.0, 1.0)) / shapes_to_search, doing);

@@ -38,9 +38,10 @@ std::string format_plan(const Plan& plan, const ModelProfile& profile, const Clu
   out += "cluster      " + plan.cluster + " (" + std::to_string(cluster.servers.size()) +
          (cluster.servers.size() == 1 ? " server, " : " servers, ") + std::to_string(cluster.devices.size()) +
          " devices)\n";
-  out += "plan         " + std::to_string(plan.pipelines) + " pipeline(s) × " + describe_stages(plan) +
-         "; partitioner " + plan.partitioner + ", mapper " + plan.mapper + ", scheduler " + plan.scheduler + ", sync " +
-         plan.sync + " (" + describe_stepping(plan.stepping) + ")\n";
+  out += "plan         " + describe_stages(plan) + " × " + std::to_string(plan.pipelines) +
+         (plan.pipelines == 1 ? " pipeline" : " pipelines") + "; partitioner " + plan.partitioner + ", mapper " +
+         plan.mapper + ", scheduler " + plan.scheduler + ", sync " + plan.sync + " (" +
+         describe_stepping(plan.stepping) + ")\n";
   const auto [smallest, largest] =
       std::minmax_element(plan.schedule.micro_batch_sizes.begin(), plan.schedule.micro_batch_sizes.end());
   out +=
@@ -89,7 +90,7 @@ std::string format_plan(const Plan& plan, const ModelProfile& profile, const Clu
 
 std::string format_tried_shapes(const Plan& plan) {
   using text::format_fixed;
-  text::Table table({{"pipelines × stages", text::Table::Align::right},
+  text::Table table({{"stages × pipelines", text::Table::Align::right},
                      {"micro-batches", text::Table::Align::right},
                      {"slices", text::Table::Align::right},
                      {"scheduler"},
@@ -99,7 +100,7 @@ std::string format_tried_shapes(const Plan& plan) {
                      {"fits"}});
   for (const TriedShape& t : plan.tried)
     table.add_row(
-        {std::to_string(t.pipelines) + " × " + std::to_string(t.stages), std::to_string(t.micro_batches),
+        {std::to_string(t.stages) + " × " + std::to_string(t.pipelines), std::to_string(t.micro_batches),
          std::to_string(t.slices), t.scheduler, format_fixed(t.iteration_time_ms, 3), format_fixed(t.samples_per_s, 1),
          format_fixed(plan.tried.front().samples_per_s > 0 ? t.samples_per_s / plan.tried.front().samples_per_s : 0.0,
                       3) +
@@ -217,7 +218,7 @@ std::string format_comparison(const std::vector<Plan>& plans, const ClusterSpec&
   text::Table table({{"partitioner"},
                      {"mapper"},
                      {"scheduler"},
-                     {"pipelines × stages", text::Table::Align::right},
+                     {"stages × pipelines", text::Table::Align::right},
                      {"micro-batches", text::Table::Align::right},
                      {"iteration ms", text::Table::Align::right},
                      {"samples/s", text::Table::Align::right},
@@ -227,7 +228,7 @@ std::string format_comparison(const std::vector<Plan>& plans, const ClusterSpec&
                      {"search ms", text::Table::Align::right}});
   for (const Plan& plan : plans)
     table.add_row({plan.partitioner, plan.mapper, plan.scheduler,
-                   std::to_string(plan.pipelines) + " × " + std::to_string(plan.stages.size()),
+                   std::to_string(plan.stages.size()) + " × " + std::to_string(plan.pipelines),
                    std::to_string(plan.schedule.micro_batch_sizes.size()), format_fixed(plan.iteration_time_ms, 2),
                    format_fixed(plan.samples_per_s, 1),
                    format_fixed(plan.samples_per_s / plans.front().samples_per_s, 2) + "×",

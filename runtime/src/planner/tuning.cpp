@@ -49,7 +49,9 @@ std::string tune_report_to_text(const TuneReport& report) {
                    s.error.empty() ? text::format_fixed(s.measured_samples_per_s, 0) : "failed: " + s.error,
                    s.error.empty() ? text::format_fixed(s.median_step_ms, 2) : ""});
   }
-  return table.str() + "chose " + shape_text(report.tried.at(report.chosen)) + ": " + report.why + "\n";
+  const TunedSetting& chosen = report.tried.at(report.chosen);
+  return table.str() + "chose " + describe_shape(chosen.stages, chosen.pipelines, chosen.micro_batches) +
+         (chosen.scheduler.empty() ? "" : ", " + chosen.scheduler) + ": " + report.why + "\n";
 }
 
 std::string tune_report_to_json(const TuneReport& report) {

@@ -36,9 +36,10 @@ std::string format_simulation(const SimulationReport& report, const Plan& plan, 
   using text::format_fixed;
   std::string out;
   const auto [fastest, slowest] = std::minmax_element(report.iteration_ms.begin(), report.iteration_ms.end());
-  out += "plan         " + std::to_string(plan.pipelines) + " pipeline(s) × " + describe_stages(plan) + " of " +
-         plan.model + " on " + plan.cluster + "; " + plan.partitioner + " + " + plan.mapper + ", " +
-         plan.schedule.name + " with " + std::to_string(plan.schedule.micro_batch_sizes.size()) + " micro-batches\n";
+  out += "plan         " + describe_stages(plan) + " × " + std::to_string(plan.pipelines) +
+         (plan.pipelines == 1 ? " pipeline" : " pipelines") + " of " + plan.model + " on " + plan.cluster + "; " +
+         plan.partitioner + " + " + plan.mapper + ", " + plan.schedule.name + " with " +
+         std::to_string(plan.schedule.micro_batch_sizes.size()) + " micro-batches\n";
   out += "sync         " + plan.sync + ", " + describe_stepping(plan.stepping) + "\n";
   out += "simulated    " + std::to_string(report.iterations) + " iteration(s) in " + format_fixed(report.total_ms, 3) +
          " ms (" + std::to_string(report.events) + " events" +

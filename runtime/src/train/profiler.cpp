@@ -330,8 +330,12 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
     }
   };
   const std::size_t sizes = small < n ? 2 : 1;
-  // Passes grows while warming up; the split passes come last, as many as the timed.
-  std::size_t passes = sizes * (options.warmup + options.repeats) + options.repeats, done = 0, warmup_passes = 0;
+  // The most passes it may take, which progress counts against: a warm-up that settles
+  // early moves progress on by the passes it did not need, so that the count neither
+  // changes nor goes back. The split passes come last, as many as the timed.
+  const std::size_t most_warmup = options.warmup == 0 ? 0 : std::max<std::size_t>(options.warmup, max_warmup_passes);
+  const std::size_t passes = sizes * (most_warmup + options.repeats) + options.repeats;
+  std::size_t done = 0, warmup_passes = 0;
   // Warm-up until the times settle: the passes asked for, then more until the last
   // `settled_passes` agree within 5% (TorchScript's profiling executor runs a scripted
   // model several times as slow until it has optimised its graph, and two of those
@@ -351,11 +355,10 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
       const auto [least, most] = std::minmax_element(warm.end() - settled_passes, warm.end());
       return *most <= 1.05 * *least;
     };
-    while (!settled()) {
-      if (warm.size() >= options.warmup) ++passes; // one more than planned
+    while (!settled())
       warm.push_back(pass(nullptr));
-    }
     warmup_passes += warm.size();
+    done += most_warmup - warm.size();
     std::vector<double> timed;
     for (std::uint32_t r = 0; r < options.repeats; ++r)
       timed.push_back(pass(&times));

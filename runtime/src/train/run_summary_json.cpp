@@ -12,7 +12,8 @@ std::string run_summary_to_json(const RunSummary& summary, double predicted_step
   for (const StagePlan& stage : plan.stages)
     predicted_memory.push_back(stage.estimate.memory_bytes);
   const nlohmann::ordered_json out{{"steps", summary.steps},
-                                   {"epochs", summary.epochs},
+                                   {"epoch", summary.epoch},
+                                   {"epochs_finished", summary.epochs_finished},
                                    {"final_loss", summary.final_loss},
                                    {"test_accuracy", summary.test_accuracy},
                                    {"test_loss", summary.test_loss},

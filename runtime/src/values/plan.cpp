@@ -24,8 +24,22 @@ std::string describe_blocks(const StagePlan& stage) {
   return first == last ? first : first + "-" + last;
 }
 
+namespace {
+
+/// "1 stage", "4 stages".
+std::string counted(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+} // namespace
+
+std::string describe_shape(std::size_t stages, std::size_t pipelines, std::size_t micro_batches) {
+  return counted(stages, "stage", "stages") + " × " + counted(pipelines, "pipeline", "pipelines") +
+         (micro_batches ? " × " + counted(micro_batches, "micro-batch", "micro-batches") : "");
+}
+
 std::string describe_stages(const Plan& plan) {
-  std::string out = std::to_string(plan.stages.size()) + " stages";
+  std::string out = counted(plan.stages.size(), "stage", "stages");
   const Schedule& s = plan.schedule;
   if (s.chunks > 1)
     out += " (" + std::to_string(s.stages.size()) + " devices × " + std::to_string(s.chunks) + " chunks " +
