@@ -170,9 +170,9 @@ BOOST_AUTO_TEST_CASE(out_of_range_value_is_rejected) {
 }
 
 BOOST_AUTO_TEST_CASE(bad_choice_lists_the_allowed_values) {
-  Job job("[train]\noptimizer = \"adamw\"\n");
+  Job job("[train]\noptimizer = \"adamm\"\n");
   const Error error = expect_error(load_job(job.path));
-  BOOST_TEST(contains(error.message, "train.optimizer: 'adamw' is not one of sgd, adam, did you mean 'adam'?"),
+  BOOST_TEST(contains(error.message, "train.optimizer: 'adamm' is not one of sgd, adam, adamw, did you mean 'adam'?"),
              error.message);
   // BatchNorm's buffers across pipelines: broadcast by default, as DDP does.
   Job buffers("[train]\nbuffers = \"averaged\"\n");

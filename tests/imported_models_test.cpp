@@ -44,23 +44,26 @@ std::string job_toml(const std::string& file, const std::string& data, const std
 
 const std::string fashion_mnist_in_order = "[data]\ndataset = \"fashion-mnist\"\nshuffle = false\n";
 
-/// The settings and losses tests/fixtures/write_fixtures.py wrote: a header line
-/// "# batch_size = 32, lr = 0.05, momentum = 0.9, steps = 12", then a loss per line.
+/// The settings and losses tests/fixtures/write_fixtures.py wrote into `name`: a header
+/// line "# batch_size = 32, lr = 0.05, momentum = 0.9, steps = 12" (SGD unless it names
+/// an optimizer), then a loss per line.
 struct EagerLosses {
   std::string train_toml;
   std::vector<double> losses;
 };
 
-EagerLosses eager_losses() {
-  std::ifstream in(fixture("conv-mlp-losses.txt"));
-  BOOST_REQUIRE_MESSAGE(in, "tests/fixtures/conv-mlp-losses.txt is missing");
+EagerLosses eager_losses(const std::string& name = "conv-mlp-losses.txt") {
+  std::ifstream in(fixture(name));
+  BOOST_REQUIRE_MESSAGE(in, "tests/fixtures/" << name << " is missing");
   EagerLosses e;
   std::string header;
   std::getline(in, header);
   std::string settings = header.substr(2, header.find(", steps") - 2);
   for (std::size_t at; (at = settings.find(", ")) != std::string::npos;)
     settings.replace(at, 2, "\n");
-  e.train_toml = "[train]\noptimizer = \"sgd\"\n" + settings + "\n";
+  e.train_toml = "[train]\n" +
+                 std::string(settings.find("optimizer") == std::string::npos ? "optimizer = \"sgd\"\n" : "") +
+                 settings + "\n";
   for (std::string line; std::getline(in, line);)
     if (!line.empty() && line[0] != '#') e.losses.push_back(std::stod(line));
   return e;
@@ -121,6 +124,27 @@ BOOST_AUTO_TEST_CASE(a_scripted_sequential_matches_pytorch_eager_step_for_step) 
                                                                   eager.train_toml, stages, pipelines, scheduler) +
                                                              "recompute = \"" + recompute + "\"\n");
       BOOST_REQUIRE_EQUAL(p.plan.stages.size(), stages * p.plan.schedule.chunks);
+      const std::vector<double> losses = train_for(p, eager.losses.size(), dir.path() / "run").losses;
+      BOOST_REQUIRE_EQUAL(losses.size(), eager.losses.size());
+      for (std::size_t k = 0; k < losses.size(); ++k)
+        BOOST_TEST_CONTEXT("step " << k + 1) { BOOST_TEST(std::abs(losses[k] - eager.losses[k]) <= 1e-5); }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(adamw_matches_pytorch_eager_step_for_step) {
+  // torch.optim.AdamW's decoupled weight decay, from the same weights as the SGD parity
+  // test: one stage, stages, replicas and a split backward all take PyTorch's steps.
+  const EagerLosses eager = eager_losses("conv-mlp-adamw-losses.txt");
+  BOOST_REQUIRE_GE(eager.losses.size(), 8u);
+  BOOST_REQUIRE(test::contains(eager.train_toml, "optimizer = \"adamw\""));
+  test::ScratchDir dir;
+  for (const auto& [stages, pipelines, scheduler] : {std::tuple<std::size_t, std::size_t, const char*>{1, 1, "1f1b"},
+                                                     {2, 1, "1f1b"},
+                                                     {2, 2, "1f1b"},
+                                                     {2, 2, "zb-h1"}})
+    BOOST_TEST_CONTEXT(stages << " stages × " << pipelines << " pipelines, " << scheduler) {
+      const test::MeasuredPlan p = test::quick_plan(dir, job_toml(fixture("conv-mlp.pt"), fashion_mnist_in_order,
+                                                                  eager.train_toml, stages, pipelines, scheduler));
       const std::vector<double> losses = train_for(p, eager.losses.size(), dir.path() / "run").losses;
       BOOST_REQUIRE_EQUAL(losses.size(), eager.losses.size());
       for (std::size_t k = 0; k < losses.size(); ++k)

@@ -41,10 +41,13 @@ template <> struct OptionNames<Dataset> {
 };
 
 /// train.optimizer.
-enum class Optimizer { sgd, adam };
+/// adamw: Adam with weight decay applied to the weights apart from the gradient (decoupled),
+/// as torch.optim.AdamW.
+enum class Optimizer { sgd, adam, adamw };
 template <> struct OptionNames<Optimizer> {
   static constexpr std::array values{std::pair{Optimizer::sgd, std::string_view("sgd")},
-                                     std::pair{Optimizer::adam, std::string_view("adam")}};
+                                     std::pair{Optimizer::adam, std::string_view("adam")},
+                                     std::pair{Optimizer::adamw, std::string_view("adamw")}};
 };
 
 /// train.buffers: what the pipelines' replicas of a buffer (BatchNorm's running
@@ -158,9 +161,9 @@ inline constexpr std::uint32_t auto_count = 0;
 inline constexpr const char* auto_scheduler = "auto";
 
 /// Bytes of gradients and optimizer state per byte of parameters under `train`: 1 for
-/// SGD (the gradient), 2 with momentum, 3 for Adam (gradient and two moments).
+/// SGD (the gradient), 2 with momentum, 3 for Adam and AdamW (gradient and two moments).
 inline double optimizer_state_factor(const TrainOptions& train) {
-  if (train.optimizer == Optimizer::adam) return 3.0;
+  if (train.optimizer == Optimizer::adam || train.optimizer == Optimizer::adamw) return 3.0;
   return train.momentum > 0 ? 2.0 : 1.0;
 }
 

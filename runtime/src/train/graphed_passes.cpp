@@ -136,6 +136,8 @@ std::unique_ptr<GraphedPasses::Slot> capture(GraphedPasses::State& s, const torc
       slot->output_gradient = torch::zeros(s.output_like.sizes(), s.output_like.options().device(s.device));
     s.capture_stream.synchronize();
 
+    // Thread-local capture: the other stages on this GPU go on computing from their own
+    // threads meanwhile, which a global capture would forbid.
     torch::Tensor output, root;
     slot->forward.capture_begin(at::cuda::graph_pool_handle(), cudaStreamCaptureModeThreadLocal);
     try {

@@ -17,6 +17,9 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch:
     if (!parameters.empty() && parameters.front().is_cuda()) return std::make_unique<FusedAdam>(parameters, adam);
     return std::make_unique<torch::optim::Adam>(parameters, adam);
   }
+  if (options.optimizer == Optimizer::adamw)
+    return std::make_unique<torch::optim::AdamW>(
+        parameters, torch::optim::AdamWOptions(options.lr).weight_decay(options.weight_decay));
   return std::make_unique<torch::optim::SGD>(
       parameters, torch::optim::SGDOptions(options.lr).momentum(options.momentum).weight_decay(options.weight_decay));
 }
