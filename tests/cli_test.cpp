@@ -236,19 +236,29 @@ BOOST_AUTO_TEST_CASE(commands_and_counts_out_of_range_are_named) {
   BOOST_TEST(contains(huge.err, "profile batch size 100000000: at most 16777216"), huge.err);
 }
 
+namespace {
+
+/// A small MLP on synthetic data, planned uniformly onto one server `server` of `count`
+/// devices of `kind`, each with `memory`, as `stages` × `pipelines`.
+std::string one_server_mlp_job(const std::string& server, const std::string& kind, int count, const std::string& memory,
+                               int stages, int pipelines) {
+  return "[cluster]\nname = \"" + server + "\"\nnetwork = { bandwidth = \"10 GB/s\", latency = \"1 us\" }\n" +
+         "[[cluster.servers]]\nname = \"" + server + "\"\n" + "pcie = { devices_per_switch = " + std::to_string(count) +
+         ", switch_bandwidth = \"16 GB/s\", inter_bridge_bandwidth = \"16 GB/s\" }\n" +
+         "nic = { count = 1, bandwidth = \"10 GB/s\" }\n" + "devices = [{ kind = \"" + kind +
+         "\", count = " + std::to_string(count) + ", speed = 1.0, memory = \"" + memory + "\" }]\n" +
+         "[model]\nzoo = \"mlp\"\n[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [8]\n" +
+         "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nstages = " + std::to_string(stages) +
+         "\npipelines = " + std::to_string(pipelines) + "\n";
+}
+
+} // namespace
+
 BOOST_AUTO_TEST_CASE(a_plan_on_gpus_this_machine_lacks_is_refused_naming_the_first) {
   // Eight GPUs of one server, a stage on each: gpu0 is missing where there is no GPU,
   // gpu1 on a machine with one, and so on; none is there on every machine tried.
   ScratchDir dir;
-  const std::string job = dir.write(
-      "gpus.toml",
-      "[cluster]\nname = \"eight\"\nnetwork = { bandwidth = \"10 GB/s\", latency = \"1 us\" }\n"
-      "[[cluster.servers]]\nname = \"big\"\n"
-      "pcie = { devices_per_switch = 8, switch_bandwidth = \"16 GB/s\", inter_bridge_bandwidth = \"16 GB/s\" }\n"
-      "nic = { count = 1, bandwidth = \"10 GB/s\" }\n"
-      "devices = [{ kind = \"H100\", count = 8, speed = 1.0, memory = \"80 GiB\" }]\n"
-      "[model]\nzoo = \"mlp\"\n[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [8]\n"
-      "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nstages = 2\npipelines = 4\n");
+  const std::string job = dir.write("gpus.toml", one_server_mlp_job("big", "H100", 8, "80 GiB", 2, 4));
   const auto run = run_cli("run " + job + " --steps 1 -o '" + (dir.path() / "run").string() + "'");
   BOOST_TEST(run.status == 2, run.err);
   BOOST_TEST(contains(run.err, "on big/gpu"), run.err);
@@ -261,15 +271,7 @@ BOOST_AUTO_TEST_CASE(a_plan_on_gpus_this_machine_lacks_is_refused_naming_the_fir
 
 BOOST_AUTO_TEST_CASE(a_run_on_emulated_devices_says_its_rate_is_in_modelled_time) {
   ScratchDir dir;
-  const std::string job = dir.write(
-      "emulated.toml",
-      "[cluster]\nname = \"two\"\nnetwork = { bandwidth = \"10 GB/s\", latency = \"1 us\" }\n"
-      "[[cluster.servers]]\nname = \"slow\"\n"
-      "pcie = { devices_per_switch = 2, switch_bandwidth = \"16 GB/s\", inter_bridge_bandwidth = \"16 GB/s\" }\n"
-      "nic = { count = 1, bandwidth = \"10 GB/s\" }\n"
-      "devices = [{ kind = \"emulated\", count = 2, speed = 1.0, memory = \"8 GiB\" }]\n"
-      "[model]\nzoo = \"mlp\"\n[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [8]\n"
-      "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nstages = 2\npipelines = 1\n");
+  const std::string job = dir.write("emulated.toml", one_server_mlp_job("slow", "emulated", 2, "8 GiB", 2, 1));
   const auto run = run_cli("run " + job + " --steps 2 -o '" + (dir.path() / "run").string() + "'");
   BOOST_TEST(run.status == 0, run.err);
   BOOST_TEST(contains(run.out, "samples/s in modelled time): final loss"), run.out);
