@@ -137,6 +137,7 @@ StageConfig stage_config(const JobConfig& config, std::size_t p, std::size_t s, 
   stage.stage = s;
   stage.stages = S;
   stage.first_step = config.first_step;
+  stage.clipping = config.clipping;
   if (config.traces) {
     stage.trace = &(*config.traces)[p * S + s];
     stage.trace->pipeline = p;

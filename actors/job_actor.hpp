@@ -82,6 +82,7 @@ struct JobConfig {
   /// Stage s of pipeline p on an emulated device: emulated[p][s] (empty: none is).
   std::vector<std::vector<std::optional<StageConfig::Emulated>>> emulated;
   std::uint64_t first_step = 1;              ///< the run's number of the first step (> 1 after a resume)
+  bool clipping = false;                     ///< train.clip_norm: StageConfig::clipping
   Clock::time_point origin;                  ///< time zero of the trace
   std::vector<StageTrace>* traces = nullptr; ///< one per pipeline × stage (p · S + s); none: no trace
   /// Likewise, what a stage's thread is at (stage_activity.hpp), which this process's

@@ -6,6 +6,7 @@
 
 #include <caf/all.hpp>
 
+#include <cmath>
 #include <map>
 
 namespace actorpipe::actors {
@@ -18,6 +19,8 @@ struct Pending {
   caf::typed_response_promise<double> reply;
   std::size_t done = 0; ///< stages that have stepped
   double loss_sum = 0;
+  std::size_t normed = 0; ///< stages whose gradients' square sums are in
+  double square_sum = 0;  ///< theirs, summed
 };
 
 struct PipelineState {
@@ -74,6 +77,18 @@ pipeline_actor::behavior_type pipeline_behavior(pipeline_actor::stateful_pointer
         if (++it->second.done < st.config.stages.size()) return;
         it->second.reply.deliver(it->second.loss_sum / st.share);
         st.steps.erase(it);
+      },
+      [=](norm_atom, std::uint64_t step, double square_sum) {
+        // Clipping: once every stage's part is in, each hears the norm of the model's
+        // gradient, by which they all clip alike.
+        auto& st = self->state;
+        const auto it = st.steps.find(step);
+        if (it == st.steps.end()) return;
+        it->second.square_sum += square_sum;
+        if (++it->second.normed < st.config.stages.size()) return;
+        const double norm = std::sqrt(it->second.square_sum);
+        for (const stage_actor& stage : st.config.stages)
+          self->send(stage, norm_atom::value, step, norm);
       },
   };
 }

@@ -2,7 +2,8 @@
 
 /// The pipeline actor: cuts its share of each batch into the plan's micro-batches,
 /// feeds them to the first stage, routes their labels to the last, and answers the
-/// step with the share's mean loss once every stage has stepped. It runs in the process
+/// step with the share's mean loss once every stage has stepped. Under clipping it adds
+/// up its stages' parts of the gradient's norm and tells them the whole. It runs in the process
 /// of its stages where they all run in one worker process that makes its batches'
 /// rows: a step then costs one message between the processes and its answer, not one
 /// per micro-batch and stage.

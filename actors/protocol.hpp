@@ -81,6 +81,7 @@ using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using settle_atom = caf::atom_constant<caf::atom("settle")>;
 using serve_atom = caf::atom_constant<caf::atom("serve")>;
 using turn_atom = caf::atom_constant<caf::atom("turn")>;
+using norm_atom = caf::atom_constant<caf::atom("norm")>;
 
 /// Trains one step of the whole batch (job): (step, inputs, labels) → the mean loss
 /// over those samples.
@@ -98,9 +99,11 @@ using settle_signature = caf::replies_to<settle_atom>::with<bool>;
 using job_actor = caf::typed_actor<step_signature, settle_signature, caf::reacts_to<failed_atom, std::string>>;
 
 /// A pipeline: steps of its share; (step, stage, Σ loss × samples) from each stage once
-/// it has stepped.
+/// it has stepped; under clipping (train.clip_norm), (step, Σ of its gradients'
+/// squares) from each stage before it steps.
 using pipeline_actor =
-    caf::typed_actor<share_signature, caf::reacts_to<done_atom, std::uint64_t, std::uint64_t, double>>;
+    caf::typed_actor<share_signature, caf::reacts_to<done_atom, std::uint64_t, std::uint64_t, double>,
+                     caf::reacts_to<norm_atom, std::uint64_t, double>>;
 
 /// The group scheduler (SDPipe): asks (stage, pipeline, that pipeline's step), a
 /// pipeline's work running out or resuming (pipeline, idle), and its own timer (stage,
@@ -131,13 +134,15 @@ struct StageLinks;
 /// A stage: its links first, then inputs (step, micro-batch, payload), the last
 /// stage's labels (with the loss scale), output gradients, and the release of a step's
 /// sync by the replica that ran it, the parameter server or the averager (true: this
-/// replica stepped or needs no step), settling, and its device's turn passing to it
-/// from another chunk (device_turns.hpp).
+/// replica stepped or needs no step), settling, its device's turn passing to it
+/// from another chunk (device_turns.hpp), and under clipping the norm of the model's
+/// gradient of a step (step, norm) from its pipeline.
 using stage_actor = caf::typed_actor<caf::reacts_to<connect_atom, StageLinks>, caf::reacts_to<turn_atom>,
                                      caf::reacts_to<forward_atom, std::uint64_t, std::uint64_t, Parcel>,
                                      caf::reacts_to<labels_atom, std::uint64_t, std::uint64_t, Parcel, double>,
                                      caf::reacts_to<backward_atom, std::uint64_t, std::uint64_t, Parcel>,
-                                     caf::reacts_to<synced_atom, std::uint64_t, bool>, settle_signature>;
+                                     caf::reacts_to<synced_atom, std::uint64_t, bool>,
+                                     caf::reacts_to<norm_atom, std::uint64_t, double>, settle_signature>;
 
 /// How a stage's step ends, one per sync mode (sync_mode.hpp chooses). Alone: its
 /// optimizer step at once (a lone pipeline).

@@ -53,6 +53,10 @@ struct StageState {
   std::optional<std::uint64_t> asked;
   bool answered = false;
   std::vector<caf::typed_response_promise<bool>> settling;
+  /// Clipping: this step's part of the gradient's norm went to the pipeline, whose answer
+  /// (the norm of the whole model's gradient) the step waits for.
+  bool norming = false;
+  std::optional<double> gradient_norm;
   std::optional<Clock::time_point> waiting_since, sync_since;
   std::optional<device::EmulatedDevice> emulated; ///< on an emulated device: its clock
   static inline const char* name = "stage";
@@ -106,21 +110,54 @@ bool take(StageActor self, Parcel& parcel, const char* what, std::uint64_t step,
 /// (from a GPU, the one wait for it); 0 elsewhere.
 double step_loss(StageState& st) { return st.last() ? st.config.computation->take_loss_sum() : 0.0; }
 
-/// The optimizer step once gradients are final, then the report to the pipeline.
-/// False when the optimizer failed (reported).
+void pass_turn(StageActor self);
+
+/// Clipping, once the step's gradients are final: sends this stage's part of their norm
+/// to the pipeline and waits for the whole. A step the schedule places passes the
+/// device's turn meanwhile, since the device's other chunks send parts too. False
+/// when it failed (reported).
+bool ask_norm(StageActor self) {
+  auto& st = self->state;
+  double square_sum = 0;
+  {
+    const BusyScope busy(st.config.activity, st.step);
+    try {
+      square_sum = st.config.computation->gradient_square_sum();
+    } catch (const std::exception& e) {
+      fail(self, "gradient norm", text::message_of(e));
+      return false;
+    }
+  }
+  self->send(st.links.pipeline, norm_atom::value, st.step, square_sum);
+  st.norming = true;
+  st.syncing = true;
+  st.sync_since = Clock::now();
+  const auto& actions = st.config.actions;
+  if (st.cursor < actions.size() && actions[st.cursor].op == Op::step) pass_turn(self);
+  return true;
+}
+
+/// The optimizer step once gradients are final (under clipping, once the pipeline has
+/// said their norm), then the report to the pipeline. False when it waits for the norm,
+/// or the optimizer failed (reported).
 bool finish_step(StageActor self, bool stepped) {
   auto& st = self->state;
   if (!stepped) {
+    if (st.config.clipping && !st.gradient_norm) {
+      ask_norm(self);
+      return false;
+    }
     const BusyScope busy(st.config.activity, st.step);
     const auto started = Clock::now();
     try {
-      st.config.computation->step();
+      st.config.computation->step(st.step, st.gradient_norm.value_or(0.0));
     } catch (const std::exception& e) {
       fail(self, "optimizer step", text::message_of(e));
       return false;
     }
     record(st, SpanKind::step, 0, started);
   }
+  st.gradient_norm.reset();
   self->send(st.links.pipeline, done_atom::value, st.step, static_cast<std::uint64_t>(st.config.stage), step_loss(st));
   st.cursor = 0;
   st.syncing = false;
@@ -387,7 +424,7 @@ bool ask(StageActor self, const StepEnd& end) {
   const BusyScope busy(st.config.activity, st.step);
   const auto started = Clock::now();
   try {
-    st.config.computation->step();
+    st.config.computation->step(st.step, 0.0); // no clipping: each pipeline steps on its own
     if (asking && st.config.snapshot) st.config.snapshot();
   } catch (const std::exception& e) {
     fail(self, "optimizer step", text::message_of(e));
@@ -583,6 +620,22 @@ stage_actor::behavior_type stage_behavior(StageActor self, StageConfig config) {
           return;
         }
         if (released(self, stepped)) advance(self);
+      },
+      [=](norm_atom, std::uint64_t step, double norm) {
+        auto& st = self->state;
+        if (st.failed) return;
+        if (!st.norming || step != st.step) {
+          fail(self, "gradient norm",
+               "its pipeline said the norm of step " + std::to_string(step) + ", which is not waiting for one");
+          return;
+        }
+        st.norming = false;
+        st.syncing = false;
+        if (st.sync_since) record(st, SpanKind::sync, 0, *st.sync_since);
+        st.sync_since.reset();
+        st.gradient_norm = norm;
+        // A step the schedule placed passed the device's turn as it asked.
+        if (finish_step(self, false)) advance(self);
       },
       [=](settle_atom) -> caf::result<bool> {
         auto& st = self->state;

@@ -37,7 +37,10 @@ struct StageConfig {
   std::size_t pipeline = 0;
   std::size_t stage = 0;
   std::size_t stages = 1;
-  std::uint64_t first_step = 1;      ///< the run's number of the first step (> 1 after a resume)
+  std::uint64_t first_step = 1; ///< the run's number of the first step (> 1 after a resume)
+  /// train.clip_norm: before it steps, the stage sends its part of the gradient's norm to
+  /// its pipeline and waits for the whole, which its computation clips by.
+  bool clipping = false;
   StageTrace* trace = nullptr;       ///< none: no spans are recorded
   StageActivity* activity = nullptr; ///< set while the actor works; none: nobody watches
   Clock::time_point origin;
@@ -79,7 +82,8 @@ struct StageConfig {
 
 /// Expects a `connect` message with its links before any input. Its links' `step_end`
 /// (the run's sync mode, sync_mode.hpp) says how each step ends:
-///   Alone: its optimizer step;
+///   Alone: its optimizer step (under clipping, once its pipeline has said the norm of
+///     the model's gradient, as before every optimizer step it takes itself);
 ///   ReplicaRound: its replicas' round (ReplicaBarrier), the sync policy's reduction
 ///     before its optimizer steps, or its own optimizer step (step_ahead) before a round
 ///     that averages the replicas;

@@ -76,7 +76,7 @@ Timing time_stage(const std::shared_ptr<const train::Model>& model, std::size_t 
         }
       }
     }
-    worker.step();
+    worker.step(1, 0);
   }
   return {median(forward), median(whole), median(split_input), median(split_weight)};
 }

@@ -50,6 +50,8 @@ struct FakeStage final : train::StageComputation {
   std::map<std::size_t, train::Payload> seen; ///< the input of each micro-batch's latest forward
   std::set<std::size_t> held;                 ///< micro-batches forwarded and not yet backward
   double loss_sum = 0;                        ///< Σ input × samples of this step's last-stage forwards
+  double square_sum = 0;                      ///< its part of the gradient's norm (clipping)
+  std::optional<double> stepped_norm;         ///< the norm its latest step was given
   /// Where set, each action first logs what the stage's activity says meanwhile:
   /// "busy with 1" (step 1) or "idle".
   const StageActivity* watched = nullptr;
@@ -95,8 +97,14 @@ struct FakeStage final : train::StageComputation {
     held.erase(micro);
   }
   std::size_t stashed() const override { return held.size(); }
-  void step() override {
+  double gradient_square_sum() override {
     log_activity();
+    log->push_back(name + " norm");
+    return square_sum;
+  }
+  void step(std::uint64_t, double gradient_norm) override {
+    log_activity();
+    stepped_norm = gradient_norm;
     log->push_back(name + " step");
     if (fail_step) throw std::runtime_error("scripted optimizer failure");
   }
@@ -124,6 +132,7 @@ pipeline_actor::behavior_type pipeline_double(pipeline_actor::pointer) {
         return caf::make_error(caf::sec::unexpected_message);
       },
       [](done_atom, std::uint64_t, std::uint64_t, double) {},
+      [](norm_atom, std::uint64_t, double) {},
   };
 }
 
@@ -138,6 +147,7 @@ stage_actor::behavior_type scheduled_stage_double(stage_actor::pointer, std::uin
       [](labels_atom, std::uint64_t, std::uint64_t, Parcel&, double) {},
       [](backward_atom, std::uint64_t, std::uint64_t, Parcel&) {},
       [=](synced_atom, std::uint64_t, bool) { released->push_back({pipeline}); },
+      [](norm_atom, std::uint64_t, double) {},
       [](settle_atom) { return true; },
   };
 }
@@ -192,8 +202,10 @@ struct fixture : test_coordinator_fixture<> {
   }
 
   /// Stage s of `stages` of pipeline p, on the scheduler, running `schedule`'s actions.
-  stage_actor stage(std::size_t p, std::size_t s, const Schedule& schedule, StageActivity* activity = nullptr) {
+  stage_actor stage(std::size_t p, std::size_t s, const Schedule& schedule, StageActivity* activity = nullptr,
+                    bool clipping = false) {
     StageConfig config;
+    config.clipping = clipping;
     config.activity = activity;
     config.computation = &fake(p, s);
     config.actions = schedule.stages[s];
@@ -218,6 +230,21 @@ struct fixture : test_coordinator_fixture<> {
                             .job = job,
                             .step_end = round ? StepEnd(ReplicaRound{round, replicas}) : StepEnd(Alone{})});
     run();
+  }
+
+  /// A pipeline actor of `config`, its stages linked to it and to each other in order.
+  pipeline_actor real_pipeline(const PipelineConfig& config) {
+    pipeline_actor real = spawn_pipeline(sys, config);
+    spawned.push_back(caf::actor_cast<caf::actor>(real));
+    const std::vector<stage_actor>& stages = config.stages;
+    for (std::size_t s = 0; s < stages.size(); ++s)
+      self->send(stages[s], connect_atom::value,
+                 StageLinks{.previous = s > 0 ? stages[s - 1] : stage_actor{},
+                            .next = s + 1 < stages.size() ? stages[s + 1] : stage_actor{},
+                            .pipeline = real,
+                            .job = job});
+    run();
+    return real;
   }
 
   /// Stage 0 of each of `pipelines` one-stage pipelines (one micro-batch), averaging
@@ -483,8 +510,8 @@ CAF_TEST(a_round_that_steps_every_replica_leaves_none_to_step_again) {
   // As parameter averaging runs: every replica steps on its own gradient, then the
   // parameters are averaged, all on the last arrival's thread.
   auto round = std::make_shared<actors::ReplicaBarrier>(0, 2, [&](std::uint64_t) {
-    fake(0, 0).step();
-    fake(1, 0).step();
+    fake(0, 0).step(1, 0);
+    fake(1, 0).step(1, 0);
     log.push_back("average");
     return true;
   });
@@ -889,15 +916,7 @@ CAF_TEST(a_pipeline_sent_which_rows_its_share_is_makes_them_and_feeds_its_stages
     return train::wrap(torch::arange(first, first + rows.count, torch::kFloat64).view({-1, 1}) +
                        (rows.labels ? 100 : 0));
   };
-  pipeline_actor pipeline = spawn_pipeline(sys, config);
-  spawned.push_back(caf::actor_cast<caf::actor>(pipeline));
-  for (std::size_t s = 0; s < 2; ++s)
-    self->send(config.stages[s], connect_atom::value,
-               StageLinks{.previous = s > 0 ? first : stage_actor{},
-                          .next = s == 0 ? last : stage_actor{},
-                          .pipeline = pipeline,
-                          .job = job});
-  run();
+  pipeline_actor pipeline = real_pipeline(config);
   const auto as_rows = [](bool labels) {
     Parcel rows;
     rows.remote = true;
@@ -919,6 +938,36 @@ CAF_TEST(a_pipeline_sent_which_rows_its_share_is_makes_them_and_feeds_its_stages
   CAF_CHECK_EQUAL(log, (std::vector<std::string>{"p0s0 F0", "p0s0 F1", "p0s1 F0", "p0s1 F1", "p0s1 B0", "p0s1 B1",
                                                  "p0s1 step", "p0s0 B0", "p0s0 B1", "p0s0 step"}));
   CAF_CHECK(failures.empty());
+}
+
+CAF_TEST(under_clipping_every_stage_steps_by_the_norm_of_the_whole_models_gradient_once_all_have_said_theirs) {
+  const Schedule gpipe = gpipe_schedule(2, {1});
+  auto first = stage(0, 0, gpipe, nullptr, true);
+  auto last = stage(0, 1, gpipe, nullptr, true);
+  fake(0, 0).square_sum = 9;  // its gradients' part: 3²
+  fake(0, 1).square_sum = 16; // 4²
+  PipelineConfig config;
+  config.stages = {first, last};
+  config.micro_batch_sizes = {1};
+  config.batch_size = 1;
+  pipeline_actor pipeline = real_pipeline(config);
+  self->send(pipeline, step_atom::value, std::uint64_t{1}, pack(value(1)), pack(value(0)));
+  run();
+  // The last stage is done first and says its part, but steps only once the first
+  // stage's part is in: then both step by the norm of both, √(9 + 16).
+  CAF_CHECK_EQUAL(log, (std::vector<std::string>{"p0s0 F0", "p0s1 F0", "p0s1 B0", "p0s1 norm", "p0s0 B0", "p0s0 norm",
+                                                 "p0s0 step", "p0s1 step"}));
+  for (std::size_t s = 0; s < 2; ++s) {
+    CAF_REQUIRE(fake(0, s).stepped_norm.has_value());
+    CAF_CHECK_EQUAL(*fake(0, s).stepped_norm, 5.0);
+  }
+  CAF_CHECK(failures.empty());
+  // A norm for a step that asked for none fails the stage, by name.
+  self->send(first, norm_atom::value, std::uint64_t{7}, 1.0);
+  run();
+  CAF_REQUIRE_EQUAL(failures.size(), 1u);
+  CAF_CHECK_EQUAL(failures[0], "stage 0 of pipeline 0, gradient norm in step 2: its pipeline said the norm of step 7, "
+                               "which is not waiting for one");
 }
 
 CAF_TEST(a_pipeline_without_rows_to_make_them_from_refuses_the_step) {

@@ -278,6 +278,24 @@ BOOST_AUTO_TEST_CASE(a_run_on_emulated_devices_says_its_rate_is_in_modelled_time
   BOOST_TEST(contains(run.err, "samples/s in modelled time  ETA"), run.err);
 }
 
+BOOST_AUTO_TEST_CASE(clipping_under_a_policy_whose_pipelines_step_on_their_own_is_refused_before_anything_is_written) {
+  ScratchDir dir;
+  const std::string job = dir.write("clip.toml", one_server_mlp_job("cpus", "cpu", 2, "8 GiB", 1, 2) +
+                                                     "sync = \"sdpipe\"\n[train]\nclip_norm = 1.0\n");
+  const auto run = run_cli("run " + job + " --steps 2 -o '" + (dir.path() / "run").string() + "'");
+  BOOST_TEST(run.status == 2, run.err);
+  BOOST_TEST(contains(run.err, job + ":"), run.err);
+  BOOST_TEST(contains(run.err, "train.clip_norm: clipping by the model's gradient norm needs the pipelines' gradients "
+                               "reduced before they step; under this sync policy each pipeline steps on its own"),
+             run.err);
+  BOOST_TEST(contains(run.err, "(plan.sync = \"sdpipe\")"), run.err);
+  BOOST_TEST(!std::filesystem::exists(dir.path() / "run"));
+  // One pipeline has nobody to disagree with: it clips under any policy.
+  const auto alone =
+      run_cli("run " + job + " --steps 2 --set plan.pipelines=1 -o '" + (dir.path() / "alone").string() + "'");
+  BOOST_TEST(alone.status == 0, alone.err);
+}
+
 BOOST_AUTO_TEST_CASE(bf16_and_fp16_train_on_the_cpu_and_fp16_keeps_to_one_stage) {
   // Autocast on the CPU, and fp16's loss scale, whose overflow check and unscaling run
   // on any device: a short run's losses stay finite and fall.

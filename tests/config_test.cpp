@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <numbers>
 
 #include <actorpipe/gpu.hpp>
 #include <actorpipe/job.hpp>
@@ -13,6 +14,7 @@
 
 #include "config/job_place.hpp"
 #include "config/toml_reader.hpp"
+#include "train/lr_schedule.hpp"
 
 using namespace actorpipe;
 using actorpipe::test::ScratchDir;
@@ -161,6 +163,60 @@ BOOST_AUTO_TEST_CASE(wrong_type_names_expected_and_found) {
   BOOST_TEST(
       contains(error.message, job.path + ":4:10: plan.stages: expected \"auto\" or a positive integer, found 'four'"),
       error.message);
+}
+
+BOOST_AUTO_TEST_CASE(the_learning_rate_schedule_and_clipping_are_read_and_checked) {
+  Job job("[train]\nlr_schedule = \"cosine\"\nwarmup_steps = 100\nclip_norm = 1.5\n");
+  auto spec = load_job(job.path);
+  REQUIRE_OK(spec);
+  BOOST_TEST((spec->train.lr_schedule == LrSchedule::cosine));
+  BOOST_TEST(spec->train.warmup_steps == 100u);
+  BOOST_TEST(spec->train.clip_norm == 1.5);
+  Job defaults("[train]\nlr = 0.1\n");
+  spec = load_job(defaults.path);
+  REQUIRE_OK(spec);
+  BOOST_TEST((spec->train.lr_schedule == LrSchedule::constant));
+  BOOST_TEST(spec->train.warmup_steps == 0u);
+  BOOST_TEST(spec->train.clip_norm == 0.0);
+  Job misspelt("[train]\nlr_schedule = \"cosinus\"\n");
+  Error error = expect_error(load_job(misspelt.path));
+  BOOST_TEST(contains(error.message, "train.lr_schedule: 'cosinus' is not one of constant, linear, cosine, did you "
+                                     "mean 'cosine'?"),
+             error.message);
+  Job negative("[train]\nclip_norm = -1.0\n");
+  error = expect_error(load_job(negative.path));
+  BOOST_TEST(contains(error.message, negative.path + ":4:13: train.clip_norm: -1 is out of range [0, "), error.message);
+  error = expect_error(load_job(defaults.path, {"train.warmup_steps=-3"}));
+  BOOST_TEST(contains(error.message, "train.warmup_steps"), error.message);
+}
+
+BOOST_AUTO_TEST_CASE(the_learning_rate_warms_up_then_decays_as_pytorchs_schedulers_do) {
+  // LinearLR from 1/warmup, then constant, LinearLR to 0 or CosineAnnealingLR over the
+  // rest of the run (12 steps, 4 of them warming up).
+  TrainOptions train;
+  train.warmup_steps = 4;
+  const auto at = [&](LrSchedule schedule, std::uint64_t step) {
+    train.lr_schedule = schedule;
+    return train::lr_factor(train, step, 12);
+  };
+  for (const LrSchedule schedule : {LrSchedule::constant, LrSchedule::linear, LrSchedule::cosine}) {
+    BOOST_TEST(at(schedule, 1) == 0.25);
+    BOOST_TEST(at(schedule, 4) == 1.0);
+    BOOST_TEST(at(schedule, 5) == 1.0);
+  }
+  BOOST_TEST(at(LrSchedule::constant, 12) == 1.0);
+  BOOST_TEST(at(LrSchedule::linear, 9) == 0.5, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(at(LrSchedule::linear, 12) == 0.125, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(at(LrSchedule::cosine, 9) == 0.5, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(at(LrSchedule::cosine, 12) == 0.5 * (1 + std::cos(std::numbers::pi * 7 / 8)),
+             boost::test_tools::tolerance(1e-12));
+  // A run shorter than its warm-up warms up throughout; without a warm-up, step 1 is
+  // at the full rate.
+  train.lr_schedule = LrSchedule::cosine;
+  BOOST_TEST(train::lr_factor(train, 2, 2) == 0.5);
+  train.warmup_steps = 0;
+  BOOST_TEST(train::lr_factor(train, 1, 12) == 1.0);
+  BOOST_TEST(train::lr_at(train, 1, 12) == train.lr);
 }
 
 BOOST_AUTO_TEST_CASE(out_of_range_value_is_rejected) {

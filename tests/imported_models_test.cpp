@@ -19,6 +19,7 @@
 
 #include <torch/script.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -150,6 +151,46 @@ BOOST_AUTO_TEST_CASE(adamw_matches_pytorch_eager_step_for_step) {
       for (std::size_t k = 0; k < losses.size(); ++k)
         BOOST_TEST_CONTEXT("step " << k + 1) { BOOST_TEST(std::abs(losses[k] - eager.losses[k]) <= 1e-5); }
     }
+}
+
+BOOST_AUTO_TEST_CASE(a_cosine_schedule_with_warm_up_and_global_norm_clipping_match_pytorch_over_30_steps) {
+  // PyTorch's LinearLR then CosineAnnealingLR (SequentialLR) and clip_grad_norm_ over
+  // every parameter: the stages of a pipeline agree on one norm, of the pipelines'
+  // reduced gradient, under whole and split backwards and with chunks.
+  const EagerLosses eager = eager_losses("conv-mlp-schedule-losses.txt");
+  BOOST_REQUIRE_EQUAL(eager.losses.size(), 30u);
+  BOOST_REQUIRE(test::contains(eager.train_toml, "lr_schedule = \"cosine\""));
+  BOOST_REQUIRE(test::contains(eager.train_toml, "clip_norm = 1.0"));
+  test::ScratchDir dir;
+  const auto losses = [&](const std::string& train, std::size_t stages, std::size_t pipelines, const char* scheduler) {
+    const test::MeasuredPlan p = test::quick_plan(
+        dir, job_toml(fixture("conv-mlp.pt"), fashion_mnist_in_order, train, stages, pipelines, scheduler));
+    return train_for(p, eager.losses.size(), dir.path() / "run").losses;
+  };
+  const auto largest_gap = [&](const std::vector<double>& losses) {
+    double gap = 0;
+    for (std::size_t k = 0; k < losses.size(); ++k)
+      gap = std::max(gap, std::abs(losses[k] - eager.losses[k]));
+    return gap;
+  };
+  for (const auto& [stages, pipelines, scheduler] : {std::tuple<std::size_t, std::size_t, const char*>{1, 1, "1f1b"},
+                                                     {2, 1, "1f1b"},
+                                                     {2, 2, "1f1b"},
+                                                     {2, 2, "zb-h1"},
+                                                     {2, 1, "interleaved-1f1b"}})
+    BOOST_TEST_CONTEXT(stages << " stages × " << pipelines << " pipelines, " << scheduler) {
+      const std::vector<double> trained = losses(eager.train_toml, stages, pipelines, scheduler);
+      BOOST_REQUIRE_EQUAL(trained.size(), eager.losses.size());
+      for (std::size_t k = 0; k < trained.size(); ++k)
+        BOOST_TEST_CONTEXT("step " << k + 1) { BOOST_TEST(std::abs(trained[k] - eager.losses[k]) <= 1e-5); }
+    }
+  // Each setting matters: without the clipping, or with the learning rate constant,
+  // the same run leaves PyTorch's losses.
+  std::string unclipped = eager.train_toml, constant = eager.train_toml;
+  unclipped.replace(unclipped.find("clip_norm = 1.0"), 15, "clip_norm = 0.0");
+  constant.replace(constant.find("lr_schedule = \"cosine\""), 22, "lr_schedule = \"constant\"");
+  BOOST_TEST(largest_gap(losses(unclipped, 2, 1, "1f1b")) > 1e-3);
+  BOOST_TEST(largest_gap(losses(constant, 2, 1, "1f1b")) > 1e-3);
 }
 
 BOOST_AUTO_TEST_CASE(a_first_stage_without_parameters_trains_as_one_stage_does) {

@@ -66,20 +66,21 @@ struct GateEndsWithTest {
 
 /// A job of 2 stages × 2 pipelines on four CPU "devices", its profile measured and
 /// written beside it, so that every process plans it alike.
-std::string job_file(const test::ScratchDir& dir, const std::string& scheduler, const std::string& profile = "") {
+std::string job_file(const test::ScratchDir& dir, const std::string& scheduler, const std::string& profile = "",
+                     const std::string& more_train = "") {
   std::ostringstream t;
   t << "[job]\nname = \"processes\"\nseed = 3\n[model]\nzoo = \"mlp\"\nlayers = 3\nwidth = 32\n"
     << (profile.empty() ? "" : "profile = \"" + profile + "\"\n")
     << "[data]\ndataset = \"synthetic\"\nsamples = 512\nshape = [12]\nclasses = 5\n"
     << "[train]\nbatch_size = 16\noptimizer = \"sgd\"\nlr = 0.05\nmomentum = 0.9\n"
-    << "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nscheduler = \"" << scheduler << "\"\n"
+    << more_train << "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nscheduler = \"" << scheduler << "\"\n"
     << "stages = 2\npipelines = 2\nmicro_batches = 4\n";
   const std::string cluster = test::cpu_cluster_toml(4, "4 GiB");
   if (!profile.empty()) return dir.write(scheduler + ".toml", cluster + t.str());
   const test::MeasuredPlan measured = test::quick_plan(dir, cluster + t.str());
   const std::string measured_profile = (dir.path() / "profile.toml").string();
   REQUIRE_OK(save_profile(measured.job.profile, measured_profile));
-  return job_file(dir, scheduler, measured_profile);
+  return job_file(dir, scheduler, measured_profile, more_train);
 }
 
 /// A file's text; empty where there is none.
@@ -323,6 +324,30 @@ BOOST_AUTO_TEST_CASE(launched_workers_train_as_one_process_does) {
     ++told;
   BOOST_TEST(told == 2u, no_pin.err);
   BOOST_TEST(test::relative_difference(test::checkpoint_parameters(unpinned + "/checkpoint.pt", 2), reference) < 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(stages_in_different_processes_clip_by_one_norm_and_follow_the_schedule_as_one_process_does) {
+  // Each stage's part of the gradient's norm reaches its pipeline's actor across the
+  // processes, and every worker's stages take the run's schedule from their order.
+  test::ScratchDir dir;
+  const std::string schedule = "steps = 10\nlr_schedule = \"linear\"\nwarmup_steps = 3\n";
+  auto unclipped = load_job(job_file(dir, "1f1b", "", schedule));
+  REQUIRE_OK(unclipped);
+  const std::string job = job_file(dir, "1f1b", "", schedule + "clip_norm = 0.2\n"); // the same file, rewritten
+  auto loaded = load_job(job);
+  REQUIRE_OK(loaded);
+  const auto reference = test::single_process(*loaded, 10);
+  BOOST_TEST(test::relative_difference(test::single_process(*unclipped, 10), reference) > 1e-3); // it clips
+  for (const int processes : {1, 4})
+    BOOST_TEST_CONTEXT(processes << " processes") {
+      const std::string out = (dir.path() / ("clipped-" + std::to_string(processes))).string();
+      const auto run =
+          test::run_cli(processes == 1 ? "run " + job + " -o " + out
+                                       : "launch --nprocs " + std::to_string(processes) + " " + job + " -o " + out);
+      BOOST_REQUIRE_MESSAGE(run.status == 0, run.err);
+      BOOST_TEST(contains(run.out, "trained 10 steps"));
+      BOOST_TEST(test::relative_difference(test::checkpoint_parameters(out + "/checkpoint.pt", 2), reference) < 1e-5);
+    }
 }
 
 BOOST_AUTO_TEST_CASE(a_script_launches_workers_that_train_as_one_process_does) {
@@ -749,7 +774,7 @@ BOOST_AUTO_TEST_CASE(gradients_summed_across_processes_cross_as_one_buffer_and_e
   for (auto* replica : {&first, &second})
     for (const torch::Tensor& parameter : replica->impl().parameters)
       BOOST_TEST(torch::equal(parameter.grad(), torch::full_like(parameter, 1.5f)));
-  first.step();
+  first.step(1, 0);
   std::vector<train::Payload> next; // accumulated in place, as a backward does
   for (torch::Tensor& parameter : first.impl().parameters) {
     BOOST_TEST(torch::equal(parameter.grad(), torch::zeros_like(parameter)));
@@ -757,7 +782,7 @@ BOOST_AUTO_TEST_CASE(gradients_summed_across_processes_cross_as_one_buffer_and_e
     next.push_back(train::wrap(parameter.grad()));
   }
   BOOST_TEST(transport::TensorTransport::as_one_buffer(next) != nullptr);
-  second.step();
+  second.step(1, 0);
   for (std::size_t i = 0; i < first.impl().parameters.size(); ++i)
     BOOST_TEST(torch::equal(first.impl().parameters[i], second.impl().parameters[i]));
 }

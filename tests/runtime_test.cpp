@@ -131,6 +131,19 @@ Result<RunSummary> run(const Prepared& p, const std::string& out, std::uint64_t 
   return run_training(p.job, p.plan, options);
 }
 
+/// A run of `steps` into `out` asked to stop once step `stop_after` is done: it finishes
+/// the step it queued behind, checkpoints there and returns.
+Result<RunSummary> run_stopped(const Prepared& p, const std::string& out, std::uint64_t steps,
+                               std::uint64_t stop_after) {
+  RunOptions options;
+  options.steps = steps;
+  options.output_dir = out;
+  std::uint64_t last = 0;
+  options.on_step = [&](const StepMetrics& m) { last = m.step; };
+  options.stop_requested = [&] { return last >= stop_after; };
+  return run_training(p.job, p.plan, options);
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_CASE(pipelines_train_exactly_like_one_process) {
@@ -954,13 +967,7 @@ BOOST_AUTO_TEST_CASE(a_resumed_run_equals_an_uninterrupted_one) {
   // A run asked to stop mid-epoch finishes the step it queued, checkpoints there and
   // returns; resumed, it too ends where the uninterrupted run does.
   const std::string stopped = (dir.path() / "stopped").string();
-  RunOptions stopping;
-  stopping.steps = 24;
-  stopping.output_dir = stopped;
-  std::uint64_t last = 0;
-  stopping.on_step = [&](const StepMetrics& m) { last = m.step; };
-  stopping.stop_requested = [&] { return last >= 5; };
-  auto early = run_training(p.job, p.plan, stopping);
+  auto early = run_stopped(p, stopped, 24, 5);
   REQUIRE_OK(early);
   BOOST_TEST(early->stopped);
   BOOST_TEST(early->steps >= 5u);
@@ -976,6 +983,34 @@ BOOST_AUTO_TEST_CASE(a_resumed_run_equals_an_uninterrupted_one) {
   const std::string epoch = (dir.path() / "epoch").string();
   BOOST_REQUIRE(run(p, epoch, 16).ok());
   BOOST_TEST(evaluation_at(whole, 16) == evaluation_at(epoch, 16));
+}
+
+BOOST_AUTO_TEST_CASE(a_run_stopped_and_resumed_keeps_its_learning_rate_schedule_and_clipping) {
+  // The schedule spans the run's 24 steps; the resumed run takes it up at the step after
+  // its checkpoint's, with the stages' norms still agreed in every step.
+  test::ScratchDir dir;
+  std::string toml =
+      job_toml("mlp", "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [12]\nclasses = 5\n", 2, 2, "1f1b");
+  toml.replace(toml.find("momentum = 0.9\n"), 15,
+               "momentum = 0.9\nlr_schedule = \"cosine\"\nwarmup_steps = 4\nclip_norm = 0.3\n");
+  const Prepared p = test::quick_plan(dir, toml);
+  const std::string whole = (dir.path() / "whole").string(), stopped = (dir.path() / "stopped").string();
+  BOOST_REQUIRE(run(p, whole, 24).ok());
+  auto early = run_stopped(p, stopped, 24, 7);
+  REQUIRE_OK(early);
+  BOOST_TEST(early->stopped);
+  BOOST_TEST(early->steps < 24u);
+  BOOST_REQUIRE(run(p, stopped, 24, stopped).ok());
+  const auto a = checkpoint_parameters(whole + "/checkpoint.pt", 2),
+             b = checkpoint_parameters(stopped + "/checkpoint.pt", 2);
+  BOOST_REQUIRE_EQUAL(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    BOOST_TEST(torch::equal(a[i], b[i]));
+  // And both are the single-process reference's, which clips with LibTorch's own
+  // clip_grad_norm_.
+  JobSpec reference = p.job;
+  reference.train.steps = 24;
+  BOOST_TEST(relative_difference(a, single_process(reference, 24)) < 1e-5);
 }
 
 BOOST_AUTO_TEST_CASE(evaluating_every_few_epochs_queues_steps_across_the_others_and_trains_the_same) {

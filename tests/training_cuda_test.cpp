@@ -153,8 +153,8 @@ std::pair<std::vector<double>, torch::Tensor> four_steps(std::vector<std::unique
     loss(2);
     gradient[2] = last.backward(2, nullptr);
     first.backward(2, gradient[2]);
-    first.step();
-    last.step();
+    first.step(step + 1, 0);
+    last.step(step + 1, 0);
     losses.push_back(last.take_loss_sum() / batch);
   }
   std::vector<torch::Tensor> flat;

@@ -75,6 +75,7 @@ struct JobOrder {
   std::string store_host;
   std::uint16_t store_port = 0;
   std::uint64_t first_step = 1;
+  std::uint64_t total_steps = 0;                     ///< the run's last step, which the learning rate's schedule spans
   std::int64_t origin_ns = 0;                        ///< the coordinator's time zero (steady clock): one trace
   std::vector<std::vector<std::uint64_t>> placement; ///< [pipeline][stage]: the rank that runs it
   /// --inject-failure, for the workers' stages: stage, step (0: none), its effect
@@ -91,8 +92,8 @@ struct JobOrder {
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, JobOrder& x) {
   return f(caf::meta::type_name("job_order"), x.job_file, x.overrides, x.profile_toml, x.plan, x.plan_sha256, x.rank,
-           x.world, x.store_host, x.store_port, x.first_step, x.origin_ns, x.placement, x.inject_stage, x.inject_step,
-           x.inject_effect, x.data_fingerprint, x.pin_threads);
+           x.world, x.store_host, x.store_port, x.first_step, x.total_steps, x.origin_ns, x.placement, x.inject_stage,
+           x.inject_step, x.inject_effect, x.data_fingerprint, x.pin_threads);
 }
 
 /// What a host spawned: its stage actors in (pipeline, stage) order and, under

@@ -126,6 +126,7 @@ Status run_worker(const WorkerProcessOptions& options) {
   auto opened = train::Session::open(job, plan, nullptr, bound ? stages_here : 0);
   ACTORPIPE_TRY(opened);
   train::Session& session = **opened;
+  session.schedule(order->first_step, order->total_steps);
   RunOptions run;
   // Unbound, the processes of one server share its cores: the OS places their threads.
   const bool pin = bound && order->pin_threads;

@@ -20,8 +20,8 @@ namespace actorpipe::actors {
 Result<std::unique_ptr<Coordination>>
 start_workers(caf::actor_system& system, const CoordinateOptions& coordinate, const JobSpec& job, const Plan& plan,
               const std::vector<std::vector<std::uint64_t>>& placement, std::uint64_t first_step,
-              Clock::time_point origin, const std::optional<InjectedFailure>& inject, std::vector<std::string> hosts,
-              std::uint64_t data_fingerprint, bool pin_threads) {
+              std::uint64_t total_steps, Clock::time_point origin, const std::optional<InjectedFailure>& inject,
+              std::vector<std::string> hosts, std::uint64_t data_fingerprint, bool pin_threads) {
   JobOrder order;
   if (inject) {
     order.inject_stage = inject->stage;
@@ -34,6 +34,7 @@ start_workers(caf::actor_system& system, const CoordinateOptions& coordinate, co
   order.plan = planner::plan_to_wire(plan);
   order.plan_sha256 = sha256_hex(order.plan);
   order.first_step = first_step;
+  order.total_steps = total_steps;
   order.origin_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(origin.time_since_epoch()).count();
   order.placement = placement;
   order.data_fingerprint = data_fingerprint;

@@ -30,12 +30,13 @@ namespace actorpipe::actors {
 
 /// Listens for the workers, hands each its order (the job, the plan, its place:
 /// `placement` [pipeline][stage] → rank, on the machine `hosts` names; whether a bound
-/// worker binds its stage threads, `pin_threads`) and waits until they are ready.
+/// worker binds its stage threads, `pin_threads`; the run's steps from `first_step` to
+/// `total_steps`) and waits until they are ready.
 Result<std::unique_ptr<Coordination>>
 start_workers(caf::actor_system& system, const CoordinateOptions& coordinate, const JobSpec& job, const Plan& plan,
               const std::vector<std::vector<std::uint64_t>>& placement, std::uint64_t first_step,
-              Clock::time_point origin, const std::optional<InjectedFailure>& inject, std::vector<std::string> hosts,
-              std::uint64_t data_fingerprint, bool pin_threads);
+              std::uint64_t total_steps, Clock::time_point origin, const std::optional<InjectedFailure>& inject,
+              std::vector<std::string> hosts, std::uint64_t data_fingerprint, bool pin_threads);
 
 /// What the workers' hosts spawned.
 struct RemoteStages {

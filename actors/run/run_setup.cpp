@@ -6,6 +6,7 @@
 
 #include "sim/emulated_links.hpp"
 #include "sim/stage_figures.hpp"
+#include "sync/stepping.hpp"
 
 namespace actorpipe::actors {
 
@@ -48,6 +49,7 @@ Result<std::unique_ptr<RunSetup>> prepare_run(const JobSpec& job, const Plan& pl
   }
 
   setup->job.plan = plan;
+  setup->job.clipping = job.train.clip_norm > 0;
   setup->job.computation = [&session](std::size_t p, std::size_t s) -> train::StageComputation& {
     return session.worker(p, s);
   };
@@ -77,6 +79,10 @@ Result<std::unique_ptr<RunSetup>> prepare_run(const JobSpec& job, const Plan& pl
       setup->job.mode = ParameterServer{asynchronous->staleness};
     if (asynchronous && asynchronous->kind == actorpipe::SyncRound::Kind::elastic_asynchronous)
       setup->job.mode = ElasticAveraging{asynchronous->period};
+    // Planning refused this already; a plan made elsewhere (a worker's) is checked too.
+    if (asynchronous)
+      if (auto problem = sync::clipping_problem(job.train.clip_norm, asynchronous->kind, plan.pipelines))
+        return Error::bad_input(job.where("train.clip_norm") + *problem + " (plan.sync = \"" + plan.sync + "\")");
     setup->job.snapshot = [sync = &setup->sync](std::size_t s, std::size_t p) { (*sync)->snapshot(s, p); };
     setup->job.average = [sync = &setup->sync](std::size_t s, const std::vector<std::size_t>& group) {
       (*sync)->average(s, group);

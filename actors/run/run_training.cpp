@@ -97,6 +97,7 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   if (!options.resume.empty() && progress.step >= total)
     return Error::bad_input("the checkpoint in " + options.resume + " is at step " + std::to_string(progress.step) +
                             " already; the run asks for " + std::to_string(total));
+  session.schedule(progress.step + 1, total);
 
   const auto origin = Clock::now();
   // What the stage actors write to and read from lives on the heap: a stage stuck at
@@ -159,7 +160,7 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   // A run of several processes: the workers run every stage; this one the job.
   std::unique_ptr<actors::Coordination> coordination;
   if (coordinate) {
-    auto started = actors::start_workers(system, *coordinate, job, plan, *placement, progress.step + 1, origin,
+    auto started = actors::start_workers(system, *coordinate, job, plan, *placement, progress.step + 1, total, origin,
                                          inject_failure, *hosts, session.data_fingerprint(), options.pin_threads);
     ACTORPIPE_TRY(started);
     coordination = std::move(*started);

@@ -50,6 +50,19 @@ template <> struct OptionNames<Optimizer> {
                                      std::pair{Optimizer::adamw, std::string_view("adamw")}};
 };
 
+/// train.lr_schedule: how the learning rate moves over a run's steps after its
+/// warm-up (train.warmup_steps, over which it rises linearly to train.lr).
+enum class LrSchedule {
+  constant, ///< train.lr throughout
+  linear,   ///< down in a straight line to 0 at the run's last step
+  cosine,   ///< down along half a cosine to 0 at the run's last step
+};
+template <> struct OptionNames<LrSchedule> {
+  static constexpr std::array values{std::pair{LrSchedule::constant, std::string_view("constant")},
+                                     std::pair{LrSchedule::linear, std::string_view("linear")},
+                                     std::pair{LrSchedule::cosine, std::string_view("cosine")}};
+};
+
 /// train.buffers: what the pipelines' replicas of a buffer (BatchNorm's running
 /// statistics) hold after each step. Integer buffers (BatchNorm's count of batches)
 /// are broadcast either way.
@@ -140,6 +153,11 @@ struct TrainOptions {
   double lr = 0.01;
   double momentum = 0.0;
   double weight_decay = 0.0;
+  LrSchedule lr_schedule = LrSchedule::constant;
+  std::uint64_t warmup_steps = 0;
+  /// Clips the gradient by its norm over every parameter of the model (all stages; the
+  /// pipelines' reduced gradient), as torch.nn.utils.clip_grad_norm_; 0: no clipping.
+  double clip_norm = 0.0;
   BufferSync buffers = BufferSync::broadcast;
   /// Whether the process keeps the memory it frees for reuse, as a caching allocator
   /// does, rather than giving it back to the operating system after every

@@ -139,6 +139,9 @@ Status read_train(TableReader& top, TrainOptions& train) {
     if (auto s = r.number("lr", train.lr, 0, unlimited); !s) return s;
     if (auto s = r.number("momentum", train.momentum, 0, 0.999999); !s) return s;
     if (auto s = r.number("weight_decay", train.weight_decay, 0, unlimited); !s) return s;
+    if (auto s = r.choice("lr_schedule", train.lr_schedule); !s) return s;
+    if (auto s = r.integer("warmup_steps", train.warmup_steps, std::uint64_t{0}, max_steps); !s) return s;
+    if (auto s = r.number("clip_norm", train.clip_norm, 0, unlimited); !s) return s;
     if (auto s = r.choice("buffers", train.buffers); !s) return s;
     if (auto s = r.boolean("retain_memory", train.retain_memory); !s) return s;
     std::string precision = precision_name(train.precision);

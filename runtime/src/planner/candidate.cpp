@@ -352,6 +352,8 @@ Result<Planning> prepare(const JobSpec& job, const PluginRegistry& plugins) {
         return plugin_failed(Error::run_failed("returned elastic averaging that cannot run: " + *problem),
                              plugin_label(plugins, PluginKind::sync, job.plan.sync));
     }
+    if (auto problem = sync::clipping_problem(job.train.clip_norm, round->kind, job.plan.pipelines))
+      return Error::bad_input(job.where("train.clip_norm") + *problem + " (plan.sync = \"" + job.plan.sync + "\")");
     planning.stepping = sync::stepping_of(*round);
   }
   planning.optimizer_factor = optimizer_state_factor(job.train);

@@ -2,6 +2,7 @@
 
 #include "train/replica_sync.hpp"
 
+#include "train/lr_schedule.hpp"
 #include "train/stage_worker_impl.hpp"
 #include "train/step_parts.hpp"
 #include "train/tensor_box.hpp"
@@ -301,6 +302,11 @@ void ElasticCentre::follow(const SumAcross& across) {
 struct ServerWeights::Impl {
   std::vector<torch::Tensor> parameters;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
+  TrainOptions train;
+  std::uint64_t total_steps = 0;
+  /// Whole steps taken, as the fractions of them add up: the learning rate's schedule
+  /// reads the step it is in.
+  double steps = 0;
 };
 
 ServerWeights::ServerWeights(StageWorker& initial, const TrainOptions& train) : impl_(std::make_unique<Impl>()) {
@@ -308,6 +314,9 @@ ServerWeights::ServerWeights(StageWorker& initial, const TrainOptions& train) : 
   for (const torch::Tensor& p : initial.impl().parameters)
     impl_->parameters.push_back(p.detach().clone().requires_grad_(p.requires_grad()));
   if (!impl_->parameters.empty()) impl_->optimizer = make_optimizer(impl_->parameters, train);
+  impl_->train = train;
+  impl_->total_steps = initial.impl().total_steps;
+  impl_->steps = static_cast<double>(initial.impl().first_step - 1);
 }
 
 ServerWeights::~ServerWeights() = default;
@@ -351,7 +360,11 @@ void ServerWeights::serve(const std::vector<StageWorker*>& pushers, std::size_t 
     if (sums[i].defined()) sums[i].mul_(1.0 / static_cast<double>(pushes));
     impl_->parameters[i].mutable_grad() = sums[i];
   }
-  step_fraction(*impl_->optimizer, static_cast<double>(pushes) * share);
+  const double fraction = static_cast<double>(pushes) * share;
+  set_lr(*impl_->optimizer,
+         lr_at(impl_->train, static_cast<std::uint64_t>(impl_->steps + 1e-9) + 1, impl_->total_steps));
+  step_fraction(*impl_->optimizer, fraction);
+  impl_->steps += fraction;
   for (std::size_t i = 0; i < n; ++i) {
     impl_->parameters[i].mutable_grad() = torch::Tensor();
     for (StageWorker* r : pushers)

@@ -121,7 +121,8 @@ void agree_buffers_across(const std::vector<StageWorker*>& local, std::size_t me
 
 /// A parameter server's copy of one stage: its parameters and an optimizer of its own
 /// (the job's kind), which steps on the gradients pipelines push; pipelines then pull
-/// the parameters. Buffers stay each replica's.
+/// the parameters. Buffers stay each replica's. Its learning rate follows the run's
+/// schedule by the whole steps its fractions add up to.
 class ServerWeights {
 public:
   /// Starts at `initial`'s parameters (every replica starts from the same).

@@ -177,6 +177,12 @@ std::uint64_t Session::data_fingerprint() const {
   return hash;
 }
 
+void Session::schedule(std::uint64_t first_step, std::uint64_t total_steps) {
+  for (auto& pipeline : d_->workers)
+    for (auto& worker : pipeline)
+      worker->set_schedule(first_step, total_steps);
+}
+
 StageWorker& Session::worker(std::size_t pipeline, std::size_t stage) { return *d_->workers[pipeline][stage]; }
 
 std::vector<StageWorker*> Session::replicas(std::size_t stage) {

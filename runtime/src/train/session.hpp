@@ -63,6 +63,9 @@ public:
   /// match make the same batches.
   std::uint64_t data_fingerprint() const;
 
+  /// The run's first step and its steps, which the learning rate's schedule spans.
+  void schedule(std::uint64_t first_step, std::uint64_t total_steps);
+
   StageWorker& worker(std::size_t pipeline, std::size_t stage);
   /// The replicas of stage `stage`, one per pipeline.
   std::vector<StageWorker*> replicas(std::size_t stage);

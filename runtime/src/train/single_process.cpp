@@ -1,6 +1,7 @@
 /// SingleProcessTraining: the reference and baseline trainer.
 
 #include "train/single_process.hpp"
+#include "train/lr_schedule.hpp"
 #include "train/step_parts.hpp"
 
 #include "config/job_place.hpp"
@@ -45,6 +46,15 @@ Result<std::unique_ptr<SingleProcessTraining>> SingleProcessTraining::open(const
   return t;
 }
 
+void SingleProcessTraining::take_step() {
+  // LibTorch's own clipping: the stages' global norm (StageWorker) must agree with it.
+  if (job_.train.clip_norm > 0) torch::nn::utils::clip_grad_norm_(parameters_, job_.train.clip_norm);
+  const std::uint64_t per_epoch = static_cast<std::uint64_t>(data_.train.size() / job_.train.batch_size);
+  const std::uint64_t total = job_.train.steps ? job_.train.steps : job_.train.epochs * per_epoch;
+  set_lr(*optimizer_, lr_at(job_.train, steps_ + 1, total));
+  optimizer_->step();
+}
+
 double SingleProcessTraining::step() {
   const std::int64_t B = job_.train.batch_size;
   const std::uint64_t per_epoch = static_cast<std::uint64_t>(data_.train.size() / B);
@@ -66,10 +76,10 @@ double SingleProcessTraining::step() {
     std::vector<torch::Tensor> gradients;
     for (const torch::Tensor& p : parameters_)
       if (p.grad().defined()) gradients.push_back(p.grad());
-    if (scaler_->unscale(gradients)) optimizer_->step();
+    if (scaler_->unscale(gradients)) take_step();
   } else {
     loss.backward();
-    optimizer_->step();
+    take_step();
   }
   optimizer_->zero_grad();
   ++steps_;

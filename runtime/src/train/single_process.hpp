@@ -27,13 +27,17 @@ public:
   /// `cuda_device` (-1: the CPU), computing in the job's train.precision.
   static Result<std::unique_ptr<SingleProcessTraining>> open(const JobSpec& job, int cuda_device = -1);
 
-  /// Trains on the next batch of `train.batch_size` samples; returns its loss.
+  /// Trains on the next batch of `train.batch_size` samples (its gradient clipped by
+  /// train.clip_norm, its learning rate the schedule's); returns its loss. The
+  /// schedule spans train.steps, or train.epochs' whole epochs.
   double step();
   /// Every parameter, in model order.
   const std::vector<torch::Tensor>& parameters() const { return parameters_; }
 
 private:
   SingleProcessTraining() = default;
+  /// The optimizer step on the batch's final gradients.
+  void take_step();
   JobSpec job_;
   DataSets data_;
   Model model_;

@@ -38,8 +38,15 @@ public:
   /// Micro-batches whose activations it keeps for their backward (a split one's W
   /// included).
   virtual std::size_t stashed() const = 0;
-  /// The optimizer step on the accumulated gradients, which it then clears.
-  virtual void step() = 0;
+  /// Σ of the squares of its gradients, final for the step (reduced over the replicas,
+  /// unscaled under fp16): its part of the model's gradient norm that clipping
+  /// (train.clip_norm) needs from every stage; infinite or NaN where they overflowed.
+  virtual double gradient_square_sum() = 0;
+  /// The optimizer step `step` (the run's, 1-based, which the learning rate's schedule
+  /// reads) on the accumulated gradients, which it then clears. Under clipping
+  /// (train.clip_norm) they are clipped by `gradient_norm`, the norm of the model's
+  /// gradient over every stage; without, it is not read.
+  virtual void step(std::uint64_t step, double gradient_norm) = 0;
 };
 
 } // namespace actorpipe::train

@@ -2,6 +2,7 @@
 
 #include "train/cores.hpp"
 #include "train/kept_buffers.hpp"
+#include "train/lr_schedule.hpp"
 #include "train/recomputation.hpp"
 #include "train/stage_worker_impl.hpp"
 #include "train/step_parts.hpp"
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -309,17 +311,40 @@ void StageWorker::backward_weight(std::size_t micro) {
 
 std::size_t StageWorker::stashed() const { return impl_->stash.size(); }
 
-void StageWorker::step() {
+namespace {
+
+/// The step's gradients, unscaled once under fp16; whether they are finite.
+bool unscale(StageWorker::Impl& w) {
+  if (!w.scaler) return true;
+  if (!w.unscaled) {
+    std::vector<torch::Tensor> gradients;
+    for (const torch::Tensor& p : w.parameters)
+      if (p.grad().defined()) gradients.push_back(p.grad());
+    w.unscaled = w.scaler->unscale(gradients);
+  }
+  return *w.unscaled;
+}
+
+} // namespace
+
+double StageWorker::gradient_square_sum() {
+  if (impl_->parameters.empty()) return 0;
+  const auto on = impl_->device.enter();
+  if (!unscale(*impl_)) return std::numeric_limits<double>::infinity();
+  return square_sum(impl_->parameters);
+}
+
+void StageWorker::step(std::uint64_t step, double gradient_norm) {
   if (!impl_->optimizer) return;
   const auto on = impl_->device.enter();
-  bool finite = true;
-  if (impl_->scaler) {
-    std::vector<torch::Tensor> gradients;
-    for (const torch::Tensor& p : impl_->parameters)
-      if (p.grad().defined()) gradients.push_back(p.grad());
-    finite = impl_->scaler->unscale(gradients);
+  const bool finite = unscale(*impl_);
+  impl_->unscaled.reset();
+  if (finite) {
+    const double scale = clip_scale(impl_->setup.train.clip_norm, gradient_norm);
+    if (scale < 1.0) scale_gradient_copies(impl_->parameters, scale);
+    set_lr(*impl_->optimizer, lr_at(impl_->setup.train, step, impl_->total_steps));
+    impl_->optimizer->step();
   }
-  if (finite) impl_->optimizer->step();
   if (impl_->buckets.bound()) {
     impl_->buckets.next(impl_->parameters);
     return;
@@ -329,6 +354,11 @@ void StageWorker::step() {
   // place would make them accumulate into together.
   for (torch::Tensor& p : impl_->parameters)
     p.mutable_grad() = torch::Tensor();
+}
+
+void StageWorker::set_schedule(std::uint64_t first_step, std::uint64_t total_steps) {
+  impl_->first_step = first_step;
+  impl_->total_steps = total_steps;
 }
 
 std::uint64_t StageWorker::skipped_steps() const { return impl_->scaler ? impl_->scaler->skipped() : 0; }

@@ -59,8 +59,13 @@ public:
   void backward_weight(std::size_t micro) override;
   std::size_t stashed() const override;
 
+  double gradient_square_sum() override;
   /// The optimizer step; under fp16, skipped where the gradients overflowed.
-  void step() override;
+  void step(std::uint64_t step, double gradient_norm) override;
+  /// The run's first step and its steps, which the learning rate's schedule spans
+  /// (train.lr_schedule): known once the run has read its checkpoint and options,
+  /// after the workers are made.
+  void set_schedule(std::uint64_t first_step, std::uint64_t total_steps);
   /// Steps skipped so far because fp16 gradients overflowed.
   std::uint64_t skipped_steps() const;
   /// Waits until the work queued on its GPU stream is done: before another thread

@@ -46,6 +46,12 @@ struct StageWorker::Impl {
   /// Σ mean loss × samples of this step's micro-batches (the last stage), on the device.
   torch::Tensor loss_sum;
   std::unique_ptr<device::LossScaler> scaler; ///< fp16's
+  /// fp16: the step's gradients are unscaled already (for their norm), and whether
+  /// they were finite; unset until then.
+  std::optional<bool> unscaled;
+  /// The run's first step (> 1 when resumed) and its steps, which the learning rate's
+  /// schedule spans (set_schedule()).
+  std::uint64_t first_step = 1, total_steps = 0;
   /// Its forward and backward as CUDA graphs (train.cuda_graphs), made at the first
   /// forward where the stage can use them; see graphed().
   std::unique_ptr<GraphedPasses> graphs;

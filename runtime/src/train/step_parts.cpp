@@ -4,6 +4,7 @@
 
 #include "train/fused_adam.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace actorpipe::train {
@@ -44,6 +45,31 @@ void step_fraction(torch::optim::Optimizer& optimizer, double fraction) {
   optimizer.step();
   for (std::size_t g = 0; g < whole.size(); ++g)
     optimizer.param_groups()[g].set_options(std::move(whole[g]));
+}
+
+void set_lr(torch::optim::Optimizer& optimizer, double lr) {
+  for (torch::optim::OptimizerParamGroup& group : optimizer.param_groups())
+    group.options().set_lr(lr);
+}
+
+double square_sum(const std::vector<torch::Tensor>& parameters) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> norms;
+  for (const torch::Tensor& p : parameters)
+    if (p.grad().defined()) norms.push_back(torch::linalg_vector_norm(p.grad(), 2).to(torch::kDouble));
+  if (norms.empty()) return 0;
+  return torch::stack(norms).square().sum().item<double>();
+}
+
+void scale_gradient_copies(std::vector<torch::Tensor>& parameters, double scale) {
+  torch::NoGradGuard no_grad;
+  for (torch::Tensor& p : parameters)
+    if (p.grad().defined()) p.mutable_grad() = p.grad() * scale;
+}
+
+double clip_scale(double clip_norm, double norm) {
+  if (clip_norm <= 0 || !std::isfinite(norm)) return 1.0;
+  return std::min(1.0, clip_norm / (norm + 1e-6));
 }
 
 torch::Tensor mean_loss(const torch::Tensor& logits, const torch::Tensor& labels) {

@@ -71,11 +71,15 @@ void SyncExecutor::restored() {
 }
 
 bool SyncExecutor::step_ahead(std::size_t stage, std::size_t pipeline, std::uint64_t step) {
-  if (round_of(stage, step).kind == SyncRound::Kind::allreduce_gradients) return false;
-  // Each pipeline's gradient is its share of the batch's: scaled to its own batch's mean.
+  const SyncRound::Kind kind = round_of(stage, step).kind;
+  if (kind == SyncRound::Kind::allreduce_gradients) return false;
   StageWorker& replica = *replicas_(stage).at(pipeline);
+  // Planning saw round 0 only: a later round of another kind is refused here.
+  if (auto problem = sync::clipping_problem(replica.setup().train.clip_norm, kind, pipelines_))
+    throw std::runtime_error(label_ + ", round " + std::to_string(step) + ": train.clip_norm: " + *problem);
+  // Each pipeline's gradient is its share of the batch's: scaled to its own batch's mean.
   scale_gradients(replica, 1.0 / batch_share_);
-  replica.step();
+  replica.step(step, 0.0);
   return true;
 }
 
