@@ -165,13 +165,14 @@ BOOST_AUTO_TEST_CASE(wrong_type_names_expected_and_found) {
       error.message);
 }
 
-BOOST_AUTO_TEST_CASE(the_learning_rate_schedule_and_clipping_are_read_and_checked) {
-  Job job("[train]\nlr_schedule = \"cosine\"\nwarmup_steps = 100\nclip_norm = 1.5\n");
+BOOST_AUTO_TEST_CASE(the_learning_rate_schedule_clipping_and_evaluation_steps_are_read_and_checked) {
+  Job job("[train]\nlr_schedule = \"cosine\"\nwarmup_steps = 100\nclip_norm = 1.5\neval_every = 50\n");
   auto spec = load_job(job.path);
   REQUIRE_OK(spec);
   BOOST_TEST((spec->train.lr_schedule == LrSchedule::cosine));
   BOOST_TEST(spec->train.warmup_steps == 100u);
   BOOST_TEST(spec->train.clip_norm == 1.5);
+  BOOST_TEST(spec->train.eval_every == 50u);
   Job defaults("[train]\nlr = 0.1\n");
   spec = load_job(defaults.path);
   REQUIRE_OK(spec);

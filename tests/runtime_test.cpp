@@ -1013,7 +1013,7 @@ BOOST_AUTO_TEST_CASE(a_run_stopped_and_resumed_keeps_its_learning_rate_schedule_
   BOOST_TEST(relative_difference(a, single_process(reference, 24)) < 1e-5);
 }
 
-BOOST_AUTO_TEST_CASE(evaluating_every_few_epochs_queues_steps_across_the_others_and_trains_the_same) {
+BOOST_AUTO_TEST_CASE(evaluating_every_few_epochs_or_steps_queues_steps_across_the_others_and_trains_the_same) {
   test::ScratchDir dir;
   Prepared p = test::quick_plan(
       dir,
@@ -1023,21 +1023,35 @@ BOOST_AUTO_TEST_CASE(evaluating_every_few_epochs_queues_steps_across_the_others_
   BOOST_REQUIRE(run(p, each, 40).ok());
   p.job.train.evaluate_every = 2;
   BOOST_REQUIRE(run(p, second, 40).ok());
-  std::vector<std::uint64_t> evaluated;
-  std::ifstream metrics(second + "/metrics.jsonl");
-  for (std::string line; std::getline(metrics, line);) {
-    const auto m = nlohmann::json::parse(line);
-    if (m["kind"] == "evaluation") evaluated.push_back(m["step"].get<std::uint64_t>());
-  }
-  BOOST_TEST(evaluated == (std::vector<std::uint64_t>{32, 40}), boost::test_tools::per_element());
+  const auto evaluated = [](const std::string& run_dir) {
+    std::vector<std::uint64_t> steps;
+    std::ifstream metrics(run_dir + "/metrics.jsonl");
+    for (std::string line; std::getline(metrics, line);) {
+      const auto m = nlohmann::json::parse(line);
+      if (m["kind"] == "evaluation") steps.push_back(m["step"].get<std::uint64_t>());
+    }
+    return steps;
+  };
+  BOOST_TEST(evaluated(second) == (std::vector<std::uint64_t>{32, 40}), boost::test_tools::per_element());
+  // Every 12 steps as well (train.eval_every), each once, and the queue still stops
+  // short of each.
+  const std::string steps = (dir.path() / "steps").string();
+  p.job.train.eval_every = 12;
+  BOOST_REQUIRE(run(p, steps, 40).ok());
+  BOOST_TEST(evaluated(steps) == (std::vector<std::uint64_t>{12, 24, 32, 36, 40}), boost::test_tools::per_element());
+  const auto c = checkpoint_parameters(steps + "/checkpoint.pt", 2);
   // Steps queued across epoch 1's end change nothing: the same parameters, and the same
   // model evaluated after epoch 2.
   const auto a = checkpoint_parameters(each + "/checkpoint.pt", 2),
              b = checkpoint_parameters(second + "/checkpoint.pt", 2);
   BOOST_REQUIRE_EQUAL(a.size(), b.size());
-  for (std::size_t i = 0; i < a.size(); ++i)
+  BOOST_REQUIRE_EQUAL(a.size(), c.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
     BOOST_TEST(torch::equal(a[i], b[i]));
+    BOOST_TEST(torch::equal(a[i], c[i]));
+  }
   BOOST_TEST(evaluation_at(each, 32) == evaluation_at(second, 32));
+  BOOST_TEST(evaluation_at(each, 32) == evaluation_at(steps, 32));
 }
 
 BOOST_AUTO_TEST_CASE(tuning_by_profile_measures_the_simulators_best_shapes_and_keeps_the_fastest_measured) {

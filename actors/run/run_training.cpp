@@ -274,14 +274,15 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
     else
       use();
   };
-  // After the last step of `epoch` (1-based).
+  // After the step just done, of `epoch` (1-based).
   auto evaluate = [&](std::uint64_t epoch) -> Status {
     train::Evaluation e;
     // LibTorch's exceptions end here: a host that embeds the runtime gets an Error.
     try {
       with_model([&] { e = session.evaluate(); });
     } catch (const std::exception& ex) {
-      return Error::run_failed("evaluation after epoch " + std::to_string(epoch) + ": " + text::message_of(ex));
+      return Error::run_failed("evaluation after step " + std::to_string(progress.step) + " (epoch " +
+                               std::to_string(epoch) + "): " + text::message_of(ex));
     }
     summary.test_accuracy = e.accuracy;
     summary.test_loss = e.loss;
@@ -318,11 +319,13 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   };
   using InFlight = decltype(send_step(1));
   // Evaluation and the checkpoint come after every `evaluate_every`-th epoch (1-based,
-  // counted from the first) and after the run's last step.
-  const std::uint64_t evaluate_every = job.train.evaluate_every;
+  // counted from the first), every `eval_every`-th step (likewise) and after the run's
+  // last step.
+  const std::uint64_t evaluate_every = job.train.evaluate_every, eval_every = job.train.eval_every;
   auto steps_to_evaluation = [&] {
     const std::uint64_t epoch = (progress.epoch / evaluate_every + 1) * evaluate_every;
-    return std::min(epoch * per_epoch - (progress.epoch * per_epoch + progress.index), total - progress.step);
+    const std::uint64_t steps = eval_every ? eval_every - progress.step % eval_every : total - progress.step;
+    return std::min({epoch * per_epoch - (progress.epoch * per_epoch + progress.index), total - progress.step, steps});
   };
   // The steps handed to the job, oldest first. The next step's batch waits at the
   // stages, which start on it as soon as they have stepped: batching and the messages
@@ -399,7 +402,8 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
     // A stop waits for a step with none queued behind it: then the parameters, and
     // the checkpoint, are exactly this step's.
     const bool stop = in_flight.empty() && progress.step < total && options.stop_requested && options.stop_requested();
-    const bool evaluating = (epoch_done && epoch % evaluate_every == 0) || progress.step == total;
+    const bool evaluating = (epoch_done && epoch % evaluate_every == 0) ||
+                            (eval_every && progress.step % eval_every == 0) || progress.step == total;
     Status kept = Ok{};
     if (evaluating || stop) kept = settle();
     if (kept && (evaluating || stop) && coordination)

@@ -149,6 +149,9 @@ struct TrainOptions {
   /// at its end; in between, steps flow across epoch ends without draining the
   /// pipelines (worth it when an epoch is a few steps).
   std::uint32_t evaluate_every = 1;
+  /// Also evaluates and writes a checkpoint after every this many steps (counted from
+  /// the run's first, so a resumed run keeps the rhythm); 0: by epochs alone.
+  std::uint64_t eval_every = 0;
   Optimizer optimizer = Optimizer::sgd;
   double lr = 0.01;
   double momentum = 0.0;

@@ -37,7 +37,8 @@ struct StepMetrics {
   double eta_s = 0;         ///< until the last step, at the rate so far
 };
 
-/// An evaluation at the end of an epoch.
+/// An evaluation: at the end of an epoch (train.evaluate_every), every train.eval_every
+/// steps, and at the run's end.
 struct EvaluationMetrics {
   std::uint64_t step = 0;
   std::uint64_t epoch = 0; ///< 1-based: the epoch the last step belonged to

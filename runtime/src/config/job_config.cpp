@@ -135,6 +135,7 @@ Status read_train(TableReader& top, TrainOptions& train) {
     if (auto s = r.integer("epochs", train.epochs, 1u, max_epochs); !s) return s;
     if (auto s = r.integer("steps", train.steps, std::uint64_t{0}, max_steps); !s) return s;
     if (auto s = r.integer("evaluate_every", train.evaluate_every, 1u, max_epochs); !s) return s;
+    if (auto s = r.integer("eval_every", train.eval_every, std::uint64_t{0}, max_steps); !s) return s;
     if (auto s = r.choice("optimizer", train.optimizer); !s) return s;
     if (auto s = r.number("lr", train.lr, 0, unlimited); !s) return s;
     if (auto s = r.number("momentum", train.momentum, 0, 0.999999); !s) return s;
