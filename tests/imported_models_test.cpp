@@ -17,9 +17,11 @@
 #include "train/stage_worker_impl.hpp"
 #include "train/tensor_box.hpp"
 
+#include <nlohmann/json.hpp>
 #include <torch/script.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -191,6 +193,68 @@ BOOST_AUTO_TEST_CASE(a_cosine_schedule_with_warm_up_and_global_norm_clipping_mat
   constant.replace(constant.find("lr_schedule = \"cosine\""), 22, "lr_schedule = \"constant\"");
   BOOST_TEST(largest_gap(losses(unclipped, 2, 1, "1f1b")) > 1e-3);
   BOOST_TEST(largest_gap(losses(constant, 2, 1, "1f1b")) > 1e-3);
+}
+
+BOOST_AUTO_TEST_CASE(a_gpt_written_with_a_module_list_trains_on_a_token_file_and_exports_what_pytorch_predicts_alike) {
+  // docs/models.md's worked example at a test's size: an embedding, an nn.ModuleList of
+  // layers and a head, scripted; a uint16 token file; 2 stages cut inside the list.
+  test::ScratchDir dir;
+  std::string tokens;
+  const std::string text = "pipelines of stages pass micro-batches forward and gradients back. ";
+  for (std::size_t i = 0; tokens.size() < 2 * 6000; ++i) {
+    const auto id = static_cast<std::uint16_t>(static_cast<unsigned char>(text[i % text.size()]) % 64);
+    tokens.push_back(static_cast<char>(id & 0xff));
+    tokens.push_back(static_cast<char>(id >> 8));
+  }
+  const std::string token_file = dir.write("tokens.bin", tokens);
+  const std::string job = dir.write(
+      "gpt.toml", test::cpu_cluster_toml(2, "4 GiB") + "[model]\nzoo = \"torchscript\"\nfile = \"" +
+                      fixture("tiny-gpt.pt") + "\"\ncontext = 16\n[data]\ndataset = \"tokens\"\npath = \"" +
+                      token_file + "\"\nvocabulary = 64\n[train]\nbatch_size = 16\noptimizer = \"adamw\"\n" +
+                      "lr = 0.01\nweight_decay = 0.01\nclip_norm = 1.0\n" +
+                      "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nstages = 2\npipelines = 1\n");
+  const std::string run_dir = (dir.path() / "run").string();
+  const auto run = test::run_cli("run " + job + " --steps 30 --json -o " + run_dir);
+  BOOST_REQUIRE_MESSAGE(run.status == 0, run.err);
+  // Its blocks are the list's layers between the embedding and the head.
+  ModelOptions options;
+  options.zoo = ZooModel::torchscript;
+  options.file = fixture("tiny-gpt.pt");
+  auto model = train::build_model(options, train::DataShape{}, 0);
+  REQUIRE_OK(model);
+  std::vector<std::string> blocks;
+  for (const train::ModelBlock& block : model->blocks)
+    blocks.push_back(block.name);
+  BOOST_TEST(blocks == (std::vector<std::string>{"embed", "layers.0", "layers.1", "head"}),
+             boost::test_tools::per_element());
+  const auto summary = nlohmann::json::parse(run.out);
+  const double test_loss = summary["test_loss"].get<double>(), test_accuracy = summary["test_accuracy"].get<double>();
+  BOOST_TEST(test_loss < std::log(64.0) - 0.5); // it learnt something of the text
+
+  const std::string exported = (dir.path() / "trained.pt").string();
+  const auto written = test::run_cli("export " + run_dir + " -o " + exported);
+  BOOST_REQUIRE_MESSAGE(written.status == 0, written.err);
+  BOOST_TEST(test::contains(written.out, "as trained to step 30"), written.out);
+  BOOST_REQUIRE(std::filesystem::exists(exported));
+  BOOST_REQUIRE(std::filesystem::exists(dir.path() / "trained.state_dict.pt"));
+
+  // PyTorch's predictions from the export are actorpipe's.
+  const char* python = std::getenv("ACTORPIPE_PYTHON");
+  BOOST_REQUIRE_MESSAGE(python && *python, "ACTORPIPE_PYTHON names no python3 with torch");
+  const auto checked = test::run_command(
+      std::string(python) + " " + (test::source_root() / "tests/export_check.py").string() + " " + exported + " " +
+      (dir.path() / "trained.state_dict.pt").string() + " " + fixture("tiny-gpt.pt") + " " + token_file + " 16");
+  BOOST_REQUIRE_MESSAGE(checked.status == 0, checked.err);
+  const auto pytorch = nlohmann::json::parse(checked.out);
+  BOOST_TEST(std::abs(pytorch["test_loss"].get<double>() - test_loss) <= 1e-5);
+  BOOST_TEST(std::abs(pytorch["test_accuracy"].get<double>() - test_accuracy) <= 1e-9);
+  BOOST_TEST(pytorch["names_match"].get<bool>());
+  BOOST_TEST(pytorch["state_dict_apart"].get<double>() == 0.0);
+
+  // An export needs a run of an imported model, and the very file it trained.
+  const auto no_run = test::run_cli("export " + (dir.path() / "nowhere").string() + " -o " + exported);
+  BOOST_TEST(no_run.status == 2, no_run.err);
+  BOOST_TEST(test::contains(no_run.err, "no model.json: only a run of an imported TorchScript model"), no_run.err);
 }
 
 BOOST_AUTO_TEST_CASE(a_first_stage_without_parameters_trains_as_one_stage_does) {

@@ -757,6 +757,38 @@ actorpipe.write_json("second.json", second)
                       "run: option 'stall_timeout' must be a number, not a string"));
 }
 
+BOOST_AUTO_TEST_CASE(a_script_exports_the_imported_model_a_run_trained) {
+  use_built_training_runtime();
+  ScratchDir dir;
+  const std::string job = dir.write(
+      "flat.toml", test::cpu_cluster_toml(1, "1 GiB") +
+                       "[job]\nname = \"flat\"\n[model]\nzoo = \"torchscript\"\nfile = \"" +
+                       (test::source_root() / "tests/fixtures/flatten-linear.pt").string() +
+                       "\"\n[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [1, 28, 28]\nclasses = 10\n"
+                       "[train]\nbatch_size = 32\n[plan]\nstages = 1\npipelines = 1\nmicro_batches = 1\n");
+  const std::string error = script_error(dir, R"(
+actorpipe.run(..., { steps = 3, output = "trained" })
+actorpipe.write_json("exported.json", actorpipe.export_model("trained", "models/flat.pt"))
+)",
+                                         with_args({job}));
+  BOOST_REQUIRE_MESSAGE(error.empty(), error);
+  const auto exported = nlohmann::json::parse(read((dir.path() / "out/exported.json").string()));
+  BOOST_TEST(exported["step"] == 3);
+  BOOST_TEST(exported["parameters"] == 2); // the Linear's weight and bias
+  BOOST_TEST(exported["buffers"] == 0);
+  BOOST_TEST(exported["module_file"] == (dir.path() / "out/models/flat.pt").string());
+  BOOST_TEST(std::filesystem::exists(dir.path() / "out/models/flat.pt"));
+  BOOST_TEST(std::filesystem::exists(dir.path() / "out/models/flat.state_dict.pt"));
+  // A folder that holds no run of an imported model, and a file outside the output
+  // folder, are named.
+  BOOST_TEST(contains(script_error(dir, "actorpipe.export_model('empty', 'x.pt')\n"),
+                      "no model.json: only a run of an imported TorchScript model"));
+  BOOST_TEST(contains(script_error(dir, "actorpipe.export_model('trained', '../x.pt')\n"),
+                      "a script writes only inside its output folder"));
+  BOOST_TEST(contains(script_error(dir, "actorpipe.export_model('trained')\n"),
+                      "export_model: expected the run's folder and the file to write, both names"));
+}
+
 BOOST_AUTO_TEST_CASE(profile_options_out_of_bounds_are_named_not_wrapped) {
   // 0 timed passes had no median to take (a crash); 2^32 wrapped to 0 on its way to
   // 32 bits. Every count is checked against its bounds before it is narrowed.

@@ -1407,6 +1407,36 @@ BOOST_AUTO_TEST_CASE(a_missing_data_file_is_bad_input_naming_it) {
   BOOST_TEST(!std::filesystem::exists(dir.path() / "run3" / "checkpoint.pt"));
 }
 
+BOOST_AUTO_TEST_CASE(a_token_file_cut_short_or_outside_the_vocabulary_is_refused_naming_it) {
+  test::ScratchDir dir;
+  // 1000 uint16 ids below 20, then a byte more: cut short as uint16, and as uint32.
+  std::string ids;
+  for (int i = 0; i < 1000; ++i)
+    ids += std::string{static_cast<char>(i % 20), '\0'};
+  const std::string tokens = dir.write("tokens.bin", ids + "x");
+  const auto job = [&](const std::string& data) {
+    return dir.write("job.toml",
+                     job_toml("gpt", "[data]\ndataset = \"tokens\"\npath = \"" + tokens + "\"\n" + data, 2, 1, "1f1b"));
+  };
+  const auto cut = test::run_cli("run " + job("") + " --steps 1 -o " + (dir.path() / "run").string());
+  BOOST_TEST(cut.status == 2);
+  BOOST_TEST(test::contains(cut.err, tokens + ": 2001 bytes are not a whole number of uint16 tokens"), cut.err);
+  const auto wide =
+      test::run_cli("run " + job("token_type = \"uint32\"\n") + " --steps 1 -o " + (dir.path() / "run").string());
+  BOOST_TEST(wide.status == 2);
+  BOOST_TEST(test::contains(wide.err, "not a whole number of uint32 tokens"), wide.err);
+  dir.write("tokens.bin", ids);
+  const auto outside =
+      test::run_cli("run " + job("vocabulary = 12\n") + " --steps 1 -o " + (dir.path() / "run").string());
+  BOOST_TEST(outside.status == 2);
+  BOOST_TEST(test::contains(outside.err, tokens + ": token 12 is 12, outside the vocabulary of 12"), outside.err);
+  BOOST_TEST(!std::filesystem::exists(dir.path() / "run"));
+  // Whole and inside it, the file trains the gpt zoo model, its vocabulary the largest
+  // id + 1.
+  const auto trained = test::run_cli("run " + job("") + " --steps 2 -o " + (dir.path() / "run").string());
+  BOOST_TEST(trained.status == 0, trained.err);
+}
+
 BOOST_AUTO_TEST_CASE(an_idx_header_is_checked_before_its_data_is_trusted) {
   auto idx = [](std::vector<std::uint32_t> sizes, std::size_t data) {
     std::vector<std::uint8_t> bytes;

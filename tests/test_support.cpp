@@ -68,11 +68,12 @@ std::string ScratchDir::write(const std::string& name, const std::string& conten
   return file.string();
 }
 
-CommandResult run_cli(const std::string& args) {
+CommandResult run_cli(const std::string& args) { return run_command("'" + env("ACTORPIPE_CLI") + "' " + args); }
+
+CommandResult run_command(const std::string& command_line) {
   ScratchDir scratch;
   const fs::path out = scratch.path() / "out", err = scratch.path() / "err";
-  const std::string command =
-      "'" + env("ACTORPIPE_CLI") + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
+  const std::string command = command_line + " >'" + out.string() + "' 2>'" + err.string() + "'";
   const int raw = std::system(command.c_str());
   CommandResult result;
   result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;

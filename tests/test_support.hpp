@@ -57,6 +57,8 @@ struct CommandResult {
 
 /// Runs `actorpipe ARGS` (ARGS is passed to the shell as written) and captures both streams.
 CommandResult run_cli(const std::string& args);
+/// Runs a shell command line as written and captures both streams.
+CommandResult run_command(const std::string& command_line);
 
 /// `actorpipe` running, its standard error read line by line as it writes it: for tests
 /// that act when a command has reached a point it reports (a signal mid-run), with no

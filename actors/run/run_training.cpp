@@ -35,6 +35,7 @@
 #include "launch/process_place.hpp"
 #include "sim/emulated_links.hpp"
 #include "sim/stage_figures.hpp"
+#include "train/model_export.hpp"
 #include "train/session.hpp"
 #include "train/sync_executor.hpp"
 
@@ -139,6 +140,7 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   auto lock = FolderLock::take(options.output_dir);
   ACTORPIPE_TRY(lock);
   ACTORPIPE_TRY(write_file_atomically(options.output_dir + "/plan.json", plan_to_json(plan, job.profile, job.cluster)));
+  ACTORPIPE_TRY(train::write_model_record(job, options.output_dir));
   // Written afresh by rename (a symbolic link planted there is replaced, its target
   // left alone): a resumed run's metrics begin with the lines up to its checkpoint.
   const std::string metrics_path = options.output_dir + "/" + std::string(metrics_file);

@@ -1,6 +1,6 @@
 /// The training runtime's entry points under one C name (train/training_entry.hpp):
 /// how a Lua script in a process without LibTorch reaches run_training,
-/// launch_training and measure_profile once it has loaded this library.
+/// launch_training, measure_profile and export_model once it has loaded this library.
 
 #include "device/cuda_queries.hpp"
 #include "train/training_entry.hpp"
@@ -18,6 +18,7 @@ extern "C" ACTORPIPE_EXPORT const actorpipe::train::TrainingEntryPoints* actorpi
                                                                   actorpipe::device::cuda_built,
                                                                   actorpipe::device::query_gpus,
                                                                   actorpipe::device::check_nccl,
-                                                                  actorpipe::device::libtorch_text};
+                                                                  actorpipe::device::libtorch_text,
+                                                                  actorpipe::export_model};
   return &entry_points;
 }

@@ -37,6 +37,9 @@ inline constexpr const char* launch_summary =
 /// --tls-certificate, --tls-key and --tls-ca, for launch and worker.
 void add_tls_options(CLI::App& command, TlsFiles& tls);
 inline constexpr const char* worker_summary = "Run the stages a coordinator (actorpipe launch) gives this process";
+void add_export_command(CLI::App& app, Run& run);
+inline constexpr const char* export_summary =
+    "Write the model a run trained (an imported TorchScript model) as TorchScript and a state_dict";
 void add_devices_command(CLI::App& app, Run& run);
 void add_script_command(CLI::App& app, CommonOptions& common, Run& run);
 

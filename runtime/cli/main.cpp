@@ -50,7 +50,8 @@ int main(int argc, char** argv) {
   // listed here so that --help shows every command.
   for (const auto& [name, summary] :
        {std::pair{"run", cli::run_summary}, std::pair{"launch", cli::launch_summary},
-        std::pair{"worker", cli::worker_summary}, std::pair{"profile", cli::profile_summary}}) {
+        std::pair{"worker", cli::worker_summary}, std::pair{"profile", cli::profile_summary},
+        std::pair{"export", cli::export_summary}}) {
     app.add_subcommand(name, summary)->allow_extras();
     if (argc > 1 && std::string(argv[1]) == name) return cli::report(cli::hand_over_to_training());
   }
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
   cli::add_run_command(app, common, run);
   cli::add_worker_command(app, run);
   cli::add_profile_command(app, run);
+  cli::add_export_command(app, run);
 #endif
   cli::add_devices_command(app, run);
   cli::add_script_command(app, common, run);

@@ -33,11 +33,21 @@ enum class Dataset {
   fashion_mnist, ///< "fashion-mnist": the IDX files of data.path (the Debian package's by default)
   synthetic,     ///< random samples of data.shape with data.classes labels
   text,          ///< "text": a file of characters, for language models (gpt)
+  tokens,        ///< "tokens": a flat binary file of token ids (data.token_type), for language models
 };
 template <> struct OptionNames<Dataset> {
   static constexpr std::array values{std::pair{Dataset::fashion_mnist, std::string_view("fashion-mnist")},
                                      std::pair{Dataset::synthetic, std::string_view("synthetic")},
-                                     std::pair{Dataset::text, std::string_view("text")}};
+                                     std::pair{Dataset::text, std::string_view("text")},
+                                     std::pair{Dataset::tokens, std::string_view("tokens")}};
+};
+
+/// data.token_type: how wide each token id of a "tokens" file is (little-endian,
+/// unsigned), as GPT-style data pipelines write them with NumPy.
+enum class TokenType { uint16, uint32 };
+template <> struct OptionNames<TokenType> {
+  static constexpr std::array values{std::pair{TokenType::uint16, std::string_view("uint16")},
+                                     std::pair{TokenType::uint32, std::string_view("uint32")}};
 };
 
 /// train.optimizer.
@@ -122,12 +132,15 @@ struct ModelOptions {
 /// [data]
 struct DataOptions {
   Dataset dataset = Dataset::synthetic;
-  /// Folder (fashion-mnist) or file (text) of the data set; empty: the Debian package's
-  /// folder for fashion-mnist.
+  /// Folder (fashion-mnist) or file (text, tokens) of the data set; empty: the Debian
+  /// package's folder for fashion-mnist.
   std::string path;
   std::uint32_t samples = 4096;        ///< training samples of synthetic data (test: a quarter)
   std::vector<std::int64_t> shape{32}; ///< one synthetic sample's shape
   std::uint32_t classes = 10;          ///< synthetic labels
+  TokenType token_type = TokenType::uint16;
+  /// tokens: ids run below this (the model's vocabulary); 0: the largest id in the file + 1.
+  std::uint32_t vocabulary = 0;
   bool shuffle = true;
   std::uint64_t seed = 0;
 };

@@ -130,6 +130,24 @@ inline constexpr const char* metrics_file = "metrics.jsonl";
 /// micro-batch.
 ACTORPIPE_EXPORT Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunOptions& options);
 
+/// What export_model() wrote.
+struct ExportedModel {
+  std::string module_file;     ///< the TorchScript module
+  std::string state_dict_file; ///< its parameters and buffers by name, as torch.save writes a state_dict
+  std::uint64_t step = 0;      ///< of the checkpoint it holds
+  std::size_t parameters = 0;
+  std::size_t buffers = 0;
+};
+
+/// Writes the model that the run in `run_dir` trained, as its checkpoint holds it, back
+/// out: a run of an imported TorchScript model (model.zoo = "torchscript", which records
+/// its file in model.json) becomes that module with the trained parameters and buffers,
+/// saved as TorchScript to `out`, and the same tensors under the module's names as a
+/// dict beside it (`out` with .state_dict.pt for .pt), which torch.load reads and
+/// load_state_dict takes. Both atomically; bad input names the file at fault (no record,
+/// a model file changed since the run, a checkpoint of another model).
+ACTORPIPE_EXPORT Result<ExportedModel> export_model(const std::string& run_dir, const std::string& out);
+
 /// The bounds measure_profile() holds its options to: what a caller gives beyond them is
 /// bad input, not a measurement that never ends or a count that wrapped.
 inline constexpr std::uint64_t max_measured_batch = std::uint64_t{1} << 24; ///< as train.batch_size

@@ -124,6 +124,8 @@ Status read_data(TableReader& top, DataOptions& data) {
     if (auto s = r.integer("samples", data.samples, 1u, 1u << 30); !s) return s;
     if (auto s = r.integer_list("shape", data.shape, 1, 1 << 20); !s) return s;
     if (auto s = r.integer("classes", data.classes, 2u, 1u << 20); !s) return s;
+    if (auto s = r.choice("token_type", data.token_type); !s) return s;
+    if (auto s = r.integer("vocabulary", data.vocabulary, 0u, 1u << 31); !s) return s;
     if (auto s = r.integer("seed", data.seed); !s) return s;
     return Ok{};
   });

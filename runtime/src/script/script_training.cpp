@@ -1,4 +1,4 @@
-/// The module's training functions: run, launch, profile and devices. A run takes the
+/// The module's training functions: run, launch, profile, export_model and devices. A run takes the
 /// course `actorpipe run` and `launch` take (train_job()); it and profile reach the training runtime
 /// through its entry points (train/training_entry.hpp), loaded on a script's first run
 /// or profile, so a script that only plans starts without LibTorch.
@@ -399,6 +399,36 @@ Status measure_if_needed(lua_State* L, JobSpec& job) {
   return Ok{};
 }
 
+/// export_model(run, output): the model the run in folder `run` trained (an imported
+/// TorchScript model), written as TorchScript to `output` and as a state_dict beside it,
+/// both in the script's output folder: {module_file, state_dict_file, step,
+/// parameters, buffers}.
+Result<int> export_fn(lua_State* L) {
+  constexpr const char* name = "export_model";
+  if (lua_type(L, 1) != LUA_TSTRING || lua_type(L, 2) != LUA_TSTRING)
+    return Error::bad_input(std::string(name) + ": expected the run's folder and the file to write, both names");
+  auto run = output_folder(L, lua_tostring(L, 1));
+  ACTORPIPE_TRY(run);
+  auto out = output_file(L, 2);
+  ACTORPIPE_TRY(out);
+  auto training = train::training_entry_points();
+  ACTORPIPE_TRY(training);
+  auto exported = (*training)->export_model(*run, *out);
+  ACTORPIPE_TRY(exported);
+  lua_createtable(L, 0, 5);
+  lua_pushstring(L, exported->module_file.c_str());
+  lua_setfield(L, -2, "module_file");
+  lua_pushstring(L, exported->state_dict_file.c_str());
+  lua_setfield(L, -2, "state_dict_file");
+  lua_pushinteger(L, static_cast<lua_Integer>(exported->step));
+  lua_setfield(L, -2, "step");
+  lua_pushinteger(L, static_cast<lua_Integer>(exported->parameters));
+  lua_setfield(L, -2, "parameters");
+  lua_pushinteger(L, static_cast<lua_Integer>(exported->buffers));
+  lua_setfield(L, -2, "buffers");
+  return 1;
+}
+
 Status measure_now_if_needed(JobSpec& job) {
   if (!job.profile.blocks.empty()) return Ok{};
   auto training = train::training_entry_points();
@@ -416,6 +446,7 @@ void add_training_functions(lua_State* L, int module) {
                 {{"run", entry<run_fn>},
                  {"launch", entry<launch_fn>},
                  {"profile", entry<profile_fn>},
+                 {"export_model", entry<export_fn>},
                  {"devices", entry<devices_fn>}});
 }
 

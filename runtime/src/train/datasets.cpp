@@ -1,4 +1,5 @@
-/// Data sets: Fashion-MNIST (gzipped IDX, read with zlib), synthetic, byte-level text.
+/// Data sets: Fashion-MNIST (gzipped IDX, read with zlib), synthetic, byte-level text,
+/// token files.
 
 #include "train/datasets.hpp"
 #include "base/boundary.hpp"
@@ -171,11 +172,59 @@ Result<DataSets> text(const DataOptions& data, const ModelOptions& model) {
   return sets;
 }
 
+/// A flat file of token ids, cut as text() cuts bytes: non-overlapping windows of
+/// `context` + 1 tokens, the last tenth the test split. Ids are checked against the
+/// vocabulary before anything trains on them.
+Result<DataSets> tokens(const DataOptions& data, const ModelOptions& model) {
+  if (data.path.empty()) return Error::bad_key("data.path", "a tokens data set needs a file");
+  ACTORPIPE_TRY(check_input_file(data.path));
+  std::ifstream in(data.path, std::ios::binary);
+  if (!in) return Error::bad_input(data.path + ": cannot open");
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const bool wide = data.token_type == TokenType::uint32;
+  const std::size_t width = wide ? 4 : 2;
+  const std::string type(option_name(data.token_type));
+  if (bytes.size() % width != 0)
+    return Error::bad_input(data.path + ": " + std::to_string(bytes.size()) + " bytes are not a whole number of " +
+                            type + " tokens (data.token_type; a file cut short?)");
+  const auto count = static_cast<std::int64_t>(bytes.size() / width);
+  const std::int64_t T = model.context;
+  const std::int64_t windows = count > 0 ? (count - 1) / T : 0;
+  if (windows < 2)
+    return Error::bad_input(data.path + ": " + std::to_string(count) + " tokens make fewer than two windows of " +
+                            std::to_string(T + 1) + " tokens (model.context + 1)");
+  // As the bytes lie (little-endian, as every machine this runs on), then as the ids
+  // an embedding takes.
+  const torch::Tensor all =
+      torch::from_blob(const_cast<char*>(bytes.data()), {count}, wide ? torch::kUInt32 : torch::kUInt16)
+          .to(torch::kLong);
+  const std::int64_t largest = all.max().item<std::int64_t>();
+  const std::int64_t vocabulary = data.vocabulary > 0 ? data.vocabulary : largest + 1;
+  if (largest >= vocabulary) {
+    const std::int64_t at = (all >= vocabulary).nonzero()[0][0].item<std::int64_t>();
+    return Error::bad_input(data.path + ": token " + std::to_string(at) + " is " +
+                            std::to_string(all[at].item<std::int64_t>()) + ", outside the vocabulary of " +
+                            std::to_string(vocabulary) + " (data.vocabulary; is data.token_type \"" + type +
+                            "\" the file's?)");
+  }
+  const torch::Tensor inputs = all.slice(0, 0, windows * T).view({windows, T});
+  const torch::Tensor labels = all.slice(0, 1, windows * T + 1).view({windows, T});
+  const std::int64_t test = std::max<std::int64_t>(1, windows / 10);
+  DataSets sets;
+  sets.train = {inputs.slice(0, 0, windows - test), labels.slice(0, 0, windows - test)};
+  sets.test = {inputs.slice(0, windows - test), labels.slice(0, windows - test)};
+  sets.shape.sample = {T};
+  sets.shape.classes = vocabulary;
+  sets.shape.tokens = true;
+  return sets;
+}
+
 } // namespace
 
 Result<DataSets> load_data(const DataOptions& data, const ModelOptions& model) {
   if (data.dataset == Dataset::fashion_mnist) return fashion_mnist(data);
   if (data.dataset == Dataset::text) return text(data, model);
+  if (data.dataset == Dataset::tokens) return tokens(data, model);
   return synthetic(data);
 }
 

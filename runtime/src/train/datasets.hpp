@@ -1,7 +1,8 @@
 #pragma once
 
 /// Training and test data held as tensors: Fashion-MNIST from its gzipped IDX files,
-/// synthetic samples from a seeded teacher, and byte-level text windows for `gpt`.
+/// synthetic samples from a seeded teacher, and windows of byte-level text or of a token
+/// file for language models.
 /// LibTorch inside: include only from the training code.
 
 #include "train/model_zoo.hpp"

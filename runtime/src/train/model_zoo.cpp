@@ -187,7 +187,8 @@ Result<Model> resnet(const ModelOptions& o, const DataShape& shape) {
 }
 
 Result<Model> gpt(const ModelOptions& o, const DataShape& shape) {
-  if (!shape.tokens) return Error::bad_key("model.zoo", "\"gpt\" needs token data (data.dataset = \"text\")");
+  if (!shape.tokens)
+    return Error::bad_key("model.zoo", "\"gpt\" needs token data (data.dataset = \"text\" or \"tokens\")");
   const std::int64_t width = o.width ? o.width : 64, layers = o.layers ? o.layers : 2, heads = o.heads;
   if (width % heads != 0)
     return Error::bad_key("model.width",
@@ -231,7 +232,10 @@ constexpr const char* export_advice =
     "save the model as torch.jit.script(nn.Sequential(...)).save(FILE), its blocks as the Sequential's children "
     "(docs/models.md)";
 
-/// A scripted nn.Sequential: its top-level children, in order, are the blocks.
+/// A scripted module whose forward calls its top-level children in order (an
+/// nn.Sequential, or a GPT-style model of an embedding, an nn.ModuleList of layers and
+/// a head): the children are the blocks, and a child without a forward of its own
+/// (nn.ModuleList) lists one block per child, named as its parameters are ("layers.0").
 Result<Model> torchscript(const ModelOptions& o) {
   ACTORPIPE_TRY(check_input_file(o.file));
   // A checkpoint is a LibTorch archive too, and may even load as a module.
@@ -247,26 +251,41 @@ Result<Model> torchscript(const ModelOptions& o) {
   } catch (const std::exception& e) {
     return refuse("not a TorchScript module (" + text::message_of(e) + ")");
   }
-  Model m;
+  // Its blocks hold every parameter and buffer: what the module keeps itself would be
+  // on no stage, and never trained.
+  if (module->parameters(/*recurse=*/false).size() > 0 || module->buffers(/*recurse=*/false).size() > 0)
+    return refuse("it holds parameters or buffers of its own, outside its children (put them in a child module, "
+                  "e.g. the embedding that adds positions)");
+  std::vector<std::pair<std::string, torch::jit::Module>> blocks;
   for (const auto& child : module->named_children()) {
+    if (child.value.find_method("forward")) {
+      blocks.emplace_back(child.name, child.value);
+      continue;
+    }
+    for (const auto& inner : child.value.named_children())
+      blocks.emplace_back(child.name + "." + inner.name, inner.value);
+  }
+  Model m;
+  for (const auto& [name, child] : blocks) {
     ModelUnit u;
-    u.name = child.name;
-    for (const auto& p : child.value.parameters())
+    u.name = name;
+    for (const auto& p : child.parameters())
       u.parameters.push_back(p);
-    for (const auto& b : child.value.buffers())
+    for (const auto& b : child.buffers())
       u.buffers.push_back(b);
-    u.forward = [c = child.value](const torch::Tensor& x) mutable { return c.forward({x}).toTensor(); };
-    u.set_training = [c = child.value](bool on) mutable { c.train(on); };
-    u.draws = draws_random_numbers(child.value);
+    u.forward = [c = child](const torch::Tensor& x) mutable { return c.forward({x}).toTensor(); };
+    u.set_training = [c = child](bool on) mutable { c.train(on); };
+    u.draws = draws_random_numbers(child);
     u.owner = module;
     ModelBlock b;
-    b.name = child.name;
+    b.name = name;
     b.units.push_back(std::move(u));
     m.blocks.push_back(std::move(b));
   }
   if (m.blocks.empty()) return refuse("the module has no children to use as blocks");
   m.whole = [module](const torch::Tensor& x) { return module->forward({x}).toTensor(); };
   m.origin = o.file;
+  m.script = module;
   return m;
 }
 
@@ -352,7 +371,8 @@ Status check_fit(const Model& model, const DataShape& shape) {
     model.set_training(true);
     if (x.dim() < 2 || x.size(0) != 2 || x.size(-1) != shape.classes)
       return fail("its output for 2 samples is " + dimensions(x.sizes().vec()) + ", not " +
-                  std::to_string(shape.classes) + " logits per sample (data.classes)");
+                  std::to_string(shape.classes) + " logits per sample" +
+                  (shape.tokens ? " and position (the vocabulary: data.vocabulary)" : " (data.classes)"));
     if (!whole.sizes().equals(x.sizes()) || !torch::allclose(whole, x, 1e-4, 1e-5))
       return Error::bad_input(model.origin + ": its forward is not its children called in order, one after " +
                               "another, which is how actorpipe runs it across stages: " + export_advice);

@@ -16,6 +16,10 @@
 #include <string>
 #include <vector>
 
+namespace torch::jit {
+struct Module;
+}
+
 namespace actorpipe::train {
 
 /// One unit: a block, or one sub-block of it.
@@ -54,6 +58,9 @@ struct Model {
   /// would train another model.
   std::function<torch::Tensor(const torch::Tensor&)> whole;
   std::string origin; ///< the file it was loaded from, if any, for messages
+  /// A TorchScript model's module, whose tensors its units hold: what an export saves
+  /// under the names it came with. None for a built-in model.
+  std::shared_ptr<torch::jit::Module> script;
 
   /// The unit where `cut` starts; `cut` must fall on a unit.
   const ModelUnit& unit(const Cut& cut) const { return blocks[cut.block].units[cut.sub]; }

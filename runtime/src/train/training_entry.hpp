@@ -28,10 +28,11 @@ struct TrainingEntryPoints {
   Result<std::vector<GpuInfo>> (*query_gpus)();
   Result<std::string> (*check_nccl)();
   std::string (*libtorch_text)();
+  Result<ExportedModel> (*export_model)(const std::string& run_dir, const std::string& out);
 };
 
 /// Raised whenever the struct above changes.
-inline constexpr std::uint32_t training_entry_version = 4;
+inline constexpr std::uint32_t training_entry_version = 5;
 /// `extern "C" const TrainingEntryPoints* actorpipe_training_entry_points()`.
 inline constexpr const char* training_entry_symbol = "actorpipe_training_entry_points";
 
