@@ -787,6 +787,33 @@ BOOST_AUTO_TEST_CASE(gradients_summed_across_processes_cross_as_one_buffer_and_e
     BOOST_TEST(torch::equal(first.impl().parameters[i], second.impl().parameters[i]));
 }
 
+BOOST_AUTO_TEST_CASE(under_fp16_replicas_sharing_a_summed_gradient_each_unscale_it_once) {
+  // Two pipelines' replicas of a stage hold one summed, loss-scaled gradient: each steps
+  // on the sum over the scale, whichever steps first.
+  test::ScratchDir dir;
+  const auto p = test::quick_plan(dir, text_of(job_file(dir, "1f1b", "", "precision = \"fp16\"\n")));
+  auto opened = train::Session::open(p.job, p.plan);
+  REQUIRE_OK(opened);
+  train::StageWorker& first = (*opened)->worker(0, 0);
+  train::StageWorker& second = (*opened)->worker(1, 0);
+  BOOST_REQUIRE(first.impl().scaler);
+  const double scale = first.impl().scaler->scale().item<double>();
+  std::vector<torch::Tensor> before;
+  for (const torch::Tensor& parameter : first.impl().parameters)
+    before.push_back(parameter.detach().clone());
+  for (auto [replica, value] : {std::pair{&first, 1.0}, std::pair{&second, 2.0}})
+    for (torch::Tensor& parameter : replica->impl().parameters)
+      parameter.mutable_grad() = torch::full_like(parameter, value * scale);
+  train::sum_gradients({&first, &second});
+  first.step(1, 0);
+  second.step(1, 0);
+  // SGD's first step with momentum: lr × the gradient, 0.05 × 3.
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    BOOST_TEST(torch::allclose(before[i] - first.impl().parameters[i], torch::full_like(before[i], 0.15), 1e-5, 1e-6));
+    BOOST_TEST(torch::equal(first.impl().parameters[i], second.impl().parameters[i]));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_bound_workers_stages_share_its_cores_among_themselves_alone) {
   // A worker bound to its share of the cores holds 2 of the plan's 4 stages: each
   // computes with half its cores, not a quarter (which would leave half of them idle).

@@ -103,6 +103,9 @@ void sum_gradients(const std::vector<StageWorker*>& replicas, double scale) {
     for (std::size_t r = 1; r < replicas.size(); ++r)
       replicas[r]->impl().parameters[i].mutable_grad() = sum;
   }
+  if (replicas.size() > 1)
+    for (StageWorker* r : replicas)
+      r->impl().shared_gradients = true;
 }
 
 void scale_gradients(StageWorker& replica, double factor) {

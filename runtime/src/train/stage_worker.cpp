@@ -318,8 +318,11 @@ bool unscale(StageWorker::Impl& w) {
   if (!w.scaler) return true;
   if (!w.unscaled) {
     std::vector<torch::Tensor> gradients;
-    for (const torch::Tensor& p : w.parameters)
-      if (p.grad().defined()) gradients.push_back(p.grad());
+    for (torch::Tensor& p : w.parameters) {
+      if (!p.grad().defined()) continue;
+      if (w.shared_gradients) p.mutable_grad() = p.grad().clone(); // its own copy, unscaled once
+      gradients.push_back(p.grad());
+    }
     w.unscaled = w.scaler->unscale(gradients);
   }
   return *w.unscaled;
@@ -339,6 +342,7 @@ void StageWorker::step(std::uint64_t step, double gradient_norm) {
   const auto on = impl_->device.enter();
   const bool finite = unscale(*impl_);
   impl_->unscaled.reset();
+  impl_->shared_gradients = false;
   if (finite) {
     const double scale = clip_scale(impl_->setup.train.clip_norm, gradient_norm);
     if (scale < 1.0) scale_gradient_copies(impl_->parameters, scale);

@@ -49,6 +49,10 @@ struct StageWorker::Impl {
   /// fp16: the step's gradients are unscaled already (for their norm), and whether
   /// they were finite; unset until then.
   std::optional<bool> unscaled;
+  /// Its gradients of this step are one summed tensor that the other replicas of this
+  /// process hold too (sum_gradients) until each has stepped: unscaled in place, the
+  /// first to step would leave the others' divided again.
+  bool shared_gradients = false;
   /// The run's first step (> 1 when resumed) and its steps, which the learning rate's
   /// schedule spans (set_schedule()).
   std::uint64_t first_step = 1, total_steps = 0;
