@@ -72,6 +72,13 @@ EagerLosses eager_losses(const std::string& name = "conv-mlp-losses.txt") {
   return e;
 }
 
+/// A run's losses are PyTorch eager's, step for step, to 1e-5.
+void expect_eager_losses(const std::vector<double>& losses, const EagerLosses& eager) {
+  BOOST_REQUIRE_EQUAL(losses.size(), eager.losses.size());
+  for (std::size_t k = 0; k < losses.size(); ++k)
+    BOOST_TEST_CONTEXT("step " << k + 1) { BOOST_TEST(std::abs(losses[k] - eager.losses[k]) <= 1e-5); }
+}
+
 /// Fresh replicas of `file`'s model as one stage each, as a run makes them.
 struct Replicas {
   std::vector<std::unique_ptr<train::StageWorker>> workers;
@@ -127,10 +134,7 @@ BOOST_AUTO_TEST_CASE(a_scripted_sequential_matches_pytorch_eager_step_for_step) 
                                                                   eager.train_toml, stages, pipelines, scheduler) +
                                                              "recompute = \"" + recompute + "\"\n");
       BOOST_REQUIRE_EQUAL(p.plan.stages.size(), stages * p.plan.schedule.chunks);
-      const std::vector<double> losses = train_for(p, eager.losses.size(), dir.path() / "run").losses;
-      BOOST_REQUIRE_EQUAL(losses.size(), eager.losses.size());
-      for (std::size_t k = 0; k < losses.size(); ++k)
-        BOOST_TEST_CONTEXT("step " << k + 1) { BOOST_TEST(std::abs(losses[k] - eager.losses[k]) <= 1e-5); }
+      expect_eager_losses(train_for(p, eager.losses.size(), dir.path() / "run").losses, eager);
     }
 }
 
@@ -148,10 +152,7 @@ BOOST_AUTO_TEST_CASE(adamw_matches_pytorch_eager_step_for_step) {
     BOOST_TEST_CONTEXT(stages << " stages × " << pipelines << " pipelines, " << scheduler) {
       const test::MeasuredPlan p = test::quick_plan(dir, job_toml(fixture("conv-mlp.pt"), fashion_mnist_in_order,
                                                                   eager.train_toml, stages, pipelines, scheduler));
-      const std::vector<double> losses = train_for(p, eager.losses.size(), dir.path() / "run").losses;
-      BOOST_REQUIRE_EQUAL(losses.size(), eager.losses.size());
-      for (std::size_t k = 0; k < losses.size(); ++k)
-        BOOST_TEST_CONTEXT("step " << k + 1) { BOOST_TEST(std::abs(losses[k] - eager.losses[k]) <= 1e-5); }
+      expect_eager_losses(train_for(p, eager.losses.size(), dir.path() / "run").losses, eager);
     }
 }
 
@@ -181,10 +182,7 @@ BOOST_AUTO_TEST_CASE(a_cosine_schedule_with_warm_up_and_global_norm_clipping_mat
                                                      {2, 2, "zb-h1"},
                                                      {2, 1, "interleaved-1f1b"}})
     BOOST_TEST_CONTEXT(stages << " stages × " << pipelines << " pipelines, " << scheduler) {
-      const std::vector<double> trained = losses(eager.train_toml, stages, pipelines, scheduler);
-      BOOST_REQUIRE_EQUAL(trained.size(), eager.losses.size());
-      for (std::size_t k = 0; k < trained.size(); ++k)
-        BOOST_TEST_CONTEXT("step " << k + 1) { BOOST_TEST(std::abs(trained[k] - eager.losses[k]) <= 1e-5); }
+      expect_eager_losses(losses(eager.train_toml, stages, pipelines, scheduler), eager);
     }
   // Each setting matters: without the clipping, or with the learning rate constant,
   // the same run leaves PyTorch's losses.
