@@ -103,8 +103,8 @@ int main(int argc, char** argv) {
   mlp.zoo = ZooModel::mlp;
   mlp.layers = 6;
   mlp.width = 1024;
-  const std::vector<Case> cases = {{"gpt: 4 layers, width 256, context 128, 8 samples", gpt, {{128}, 256, true}, 8},
-                                   {"mlp: 6 layers of 1024, 256 samples", mlp, {{784}, 10, false}, 256}};
+  const std::vector<Case> cases = {{"gpt: 4 layers, width 256, context 128, 8 samples", gpt, {{128}, 256, true, {}}, 8},
+                                   {"mlp: 6 layers of 1024, 256 samples", mlp, {{784}, 10, false, {}}, 256}};
   text::Table table({{"stage"},
                      {"F ms", text::Table::Align::right},
                      {"B ms", text::Table::Align::right},

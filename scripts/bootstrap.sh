@@ -26,7 +26,7 @@ packages=(
   g++ meson ninja-build pkg-config cmake ccache
   python3 python3-venv
   libcaf-dev libtomlplusplus-dev liblua5.4-dev libboost-test-dev libplplot-dev
-  nlohmann-json3-dev libcli11-dev zlib1g-dev libssl-dev
+  nlohmann-json3-dev libcli11-dev zlib1g-dev libssl-dev libprotobuf-dev protobuf-compiler
   # Headers that c10d's Gloo process group header names (the Gloo code is LibTorch's own).
   libgloo-dev
   dataset-fashion-mnist
@@ -57,6 +57,11 @@ if ! has_torch; then
   python3 -m venv "$venv"
   "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "torch==$torch_version" numpy
   has_torch || { echo "PyTorch $torch_version did not install into $venv" >&2; exit 1; }
+fi
+# The tests read a run's TensorBoard event files with TensorBoard itself.
+if [ "$mode" = test ] && ! "$venv/bin/python3" -c "import tensorboard" 2>/dev/null; then
+  echo "==> installing TensorBoard into $venv (the tests read event files with it)"
+  "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check tensorboard
 fi
 export PATH="$venv/bin:$PATH"
 

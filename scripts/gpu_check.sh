@@ -39,6 +39,7 @@ packages=(
   libplplot-dev libplplot17 libshp2 libfreetype6 libbrotli1 libpng16-16 libcsirocsa0 libcsironn0 libqhull-r8.0
   libqsastime0 libltdl7
   libcli11-dev nlohmann-json3-dev libgloo-dev zlib1g-dev zlib1g libssl-dev libssl3
+  libprotobuf-dev libprotobuf32 libprotobuf-lite32 protobuf-compiler libprotoc32
   # The default job's data, which the *_cuda tests train on.
   dataset-fashion-mnist
 )
@@ -139,7 +140,8 @@ libs=$prefix/usr/lib/x86_64-linux-gnu
 for expected in usr/include/caf/all.hpp usr/include/toml++/toml.h usr/include/lua5.4/lua.h \
   usr/include/boost/test/unit_test.hpp usr/include/plplot/plplot.h usr/include/CLI/CLI.hpp \
   usr/include/nlohmann/json.hpp usr/include/gloo/context.h usr/lib/x86_64-linux-gnu/libcaf_core.so \
-  usr/lib/x86_64-linux-gnu/libboost_unit_test_framework.so usr/lib/x86_64-linux-gnu/libplplot.so; do
+  usr/lib/x86_64-linux-gnu/libboost_unit_test_framework.so usr/lib/x86_64-linux-gnu/libplplot.so usr/bin/protoc \
+  usr/include/google/protobuf/message.h; do
   [ -e "$prefix/$expected" ] || { say "gpu_check: the unpacked packages lack $expected"; exit 1; }
 done
 export PKG_CONFIG_PATH=$libs/pkgconfig:$prefix/usr/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
@@ -147,6 +149,7 @@ export CPLUS_INCLUDE_PATH=$prefix/usr/include:$prefix/usr/include/x86_64-linux-g
 export LIBRARY_PATH=$libs${LIBRARY_PATH:+:$LIBRARY_PATH}
 export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export BOOST_ROOT=$prefix/usr
+export PATH=$PATH:$prefix/usr/bin # protoc, after what the machine has
 
 # --- configure, build ---------------------------------------------------------------
 build=${ACTORPIPE_BUILD_DIR:-$root/build-gpu}

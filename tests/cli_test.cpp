@@ -549,3 +549,75 @@ BOOST_AUTO_TEST_CASE(run_says_so_when_actorpipe_train_is_missing) {
   BOOST_TEST(contains(message, "actorpipe: cannot start "), message);
   BOOST_TEST(contains(message, "actorpipe-train for this command"), message);
 }
+
+BOOST_AUTO_TEST_CASE(a_run_leaves_its_metrics_as_csv_as_counter_tracks_and_as_events_tensorboard_reads) {
+  ScratchDir dir;
+  const std::string out = (dir.path() / "run").string();
+  const std::string job = dir.write(
+      "tracked.toml", test::cpu_cluster_toml(2, "4 GiB") +
+                          "[job]\nname = \"tracked\"\n[model]\nzoo = \"mlp\"\n"
+                          "[data]\ndataset = \"synthetic\"\nsamples = 256\nshape = [8]\n"
+                          "[train]\nbatch_size = 32\neval_every = 4\n"
+                          "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nstages = 2\npipelines = 1\n"
+                          "[output]\ntensorboard = true\n");
+  // 6 steps, then resumed to 10 in the same folder: each file goes on from what the
+  // checkpoint kept, and no step is there twice.
+  const auto first = run_cli("run " + job + " --steps 6 -o " + out);
+  BOOST_REQUIRE_MESSAGE(first.status == 0, first.err);
+  const auto resumed = run_cli("run " + job + " --steps 10 -o " + out + " --resume " + out);
+  BOOST_REQUIRE_MESSAGE(resumed.status == 0, resumed.err);
+  std::vector<nlohmann::json> lines;
+  {
+    std::ifstream in(out + "/metrics.jsonl");
+    for (std::string line; std::getline(in, line);)
+      lines.push_back(nlohmann::json::parse(line));
+  }
+  std::vector<nlohmann::json> steps;
+  for (const auto& line : lines)
+    if (line["kind"] == "step") steps.push_back(line);
+  BOOST_REQUIRE_EQUAL(steps.size(), 10u);
+  BOOST_REQUIRE_EQUAL(lines.size(), 14u); // evaluations after 4, 6 (the first run's end), 8 and 10
+  // metrics.csv: a header and a row a line, the same values.
+  std::ifstream csv(out + "/metrics.csv");
+  std::string header;
+  std::getline(csv, header);
+  BOOST_TEST(header == "kind,step,epoch,loss,rss_bytes,samples_per_s,step_ms,test_accuracy,test_loss");
+  std::vector<std::string> rows;
+  for (std::string row; std::getline(csv, row);)
+    rows.push_back(row);
+  BOOST_REQUIRE_EQUAL(rows.size(), lines.size());
+  BOOST_TEST(rows[0].starts_with("step,1,1," + lines[0]["loss"].dump() + ","), rows[0]);
+  BOOST_TEST(rows[4].starts_with("evaluation,4,1,,,,,"), rows[4]);
+  // trace.json: counter tracks of the resumed run's steps, the loss one value a step.
+  std::ifstream trace_file(out + "/trace.json");
+  const auto trace = nlohmann::json::parse(trace_file);
+  std::vector<double> traced;
+  std::set<std::string> counters;
+  for (const auto& event : trace["traceEvents"])
+    if (event.value("ph", "") == "C") {
+      counters.insert(event["name"].get<std::string>());
+      if (event["name"] == "loss") traced.push_back(event["args"]["loss"].get<double>());
+    }
+  BOOST_TEST(counters == (std::set<std::string>{"loss", "samples/s", "memory (bytes)"}));
+  BOOST_REQUIRE_EQUAL(traced.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i)
+    BOOST_TEST(traced[i] == steps[6 + i]["loss"].get<double>());
+  // The event file, as TensorBoard itself reads it.
+  const char* python = std::getenv("ACTORPIPE_PYTHON");
+  BOOST_REQUIRE_MESSAGE(python && *python, "ACTORPIPE_PYTHON names no python3 (with tensorboard)");
+  const auto read = test::run_command(std::string(python) + " " +
+                                      (test::source_root() / "tests/tensorboard_check.py").string() + " " + out);
+  BOOST_REQUIRE_MESSAGE(read.status == 0, read.err);
+  const auto scalars = nlohmann::json::parse(read.out);
+  BOOST_REQUIRE(scalars.contains("train/loss"));
+  BOOST_REQUIRE_EQUAL(scalars["train/loss"].size(), 10u);
+  for (std::size_t i = 0; i < 10; ++i) {
+    const auto& point = scalars["train/loss"][i];
+    BOOST_TEST(point[0] == steps[i]["step"]);
+    BOOST_TEST(std::abs(point[1].get<double>() - steps[i]["loss"].get<double>()) < 1e-6); // kept as float
+  }
+  BOOST_REQUIRE_EQUAL(scalars["test/accuracy"].size(), 4u);
+  BOOST_TEST(scalars["test/accuracy"][2][0] == 8);
+  BOOST_TEST(scalars["memory/rss_bytes"].size() == 10u);
+  BOOST_TEST(scalars["train/samples_per_s"].size() == 10u);
+}

@@ -12,6 +12,8 @@ under NAME for the blocks after it, which must run it. By the block's info strin
   sh           commands, run with bash (-e: the first that fails fails the block)
   toml         saved, or parsed
   cpp, meson   saved, for the `sh` blocks that build them
+  python       saved, for the `sh` blocks that run them (python3 is $ACTORPIPE_PYTHON's
+               when that is set: the Python with NumPy and PyTorch the tests use)
   text         output shown to the reader: not run
 
   doc_blocks.py --bin PREFIX/bin --source SOURCE_ROOT --work FOLDER DOC.md...
@@ -108,12 +110,12 @@ def run_document(doc, source, work, env):
                 tomllib.loads(text)
             except tomllib.TOMLDecodeError as e:
                 raise SystemExit(f"{where}: not TOML: {e}")
-        elif language in ("cpp", "meson"):
+        elif language in ("cpp", "meson", "python"):
             if not name:
                 raise SystemExit(f"{where}: a {language} block needs a file: first line, for a later block to build")
         else:
             raise SystemExit(f"{where}: no way to run a '{info}' block (lua, lua job, lua plugin, sh, toml, cpp, "
-                             "meson; text for output)")
+                             "meson, python; text for output)")
     # A saved file that no later block used was never run. A file in a folder a block
     # builds (meson setup FOLDER) counts as used with it.
     unused = [f"{where} ({name})" for name, where in saved.items()]
@@ -129,7 +131,10 @@ def main():
     parser.add_argument("--work", required=True, type=Path, help="a folder to work in (created)")
     parser.add_argument("docs", nargs="+", type=Path)
     args = parser.parse_args()
-    env = dict(os.environ, PATH=f"{args.bin}{os.pathsep}{os.environ.get('PATH', '')}")
+    path = [args.bin]
+    if os.environ.get("ACTORPIPE_PYTHON"):
+        path.append(os.path.dirname(os.environ["ACTORPIPE_PYTHON"]))
+    env = dict(os.environ, PATH=os.pathsep.join(path + [os.environ.get("PATH", "")]))
     for doc in args.docs:
         run_document(doc.resolve(), args.source.resolve(), args.work / doc.stem, env)
     return 0

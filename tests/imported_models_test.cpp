@@ -280,7 +280,7 @@ BOOST_AUTO_TEST_CASE(a_first_stage_without_parameters_trains_as_one_stage_does) 
 }
 
 BOOST_AUTO_TEST_CASE(buffers_are_broadcast_from_the_first_replica_or_averaged) {
-  const train::DataShape shape{{1, 28, 28}, 10, false};
+  const train::DataShape shape{{1, 28, 28}, 10, false, {}};
   torch::manual_seed(3);
   const torch::Tensor a = torch::randn({8, 1, 28, 28}), b = torch::randn({8, 1, 28, 28}) * 2 + 1;
   for (const BufferSync how : {BufferSync::broadcast, BufferSync::average})

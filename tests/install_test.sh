@@ -60,5 +60,6 @@ grep -q "^second run: cancelled after step" "$work/host.log" || fail "the second
 [ -f "$work/out/script/plan.json" ] || fail "the script wrote no plan.json"
 # Every code block of the docs that show the SDK, Lua and embedding, run as written.
 python3 "$source_root/tests/doc_blocks.py" --bin "$root/bin" --source "$source_root" --work "$work/docs" \
-  "$source_root/docs/lua.md" "$source_root/docs/embedding.md" "$source_root/docs/plugins.md"
+  "$source_root/docs/lua.md" "$source_root/docs/embedding.md" "$source_root/docs/plugins.md" \
+  "$source_root/docs/data.md"
 echo "install_test: ok"

@@ -337,7 +337,7 @@ BOOST_AUTO_TEST_CASE(the_gpts_linears_are_one_gemm_each_with_the_bias_inside_as_
   options.layers = 2;
   options.width = 32;
   options.heads = 4;
-  auto model = train::build_model(options, train::DataShape{{16}, 256, true}, 1);
+  auto model = train::build_model(options, train::DataShape{{16}, 256, true, {}}, 1);
   REQUIRE_OK(model);
   // ATen takes a plain function: the counts live where one can reach them.
   static std::map<std::string, int> ops;

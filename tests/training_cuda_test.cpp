@@ -181,7 +181,7 @@ BOOST_AUTO_TEST_CASE(stages_replaying_cuda_graphs_compute_what_they_compute_eage
   resnet.zoo = ZooModel::resnet;
   resnet.layers = 2;
   resnet.width = 8;
-  const train::DataShape tokens{{16}, 50, true}, images{{1, 28, 28}, 10, false};
+  const train::DataShape tokens{{16}, 50, true, {}}, images{{1, 28, 28}, 10, false, {}};
   struct Case {
     const char* name;
     ModelOptions model;

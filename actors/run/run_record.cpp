@@ -13,7 +13,8 @@
 namespace actorpipe::actors {
 
 std::string trace_of(const std::vector<StageTrace>& traces, const Plan& plan, const ClusterSpec& cluster,
-                     double time_scale, const std::vector<std::vector<std::uint64_t>>* placement) {
+                     double time_scale, const std::vector<std::vector<std::uint64_t>>* placement,
+                     const std::vector<StepCounters>& counters) {
   ChromeTrace trace;
   const std::size_t S = plan.stages.size();
   const auto process = [&](std::size_t p, std::size_t s) { return placement ? (*placement)[p][s] : p; };
@@ -42,6 +43,16 @@ std::string trace_of(const std::vector<StageTrace>& traces, const Plan& plan, co
       trace.span(pid, tid, std::string(kind) + (whole_step ? "" : " " + std::to_string(span.micro_batch)), kind,
                  span.start_us * time_scale, span.duration_us * time_scale, span.step,
                  span.cpu_us < 0 ? std::nullopt : std::optional<double>(span.cpu_us * time_scale));
+    }
+  }
+  if (!counters.empty()) {
+    // Beyond every pipeline's and worker's number, so that it sorts last.
+    const std::size_t pid = std::max<std::size_t>(plan.pipelines, placement ? plan.pipelines * S : 0) + 1;
+    trace.process(pid, "training");
+    for (const StepCounters& c : counters) {
+      trace.counter(pid, "loss", c.at_us * time_scale, c.loss);
+      trace.counter(pid, "samples/s", c.at_us * time_scale, c.samples_per_s);
+      trace.counter(pid, "memory (bytes)", c.at_us * time_scale, c.memory_bytes);
     }
   }
   return trace.finish();

@@ -18,11 +18,21 @@
 
 namespace actorpipe::actors {
 
+/// What the run stood at when a step ended: the trace's counter tracks.
+struct StepCounters {
+  double at_us = 0; ///< since the run's origin, in wall time as the spans are
+  double loss = 0;
+  double samples_per_s = 0;
+  double memory_bytes = 0; ///< this process's resident memory (the GPUs' peak, on GPUs)
+};
+
 /// The run's Perfetto trace: a track per stage actor, under a process per pipeline; in
-/// a run of several processes, under a process per worker (`placement`), as each ran.
-/// Times are modelled time: wall time × `time_scale`.
+/// a run of several processes, under a process per worker (`placement`), as each ran;
+/// and under a process of its own, the counter tracks of `counters` (loss, samples/s,
+/// memory). Times are modelled time: wall time × `time_scale`.
 std::string trace_of(const std::vector<StageTrace>& traces, const Plan& plan, const ClusterSpec& cluster,
-                     double time_scale, const std::vector<std::vector<std::uint64_t>>* placement);
+                     double time_scale, const std::vector<std::vector<std::uint64_t>>* placement,
+                     const std::vector<StepCounters>& counters = {});
 
 /// Copies of `traces` as they are now, where a stage's thread is stuck at its work and
 /// its actor never ends: each stage that `activities` (p · S + s, as the traces) shows

@@ -16,6 +16,7 @@
 #include "run/run_setup.hpp"
 #include "processes/worker_stages.hpp"
 #include "protocol.hpp"
+#include "run/metrics_writer.hpp"
 #include "run/run_record.hpp"
 
 #include <caf/all.hpp>
@@ -25,6 +26,7 @@
 #include "base/boundary.hpp"
 #include "base/folder_lock.hpp"
 #include "base/output_folder.hpp"
+#include "base/process_memory.hpp"
 #include "base/scope_exit.hpp"
 #include "base/statistics.hpp"
 #include "device/cuda_queries.hpp"
@@ -82,7 +84,10 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
     ACTORPIPE_TRY(device::check_present(job, plan, gpus ? gpus->size() : 0, gpus ? "" : gpus.error().message));
     device::reset_peak_memory();
   }
-  auto opened = train::Session::open(job, plan, options.data);
+  auto data = options.data ? Result<std::shared_ptr<const TrainingData>>(options.data)
+                           : load_training_data(job, options.plugins);
+  ACTORPIPE_TRY(data);
+  auto opened = train::Session::open(job, plan, *data);
   ACTORPIPE_TRY(opened);
   train::Session& session = **opened;
 
@@ -141,15 +146,10 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   ACTORPIPE_TRY(lock);
   ACTORPIPE_TRY(write_file_atomically(options.output_dir + "/plan.json", plan_to_json(plan, job.profile, job.cluster)));
   ACTORPIPE_TRY(train::write_model_record(job, options.output_dir));
-  // Written afresh by rename (a symbolic link planted there is replaced, its target
-  // left alone): a resumed run's metrics begin with the lines up to its checkpoint.
-  const std::string metrics_path = options.output_dir + "/" + std::string(metrics_file);
-  ACTORPIPE_TRY(write_file_atomically(
-      metrics_path, options.resume.empty()
-                        ? std::string()
-                        : actors::metrics_up_to(options.resume + "/" + std::string(metrics_file), progress.step)));
-  std::ofstream metrics(metrics_path, std::ios::app);
-  if (!metrics) return Error::run_failed(metrics_path + ": cannot write");
+  // A resumed run's metrics begin with the lines up to its checkpoint.
+  auto metrics = actors::MetricsWriter::open(options.output_dir, options.resume, progress.step, job.output.tensorboard);
+  ACTORPIPE_TRY(metrics);
+  std::vector<actors::StepCounters> counters;
 
   // On the heap, as the system that keeps referring to it (shut_down).
   auto config_kept = std::make_unique<caf::actor_system_config>();
@@ -288,14 +288,11 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
     }
     summary.test_accuracy = e.accuracy;
     summary.test_loss = e.loss;
-    metrics << json{{"kind", "evaluation"},
-                    {"step", progress.step},
-                    {"epoch", epoch},
-                    {"test_accuracy", e.accuracy},
-                    {"test_loss", e.loss}}
-                   .dump()
-            << "\n"
-            << std::flush;
+    ACTORPIPE_TRY(metrics->write(json{{"kind", "evaluation"},
+                                      {"step", progress.step},
+                                      {"epoch", epoch},
+                                      {"test_accuracy", e.accuracy},
+                                      {"test_loss", e.loss}}));
     if (options.on_evaluation) options.on_evaluation({progress.step, epoch, e.accuracy, e.loss});
     return Ok{};
   };
@@ -306,6 +303,7 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
     with_model(
         [&] { saved = session.save_checkpoint(options.output_dir + "/" + std::string(checkpoint_file), progress); });
     if (saved) attempt.checkpoint_step = progress.step;
+    if (saved) saved = metrics->write_table();
     return saved;
   };
 
@@ -393,7 +391,19 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
               {"loss", loss},   {"step_ms", m.step_ms}, {"samples_per_s", m.samples_per_s}};
     // fp16: how many replica steps its loss scale has skipped so far.
     if (job.train.precision == Precision::fp16) line["skipped_steps"] = session.skipped_steps();
-    metrics << line.dump() << "\n";
+    const std::uint64_t resident = resident_bytes();
+    line["rss_bytes"] = resident;
+    std::uint64_t gpu_peak = 0;
+    if (on_gpus)
+      for (const std::uint64_t bytes : device::peak_memory_bytes())
+        gpu_peak = std::max(gpu_peak, bytes);
+    if (on_gpus) line["gpu_peak_bytes"] = gpu_peak;
+    if (auto written = metrics->write(line); !written) {
+      error = std::move(written).error();
+      break;
+    }
+    counters.push_back({actors::microseconds_since(origin, done), loss, m.samples_per_s,
+                        static_cast<double>(on_gpus ? gpu_peak : resident)});
     if (options.on_step) options.on_step(m);
     const std::uint64_t epoch = m.epoch;
     const bool epoch_done = progress.index == per_epoch;
@@ -421,7 +431,8 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
   if (coordination && !error) actors::collect_traces(*self, *coordination, plan, traces);
   // The job shuts down every actor it built.
   shut_down();
-  metrics.close();
+  if (!error)
+    if (auto s = metrics->write_table(); !s) error = std::move(s).error();
   // A stuck stage's actors never all end: the trace is made of their records as they
   // are, with the work the stuck stage never finished.
   const bool stuck = stage_stuck();
@@ -430,7 +441,7 @@ Result<RunSummary> attempt_training(const JobSpec& job, const Plan& plan, const 
             : std::vector<actors::StageTrace>{};
   if (auto s = write_file_atomically(options.output_dir + "/trace.json",
                                      actors::trace_of(stuck ? stuck_traces : traces, plan, job.cluster, time_scale,
-                                                      placement ? &*placement : nullptr));
+                                                      placement ? &*placement : nullptr, counters));
       !s && !error)
     error = std::move(s).error();
   if (stuck) return Error::run_failed(error ? error->message : "a stage's thread is stuck");

@@ -96,7 +96,7 @@ Result<LoadedJob> load(const JobArguments& args, const CommonOptions& common) {
   if (job->profile.blocks.empty()) return hand_over_to_training();
 #else
   if (job->profile.blocks.empty()) {
-    auto loaded = load_training_data(*job);
+    auto loaded = load_training_data(*job, &*registry);
     ACTORPIPE_TRY(loaded);
     data = std::move(*loaded);
     std::cerr << "actorpipe: measuring the profile of model '" << option_name(job->model.zoo)

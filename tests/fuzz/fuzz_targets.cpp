@@ -10,6 +10,7 @@
 #include "lua/lua_state.hpp"
 #include "lua/lua_values.hpp"
 #include "train/idx_file.hpp"
+#include "train/npy_file.hpp"
 
 #include <lua.hpp>
 #include <nlohmann/json.hpp>
@@ -72,6 +73,17 @@ void idx_reader(const std::uint8_t* data, std::size_t size) {
       count *= static_cast<std::size_t>(n);
     require(array->shape.size() == dimensions && array->data.size() == count);
   }
+}
+
+void npy_reader(const std::uint8_t* data, std::size_t size) {
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  auto header = train::parse_npy_header(bytes, size, "fuzz/data.npy");
+  if (!header) return;
+  std::size_t count = element_size(header->type);
+  for (auto n : header->shape)
+    count *= static_cast<std::size_t>(n);
+  // What a reader maps must lie inside the file, exactly as the header promises.
+  require(header->data_bytes == count && header->data_offset + header->data_bytes == size);
 }
 
 void lua_values(const std::uint8_t* data, std::size_t size) {

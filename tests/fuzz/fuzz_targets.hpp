@@ -21,6 +21,7 @@ void toml_profile_reader(const std::uint8_t* data, std::size_t size);
 void pipedream_profile_reader(const std::uint8_t* data, std::size_t size);
 void schedule_reader(const std::uint8_t* data, std::size_t size);
 void idx_reader(const std::uint8_t* data, std::size_t size);
+void npy_reader(const std::uint8_t* data, std::size_t size);
 void lua_values(const std::uint8_t* data, std::size_t size);
 
 struct NamedTarget {
@@ -35,6 +36,7 @@ inline constexpr NamedTarget targets[] = {
     {"pipedream_profile_reader", pipedream_profile_reader},
     {"schedule_reader", schedule_reader},
     {"idx_reader", idx_reader},
+    {"npy_reader", npy_reader},
     {"lua_values", lua_values},
 };
 

@@ -34,12 +34,16 @@ enum class Dataset {
   synthetic,     ///< random samples of data.shape with data.classes labels
   text,          ///< "text": a file of characters, for language models (gpt)
   tokens,        ///< "tokens": a flat binary file of token ids (data.token_type), for language models
+  npy,           ///< "npy": a folder of NumPy arrays (inputs.npy, labels.npy, and test_ ones)
+  plugin,        ///< "plugin": the arrays of the data set plugin data.plugin
 };
 template <> struct OptionNames<Dataset> {
   static constexpr std::array values{std::pair{Dataset::fashion_mnist, std::string_view("fashion-mnist")},
                                      std::pair{Dataset::synthetic, std::string_view("synthetic")},
                                      std::pair{Dataset::text, std::string_view("text")},
-                                     std::pair{Dataset::tokens, std::string_view("tokens")}};
+                                     std::pair{Dataset::tokens, std::string_view("tokens")},
+                                     std::pair{Dataset::npy, std::string_view("npy")},
+                                     std::pair{Dataset::plugin, std::string_view("plugin")}};
 };
 
 /// data.token_type: how wide each token id of a "tokens" file is (little-endian,
@@ -132,14 +136,19 @@ struct ModelOptions {
 /// [data]
 struct DataOptions {
   Dataset dataset = Dataset::synthetic;
-  /// Folder (fashion-mnist) or file (text, tokens) of the data set; empty: the Debian
-  /// package's folder for fashion-mnist.
+  /// Folder (fashion-mnist, npy) or file (text, tokens) of the data set, or what a
+  /// plugin is told; empty: the Debian package's folder for fashion-mnist.
   std::string path;
+  std::string plugin;                  ///< the data set plugin of `dataset = "plugin"`
+  PluginOptions options;               ///< [data.options]: the data set plugin's settings
   std::uint32_t samples = 4096;        ///< training samples of synthetic data (test: a quarter)
   std::vector<std::int64_t> shape{32}; ///< one synthetic sample's shape
-  std::uint32_t classes = 10;          ///< synthetic labels
+  /// Synthetic labels (0: 10); npy and plugin data: the model's classes, which every
+  /// label must be below (0: the largest label + 1).
+  std::uint32_t classes = 0;
   TokenType token_type = TokenType::uint16;
-  /// tokens: ids run below this (the model's vocabulary); 0: the largest id in the file + 1.
+  /// tokens, and token ids of npy and plugin data: ids run below this (the model's
+  /// vocabulary); 0: the largest id + 1.
   std::uint32_t vocabulary = 0;
   bool shuffle = true;
   std::uint64_t seed = 0;
@@ -248,6 +257,9 @@ struct EmulationOptions {
 struct OutputOptions {
   std::string dir = "runs/{job}";   ///< {job} is replaced by job.name
   std::uint64_t trace_steps = 1000; ///< trace.json keeps the spans of this many latest steps; 0: all
+  /// Also writes the metrics as a TensorBoard event file in the run's folder
+  /// (`tensorboard --logdir runs` shows every run).
+  bool tensorboard = false;
 };
 
 struct ACTORPIPE_EXPORT JobSpec {

@@ -1,6 +1,7 @@
 #pragma once
 
-/// The plugin ABI: what a partitioner, mapper, scheduler or sync-policy module exports.
+/// The plugin ABI: what a partitioner, mapper, scheduler, sync-policy or data set module
+/// exports.
 ///
 /// A module exports two `extern "C"` symbols, both written by ACTORPIPE_PLUGIN:
 ///   - `actorpipe_plugin_info`: a PluginInfo the loader reads and checks (ABI version,
@@ -14,6 +15,7 @@
 /// and standard library; the ABI version guards the layout of everything here.
 
 #include <actorpipe/cluster_spec.hpp>
+#include <actorpipe/data_array.hpp>
 #include <actorpipe/error.hpp>
 #include <actorpipe/export.hpp>
 #include <actorpipe/model_profile.hpp>
@@ -39,7 +41,7 @@ namespace actorpipe {
 /// loader can read it from any module, whatever it was built with.
 struct PluginInfo {
   std::uint32_t abi_version;
-  const char* kind; ///< "partitioner", "mapper", "scheduler" or "sync"
+  const char* kind; ///< "partitioner", "mapper", "scheduler", "sync" or "dataset"
   const char* name; ///< unique among loaded plugins; what configs name
   const char* version;
   const char* description; ///< one line
@@ -264,6 +266,26 @@ inline std::vector<std::size_t> all_pipelines(std::size_t n) {
   return group;
 }
 
+/// What a data set plugin is asked for (`data.dataset = "plugin"`).
+struct DataRequest {
+  PluginOptions options;     ///< [data.options], values as text
+  std::string path;          ///< data.path, resolved against the job file's folder; may be empty
+  std::uint64_t seed = 0;    ///< data.seed
+  std::uint32_t context = 0; ///< model.context: the tokens a language model's sample holds
+};
+
+/// A data set plugin's arrays: samples along the first dimension. Inputs of a floating
+/// or boolean type are features, of an integer type token ids; labels are class
+/// indices of an integer type, one a sample or, for token ids, one a position. The
+/// test split is optional: without one (empty `test_inputs.shape`), the last tenth of
+/// the training samples is held out. The runtime checks all of it before training.
+struct DataSplits {
+  DataArray inputs;
+  DataArray labels;
+  DataArray test_inputs;
+  DataArray test_labels;
+};
+
 /// Common base: the loader owns plugins through it.
 class ACTORPIPE_EXPORT Plugin {
 public:
@@ -296,6 +318,14 @@ public:
 class ACTORPIPE_EXPORT SyncPolicy : public Plugin {
 public:
   virtual Result<SyncRound> round(const SyncRequest& request) = 0;
+};
+
+/// Data for a run to train on, for what the built-in data sets do not read. Asked once
+/// per process before anything is written; every process of a run must get the same
+/// arrays for the same request (draw from `seed`), as shuffling and sharding assume.
+class ACTORPIPE_EXPORT DataSource : public Plugin {
+public:
+  virtual Result<DataSplits> load(const DataRequest& request) = 0;
 };
 
 namespace plugin_detail {
@@ -355,6 +385,16 @@ template <class Impl> struct GuardedSyncPolicy final : Impl {
   }
 };
 
+template <class Impl> struct GuardedDataSource final : Impl {
+  Result<DataSplits> load(const DataRequest& r) override {
+    try {
+      return Impl::load(r);
+    } catch (...) {
+      return from_exception("load");
+    }
+  }
+};
+
 template <class Impl> struct Guard;
 template <class Impl>
 requires std::is_base_of_v<Partitioner, Impl>
@@ -380,14 +420,20 @@ struct Guard<Impl> {
   using type = GuardedSyncPolicy<Impl>;
   static constexpr const char* kind = "sync";
 };
+template <class Impl>
+requires std::is_base_of_v<DataSource, Impl>
+struct Guard<Impl> {
+  using type = GuardedDataSource<Impl>;
+  static constexpr const char* kind = "dataset";
+};
 
 } // namespace plugin_detail
 } // namespace actorpipe
 
 #define ACTORPIPE_PLUGIN_EXPORT extern "C" __attribute__((visibility("default")))
 
-/// Declares a plugin module. CLASS derives from Partitioner, Mapper, Scheduler or
-/// SyncPolicy (which decides the kind) and is default-constructible. Use it once per
+/// Declares a plugin module. CLASS derives from Partitioner, Mapper, Scheduler,
+/// SyncPolicy or DataSource (which decides the kind) and is default-constructible. Use it once per
 /// module, at namespace scope:
 ///   ACTORPIPE_PLUGIN(UniformPartitioner, "uniform", "1.0", "equal block counts")
 #define ACTORPIPE_PLUGIN(CLASS, NAME, VERSION, DESCRIPTION)                                                            \

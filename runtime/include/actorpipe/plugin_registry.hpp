@@ -21,7 +21,7 @@
 
 namespace actorpipe {
 
-enum class PluginKind { partitioner, mapper, scheduler, sync };
+enum class PluginKind { partitioner, mapper, scheduler, sync, dataset };
 
 ACTORPIPE_EXPORT const char* to_string(PluginKind kind);
 
@@ -58,8 +58,8 @@ public:
   /// share a name.
   Status add(PluginRecord record, std::function<Result<std::shared_ptr<Plugin>>()> create);
 
-  /// Adds `Class` (a default-constructible Partitioner, Mapper, Scheduler or
-  /// SyncPolicy) as a plugin, guarded as ACTORPIPE_PLUGIN guards a module's class: an
+  /// Adds `Class` (a default-constructible Partitioner, Mapper, Scheduler, SyncPolicy
+  /// or DataSource) as a plugin, guarded as ACTORPIPE_PLUGIN guards a module's class: an
   /// exception it throws comes back as an Error naming the call.
   template <class Class> Status add_class(std::string name, std::string version, std::string description) {
     using Guard = plugin_detail::Guard<Class>;
@@ -67,7 +67,8 @@ public:
     PluginRecord record{kind == "partitioner" ? PluginKind::partitioner
                         : kind == "mapper"    ? PluginKind::mapper
                         : kind == "scheduler" ? PluginKind::scheduler
-                                              : PluginKind::sync,
+                        : kind == "sync"      ? PluginKind::sync
+                                              : PluginKind::dataset,
                         std::move(name), std::move(version), std::move(description), "(added by this program)"};
     return add(std::move(record), []() -> Result<std::shared_ptr<Plugin>> {
       return std::shared_ptr<Plugin>(std::make_shared<typename Guard::type>());
@@ -83,6 +84,7 @@ public:
   Result<std::shared_ptr<Mapper>> mapper(const std::string& name) const;
   Result<std::shared_ptr<Scheduler>> scheduler(const std::string& name) const;
   Result<std::shared_ptr<SyncPolicy>> sync_policy(const std::string& name) const;
+  Result<std::shared_ptr<DataSource>> data_source(const std::string& name) const;
 
 private:
   struct Impl;

@@ -51,8 +51,10 @@ struct EvaluationMetrics {
 struct TrainingData;
 
 /// Reads (or draws, for synthetic data) the data `job` names. A missing, truncated or
-/// malformed file is an error naming the file.
-ACTORPIPE_EXPORT Result<std::shared_ptr<const TrainingData>> load_training_data(const JobSpec& job);
+/// malformed file is an error naming the file. A data set plugin is found in `plugins`;
+/// null: the default folders and the job's plan.plugin_path.
+ACTORPIPE_EXPORT Result<std::shared_ptr<const TrainingData>>
+load_training_data(const JobSpec& job, const PluginRegistry* plugins = nullptr);
 
 struct RunOptions {
   std::uint64_t steps = 0;  ///< overrides train.steps when > 0
@@ -122,6 +124,11 @@ ACTORPIPE_EXPORT Result<double> predicted_step_ms(const JobSpec& job, const Plan
 inline constexpr const char* checkpoint_file = "checkpoint.pt";
 /// The line per step and per evaluation a run writes in its output folder.
 inline constexpr const char* metrics_file = "metrics.jsonl";
+/// metrics.jsonl as a table, rewritten at each checkpoint and at the run's end.
+inline constexpr const char* metrics_table_file = "metrics.csv";
+/// With output.tensorboard: the run's metrics as TensorBoard reads them (a name that
+/// holds "tfevents"), growing with metrics.jsonl.
+inline constexpr const char* tensorboard_events_file = "events.out.tfevents.actorpipe";
 
 /// Trains `job` (which must name a zoo model) as `plan` says. Writes to
 /// `options.output_dir`: metrics.jsonl (a line per step and per evaluation), trace.json
@@ -175,6 +182,9 @@ struct MeasureOptions {
   /// (cores / threads − 1).
   int load = -1;
   std::shared_ptr<const TrainingData> data; ///< the job's, loaded already; else it is loaded
+  /// Where a data set plugin (data.plugin) is found when the data is loaded here; null:
+  /// the default folders and the job's plan.plugin_path.
+  const PluginRegistry* plugins = nullptr;
   /// Called after each pass over the model with (passes done, passes in all).
   std::function<void(std::size_t, std::size_t)> on_pass;
 };

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 namespace actorpipe {
 
 ChromeTrace::ChromeTrace() {
@@ -41,6 +43,14 @@ void ChromeTrace::span(std::size_t pid, std::size_t tid, const std::string& name
     out_ << "}";
   }
   out_ << "}";
+}
+
+void ChromeTrace::counter(std::size_t pid, const std::string& name, double at_us, double value) {
+  if (!std::isfinite(value)) return; // JSON has no NaN
+  comma();
+  const std::string quoted = nlohmann::json(name).dump();
+  out_ << "{\"name\":" << quoted << ",\"ph\":\"C\",\"pid\":" << pid << ",\"ts\":" << at_us << ",\"args\":{" << quoted
+       << ":" << nlohmann::json(value).dump() << "}}";
 }
 
 std::string ChromeTrace::finish() {

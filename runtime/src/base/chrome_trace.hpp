@@ -24,6 +24,9 @@ public:
   void span(std::size_t pid, std::size_t tid, const std::string& name, const char* category, double start_us,
             double duration_us, std::optional<std::uint64_t> step = std::nullopt,
             std::optional<double> cpu_us = std::nullopt);
+  /// A value of the counter track `name` of `pid` from `at_us` on (Perfetto draws
+  /// each counter as a track of its own, a step function of its values).
+  void counter(std::size_t pid, const std::string& name, double at_us, double value);
   /// The whole trace; the writer is done after this.
   std::string finish();
 

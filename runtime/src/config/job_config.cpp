@@ -116,6 +116,15 @@ Status read_model(TableReader& top, ModelOptions& model) {
   return r.finish();
 }
 
+/// A TOML value as the text a plugin receives: strings bare, everything else as TOML.
+std::string option_text(const toml::node& node) {
+  if (const auto* s = node.as_string()) return s->get();
+  if (const auto* f = node.as_floating_point()) return number_text(f->get());
+  std::ostringstream out;
+  node.visit([&](const auto& value) { out << toml::toml_formatter(value); });
+  return out.str();
+}
+
 Status read_data(TableReader& top, DataOptions& data) {
   return top.optional_table("data", [&](TableReader& r) -> Status {
     if (auto s = r.choice("dataset", data.dataset); !s) return s;
@@ -127,6 +136,17 @@ Status read_data(TableReader& top, DataOptions& data) {
     if (auto s = r.choice("token_type", data.token_type); !s) return s;
     if (auto s = r.integer("vocabulary", data.vocabulary, 0u, 1u << 31); !s) return s;
     if (auto s = r.integer("seed", data.seed); !s) return s;
+    if (auto s = r.string("plugin", data.plugin); !s) return s;
+    if (data.dataset == Dataset::plugin)
+      if (auto s = r.require("plugin"); !s) return s;
+    auto options = r.subtable("options");
+    ACTORPIPE_TRY(options);
+    if (*options)
+      for (auto&& [key, v] : **options) {
+        if (v.is_table() || v.is_array_of_tables())
+          return config::error_at(v, "data.options." + std::string(key.str()), "plugin options are plain values");
+        data.options[std::string(key.str())] = option_text(v);
+      }
     return Ok{};
   });
 }
@@ -153,15 +173,6 @@ Status read_train(TableReader& top, TrainOptions& train) {
     if (auto s = r.boolean("cuda_graphs", train.cuda_graphs); !s) return s;
     return Ok{};
   });
-}
-
-/// A TOML value as the text a plugin receives: strings bare, everything else as TOML.
-std::string option_text(const toml::node& node) {
-  if (const auto* s = node.as_string()) return s->get();
-  if (const auto* f = node.as_floating_point()) return number_text(f->get());
-  std::ostringstream out;
-  node.visit([&](const auto& value) { out << toml::toml_formatter(value); });
-  return out.str();
 }
 
 /// A positive count, or "auto" (auto_count) for the planner to choose.
@@ -237,6 +248,7 @@ Status read_output(TableReader& top, OutputOptions& output) {
   return top.optional_table("output", [&](TableReader& r) -> Status {
     if (auto s = r.path("dir", output.dir); !s) return s;
     if (auto s = r.integer("trace_steps", output.trace_steps); !s) return s;
+    if (auto s = r.boolean("tensorboard", output.tensorboard); !s) return s;
     return Ok{};
   });
 }

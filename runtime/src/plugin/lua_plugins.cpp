@@ -2,6 +2,7 @@
 
 #include "plugin/lua_plugins.hpp"
 
+#include "plugin/lua_data_arrays.hpp"
 #include "plugin/plugin_values.hpp"
 
 #include <lua.hpp>
@@ -108,12 +109,29 @@ private:
   Function f_;
 };
 
+class LuaDataSource final : public DataSource {
+public:
+  explicit LuaDataSource(Function f) : f_(std::move(f)) {}
+  Result<DataSplits> load(const DataRequest& request) override {
+    return f_.call<DataSplits>(
+        [&](lua_State* L) {
+          push_data_request(L, request);
+          return 1;
+        },
+        read_data_splits);
+  }
+
+private:
+  Function f_;
+};
+
 std::shared_ptr<Plugin> make(PluginKind kind, Function f) {
   switch (kind) {
   case PluginKind::partitioner: return std::make_shared<LuaPartitioner>(std::move(f));
   case PluginKind::mapper: return std::make_shared<LuaMapper>(std::move(f));
   case PluginKind::scheduler: return std::make_shared<LuaScheduler>(std::move(f));
   case PluginKind::sync: return std::make_shared<LuaSyncPolicy>(std::move(f));
+  case PluginKind::dataset: return std::make_shared<LuaDataSource>(std::move(f));
   }
   return nullptr;
 }
@@ -171,7 +189,8 @@ void add_register_functions(lua_State* L, int module, Registrations* sink) {
   const luaL_Reg functions[] = {{"register_partitioner", register_function<PluginKind::partitioner>},
                                 {"register_mapper", register_function<PluginKind::mapper>},
                                 {"register_scheduler", register_function<PluginKind::scheduler>},
-                                {"register_sync", register_function<PluginKind::sync>}};
+                                {"register_sync", register_function<PluginKind::sync>},
+                                {"register_dataset", register_function<PluginKind::dataset>}};
   for (const luaL_Reg& f : functions) {
     lua_pushcfunction(L, f.func);
     lua_setfield(L, module, f.name);

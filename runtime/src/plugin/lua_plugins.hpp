@@ -2,8 +2,9 @@
 
 /// Plugins written in Lua: functions that a script, or a `.lua` file on the plugin path,
 /// registers with actorpipe.register_partitioner(name, fn [, info]) (and
-/// register_mapper, register_scheduler, register_sync). Each becomes an object of the
-/// C++ interface, so the planner asks it and checks its answer as it does a module's.
+/// register_mapper, register_scheduler, register_sync, register_dataset). Each becomes
+/// an object of the C++ interface, so the planner asks it and checks its answer as it
+/// does a module's.
 
 #include "lua/lua_state.hpp"
 
@@ -54,8 +55,9 @@ struct Registrations {
   std::vector<LuaPlugin> plugins;
 };
 
-/// Sets register_partitioner, register_mapper, register_scheduler and register_sync in
-/// the table at `module`; they append to `sink`, which outlives the state's use.
+/// Sets register_partitioner, register_mapper, register_scheduler, register_sync and
+/// register_dataset in the table at `module`; they append to `sink`, which outlives
+/// the state's use.
 void add_register_functions(lua_State* L, int module, Registrations* sink);
 
 /// How long a plugin file's code may run at a time: loading it, and each call of the

@@ -47,6 +47,7 @@ std::optional<PluginKind> parse_kind(std::string_view kind) {
   if (kind == "mapper") return PluginKind::mapper;
   if (kind == "scheduler") return PluginKind::scheduler;
   if (kind == "sync") return PluginKind::sync;
+  if (kind == "dataset") return PluginKind::dataset;
   return std::nullopt;
 }
 
@@ -83,7 +84,7 @@ Result<Loaded> open_module(const std::string& file) {
   const auto kind = parse_kind(info->kind);
   if (!kind)
     return Error::bad_input(file + ": unknown plugin kind '" + std::string(info->kind) +
-                            "' (partitioner, mapper, scheduler or sync)");
+                            "' (partitioner, mapper, scheduler, sync or dataset)");
   if (std::string_view(info->name).empty()) return Error::bad_input(file + ": plugin has an empty name");
   auto factory = reinterpret_cast<Factory>(::dlsym(module->handle, plugin_factory_symbol));
   if (!factory)
@@ -163,6 +164,7 @@ const char* to_string(PluginKind kind) {
   case PluginKind::mapper: return "mapper";
   case PluginKind::scheduler: return "scheduler";
   case PluginKind::sync: return "sync";
+  case PluginKind::dataset: return "dataset";
   }
   return "?";
 }
@@ -205,12 +207,16 @@ std::vector<std::string> PluginRegistry::default_folders() {
   if (!here.empty()) {
     // The first of these that exists, for the program or library this code is in:
     //   installed library: LIBDIR/libactorpipe.so beside LIBDIR/actorpipe/plugins;
-    //   installed program: BINDIR/actorpipe, plugins in LIBDIR/actorpipe/plugins;
+    //   installed program: BINDIR/actorpipe or LIBEXECDIR/actorpipe/actorpipe-train,
+    //   plugins in LIBDIR/actorpipe/plugins;
     //   build tree: BUILD/runtime/cli/actorpipe or BUILD/tests/TEST, plugins in BUILD/plugins.
     const fs::path prefix = fs::path(here / "..").lexically_normal();
     const bool in_bindir = here.filename() == fs::path(install_dirs::bindir).filename();
     std::vector<fs::path> candidates{here / "actorpipe" / "plugins"};
     if (in_bindir) candidates.push_back(prefix / install_dirs::libdir / "actorpipe" / "plugins");
+    const bool in_libexecdir = here.filename() == "actorpipe" &&
+                               here.parent_path().filename() == fs::path(install_dirs::libexecdir).filename();
+    if (in_libexecdir) candidates.push_back(prefix / ".." / install_dirs::libdir / "actorpipe" / "plugins");
     candidates.push_back(here.parent_path() / "plugins");
     candidates.push_back(here.parent_path().parent_path() / "plugins");
     for (const fs::path& candidate : candidates) {
@@ -309,6 +315,9 @@ Result<std::shared_ptr<Scheduler>> PluginRegistry::scheduler(const std::string& 
 }
 Result<std::shared_ptr<SyncPolicy>> PluginRegistry::sync_policy(const std::string& name) const {
   return as<SyncPolicy>(create(PluginKind::sync, name), find(PluginKind::sync, name));
+}
+Result<std::shared_ptr<DataSource>> PluginRegistry::data_source(const std::string& name) const {
+  return as<DataSource>(create(PluginKind::dataset, name), find(PluginKind::dataset, name));
 }
 
 std::string plugins_to_json(const PluginRegistry& registry, const std::vector<std::string>& folders) {

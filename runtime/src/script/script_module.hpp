@@ -78,7 +78,7 @@ Status measure_if_needed(lua_State* L, JobSpec& job);
 
 /// Measures the profile of a job that names a zoo model and no profile, every time
 /// (a job read from its file, with no table to key a script's measurements by).
-Status measure_now_if_needed(JobSpec& job);
+Status measure_now_if_needed(lua_State* L, JobSpec& job);
 
 /// The plugins a job sees: the default folders, its plan.plugin_path, the script's
 /// plugin path, and what the script registered. `searched` gets the folders.

@@ -310,7 +310,7 @@ Result<int> launch_fn(lua_State* L) {
   TrainJobOptions course;
   Callbacks callbacks{L, {}, {}, false, {}};
   ACTORPIPE_TRY(read_run_options(L, opts, name, *job, course, callbacks));
-  ACTORPIPE_TRY(measure_now_if_needed(*job));
+  ACTORPIPE_TRY(measure_now_if_needed(L, *job));
   course.launch = std::move(launch);
   return train(L, *job, course, callbacks);
 }
@@ -351,6 +351,9 @@ Result<int> profile_fn(lua_State* L) {
 
   auto training = train::training_entry_points();
   ACTORPIPE_TRY(training);
+  auto plugins = plugins_for(L, &*job); // a data set the script registered among them
+  ACTORPIPE_TRY(plugins);
+  options.plugins = &*plugins;
   auto profile = (*training)->measure_profile(*job, options);
   ACTORPIPE_TRY(profile);
   if (!output->empty()) {
@@ -394,7 +397,7 @@ Status measure_if_needed(lua_State* L, JobSpec& job) {
     job.profile = it->second;
     return Ok{};
   }
-  ACTORPIPE_TRY(measure_now_if_needed(job));
+  ACTORPIPE_TRY(measure_now_if_needed(L, job));
   c.measured.emplace(std::move(key), job.profile);
   return Ok{};
 }
@@ -429,13 +432,17 @@ Result<int> export_fn(lua_State* L) {
   return 1;
 }
 
-Status measure_now_if_needed(JobSpec& job) {
+Status measure_now_if_needed(lua_State* L, JobSpec& job) {
   if (!job.profile.blocks.empty()) return Ok{};
   auto training = train::training_entry_points();
   ACTORPIPE_TRY(training);
+  auto plugins = plugins_for(L, &job); // a data set the script registered among them
+  ACTORPIPE_TRY(plugins);
+  MeasureOptions options;
+  options.plugins = &*plugins;
   std::fprintf(stderr, "actorpipe: measuring the profile of model '%s' (no model.profile given)\n",
                std::string(option_name(job.model.zoo)).c_str());
-  auto profile = (*training)->measure_profile(job, MeasureOptions{});
+  auto profile = (*training)->measure_profile(job, options);
   ACTORPIPE_TRY(profile);
   job.profile = std::move(*profile);
   return Ok{};

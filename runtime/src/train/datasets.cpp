@@ -1,5 +1,5 @@
 /// Data sets: Fashion-MNIST (gzipped IDX, read with zlib), synthetic, byte-level text,
-/// token files.
+/// token files; the choice among every kind.
 
 #include "train/datasets.hpp"
 #include "base/boundary.hpp"
@@ -7,6 +7,8 @@
 #include "base/input_file.hpp"
 #include "base/text.hpp"
 #include "train/idx_file.hpp"
+#include "train/npy_data.hpp"
+#include "train/plugin_data.hpp"
 
 #include <zlib.h>
 
@@ -128,8 +130,8 @@ Result<DataSets> synthetic(const DataOptions& data) {
   torch::manual_seed(data.seed + 0x5eed);
   DataSets sets;
   sets.shape.sample = data.shape;
-  sets.shape.classes = data.classes;
-  const auto teacher = torch::randn({features, static_cast<std::int64_t>(data.classes)});
+  sets.shape.classes = data.classes > 0 ? data.classes : 10;
+  const auto teacher = torch::randn({features, sets.shape.classes});
   auto make = [&](std::int64_t n) {
     std::vector<std::int64_t> shape{n};
     shape.insert(shape.end(), data.shape.begin(), data.shape.end());
@@ -221,11 +223,34 @@ Result<DataSets> tokens(const DataOptions& data, const ModelOptions& model) {
 
 } // namespace
 
-Result<DataSets> load_data(const DataOptions& data, const ModelOptions& model) {
-  if (data.dataset == Dataset::fashion_mnist) return fashion_mnist(data);
-  if (data.dataset == Dataset::text) return text(data, model);
-  if (data.dataset == Dataset::tokens) return tokens(data, model);
-  return synthetic(data);
+Result<DataSets> load_data(const JobSpec& job, const PluginRegistry* plugins) {
+  const DataOptions& data = job.data;
+  const auto loaded = [&]() -> Result<DataSets> {
+    switch (data.dataset) {
+    case Dataset::fashion_mnist: return fashion_mnist(data);
+    case Dataset::text: return text(data, job.model);
+    case Dataset::tokens: return tokens(data, job.model);
+    case Dataset::npy: return npy_data(data);
+    case Dataset::plugin: return plugin_data(job, plugins);
+    case Dataset::synthetic: break;
+    }
+    return synthetic(data);
+  };
+  auto sets = loaded();
+  if (!sets)
+    return config::place_in_job(job, std::move(sets).error(),
+                                data.dataset == Dataset::plugin ? "data.plugin" : "data.path");
+  return sets;
+}
+
+torch::Tensor model_inputs(const torch::Tensor& stored) {
+  const torch::ScalarType type =
+      c10::isIntegralType(stored.scalar_type(), /*includeBool=*/false) ? torch::kLong : torch::kFloat32;
+  return stored.scalar_type() == type ? stored : stored.to(type);
+}
+
+torch::Tensor model_labels(const torch::Tensor& stored) {
+  return stored.scalar_type() == torch::kLong ? stored : stored.to(torch::kLong);
 }
 
 std::vector<std::int64_t> epoch_order(std::int64_t samples, std::uint64_t seed, std::uint64_t epoch, bool shuffle) {
@@ -245,20 +270,18 @@ std::vector<std::int64_t> epoch_order(std::int64_t samples, std::uint64_t seed, 
 
 namespace actorpipe {
 
-static Result<std::shared_ptr<const TrainingData>> load_training_data_unguarded(const JobSpec& job) {
-  auto sets = train::load_data(job.data, job.model);
-  if (!sets) return config::place_in_job(job, std::move(sets).error(), "data.path");
-  return std::make_shared<const TrainingData>(TrainingData{std::move(*sets)});
-}
-
-Result<std::shared_ptr<const TrainingData>> train::given_or_loaded(const JobSpec& job,
-                                                                   std::shared_ptr<const TrainingData> given) {
+Result<std::shared_ptr<const TrainingData>>
+train::given_or_loaded(const JobSpec& job, std::shared_ptr<const TrainingData> given, const PluginRegistry* plugins) {
   if (given) return given;
-  return load_training_data(job);
+  return load_training_data(job, plugins);
 }
 
-Result<std::shared_ptr<const TrainingData>> load_training_data(const JobSpec& job) {
-  return at_boundary("loading the data", [&] { return load_training_data_unguarded(job); });
+Result<std::shared_ptr<const TrainingData>> load_training_data(const JobSpec& job, const PluginRegistry* plugins) {
+  return at_boundary("loading the data", [&]() -> Result<std::shared_ptr<const TrainingData>> {
+    auto sets = train::load_data(job, plugins);
+    ACTORPIPE_TRY(sets);
+    return std::make_shared<const TrainingData>(TrainingData{std::move(*sets)});
+  });
 }
 
 } // namespace actorpipe

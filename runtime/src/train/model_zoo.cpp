@@ -148,10 +148,19 @@ Result<Model> mlp(const ModelOptions& o, const DataShape& shape) {
   return m;
 }
 
+/// What the data's samples are, for a model that cannot take them.
+std::string samples_of(const DataShape& shape) {
+  std::string dims;
+  for (auto d : shape.sample)
+    dims += (dims.empty() ? "" : " × ") + std::to_string(d);
+  return "samples of " + dims + (shape.tokens ? " token ids" : "") +
+         (shape.source.empty() ? "" : " (" + shape.source + ")");
+}
+
 Status need_image(const DataShape& shape, const char* model) {
   if (shape.sample.size() != 3 || shape.tokens)
     return Error::bad_input(std::string("model.zoo = \"") + model +
-                            "\" needs image samples of shape [channels, height, width]");
+                            "\" needs image samples of shape [channels, height, width], not " + samples_of(shape));
   return Ok{};
 }
 
@@ -188,7 +197,9 @@ Result<Model> resnet(const ModelOptions& o, const DataShape& shape) {
 
 Result<Model> gpt(const ModelOptions& o, const DataShape& shape) {
   if (!shape.tokens)
-    return Error::bad_key("model.zoo", "\"gpt\" needs token data (data.dataset = \"text\" or \"tokens\")");
+    return Error::bad_key("model.zoo", "\"gpt\" needs token ids (data.dataset = \"text\" or \"tokens\", or npy or "
+                                       "plugin data of an integer type), not " +
+                                           samples_of(shape));
   const std::int64_t width = o.width ? o.width : 64, layers = o.layers ? o.layers : 2, heads = o.heads;
   if (width % heads != 0)
     return Error::bad_key("model.width",
@@ -351,8 +362,7 @@ Status check_fit(const Model& model, const DataShape& shape) {
   std::vector<std::int64_t> batch{1};
   batch.insert(batch.end(), shape.sample.begin(), shape.sample.end());
   const auto fail = [&](const std::string& why) {
-    return Error::bad_key("model.zoo", "'" + model.name + "' does not fit samples of " + dimensions(shape.sample) +
-                                           (shape.tokens ? " tokens" : "") + ": " + why);
+    return Error::bad_key("model.zoo", "'" + model.name + "' does not fit " + samples_of(shape) + ": " + why);
   };
   try {
     torch::NoGradGuard no_grad;

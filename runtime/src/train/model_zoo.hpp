@@ -48,6 +48,7 @@ struct DataShape {
   std::vector<std::int64_t> sample; ///< one input sample's shape
   std::int64_t classes = 10;        ///< logits per output position
   bool tokens = false;              ///< inputs are token ids (gpt)
+  std::string source;               ///< the file or array the samples come from, for messages; may be empty
 };
 
 struct Model {

@@ -169,7 +169,7 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
   ACTORPIPE_TRY(check_options(options));
   // As the run it predicts will allocate (Session::open).
   if (job.train.retain_memory) retain_freed_memory();
-  auto loaded = given_or_loaded(job, options.data);
+  auto loaded = given_or_loaded(job, options.data, options.plugins);
   ACTORPIPE_TRY(loaded);
   const DataSets* data = &(*loaded)->sets;
   auto model = build_model(job, data->shape);
@@ -202,7 +202,7 @@ static Result<ModelProfile> measure_profile_unguarded(const JobSpec& job, const 
       for (torch::Tensor buffer : u.buffers)
         stage.adopt(buffer);
     }
-  torch::Tensor x = stage.take(data->train.inputs.narrow(0, 0, n));
+  torch::Tensor x = stage.take(model_inputs(data->train.inputs.narrow(0, 0, n)));
   profile.input_bytes = bytes_of(x);
   const std::size_t cores = usable_cores().size();
   const std::size_t shares = std::max<std::size_t>(1, cores / static_cast<std::size_t>(threads));

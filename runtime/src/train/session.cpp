@@ -129,12 +129,13 @@ Batch Session::batch(std::uint64_t epoch, std::uint64_t index) const {
   const std::int64_t n = d_->plan.batch_size;
   const auto picked = torch::from_blob(d_->order.data() + index * n, {n}, torch::kLong).clone();
   const Batch named = batch_rows_only(epoch, index);
-  Batch made{
-      std::make_shared<const TensorBox>(TensorBox{
-          device::pinned_if(d_->pin, d_->data.train.inputs.index_select(0, picked)), named.inputs->rows, nullptr}),
-      std::make_shared<const TensorBox>(TensorBox{
-          device::pinned_if(d_->pin, d_->data.train.labels.index_select(0, picked)), named.labels->rows, nullptr}),
-      named.samples};
+  Batch made{std::make_shared<const TensorBox>(
+                 TensorBox{device::pinned_if(d_->pin, model_inputs(d_->data.train.inputs.index_select(0, picked))),
+                           named.inputs->rows, nullptr}),
+             std::make_shared<const TensorBox>(
+                 TensorBox{device::pinned_if(d_->pin, model_labels(d_->data.train.labels.index_select(0, picked))),
+                           named.labels->rows, nullptr}),
+             named.samples};
   d_->made.emplace_back(std::pair{epoch, index}, made);
   if (d_->made.size() > 4) d_->made.pop_front();
   return made;
@@ -204,11 +205,11 @@ Evaluation Session::evaluate() {
   double loss_sum = 0, right = 0, positions = 0;
   for (std::int64_t at = 0; at < test.size(); at += 500) {
     const std::int64_t n = std::min<std::int64_t>(500, test.size() - at);
-    torch::Tensor x = test.inputs.narrow(0, at, n);
+    torch::Tensor x = model_inputs(test.inputs.narrow(0, at, n));
     for (auto& w : pipeline)
       x = w->impl().run(x.to(w->impl().device.device()));
     const torch::Tensor logits = x.to(torch::kFloat).reshape({-1, x.size(-1)});
-    const torch::Tensor labels = test.labels.narrow(0, at, n).reshape({-1}).to(logits.device());
+    const torch::Tensor labels = model_labels(test.labels.narrow(0, at, n)).reshape({-1}).to(logits.device());
     loss_sum += torch::nn::functional::cross_entropy(
                     logits, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
                     .item<double>();

@@ -4,13 +4,11 @@
 #include "train/lr_schedule.hpp"
 #include "train/step_parts.hpp"
 
-#include "config/job_place.hpp"
-
 namespace actorpipe::train {
 
 Result<std::unique_ptr<SingleProcessTraining>> SingleProcessTraining::open(const JobSpec& job, int cuda_device) {
-  auto data = load_data(job.data, job.model);
-  if (!data) return config::place_in_job(job, std::move(data).error(), "data.path");
+  auto data = load_data(job);
+  ACTORPIPE_TRY(data);
   auto model = build_model(job, data->shape);
   ACTORPIPE_TRY(model);
   if (job.train.batch_size == 0 || data->train.size() < static_cast<std::int64_t>(job.train.batch_size))
@@ -63,8 +61,9 @@ double SingleProcessTraining::step() {
   const auto picked = torch::from_blob(order_.data() + index * B, {B}, torch::kLong);
   const auto on = device_.enter();
   const bool pin = device_.is_cuda();
-  torch::Tensor x = device_.take(device::pinned_if(pin, data_.train.inputs.index_select(0, picked)));
-  const torch::Tensor y = device_.take(device::pinned_if(pin, data_.train.labels.index_select(0, picked)));
+  torch::Tensor x = device_.take(device::pinned_if(pin, model_inputs(data_.train.inputs.index_select(0, picked))));
+  const torch::Tensor y =
+      device_.take(device::pinned_if(pin, model_labels(data_.train.labels.index_select(0, picked))));
   {
     const device::AutocastScope autocast(job_.train.precision, device_.device());
     for (const ModelUnit* u : units_)

@@ -17,7 +17,7 @@ namespace actorpipe::train {
 
 struct TrainingEntryPoints {
   std::uint32_t version; ///< training_entry_version of the library that filled it
-  Result<std::shared_ptr<const TrainingData>> (*load_training_data)(const JobSpec&);
+  Result<std::shared_ptr<const TrainingData>> (*load_training_data)(const JobSpec&, const PluginRegistry*);
   Result<RunSummary> (*run_training)(const JobSpec&, const Plan&, const RunOptions&);
   Result<RunSummary> (*launch_training)(const JobSpec&, const Plan&, const RunOptions&, const LaunchOptions&);
   Result<ModelProfile> (*measure_profile)(const JobSpec&, const MeasureOptions&);
@@ -32,7 +32,7 @@ struct TrainingEntryPoints {
 };
 
 /// Raised whenever the struct above changes.
-inline constexpr std::uint32_t training_entry_version = 5;
+inline constexpr std::uint32_t training_entry_version = 6;
 /// `extern "C" const TrainingEntryPoints* actorpipe_training_entry_points()`.
 inline constexpr const char* training_entry_symbol = "actorpipe_training_entry_points";
 
