@@ -33,6 +33,18 @@ constexpr int series_colours = static_cast<int>(std::size(palette)) - first_seri
 
 int series_colour(std::size_t i) { return first_series + static_cast<int>(i % series_colours); }
 
+/// Series i's line style (PLplot's 1: solid, then its dashes) and marker: together with
+/// the colour they tell apart series that overlap.
+PLINT line_style(std::size_t i) { return static_cast<PLINT>(1 + i % 4); }
+/// PLplot's own symbols (drawn as strokes, so in every font): circle, square, triangle,
+/// cross, plus, star.
+PLINT marker(std::size_t i) {
+  constexpr PLINT markers[] = {4, 6, 7, 5, 2, 3};
+  return markers[i % std::size(markers)];
+}
+/// A series of more points than this is drawn as a line alone (as is a chart's only one).
+constexpr std::size_t max_marked_points = 40;
+
 /// PLplot ends the program on an error it deems fatal; this says why first, in
 /// actorpipe's words (the only one expected is a missing SVG driver).
 int on_fatal(const char* message) {
@@ -82,49 +94,53 @@ struct Range {
 
 /// The frame every chart shares: a light grid, then the axes, ticks and labels over it.
 void frame(const char* x_options, const char* y_options, const std::string& title, const std::string& x_label,
-           const std::string& y_label, bool x_grid = true) {
+           const std::string& y_label, bool x_grid = true, double x_tick = 0, bool y_grid = true) {
   plcol0(grid);
   plwidth(1);
-  plbox(x_grid ? "g" : "", 0, 0, "g", 0, 0);
+  plbox(x_grid ? "g" : "", x_tick, 0, y_grid ? "g" : "", 0, 0);
   plcol0(axes);
-  plbox(x_options, 0, 0, y_options, 0, 0);
+  plbox(x_options, x_tick, x_tick > 0 ? 1 : 0, y_options, 0, 0);
   plschr(0, 1.1);
   pllab(x_label.c_str(), y_label.c_str(), title.c_str());
   plschr(0, 0.9);
 }
 
-/// The right edge of a plot (of the page's width) that leaves room beside it for a
-/// legend of `labels`: longer labels take more of the page.
-double plot_right(const std::vector<std::string>& labels) {
+/// The right edge of a plot on a page `page_px` wide (as a fraction of it) that leaves
+/// room beside it for a legend of `labels`, which at its text size takes about 8.6 px a
+/// character and 100 px for its line sample and padding, and a margin to the page's edge.
+double plot_right(const std::vector<std::string>& labels, double page_px = 960) {
   std::size_t longest = 0;
   for (const std::string& label : labels)
     longest = std::max(longest, label.size());
-  return std::max(0.55, 0.79 - 0.0085 * static_cast<double>(longest > 14 ? longest - 14 : 0));
+  const double legend_px = 100 + 8.6 * static_cast<double>(longest);
+  return std::clamp((page_px - 24 - legend_px) / page_px, 0.4, 0.8);
 }
 
 /// A legend inside the top right corner of the plot, or beside it, right of the plot;
-/// series i has `colours[i]`, or the i-th series colour.
+/// series i has `colours[i]`, or the i-th series colour. Its text is `text_scale` times
+/// PLplot's default size (pllegend sets it, whatever plschr said).
 void legend(const std::vector<std::string>& labels, bool boxes, bool beside = false,
-            const std::vector<int>& given_colours = {}) {
+            const std::vector<int>& given_colours = {}, double text_scale = 0.8) {
   const auto n = static_cast<PLINT>(labels.size());
   std::vector<PLINT> options(labels.size(), boxes ? PL_LEGEND_COLOR_BOX : PL_LEGEND_LINE), colours(labels.size()),
-      text_colours(labels.size(), axes), patterns(labels.size(), 0), styles(labels.size(), 1),
+      text_colours(labels.size(), axes), patterns(labels.size(), 0), styles(labels.size()),
       symbol_numbers(labels.size(), 0);
   std::vector<PLFLT> scales(labels.size(), 0.8), widths(labels.size(), 2.5), box_widths(labels.size(), 1),
-      symbol_scales(labels.size(), 1);
+      symbol_scales(labels.size(), 0.8);
   std::vector<const char*> texts, symbols(labels.size(), "");
   for (std::size_t i = 0; i < labels.size(); ++i) {
     colours[i] = i < given_colours.size() ? given_colours[i] : series_colour(i);
+    styles[i] = line_style(i); // the legend's line as the series' own: solid or dashed
     texts.push_back(labels[i].c_str());
   }
   PLFLT width = 0, height = 0;
   const PLINT position = beside ? PL_POSITION_RIGHT | PL_POSITION_OUTSIDE // centred on the right edge
                                 : PL_POSITION_TOP | PL_POSITION_RIGHT | PL_POSITION_INSIDE;
   pllegend(&width, &height, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, position, beside ? 0.01 : 0.02,
-           beside ? 0.0 : 0.02, beside ? 0.03 : 0.04, 0, axes, 1, 0, 0, n, options.data(), beside ? 0.6 : 1.0, 0.8, 2.0,
-           0, text_colours.data(), texts.data(), colours.data(), patterns.data(), scales.data(), box_widths.data(),
-           colours.data(), styles.data(), widths.data(), colours.data(), symbol_scales.data(), symbol_numbers.data(),
-           symbols.data());
+           beside ? 0.0 : 0.02, beside ? 0.03 : 0.04, 0, axes, 1, 0, 0, n, options.data(), beside ? 0.6 : 1.0,
+           text_scale, 2.0, 0, text_colours.data(), texts.data(), colours.data(), patterns.data(), scales.data(),
+           box_widths.data(), colours.data(), styles.data(), widths.data(), colours.data(), symbol_scales.data(),
+           symbol_numbers.data(), symbols.data());
 }
 
 void fill_box(double x0, double x1, double y0, double y1, int colour) {
@@ -155,6 +171,38 @@ std::string number(double x) {
   return text;
 }
 
+/// Labels and grid lines for a logarithmic y axis that shows fewer than two powers of
+/// ten, where PLplot labels the powers alone: at 1, 2 and 5 times each power (every
+/// digit where the range is narrower still) inside [min, max] (log10 values), on an x
+/// range of [x0, x1].
+void label_log_axis(double min, double max, double x0, double x1) {
+  std::vector<double> at;
+  for (const std::vector<int>& digits : {std::vector<int>{1, 2, 5}, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9}}) {
+    at.clear();
+    for (double power = std::floor(min); power <= std::ceil(max); ++power)
+      for (int d : digits)
+        if (const double v = power + std::log10(d); v >= min && v <= max) at.push_back(v);
+    if (at.size() >= 3) break;
+  }
+  plcol0(grid);
+  for (double v : at)
+    pljoin(x0, v, x1, v);
+  plcol0(axes);
+  for (double v : at)
+    plmtex("lv", 0.5, (v - min) / (max - min), 1.0, number(std::pow(10.0, v)).c_str());
+  plbox("bc", 0, 0, "bc", 0, 0); // the frame again, over the grid lines
+}
+
+/// A tick spacing for an x axis of whole numbers over a short span, where PLplot would
+/// put ticks (and labels) between them; 0 (PLplot's choice) otherwise.
+double whole_number_ticks(const std::vector<const std::vector<double>*>& xs, double span) {
+  for (const auto* x : xs)
+    for (double v : *x)
+      if (v != std::floor(v)) return 0;
+  if (span > 40) return 0;
+  return span <= 10 ? 1 : span <= 20 ? 2 : 5;
+}
+
 } // namespace
 
 Status write_svg(const LineChart& chart, const std::string& path) {
@@ -175,13 +223,25 @@ Status write_svg(const LineChart& chart, const std::string& path) {
   }
   if (x.min > x.max) return Error::bad_input("a line chart needs at least one point");
   const Range xr = x.max > x.min ? x : x.padded(0.05), yr = y.padded(0.05);
+  std::vector<const std::vector<double>*> xs;
+  for (const Series& s : chart.series)
+    xs.push_back(&s.x);
+  const double x_tick = whole_number_ticks(xs, xr.max - xr.min);
+  // Under two powers of ten, PLplot would label none or one: the labels are ours.
+  const bool few_powers = chart.log_y && std::floor(yr.max) - std::ceil(yr.min) < 1;
+  std::vector<std::string> labels;
+  for (const Series& s : chart.series)
+    labels.push_back(s.label);
+  const bool has_legend = chart.series.size() > 1 || !labels.front().empty();
   return draw_svg(path, 960, 600, [&] {
-    std::vector<std::string> names;
-    for (const Series& series : chart.series)
-      names.push_back(series.label);
-    plvpor(0.1, plot_right(names), 0.13, 0.92); // the legend right of it
+    plvpor(0.1, has_legend ? plot_right(labels) : 0.95, 0.13, 0.92); // the legend right of it
     plwind(xr.min, xr.max, yr.min, yr.max);
-    frame("bcnst", chart.log_y ? "bcnstlv" : "bcnstv", chart.title, chart.x_label, chart.y_label);
+    frame("bcnst",
+          !chart.log_y ? "bcnstv"
+          : few_powers ? "bcstlv"
+                       : "bcnstlv",
+          chart.title, chart.x_label, chart.y_label, true, x_tick, !few_powers);
+    if (few_powers) label_log_axis(yr.min, yr.max, xr.min, xr.max);
     for (std::size_t i = 0; i < chart.series.size(); ++i) {
       const Series& s = chart.series[i];
       std::vector<PLFLT> ys(s.y);
@@ -190,13 +250,19 @@ Status write_svg(const LineChart& chart, const std::string& path) {
           v = std::log10(v);
       plcol0(series_colour(i));
       plwidth(2.5);
+      pllsty(line_style(i));
       plline(static_cast<PLINT>(s.x.size()), s.x.data(), ys.data());
+      pllsty(1);
+      // Markers where the points are few enough to tell apart: lines that lie on each
+      // other still show each series.
+      if (chart.series.size() > 1 && s.x.size() <= max_marked_points) {
+        plssym(0, 1.2);
+        plpoin(static_cast<PLINT>(s.x.size()), s.x.data(), ys.data(), marker(i));
+      }
     }
     plwidth(1);
-    std::vector<std::string> labels;
-    for (const Series& s : chart.series)
-      labels.push_back(s.label);
-    if (chart.series.size() > 1 || !labels.front().empty()) legend(labels, false, true);
+    plschr(0, 0.9);
+    if (has_legend) legend(labels, false, true);
   });
 }
 
@@ -216,9 +282,19 @@ Status write_svg(const BarChart& chart, const std::string& path) {
       y.add(v);
     }
   }
-  const double top = y.max + 0.12 * (y.max - y.min), bottom = y.min < 0 ? y.min * 1.05 : 0;
   const auto categories = static_cast<double>(chart.categories.size());
   const auto groups = static_cast<double>(chart.groups.size());
+  // A value wider than its bar is written up along it, above its end: the space above
+  // the tallest bar then holds the longest value standing.
+  constexpr double value_px_per_char = 9.0; // at the values' size
+  const double bar_px = 960 * (plot_right(chart.groups) - 0.1) / categories * 0.8 / groups * 0.92;
+  std::size_t longest_value = 0;
+  for (const auto& row : chart.values)
+    for (double v : row)
+      longest_value = std::max(longest_value, number(v).size());
+  const bool standing = static_cast<double>(longest_value) * value_px_per_char + 4 > bar_px;
+  const double headroom = standing ? 0.06 + 0.022 * static_cast<double>(longest_value) : 0.12;
+  const double top = y.max + headroom * (y.max - y.min), bottom = y.min < 0 ? y.min * 1.05 : 0;
   // Names wider than their category alternate between lines, as many as the longest
   // needs, so that no two on one line meet; past four they are written smaller.
   std::size_t longest = 0;
@@ -246,9 +322,12 @@ Status write_svg(const BarChart& chart, const std::string& path) {
         const double v = chart.values[g][c];
         fill_box(x0, x0 + width * 0.92, 0, v, series_colour(g));
         plcol0(axes);
-        // The value above its bar, where it fits.
-        if (fits(number(v), width))
+        // The value above its bar: across it where it fits, else standing up along it.
+        if (!standing)
           plptex(x0 + width * 0.46, v + (v >= 0 ? 0.02 : -0.05) * (top - bottom), 1, 0, 0.5, number(v).c_str());
+        else
+          plptex(x0 + width * 0.6, v + (v >= 0 ? 0.015 : -0.015) * (top - bottom), 0, v >= 0 ? 1 : -1, 0,
+                 number(v).c_str());
       }
     }
     plschr(0, scale);
@@ -274,14 +353,27 @@ Status write_svg(const Timeline& timeline, const std::string& path) {
   for (std::size_t k = 0, work = 0; k < timeline.kinds.size(); ++k)
     colours.push_back(k < timeline.muted.size() && timeline.muted[k] ? muted : series_colour(work++));
   const auto rows = static_cast<double>(timeline.rows.size());
-  const int height = 200 + 56 * static_cast<int>(timeline.rows.size());
+  // Rows of 56 px, down to 18 px for many stages, so that a 96-stage pipeline stays a
+  // page one can scroll; its labels keep their size.
+  const int row_px = std::clamp(56 - static_cast<int>(timeline.rows.size()), 18, 56);
+  const int height = 200 + row_px * static_cast<int>(timeline.rows.size());
   const double pixel = 1.0 / height; // of the page's height
+  // PLplot sizes text by the page's height: on a page taller than eight rows' (648 px)
+  // every size is scaled back to that page's.
+  const double text = std::min(1.0, 648.0 / height);
+  // The row labels' width: as the longest needs (about 11.5 px a character).
+  std::size_t longest = 0;
+  for (const std::string& row : timeline.rows)
+    longest = std::max(longest, row.size());
+  const double label_fraction = std::clamp((30 + 11.5 * static_cast<double>(longest)) / 1400, 0.08, 0.4);
   return draw_svg(path, 1400, height, [&] {
-    plvpor(0.22, 0.85, 90 * pixel, 1 - 70 * pixel); // the legend right of it
-    plwind(0, end * 1.02, rows, 0);                 // row 0 at the top
+    plvpor(label_fraction, 0.85, 90 * pixel, 1 - 70 * pixel); // the legend right of it
+    plsmaj(0, text);                                          // tick lengths too are the page's height's
+    plsmin(0, text);
+    plwind(0, end * 1.02, rows, 0); // row 0 at the top
     plcol0(grid);
     plbox("g", 0, 0, "", 0, 0);
-    plschr(0, 0.6);
+    plschr(0, 0.6 * text);
     // Muted boxes first, so that work drawn over them stays in view.
     for (const bool muted_pass : {true, false})
       for (const TimelineBox& b : timeline.boxes) {
@@ -293,18 +385,26 @@ Status write_svg(const Timeline& timeline, const std::string& path) {
           plptex((b.start_ms + b.end_ms) / 2, static_cast<double>(b.row) + 0.62, 1, 0, 0.5, b.label.c_str());
         }
       }
-    plschr(0, 0.9);
+    // Step boundaries: a dark line across the row where it begins a step.
+    plcol0(axes);
+    plwidth(2);
+    plschr(0, 0.5 * text);
+    for (const TimelineMark& m : timeline.marks) {
+      pljoin(m.at_ms, static_cast<double>(m.row) + 0.02, m.at_ms, static_cast<double>(m.row) + 0.98);
+      plptex(m.at_ms, static_cast<double>(m.row) + 0.12, 1, 0, -0.05, m.label.c_str());
+    }
+    plwidth(1);
+    plschr(0, 0.9 * text);
     plcol0(axes);
     plbox("bcnst", 0, 0, "bc", 0, 0);
-    plschr(0, 0.75);
+    plschr(0, 0.75 * text);
     for (std::size_t r = 0; r < timeline.rows.size(); ++r)
       plmtex("lv", 0.8, 1 - (static_cast<double>(r) + 0.5) / rows, 1.0, timeline.rows[r].c_str()); // from the bottom
-    plschr(0, 0.9);
+    plschr(0, 0.9 * text);
     plmtex("b", 3.4, 0.5, 0.5, "time (ms)");
-    plschr(0, 1.1);
+    plschr(0, 1.1 * text);
     plmtex("t", 1.5, 0.0, 0.0, timeline.title.c_str());
-    plschr(0, 0.8);
-    legend(timeline.kinds, true, true, colours);
+    legend(timeline.kinds, true, true, colours, 0.8 * text); // pllegend sets its text's size itself
   });
 }
 

@@ -39,8 +39,16 @@ struct TimelineBox {
   std::string label;    ///< drawn inside when it fits ("3": micro-batch 3)
 };
 
+/// Where a row begins a step: a line across the row, the step's number beside it.
+struct TimelineMark {
+  std::size_t row = 0;
+  double at_ms = 0;
+  std::string label;
+};
+
 struct Timeline {
   std::string title;
+  std::vector<TimelineMark> marks;
   std::vector<std::string> rows;  ///< top to bottom
   std::vector<std::string> kinds; ///< the legend: "forward", "backward", …
   /// Kinds drawn in grey, behind the work: a stage waiting for its input, say.

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 
 namespace actorpipe::plot {
 
@@ -66,7 +67,22 @@ Result<Timeline> timeline_from_trace(const std::string& text, const std::string&
   if (first > last)
     return Error::bad_input("the first step to show (" + std::to_string(first) + ") is after the last (" +
                             std::to_string(last) + ")");
-  std::erase_if(spans, [&](const Span& s) { return s.step && (*s.step < first || *s.step > last); });
+  // A track with spans of the steps shown keeps those. A track without (a pipeline of
+  // an asynchronous run that was at other steps meanwhile) keeps what it did while
+  // the others ran them: every pipeline, by time.
+  std::set<std::pair<std::uint64_t, std::uint64_t>> in_steps;
+  double window_start = std::numeric_limits<double>::infinity(), window_end = -window_start;
+  for (const Span& s : spans)
+    if (s.step && *s.step >= first && *s.step <= last) {
+      in_steps.insert(s.track);
+      window_start = std::min(window_start, s.start_us);
+      window_end = std::max(window_end, s.start_us + s.duration_us);
+    }
+  std::erase_if(spans, [&](const Span& s) {
+    if (!s.step) return false;
+    if (in_steps.contains(s.track)) return *s.step < first || *s.step > last;
+    return s.start_us + s.duration_us <= window_start || s.start_us >= window_end;
+  });
   if (spans.empty())
     return Error::bad_input(source + ": no spans" +
                             (last_step ? " in steps " + std::to_string(first) + " to " + std::to_string(last) +
@@ -110,6 +126,18 @@ Result<Timeline> timeline_from_trace(const std::string& text, const std::string&
     timeline.boxes.push_back({rows[s.track], (s.start_us - start) / 1000.0,
                               (s.start_us + s.duration_us - start) / 1000.0, kind_index[k], box_label(s.name)});
   }
+  // Where each row begins each step after its first shown: asynchronous pipelines
+  // begin theirs at their own times.
+  std::map<std::size_t, std::map<std::uint64_t, double>> step_starts;
+  for (const Span& s : spans)
+    if (s.step) {
+      auto& starts = step_starts[rows[s.track]];
+      const auto [at, fresh] = starts.emplace(*s.step, s.start_us);
+      if (!fresh) at->second = std::min(at->second, s.start_us);
+    }
+  for (const auto& [row, starts] : step_starts)
+    for (auto it = std::next(starts.begin()); it != starts.end(); ++it)
+      timeline.marks.push_back({row, (it->second - start) / 1000.0, "step " + std::to_string(it->first)});
   if (timeline.title.empty() && last_step)
     timeline.title = first == last ? "step " + std::to_string(first)
                                    : "steps " + std::to_string(first) + " to " + std::to_string(last);

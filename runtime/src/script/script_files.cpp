@@ -1,10 +1,15 @@
 /// The module's file functions: write_json and write_csv, into the script's output
-/// folder only, each file written atomically.
+/// folder only, each file written atomically; read_json and read_metrics, of files a
+/// script may read (readable_file()).
 
 #include "script/script_module.hpp"
 
 #include "base/atomic_file.hpp"
+#include "base/csv_table.hpp"
+#include "base/input_file.hpp"
 #include "lua/lua_values.hpp"
+
+#include <actorpipe/training.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -23,16 +28,6 @@ Result<int> write_json_fn(lua_State* L) {
   ACTORPIPE_TRY(write_file_atomically(*path, value->dump(2) + "\n"));
   lua_pushstring(L, path->c_str());
   return 1;
-}
-
-std::string csv_cell(const nlohmann::json& value) {
-  if (value.is_null()) return "";
-  std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text)
-    quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
 }
 
 /// write_csv(name, rows [, columns]): rows are tables of column → value; the columns
@@ -57,28 +52,54 @@ Result<int> write_csv_fn(lua_State* L) {
           keys.insert(key);
     columns.assign(keys.begin(), keys.end());
   }
-  std::string out;
-  for (std::size_t c = 0; c < columns.size(); ++c)
-    out += (c ? "," : "") + csv_cell(columns[c]);
-  out += "\n";
-  std::size_t i = 0;
+  std::vector<nlohmann::json> table;
   for (const auto& row : *rows) {
-    ++i;
     if (!row.is_object())
-      return Error::bad_input("write_csv: rows[" + std::to_string(i) + "] is not a table of column = value");
-    for (std::size_t c = 0; c < columns.size(); ++c)
-      out += (c ? "," : "") + (row.contains(columns[c]) ? csv_cell(row[columns[c]]) : std::string());
-    out += "\n";
+      return Error::bad_input("write_csv: rows[" + std::to_string(table.size() + 1) +
+                              "] is not a table of column = value");
+    table.push_back(row);
   }
-  ACTORPIPE_TRY(write_file_atomically(*path, out));
+  ACTORPIPE_TRY(write_file_atomically(*path, csv_table(columns, table)));
   lua_pushstring(L, path->c_str());
+  return 1;
+}
+
+/// read_json(file): the file's JSON as Lua values.
+Result<int> read_json_fn(lua_State* L) {
+  auto path = readable_file(L, 1, "read_json");
+  ACTORPIPE_TRY(path);
+  auto text = read_file(*path);
+  ACTORPIPE_TRY(text);
+  const auto value = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) return Error::bad_input(*path + ": not JSON");
+  push_json(L, value);
+  return 1;
+}
+
+/// read_metrics(run): the lines of a run's metrics.jsonl (its folder, or the file), as
+/// a list of tables; a line cut short by a killed run is left out.
+Result<int> read_metrics_fn(lua_State* L) {
+  auto path = readable_file(L, 1, "read_metrics", metrics_file);
+  ACTORPIPE_TRY(path);
+  auto text = read_file(*path);
+  ACTORPIPE_TRY(text);
+  nlohmann::json lines = nlohmann::json::array();
+  for (std::size_t at = 0, end; (end = text->find('\n', at)) != std::string::npos; at = end + 1) {
+    auto line = nlohmann::json::parse(text->substr(at, end - at), nullptr, /*allow_exceptions=*/false);
+    if (line.is_object()) lines.push_back(std::move(line));
+  }
+  push_json(L, lines);
   return 1;
 }
 
 } // namespace
 
 void add_file_functions(lua_State* L, int module) {
-  set_functions(L, module, {{"write_json", entry<write_json_fn>}, {"write_csv", entry<write_csv_fn>}});
+  set_functions(L, module,
+                {{"write_json", entry<write_json_fn>},
+                 {"write_csv", entry<write_csv_fn>},
+                 {"read_json", entry<read_json_fn>},
+                 {"read_metrics", entry<read_metrics_fn>}});
 }
 
 } // namespace actorpipe::lua

@@ -149,6 +149,23 @@ Result<std::string> output_file(lua_State* L, const std::string& name) {
   return (fs::path(*folder) / relative.filename()).string();
 }
 
+Result<std::string> readable_file(lua_State* L, int index, const char* function, const char* in_folder) {
+  ACTORPIPE_TRY(expect_type(L, index, LUA_TSTRING, (std::string(function) + ": the file").c_str()));
+  const ScriptContext& c = context(L);
+  const fs::path given = lua_tostring(L, index);
+  const fs::path root = fs::absolute(c.output_dir).lexically_normal();
+  fs::path path = fs::absolute(given).lexically_normal();
+  // Links resolved on both sides: one planted inside the folder may point anywhere.
+  if (!resolves_inside(root, path) && given.is_relative()) path = (root / given).lexically_normal();
+  std::error_code ec;
+  if (in_folder && fs::is_directory(path, ec)) path /= in_folder;
+  if (!c.options.allow_io && !resolves_inside(root, path))
+    return Error::bad_input(std::string(function) + ": '" + given.string() +
+                            "': a sandboxed script reads files only inside its output folder " + c.output_dir +
+                            " (run it with --allow-io to read others)");
+  return path.string();
+}
+
 Result<std::string> output_folder(lua_State* L, const std::string& name) {
   auto checked = output_file(L, name);
   ACTORPIPE_TRY(checked);

@@ -90,6 +90,11 @@ Result<PluginRegistry> plugins_for(lua_State* L, const JobSpec* job, std::vector
 Result<std::string> output_file(lua_State* L, int index);
 Result<std::string> output_file(lua_State* L, const std::string& name);
 
+/// A file the script may read, named by argument `index`: inside its output folder
+/// (relative to it, or as a path a run returned), anywhere with --allow-io; a folder
+/// stands for its file `in_folder` where that is given (a run's folder for its trace).
+Result<std::string> readable_file(lua_State* L, int index, const char* function, const char* in_folder = nullptr);
+
 /// The folder `name` inside the output folder, created as output_file() creates a
 /// file's folder.
 Result<std::string> output_folder(lua_State* L, const std::string& name);

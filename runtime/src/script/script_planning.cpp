@@ -3,10 +3,16 @@
 
 #include "script/script_module.hpp"
 
+#include "base/atomic_file.hpp"
+
 #include <actorpipe/planner.hpp>
 #include <actorpipe/plan_report.hpp>
 #include <actorpipe/simulation_report.hpp>
 #include <actorpipe/simulator.hpp>
+
+#include <lua.hpp>
+
+#include <filesystem>
 
 namespace actorpipe::lua {
 
@@ -31,7 +37,8 @@ Result<int> plan_fn(lua_State* L) {
   return 1;
 }
 
-/// simulate(job [, overrides]): what `actorpipe simulate --json` prints.
+/// simulate(job [, overrides]): what `actorpipe simulate --json` prints, and with
+/// simulate.trace the trace's path.
 Result<int> simulate_fn(lua_State* L) {
   auto job = job_argument(L);
   ACTORPIPE_TRY(job);
@@ -42,9 +49,23 @@ Result<int> simulate_fn(lua_State* L) {
   ACTORPIPE_TRY(plugins);
   auto plan = make_plan(*job, *plugins);
   ACTORPIPE_TRY(plan);
+  // With simulate.trace, the trace is written into the script's output folder under
+  // that file name, and its path is the result's `trace`.
+  if (!job->simulate.trace.empty()) options->trace = true;
   auto report = simulate(*plan, job->profile, job->cluster, *options);
   ACTORPIPE_TRY(report);
+  std::string trace_path;
+  if (!job->simulate.trace.empty()) {
+    auto file = output_file(L, std::filesystem::path(job->simulate.trace).filename().string());
+    ACTORPIPE_TRY(file);
+    ACTORPIPE_TRY(write_file_atomically(*file, trace_json(*report, *plan, job->cluster)));
+    trace_path = *file;
+  }
   push_json_text(L, simulation_to_json(*report, *plan, job->cluster));
+  if (!trace_path.empty()) {
+    lua_pushstring(L, trace_path.c_str());
+    lua_setfield(L, -2, "trace");
+  }
   return 1;
 }
 

@@ -20,6 +20,14 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
+/// The chart's file (argument 1) in the output folder, `.svg` added where its name lacks it.
+Result<std::string> svg_file(lua_State* L, const char* function) {
+  ACTORPIPE_TRY(expect_type(L, 1, LUA_TSTRING, (std::string(function) + ": the file name").c_str()));
+  std::string name = lua_tostring(L, 1);
+  if (!name.ends_with(".svg")) name += ".svg";
+  return output_file(L, name);
+}
+
 /// The chart table (argument 2) as JSON, its keys checked against `known`.
 Result<json> chart_spec(lua_State* L, const char* function, std::initializer_list<const char*> known) {
   ACTORPIPE_TRY(expect_type(L, 2, LUA_TTABLE, (std::string(function) + ": the chart").c_str()));
@@ -55,7 +63,7 @@ Result<std::vector<std::string>> strings(const json& list, const std::string& wh
 /// plot_lines(name, {title, x_label, y_label, log_y, series = {{label, x, y}, ...}}):
 /// a series without x is drawn against 1, 2, 3, …
 Result<int> plot_lines_fn(lua_State* L) {
-  auto path = output_file(L, 1);
+  auto path = svg_file(L, "plot_lines");
   ACTORPIPE_TRY(path);
   auto spec = chart_spec(L, "plot_lines", {"title", "x_label", "y_label", "log_y", "series"});
   ACTORPIPE_TRY(spec);
@@ -98,7 +106,7 @@ Result<int> plot_lines_fn(lua_State* L) {
 /// plot_bars(name, {title, x_label, y_label, categories = {...}, groups = {{label,
 /// values}, ...}}), or values = {...} for a single group.
 Result<int> plot_bars_fn(lua_State* L) {
-  auto path = output_file(L, 1);
+  auto path = svg_file(L, "plot_bars");
   ACTORPIPE_TRY(path);
   auto spec = chart_spec(L, "plot_bars", {"title", "x_label", "y_label", "categories", "groups", "values"});
   ACTORPIPE_TRY(spec);
@@ -138,30 +146,12 @@ Result<int> plot_bars_fn(lua_State* L) {
   return 1;
 }
 
-/// A trace the script may read: a run folder or trace file inside its output folder
-/// (given relative to it, or as a path a run returned); anywhere with --allow-io.
-Result<std::string> trace_file(lua_State* L, int index) {
-  ACTORPIPE_TRY(expect_type(L, index, LUA_TSTRING, "plot_timeline: the trace"));
-  const ScriptContext& c = context(L);
-  const fs::path given = lua_tostring(L, index);
-  const fs::path root = fs::absolute(c.output_dir).lexically_normal();
-  fs::path path = fs::absolute(given).lexically_normal();
-  // Links resolved on both sides: one planted inside the folder may point anywhere.
-  if (!resolves_inside(root, path) && given.is_relative()) path = (root / given).lexically_normal();
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) path /= "trace.json";
-  if (!c.options.allow_io && !resolves_inside(root, path))
-    return Error::bad_input("'" + given.string() + "': a sandboxed script reads traces only inside its output folder " +
-                            c.output_dir + " (run it with --allow-io to read others)");
-  return path.string();
-}
-
 /// plot_timeline(name, trace [, {first_step, last_step, title}]): trace is a run's
 /// folder or trace file; by default its last step is drawn.
 Result<int> plot_timeline_fn(lua_State* L) {
-  auto path = output_file(L, 1);
+  auto path = svg_file(L, "plot_timeline");
   ACTORPIPE_TRY(path);
-  auto trace = trace_file(L, 2);
+  auto trace = readable_file(L, 2, "plot_timeline", "trace.json");
   ACTORPIPE_TRY(trace);
   ACTORPIPE_TRY(check_keys(L, 3, "plot_timeline", {"first_step", "last_step", "title"}));
   plot::TimelineOptions options;
