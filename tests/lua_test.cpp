@@ -932,6 +932,14 @@ actorpipe.plot_timeline("async", "async", { first_step = 3, last_step = 3 })
   };
   BOOST_TEST(strokes("#1F77B4") <= 6u);
   BOOST_TEST(strokes("#FF7F0E") > 20u);
+  // A script that measures says how, as the command line does (and warns where the
+  // timed passes differ widely).
+  const std::string measuring = dir.write("measuring.lua", "actorpipe.profile(..., { repeats = 1, warmup = 0 })\n");
+  const auto measured =
+      test::run_cli("script " + measuring + " --output " + (dir.path() / "measured").string() + " " + job);
+  BOOST_TEST(measured.status == 0, measured.err);
+  BOOST_TEST(contains(measured.err, "actorpipe: measured after 0 warm-up passes"), measured.err);
+  BOOST_TEST(contains(measured.err, "1 timed at the batch"), measured.err);
   const std::string simulated = svg_text(read((dir.path() / "out/sim.svg").string()));
   for (const char* text : {"forward", "backward", "|3|", "stage 3"})
     BOOST_TEST(contains(simulated, text), text << " in " << simulated);

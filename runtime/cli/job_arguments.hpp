@@ -39,10 +39,6 @@ struct LoadedJob {
 };
 Result<LoadedJob> load(const JobArguments& args, const CommonOptions& common);
 
-/// How a measured profile was measured (its warm-up passes, the spread of its `repeats`
-/// timed passes), with a warning on a second line where the spread is wide.
-std::string describe_measurement(const ModelProfile& profile, std::uint32_t repeats);
-
 /// Progress of `measure_profile` on stderr: one line rewritten in place on a terminal,
 /// about ten lines in a log.
 std::function<void(std::size_t done, std::size_t passes)> measuring_progress();

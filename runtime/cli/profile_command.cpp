@@ -3,6 +3,7 @@
 
 #include "commands.hpp"
 #include "job_arguments.hpp"
+#include "profile/measurement_text.hpp"
 
 #include <actorpipe/profile_io.hpp>
 #include <actorpipe/training.hpp>

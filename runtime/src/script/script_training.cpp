@@ -14,6 +14,7 @@
 #include "lua/lua_state.hpp"
 #include "lua/lua_values.hpp"
 #include "plugin/plugin_values.hpp"
+#include "profile/measurement_text.hpp"
 #include "train/training_entry.hpp"
 
 #include <nlohmann/json.hpp>
@@ -356,6 +357,8 @@ Result<int> profile_fn(lua_State* L) {
   options.plugins = &*plugins;
   auto profile = (*training)->measure_profile(*job, options);
   ACTORPIPE_TRY(profile);
+  std::fprintf(stderr, "actorpipe: %s\n",
+               describe_measurement(*profile, options.repeats, "repeats (profile's option)").c_str());
   if (!output->empty()) {
     auto file = output_file(L, *output);
     ACTORPIPE_TRY(file);
@@ -444,6 +447,7 @@ Status measure_now_if_needed(lua_State* L, JobSpec& job) {
                std::string(option_name(job.model.zoo)).c_str());
   auto profile = (*training)->measure_profile(job, options);
   ACTORPIPE_TRY(profile);
+  std::fprintf(stderr, "actorpipe: %s\n", describe_measurement(*profile, options.repeats).c_str());
   job.profile = std::move(*profile);
   return Ok{};
 }
