@@ -284,10 +284,13 @@ Status write_svg(const BarChart& chart, const std::string& path) {
   }
   const auto categories = static_cast<double>(chart.categories.size());
   const auto groups = static_cast<double>(chart.groups.size());
+  // A single unnamed group has no legend, and the plot takes its room.
+  const bool has_legend = chart.groups.size() > 1 || !chart.groups.front().empty();
+  const double right = has_legend ? plot_right(chart.groups) : 0.95;
   // A value wider than its bar is written up along it, above its end: the space above
   // the tallest bar then holds the longest value standing.
   constexpr double value_px_per_char = 9.0; // at the values' size
-  const double bar_px = 960 * (plot_right(chart.groups) - 0.1) / categories * 0.8 / groups * 0.92;
+  const double bar_px = 960 * (right - 0.1) / categories * 0.8 / groups * 0.92;
   std::size_t longest_value = 0;
   for (const auto& row : chart.values)
     for (double v : row)
@@ -303,14 +306,14 @@ Status write_svg(const BarChart& chart, const std::string& path) {
   constexpr int page_width = 960;
   constexpr std::size_t most_lines = 4;
   constexpr double name_scale = 0.9, px_per_char = 11.5; // PLplot writes them 21 px high at this scale
-  const double category_px = page_width * (plot_right(chart.groups) - 0.1) / categories;
+  const double category_px = page_width * (right - 0.1) / categories;
   const double name_px = static_cast<double>(longest) * px_per_char + 12; // with a gap to the next
   const auto lines = std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(name_px / category_px)), 1, most_lines);
   const double scale =
       std::max(0.5, std::min(name_scale, name_scale * (most_lines * category_px - 12) / (name_px - 12)));
   const double plot_bottom = 0.16 + 0.04 * static_cast<double>(lines > 2 ? lines - 2 : 0) * scale / name_scale;
   return draw_svg(path, page_width, 600, [&] {
-    plvpor(0.1, plot_right(chart.groups), plot_bottom, 0.92); // the legend right of it
+    plvpor(0.1, right, plot_bottom, 0.92); // the legend right of it
     plwind(0, categories, bottom, top);
     // Fixed-point values: PLplot's "(x10⁴)" for large ones would sit on the title.
     frame("bc", "bcnstvf", chart.title, "", chart.y_label, false);
@@ -337,7 +340,7 @@ Status write_svg(const BarChart& chart, const std::string& path) {
              chart.categories[c].c_str());
     plschr(0, name_scale);
     plmtex("b", (0.3 + 1.2 * static_cast<double>(lines)) * scale / name_scale + 1.7, 0.5, 0.5, chart.x_label.c_str());
-    if (chart.groups.size() > 1 || !chart.groups.front().empty()) legend(chart.groups, true, true);
+    if (has_legend) legend(chart.groups, true, true);
   });
 }
 
