@@ -1,5 +1,7 @@
 #include "plugin/lua_data_arrays.hpp"
 
+#include "base/scope_exit.hpp"
+
 #include <lua.hpp>
 
 #include <cmath>
@@ -145,21 +147,14 @@ std::optional<ElementType> type_named(std::string_view name) {
 /// The array in field `name` of the table at `index`; absent: nullopt.
 Result<std::optional<DataArray>> read_array(lua_State* L, int index, const char* name, ElementType fallback) {
   const int kind = lua_getfield(L, index, name);
-  struct Pop {
-    lua_State* L;
-    ~Pop() { lua_pop(L, 1); }
-  } pop{L};
+  const int top = lua_gettop(L);
+  const ScopeExit restore([L, top] { lua_settop(L, top - 1); }); // the field and all above it
   if (kind == LUA_TNIL) return std::optional<DataArray>{};
   if (kind != LUA_TTABLE)
     return Error::bad_input(std::string(name) +
                             ": expected a list of numbers or {type =, shape =, values =}, found a " +
                             luaL_typename(L, -1));
-  const int array = lua_gettop(L);
-  struct Restore {
-    lua_State* L;
-    int top;
-    ~Restore() { lua_settop(L, top); }
-  } restore{L, array};
+  const int array = top;
   if (lua_getfield(L, array, "values") == LUA_TNIL) { // a nested list
     lua_pop(L, 1);
     NestedReader reader(L, fallback, name);

@@ -1,5 +1,6 @@
 #include "train/npy_data.hpp"
 #include "base/input_file.hpp"
+#include "base/scope_exit.hpp"
 #include "train/array_data.hpp"
 #include "train/npy_file.hpp"
 
@@ -25,10 +26,7 @@ Result<torch::Tensor> map_npy(const std::string& path) {
   ACTORPIPE_TRY(check_input_file(path));
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Error::bad_input(path + ": cannot open: " + std::strerror(errno));
-  const std::unique_ptr<int, void (*)(int*)> closing(new int(fd), [](int* f) {
-    ::close(*f);
-    delete f;
-  });
+  const ScopeExit closing([fd] { ::close(fd); }); // the mapping outlives the descriptor
   struct stat st {};
   if (::fstat(fd, &st) != 0) return Error::bad_input(path + ": cannot read: " + std::strerror(errno));
   const auto size = static_cast<std::size_t>(st.st_size);
