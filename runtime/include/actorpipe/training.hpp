@@ -131,10 +131,11 @@ inline constexpr const char* metrics_table_file = "metrics.csv";
 inline constexpr const char* tensorboard_events_file = "events.out.tfevents.actorpipe";
 
 /// Trains `job` (which must name a zoo model) as `plan` says. Writes to
-/// `options.output_dir`: metrics.jsonl (a line per step and per evaluation), trace.json
-/// (a Perfetto track per stage actor) and checkpoint.pt (atomically, after every epoch
-/// and at the end). A failing actor ends the run with an error naming the stage and
-/// micro-batch.
+/// `options.output_dir`: metrics.jsonl (a line per step and per evaluation) and
+/// metrics.csv, with output.tensorboard a TensorBoard event file, trace.json (a Perfetto
+/// track per stage actor, counter tracks of the loss, samples/s and memory) and
+/// checkpoint.pt (atomically, at each evaluation and at the end). A failing actor ends
+/// the run with an error naming the stage and micro-batch.
 ACTORPIPE_EXPORT Result<RunSummary> run_training(const JobSpec& job, const Plan& plan, const RunOptions& options);
 
 /// What export_model() wrote.
