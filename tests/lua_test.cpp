@@ -893,9 +893,10 @@ actorpipe.write_json("back.json", { a = { 1, 2 }, b = "x" })
 local back = actorpipe.read_json("back.json")
 assert(back.a[2] == 2 and back.b == "x")
 -- A simulation's trace, where the job asks for one, plotted as a run's is.
-local simulated = actorpipe.simulate(actorpipe.load_job(select(2, ...), { simulate = { trace = "sim.json", iterations = 1 } }))
+local simulated = actorpipe.simulate(actorpipe.load_job(select(2, ...), { simulate = { trace = "sim.json", iterations = 3 } }))
 assert(simulated.trace:find("sim.json", 1, true), simulated.trace)
 actorpipe.plot_timeline("sim", simulated.trace)
+actorpipe.plot_timeline("sim-steps", simulated.trace, { first_step = 2, last_step = 3 })
 -- An asynchronous run: pipeline 1 never reached step 3, which pipeline 0 ran.
 actorpipe.write_json("async/trace.json", { traceEvents = {
   { ph = "M", name = "process_name", pid = 0, args = { name = "pipeline 0" } },
@@ -941,8 +942,18 @@ actorpipe.plot_timeline("async", "async", { first_step = 3, last_step = 3 })
   BOOST_TEST(contains(measured.err, "actorpipe: measured after 0 warm-up passes"), measured.err);
   BOOST_TEST(contains(measured.err, "1 timed at the batch"), measured.err);
   const std::string simulated = svg_text(read((dir.path() / "out/sim.svg").string()));
-  for (const char* text : {"forward", "backward", "|3|", "stage 3"})
+  for (const char* text : {"forward", "backward", "|3|", "stage 3", "step 3"})
     BOOST_TEST(contains(simulated, text), text << " in " << simulated);
+  // Its spans carry their iteration as a run's carry their step: steps 2 and 3 drawn,
+  // step 3 begun on each of the four stages' compute rows (not on their send and sync
+  // rows), step 4 absent.
+  const std::string steps = svg_text(read((dir.path() / "out/sim-steps.svg").string()));
+  BOOST_TEST(contains(steps, "steps 2 to 3"), steps);
+  std::size_t begun = 0;
+  for (std::size_t at = 0; (at = steps.find("|step 3|", at)) != std::string::npos; ++at)
+    ++begun;
+  BOOST_TEST(begun == 4u, steps);
+  BOOST_TEST(!contains(steps, "step 4"), steps);
   const std::string async = svg_text(read((dir.path() / "out/async.svg").string()));
   for (const char* text : {"pipeline 0", "pipeline 1", "step 2"})
     BOOST_TEST(contains(async, text), text << " in " << async);

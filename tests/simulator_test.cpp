@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <numeric>
 #include <random>
@@ -513,6 +514,31 @@ BOOST_AUTO_TEST_CASE(traces_hold_every_action) {
   BOOST_TEST(sends == 6u); // 3 activations forward, 3 gradients back
   for (const char* name : {"forward 0", "forward 2", "backward 1", "send 2"})
     BOOST_TEST(names.contains(name), name);
+
+  // Over three iterations each span names its step, as a run's trace does, so that a
+  // timeline can show a range of steps: each step holds the first's six forwards, and
+  // on each stage a step's computing ends before the next step's starts.
+  options.iterations = 3;
+  const auto steps = nlohmann::json::parse(trace_json(run(plan, profile, c, options), plan, c));
+  std::map<std::uint64_t, std::size_t> forwards_in;
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::pair<double, double>> extent; // (tid, step) → first, last
+  for (const auto& event : steps["traceEvents"]) {
+    if (event["ph"] != "X") continue;
+    BOOST_REQUIRE(event["args"].contains("step"));
+    const auto step = event["args"]["step"].get<std::uint64_t>();
+    BOOST_TEST((step >= 1 && step <= 3), step);
+    if (event["cat"] != "forward" && event["cat"] != "backward") continue;
+    forwards_in[step] += event["cat"] == "forward";
+    const double start = event["ts"].get<double>(), end = start + event["dur"].get<double>();
+    auto [it, fresh] = extent.try_emplace({event["tid"].get<std::uint64_t>(), step}, start, end);
+    if (!fresh) it->second = {std::min(it->second.first, start), std::max(it->second.second, end)};
+  }
+  BOOST_TEST(forwards_in.size() == 3u);
+  for (const auto& [step, count] : forwards_in)
+    BOOST_TEST(count == 6u, "step " << step);
+  for (const auto& [key, span] : extent)
+    if (const auto next = extent.find({key.first, key.second + 1}); next != extent.end())
+      BOOST_TEST(span.second <= next->second.first, "stage track " << key.first << " step " << key.second);
 }
 
 namespace {

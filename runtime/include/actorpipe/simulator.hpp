@@ -106,6 +106,7 @@ struct Span {
   enum class Kind { compute, send, sync } kind;
   double start_ms;
   double duration_ms;
+  std::size_t iteration; ///< 0-based; the trace calls it step iteration + 1, as a run does
 };
 
 struct SimulationReport {

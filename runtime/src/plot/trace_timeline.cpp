@@ -127,10 +127,14 @@ Result<Timeline> timeline_from_trace(const std::string& text, const std::string&
                               (s.start_us + s.duration_us - start) / 1000.0, kind_index[k], box_label(s.name)});
   }
   // Where each row begins each step after its first shown: asynchronous pipelines
-  // begin theirs at their own times.
+  // begin theirs at their own times. A step begins with computing: a simulation's rows
+  // of only sends or syncs (its stages' other threads) begin none.
+  const auto computes = [](const std::string& kind) {
+    return kind == "forward" || kind == "backward" || kind == "input gradient" || kind == "weight gradient";
+  };
   std::map<std::size_t, std::map<std::uint64_t, double>> step_starts;
   for (const Span& s : spans)
-    if (s.step) {
+    if (s.step && computes(s.kind)) {
       auto& starts = step_starts[rows[s.track]];
       const auto [at, fresh] = starts.emplace(*s.step, s.start_us);
       if (!fresh) at->second = std::min(at->second, s.start_us);

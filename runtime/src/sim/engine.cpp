@@ -218,7 +218,8 @@ private:
     const double ms = b.arrival_ms - b.start_ms;
     if (label && ms > 0) {
       const Instance& instance = model_.instances[from];
-      out_.spans.push_back({"send " + *label, instance.pipeline, instance.stage, Span::Kind::send, b.start_ms, ms});
+      out_.spans.push_back({"send " + *label, instance.pipeline, instance.stage, Span::Kind::send, b.start_ms, ms,
+                            slots_[from].iteration});
     }
     return b.arrival_ms;
   }
@@ -270,7 +271,8 @@ private:
     std::string label;
     if (model_.trace) {
       label = to_string(action);
-      out_.spans.push_back({label, i / model_.stages, st.stage, Span::Kind::compute, st.action_start, st.action_ms});
+      out_.spans.push_back(
+          {label, i / model_.stages, st.stage, Span::Kind::compute, st.action_start, st.action_ms, st.iteration});
     }
     const std::string* trace_label = model_.trace ? &label : nullptr;
     const std::size_t k = action.micro_batch;
@@ -327,8 +329,8 @@ private:
           }
       } else {
         if (model_.trace && st.action_ms > 0)
-          out_.spans.push_back(
-              {"step", instance.pipeline, instance.stage, Span::Kind::sync, st.action_start, st.action_ms});
+          out_.spans.push_back({"step", instance.pipeline, instance.stage, Span::Kind::sync, st.action_start,
+                                st.action_ms, st.iteration});
         out_.sync_ms[i] += now - st.last_backward;
         double& iteration_end = out_.iteration_end_ms[st.iteration];
         iteration_end = std::max(iteration_end, now);
@@ -390,8 +392,8 @@ private:
     const double step_end = step_start + instance.optimizer_ms;
     processor_free = step_end;
     if (model_.trace && instance.optimizer_ms > 0)
-      out_.spans.push_back(
-          {"step", instance.pipeline, instance.stage, Span::Kind::sync, step_start, instance.optimizer_ms});
+      out_.spans.push_back({"step", instance.pipeline, instance.stage, Span::Kind::sync, step_start,
+                            instance.optimizer_ms, slots_[i].iteration});
     out_.sync_ms[i] += step_end - slots_[i].last_backward;
     return step_end;
   }
@@ -423,8 +425,8 @@ private:
       end = b.arrival_ms;
       if (model_.trace)
         for (std::uint32_t i : group.instances)
-          out_.spans.push_back(
-              {"allreduce", model_.instances[i].pipeline, stage, Span::Kind::sync, b.start_ms, end - b.start_ms});
+          out_.spans.push_back({"allreduce", model_.instances[i].pipeline, stage, Span::Kind::sync, b.start_ms,
+                                end - b.start_ms, slots_[i].iteration});
     }
     group_ready_at_[stage] = 0;
     return end;

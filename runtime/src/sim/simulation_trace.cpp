@@ -67,7 +67,8 @@ std::string trace_json(const SimulationReport& report, const Plan& plan, const C
   }
   for (const Span& span : report.spans) {
     const auto [name, kind] = as_run_names(span);
-    trace.span(span.pipeline, thread_of(span), name, kind, span.start_ms * 1000.0, span.duration_ms * 1000.0);
+    trace.span(span.pipeline, thread_of(span), name, kind, span.start_ms * 1000.0, span.duration_ms * 1000.0,
+               span.iteration + 1);
   }
   return trace.finish();
 }
