@@ -64,6 +64,9 @@ if [ "$mode" = test ] && ! "$venv/bin/python3" -c "import tensorboard" 2>/dev/nu
   "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check tensorboard
 fi
 export PATH="$venv/bin:$PATH"
+# ccache caches what compiles with the precompiled LibTorch header (actors/pch) only
+# with these: the header's defines and timestamps are its own, not the file's.
+export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:+$CCACHE_SLOPPINESS,}pch_defines,time_macros,include_file_mtime,include_file_ctime"
 
 if [ ! -f "$build/build.ninja" ]; then
   echo "==> configuring $build"

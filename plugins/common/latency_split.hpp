@@ -65,10 +65,11 @@ public:
     std::vector<double> bounds;
     for (double delta : deltas)
       bounds.push_back(t0 * (1 + delta));
-    double slowest = 0;
+    double slowest = 0, fastest = std::numeric_limits<double>::infinity();
     for (std::size_t s = 0; s < S_; ++s)
-      slowest = std::max(slowest, slowness_(s));
-    const double whole = prefix(N_) * slowest; // no stage can exceed it
+      slowest = std::max(slowest, slowness_(s)), fastest = std::min(fastest, slowness_(s));
+    const double whole = prefix(N_) * slowest;     // no stage can exceed it
+    const double least_sum = prefix(N_) * fastest; // no split computes less in all
     if (beyond && !bounds.empty() && bounds.back() > 0) {
       for (double b = bounds.back() * 1.5; b < whole; b *= 1.5)
         bounds.push_back(b);
@@ -83,9 +84,10 @@ public:
     double least = std::numeric_limits<double>::infinity();
     for (bool sends_bounded : {false, true})
       for (std::size_t k = 0; k < bounds.size(); ++k) {
-        // What a bound adds has its slowest stage above the bound before, which the
-        // steady state pays m − 1 times: past the least L found, nothing gains.
-        if (k > 0 && static_cast<double>(m_ > 0 ? m_ - 1 : 0) * bounds[k - 1] >= least) break;
+        // What a bound adds has its slowest stage (or send) above the bound before,
+        // which the steady state pays m − 1 times, besides filling and draining with
+        // all the compute: past the least L found, nothing gains.
+        if (k > 0 && static_cast<double>(m_ > 0 ? m_ - 1 : 0) * bounds[k - 1] + least_sum >= least) break;
         if (sends_bounded && most_send <= bounds[k]) continue;
         std::vector<std::size_t> b = solve(bounds[k], sends_bounded);
         if (b.empty()) continue;
@@ -111,16 +113,20 @@ public:
     // only join at the back, so those popped at the front never come back.
     std::vector<std::size_t> queue;
     queue.reserve(N_ + 1);
+    // The starts the previous stage reached, [first, final]: under a bound near the
+    // balanced one a narrow window, outside which no end is reachable.
+    std::size_t first = 0, final = 0;
     for (std::size_t s = 0; s < S_; ++s) {
       std::fill(next.begin(), next.end(), unreachable);
       queue.clear();
       std::size_t head = 0;
       const double slow = slowness_(s);
       const std::size_t last = s + 1 == S_ ? N_ : N_ - (S_ - s - 1);
-      std::size_t low = 0; // the least start within the bound and memory for the current end
-      for (std::size_t j = s + 1; j <= last; ++j) {
+      std::size_t low = first; // the least start within the bound and memory for the current end
+      std::size_t reached_first = N_ + 1, reached_final = 0;
+      for (std::size_t j = std::max(s, first) + 1; j <= last; ++j) {
         const std::size_t i = j - 1;
-        if (best[i] < unreachable) {
+        if (i <= final && best[i] < unreachable) {
           const double send = s > 0 ? send_(s, i) : 0.0;
           if (!sends_bounded || send <= bound) {
             key[i] = best[i] + 2 * send - prefix(i) * slow;
@@ -133,10 +139,17 @@ public:
           ++low;
         while (queue.size() > head && queue[head] < low)
           ++head;
-        if (queue.size() == head || (s + 1 == S_ && j != N_)) continue;
+        if (queue.size() == head) {
+          if (i >= final) break; // no start left, and none to come
+          continue;
+        }
+        if (s + 1 == S_ && j != N_) continue;
         next[j] = prefix(j) * slow + key[queue[head]] + (s == 0 ? sync_(j) : 0.0);
         parent_[s * (N_ + 1) + j] = static_cast<std::uint32_t>(queue[head]);
+        reached_first = std::min(reached_first, j), reached_final = j;
       }
+      if (reached_first > N_) return {};
+      first = reached_first, final = reached_final;
       std::swap(best, next);
     }
     if (best[N_] == unreachable) return {};

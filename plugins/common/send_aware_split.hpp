@@ -20,7 +20,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <deque>
 #include <limits>
 #include <vector>
 
@@ -77,9 +76,11 @@ public:
     std::vector<char> finish((S_ + 1) * (N_ + 1), 0);
     finish[S_ * (N_ + 1) + N_] = 1;
     std::vector<double> key(N_ + 1, 0.0);
-    std::deque<std::size_t> queue; // ends by rising key; fronts are the best
+    std::vector<std::size_t> queue; // ends by rising key, [head, queue.size()); the one at head is the best
+    queue.reserve(N_ + 1);
     for (std::size_t s = S_; s-- > 0;) {
       queue.clear();
+      std::size_t head = 0;
       const double slow = slowness_(s);
       const char* after = &finish[(s + 1) * (N_ + 1)];
       std::size_t high = N_ - (S_ - s - 1); // the furthest end that fits, for the current start
@@ -87,15 +88,15 @@ public:
         const std::size_t j = i + 1; // a new candidate end
         if (after[j]) {
           key[j] = prefix(j) * slow + w * out(s, j);
-          while (!queue.empty() && key[queue.back()] >= key[j])
+          while (queue.size() > head && key[queue.back()] >= key[j])
             queue.pop_back();
           queue.push_back(j);
         }
         while (high > j && !fits_(s, i, high))
           --high;
-        while (!queue.empty() && queue.front() > high)
-          queue.pop_front();
-        if (!queue.empty() && key[queue.front()] - prefix(i) * slow + w * in(s, i) <= bound)
+        while (queue.size() > head && queue[head] > high)
+          ++head;
+        if (queue.size() > head && key[queue[head]] - prefix(i) * slow + w * in(s, i) <= bound)
           finish[s * (N_ + 1) + i] = 1;
       }
     }
@@ -134,35 +135,49 @@ private:
   bool feasible(double bound, double w) {
     std::vector<char> reach(N_ + 1, 0), next(N_ + 1, 0);
     reach[0] = 1;
-    std::deque<std::size_t> queue; // starts by rising key; fronts are the best
+    // Starts by rising key, [head, queue.size()); the one at head is the best.
+    std::vector<std::size_t> queue;
+    queue.reserve(N_ + 1);
     std::vector<double> key(N_ + 1, 0.0);
+    // The starts the previous stage reached, [first, final]: near the least bound a
+    // narrow window, outside which no end is reachable.
+    std::size_t first = 0, final = 0;
     for (std::size_t s = 0; s < S_; ++s) {
       std::fill(next.begin(), next.end(), 0);
       queue.clear();
+      std::size_t head = 0;
       const double slow = slowness_(s);
       const std::size_t last = s + 1 == S_ ? N_ : N_ - (S_ - s - 1);
-      std::size_t low = 0; // the least start that fits with the current end
-      bool any = false;
-      for (std::size_t j = s + 1; j <= last; ++j) {
+      std::size_t low = first; // the least start that fits with the current end
+      std::size_t reached_first = N_ + 1, reached_final = 0;
+      for (std::size_t j = std::max(s, first) + 1; j <= last; ++j) {
         const std::size_t i = j - 1;
-        if (reach[i]) {
+        if (i <= final && reach[i]) {
           key[i] = w * in(s, i) - prefix(i) * slow;
-          while (!queue.empty() && key[queue.back()] >= key[i])
+          while (queue.size() > head && key[queue.back()] >= key[i])
             queue.pop_back();
           queue.push_back(i);
         }
         while (low < j && !fits_(s, low, j))
           ++low;
-        while (!queue.empty() && queue.front() < low)
-          queue.pop_front();
-        if (queue.empty() || (s + 1 == S_ && j != N_)) continue;
-        if (prefix(j) * slow + w * out(s, j) + key[queue.front()] <= bound) {
+        while (queue.size() > head && queue[head] < low)
+          ++head;
+        if (queue.size() == head) {
+          if (i >= final) break; // no start left, and none to come
+          continue;
+        }
+        if (s + 1 == S_ && j != N_) continue;
+        const double start_key = key[queue[head]];
+        if (prefix(j) * slow + w * out(s, j) + start_key <= bound) {
           next[j] = 1;
-          parent_[s * (N_ + 1) + j] = static_cast<std::uint32_t>(queue.front());
-          any = true;
+          parent_[s * (N_ + 1) + j] = static_cast<std::uint32_t>(queue[head]);
+          reached_first = std::min(reached_first, j), reached_final = j;
+        } else if (i >= final && prefix(j) * slow + start_key > bound) {
+          break; // the compute alone passes the bound from here on, for every start left
         }
       }
-      if (!any) return false;
+      if (reached_first > N_) return false;
+      first = reached_first, final = reached_final;
       std::swap(reach, next);
     }
     return reach[N_] != 0;
