@@ -13,6 +13,8 @@
 #include "test_support.hpp"
 
 #include "common/cut_search.hpp"
+#include "common/latency_split.hpp"
+#include "common/send_aware_split.hpp"
 #include "common/split_programme.hpp"
 #include "common/unit_costs.hpp"
 #include "planner/plan_wire.hpp"
@@ -515,6 +517,91 @@ BOOST_AUTO_TEST_CASE(on_schedules_too_long_to_simulate_per_candidate_autopipe_st
   const double balanced = with("autopipe", {"plan.options.autopipe.search=false"});
   BOOST_TEST(ours < balanced, ours << " " << balanced);
   BOOST_TEST(ours <= with("dapple") * 1.005);
+}
+
+BOOST_AUTO_TEST_CASE(the_split_sweeps_find_what_trying_every_split_finds) {
+  // LatencySplit's shortest path under a bound and SendAwareSplit's least largest stage
+  // sweep only the ends that the stages before reach: on random small chains, with
+  // uneven speeds, sends and memory, they find what trying every split finds.
+  std::mt19937 random(47);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  for (int trial = 0; trial < 300; ++trial) {
+    const ModelProfile profile = random_profile(random, 2 + trial % 6);
+    const partitioning::UnitCosts costs(profile, true, profile.batch_size);
+    const std::size_t N = costs.size(), S = 2 + static_cast<std::size_t>(trial) % std::min<std::size_t>(3, N - 1);
+    std::vector<double> slowness(S);
+    std::vector<std::size_t> most_units(S);
+    std::vector<std::vector<double>> sends(S, std::vector<double>(N + 1));
+    for (std::size_t s = 0; s < S; ++s) {
+      slowness[s] = 0.5 + 1.5 * uniform(random);
+      // Some stages hold few units: some chains fit no split at all.
+      most_units[s] = 1 + static_cast<std::size_t>(uniform(random) * static_cast<double>(N));
+      for (double& send : sends[s])
+        send = 3 * uniform(random);
+    }
+    auto slow = [&](std::size_t s) { return slowness[s]; };
+    auto fits = [&](std::size_t s, std::size_t i, std::size_t j) { return j - i <= most_units[s]; };
+    auto send = [&](std::size_t s, std::size_t i) { return sends[s][i]; };
+    auto sync = [&](std::size_t j) { return 0.1 * static_cast<double>(j); };
+    const auto w = [&](const std::vector<std::size_t>& b, std::size_t s) {
+      return costs.compute_ms(b[s], b[s + 1]) * slowness[s];
+    };
+    std::vector<std::vector<std::size_t>> splits;
+    autopipe::for_each_split(N, S, fits, [&](const std::vector<std::size_t>& b) { splits.push_back(b); });
+    const auto listed = [&](const std::vector<std::size_t>& b) {
+      return std::find(splits.begin(), splits.end(), b) != splits.end();
+    };
+
+    autopipe::LatencySplit latency(costs, S, 8, slow, fits, send, sync);
+    double least_max = std::numeric_limits<double>::infinity();
+    for (const auto& b : splits) {
+      double most = 0;
+      for (std::size_t s = 0; s < S; ++s)
+        most = std::max(most, w(b, s));
+      least_max = std::min(least_max, most);
+    }
+    for (const double bound : {least_max * 0.9, least_max, least_max * 1.2, std::numeric_limits<double>::infinity()})
+      for (const bool sends_bounded : {false, true}) {
+        // Σ (w + 2 · send) + sync_0 of a split within the bound, or infinity.
+        const auto sum = [&](const std::vector<std::size_t>& b) {
+          double total = sync(b[1]);
+          for (std::size_t s = 0; s < S; ++s) {
+            const double in = s > 0 ? send(s, b[s]) : 0.0;
+            if (w(b, s) > bound || (sends_bounded && in > bound)) return std::numeric_limits<double>::infinity();
+            total += w(b, s) + 2 * in;
+          }
+          return total;
+        };
+        double least = std::numeric_limits<double>::infinity();
+        for (const auto& b : splits)
+          least = std::min(least, sum(b));
+        const std::vector<std::size_t> found = latency.solve(bound, sends_bounded);
+        BOOST_TEST_CONTEXT("trial " << trial << ", " << N << " units, " << S << " stages, bound " << bound
+                                    << (sends_bounded ? " on sends too" : "")) {
+          BOOST_TEST(found.empty() == std::isinf(least));
+          if (!found.empty()) {
+            BOOST_TEST(listed(found));
+            BOOST_TEST(sum(found) == least, boost::test_tools::tolerance(1e-9));
+          }
+        }
+      }
+
+    if (splits.empty()) continue;
+    autopipe::SendAwareSplit min_max(costs, S, slow, fits, send);
+    for (const double weight : {1.0, 0.5}) {
+      double least = std::numeric_limits<double>::infinity();
+      for (const auto& b : splits)
+        least = std::min(least, min_max.largest(b, weight));
+      const std::vector<std::size_t> found = min_max.solve(splits.back(), 0.0, weight);
+      BOOST_TEST_CONTEXT("trial " << trial << ", weight " << weight) {
+        BOOST_TEST(listed(found));
+        BOOST_TEST(min_max.largest(found, weight) <= least * (1 + 1e-4));
+        const std::vector<std::size_t> spread = min_max.spread(least, weight);
+        BOOST_TEST(listed(spread));
+        if (!spread.empty()) BOOST_TEST(min_max.largest(spread, weight) <= least * (1 + 1e-12));
+      }
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(every_split_that_fits_is_visited_once) {

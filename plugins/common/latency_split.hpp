@@ -16,6 +16,7 @@
 /// stage stays within T and fits in memory, a window that only moves right as j grows: a monotone queue makes it O(S ·
 /// N). Bounds are taken from T0 (the compute-only optimum) upwards, and the splits of least L kept.
 
+#include "common/start_queue.hpp"
 #include "common/unit_costs.hpp"
 
 #include <algorithm>
@@ -107,49 +108,38 @@ public:
   /// send_s too when `sends_bounded`; empty when none.
   std::vector<std::size_t> solve(double bound, bool sends_bounded) {
     constexpr double unreachable = std::numeric_limits<double>::infinity();
-    std::vector<double> best(N_ + 1, unreachable), next(N_ + 1, unreachable), key(N_ + 1, 0.0);
+    std::vector<double> best(N_ + 1, unreachable), next(N_ + 1, unreachable);
     best[0] = 0;
-    // Starts by rising key, [head, queue.size()); the one at head is the best. Starts
-    // only join at the back, so those popped at the front never come back.
-    std::vector<std::size_t> queue;
-    queue.reserve(N_ + 1);
-    // The starts the previous stage reached, [first, final]: under a bound near the
-    // balanced one a narrow window, outside which no end is reachable.
-    std::size_t first = 0, final = 0;
+    StartQueue queue(N_ + 1);
+    ReachedEnds starts;
+    starts.add(0);
     for (std::size_t s = 0; s < S_; ++s) {
       std::fill(next.begin(), next.end(), unreachable);
       queue.clear();
-      std::size_t head = 0;
+      ReachedEnds ends;
       const double slow = slowness_(s);
       const std::size_t last = s + 1 == S_ ? N_ : N_ - (S_ - s - 1);
-      std::size_t low = first; // the least start within the bound and memory for the current end
-      std::size_t reached_first = N_ + 1, reached_final = 0;
-      for (std::size_t j = std::max(s, first) + 1; j <= last; ++j) {
+      std::size_t low = starts.first; // the least start within the bound and memory for the current end
+      for (std::size_t j = std::max(s, starts.first) + 1; j <= last; ++j) {
         const std::size_t i = j - 1;
-        if (i <= final && best[i] < unreachable) {
+        if (i <= starts.final && best[i] < unreachable) {
           const double send = s > 0 ? send_(s, i) : 0.0;
-          if (!sends_bounded || send <= bound) {
-            key[i] = best[i] + 2 * send - prefix(i) * slow;
-            while (queue.size() > head && key[queue.back()] >= key[i])
-              queue.pop_back();
-            queue.push_back(i);
-          }
+          if (!sends_bounded || send <= bound) queue.push(i, best[i] + 2 * send - prefix(i) * slow);
         }
         while (low < j && (costs_.compute_ms(low, j) * slow > bound || !fits_(s, low, j)))
           ++low;
-        while (queue.size() > head && queue[head] < low)
-          ++head;
-        if (queue.size() == head) {
-          if (i >= final) break; // no start left, and none to come
+        queue.drop_below(low);
+        if (queue.empty()) {
+          if (i >= starts.final) break; // no start left, and none to come
           continue;
         }
         if (s + 1 == S_ && j != N_) continue;
-        next[j] = prefix(j) * slow + key[queue[head]] + (s == 0 ? sync_(j) : 0.0);
-        parent_[s * (N_ + 1) + j] = static_cast<std::uint32_t>(queue[head]);
-        reached_first = std::min(reached_first, j), reached_final = j;
+        next[j] = prefix(j) * slow + queue.best_key() + (s == 0 ? sync_(j) : 0.0);
+        parent_[s * (N_ + 1) + j] = static_cast<std::uint32_t>(queue.best());
+        ends.add(j);
       }
-      if (reached_first > N_) return {};
-      first = reached_first, final = reached_final;
+      if (ends.none) return {};
+      starts = ends;
       std::swap(best, next);
     }
     if (best[N_] == unreachable) return {};

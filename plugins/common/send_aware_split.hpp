@@ -16,6 +16,7 @@
 /// over a window of starts that only moves right as j grows (memory limits it from the
 /// left), kept in a monotone queue: O(S · N) per bound.
 
+#include "common/start_queue.hpp"
 #include "common/unit_costs.hpp"
 
 #include <cmath>
@@ -69,35 +70,28 @@ public:
   /// each stage takes its speed's share of the compute left, as far as the stages after
   /// it can still finish under the bound, so that slack is not piled on a few.
   std::vector<std::size_t> spread(double bound, double w) {
+    // The sweep adds costs up from prefix sums, in another order than cost(): a split's
+    // own largest cost, handed in as the bound, may come out a rounding above it.
+    bound *= 1 + 1e-12;
     // finish[s · (N + 1) + i]: stages s.. can hold units [i, N) under the bound. As
     // in feasible(), backwards: stage s can start at i when some end j in the window
     // (i, furthest end that fits] where stages s + 1.. can start has the least
     // C(j) / speed + w · send(j) small enough; the window only moves left as i does.
     std::vector<char> finish((S_ + 1) * (N_ + 1), 0);
     finish[S_ * (N_ + 1) + N_] = 1;
-    std::vector<double> key(N_ + 1, 0.0);
-    std::vector<std::size_t> queue; // ends by rising key, [head, queue.size()); the one at head is the best
-    queue.reserve(N_ + 1);
+    StartQueue queue(N_ + 1); // ends, in this backward sweep
     for (std::size_t s = S_; s-- > 0;) {
       queue.clear();
-      std::size_t head = 0;
       const double slow = slowness_(s);
       const char* after = &finish[(s + 1) * (N_ + 1)];
       std::size_t high = N_ - (S_ - s - 1); // the furthest end that fits, for the current start
       for (std::size_t i = high; i-- > s;) {
         const std::size_t j = i + 1; // a new candidate end
-        if (after[j]) {
-          key[j] = prefix(j) * slow + w * out(s, j);
-          while (queue.size() > head && key[queue.back()] >= key[j])
-            queue.pop_back();
-          queue.push_back(j);
-        }
+        if (after[j]) queue.push(j, prefix(j) * slow + w * out(s, j));
         while (high > j && !fits_(s, i, high))
           --high;
-        while (queue.size() > head && queue[head] > high)
-          ++head;
-        if (queue.size() > head && key[queue[head]] - prefix(i) * slow + w * in(s, i) <= bound)
-          finish[s * (N_ + 1) + i] = 1;
+        queue.drop_above(high);
+        if (!queue.empty() && queue.best_key() - prefix(i) * slow + w * in(s, i) <= bound) finish[s * (N_ + 1) + i] = 1;
       }
     }
     if (!finish[0]) return {};
@@ -135,49 +129,37 @@ private:
   bool feasible(double bound, double w) {
     std::vector<char> reach(N_ + 1, 0), next(N_ + 1, 0);
     reach[0] = 1;
-    // Starts by rising key, [head, queue.size()); the one at head is the best.
-    std::vector<std::size_t> queue;
-    queue.reserve(N_ + 1);
-    std::vector<double> key(N_ + 1, 0.0);
-    // The starts the previous stage reached, [first, final]: near the least bound a
-    // narrow window, outside which no end is reachable.
-    std::size_t first = 0, final = 0;
+    StartQueue queue(N_ + 1);
+    ReachedEnds starts;
+    starts.add(0);
     for (std::size_t s = 0; s < S_; ++s) {
       std::fill(next.begin(), next.end(), 0);
       queue.clear();
-      std::size_t head = 0;
+      ReachedEnds ends;
       const double slow = slowness_(s);
       const std::size_t last = s + 1 == S_ ? N_ : N_ - (S_ - s - 1);
-      std::size_t low = first; // the least start that fits with the current end
-      std::size_t reached_first = N_ + 1, reached_final = 0;
-      for (std::size_t j = std::max(s, first) + 1; j <= last; ++j) {
+      std::size_t low = starts.first; // the least start that fits with the current end
+      for (std::size_t j = std::max(s, starts.first) + 1; j <= last; ++j) {
         const std::size_t i = j - 1;
-        if (i <= final && reach[i]) {
-          key[i] = w * in(s, i) - prefix(i) * slow;
-          while (queue.size() > head && key[queue.back()] >= key[i])
-            queue.pop_back();
-          queue.push_back(i);
-        }
+        if (i <= starts.final && reach[i]) queue.push(i, w * in(s, i) - prefix(i) * slow);
         while (low < j && !fits_(s, low, j))
           ++low;
-        while (queue.size() > head && queue[head] < low)
-          ++head;
-        if (queue.size() == head) {
-          if (i >= final) break; // no start left, and none to come
+        queue.drop_below(low);
+        if (queue.empty()) {
+          if (i >= starts.final) break; // no start left, and none to come
           continue;
         }
         if (s + 1 == S_ && j != N_) continue;
-        const double start_key = key[queue[head]];
-        if (prefix(j) * slow + w * out(s, j) + start_key <= bound) {
+        if (prefix(j) * slow + w * out(s, j) + queue.best_key() <= bound) {
           next[j] = 1;
-          parent_[s * (N_ + 1) + j] = static_cast<std::uint32_t>(queue[head]);
-          reached_first = std::min(reached_first, j), reached_final = j;
-        } else if (i >= final && prefix(j) * slow + start_key > bound) {
-          break; // the compute alone passes the bound from here on, for every start left
+          parent_[s * (N_ + 1) + j] = static_cast<std::uint32_t>(queue.best());
+          ends.add(j);
+        } else if (i >= starts.final && prefix(j) * slow + queue.best_key() > bound) {
+          break; // the compute alone passes the bound from here on, whatever start is left
         }
       }
-      if (reached_first > N_) return false;
-      first = reached_first, final = reached_final;
+      if (ends.none) return false;
+      starts = ends;
       std::swap(reach, next);
     }
     return reach[N_] != 0;

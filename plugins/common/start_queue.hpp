@@ -1,0 +1,60 @@
+#pragma once
+
+/// The sweeps of the split searches (LatencySplit, SendAwareSplit) ask, for each stage
+/// end j, the best of the starts i in a window that only moves one way as j does. A
+/// monotone queue answers in amortised O(1): a start joins at the back and drops those
+/// behind it whose key is no lower (they can never be best again), and starts that leave
+/// the window leave at the front, so the best is always at the front.
+
+#include <cstddef>
+#include <vector>
+
+namespace actorpipe::autopipe {
+
+class StartQueue {
+public:
+  explicit StartQueue(std::size_t capacity) { items_.reserve(capacity); }
+
+  void clear() { items_.clear(), head_ = 0; }
+  bool empty() const { return head_ == items_.size(); }
+  void push(std::size_t index, double key) {
+    while (!empty() && items_.back().key >= key)
+      items_.pop_back();
+    items_.push_back({index, key});
+  }
+  /// The window's edge passed these: starts below `low` (a forward sweep) ...
+  void drop_below(std::size_t low) {
+    while (!empty() && items_[head_].index < low)
+      ++head_;
+  }
+  /// ... or above `high` (a backward one).
+  void drop_above(std::size_t high) {
+    while (!empty() && items_[head_].index > high)
+      ++head_;
+  }
+  std::size_t best() const { return items_[head_].index; }
+  double best_key() const { return items_[head_].key; }
+
+private:
+  struct Item {
+    std::size_t index;
+    double key;
+  };
+  std::vector<Item> items_;
+  std::size_t head_ = 0;
+};
+
+/// The stage ends a forward sweep reached, [first, final] (ends arrive in order): the
+/// next stage's starts. Near the least bound a narrow window, outside which the next
+/// stage has nothing to do.
+struct ReachedEnds {
+  std::size_t first = 0, final = 0;
+  bool none = true;
+
+  void add(std::size_t j) {
+    if (none) first = j;
+    final = j, none = false;
+  }
+};
+
+} // namespace actorpipe::autopipe
