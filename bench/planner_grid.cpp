@@ -22,9 +22,10 @@
 /// grid, the partitioners' own search time at 32 stages and 1, 8, 32 and 128
 /// micro-batches.
 ///   build/bench/planner_grid [SOURCE_ROOT] [--model NAME] [--cluster NAME] [--stages N|auto]
-///                            [--micro-batches M] [--cells] [--held-out [SEEDS]]
+///                            [--micro-batches M] [--cells] [--held-out [SEEDS]] [--search]
 /// --stages N plans N stages alone (any N); --micro-batches M gives each pipeline M
-/// micro-batches instead of 8 (on the tuned grid).
+/// micro-batches instead of 8 (on the tuned grid); --search prints only the search
+/// times at 32 stages.
 
 #include <actorpipe/job.hpp>
 #include <actorpipe/planner.hpp>
@@ -54,6 +55,7 @@ struct Arguments {
   std::string model, cluster, stages;
   std::uint32_t micro_batches = 8;
   bool cells = false;       ///< print every cell, not only the summary and the lost ones
+  bool search_only = false; ///< --search: only the partitioners' own search at 32 stages
   std::size_t held_out = 0; ///< seeds of the held-out grid; 0: the tuned grid
 };
 
@@ -72,6 +74,8 @@ Arguments parse(int argc, char** argv) {
       a.micro_batches = static_cast<std::uint32_t>(std::stoul(value()));
     else if (arg == "--cells")
       a.cells = true;
+    else if (arg == "--search")
+      a.search_only = true;
     else if (arg == "--held-out")
       a.held_out = i + 1 < argc && std::isdigit(static_cast<unsigned char>(argv[i + 1][0])) ? std::stoul(value()) : 24;
     else
@@ -297,7 +301,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> stage_columns =
       args.stages.empty() ? std::vector<std::string>{"4", "8", "16", "auto"} : std::vector<std::string>{args.stages};
   for (const ModelProfile& model : models) {
-    if (!args.model.empty() && model.name != args.model) continue;
+    if (args.search_only || (!args.model.empty() && model.name != args.model)) continue;
     for (const ClusterSpec& cluster : clusters) {
       if (!args.cluster.empty() && cluster.name != args.cluster) continue;
       for (const std::string& column : stage_columns) {
@@ -325,7 +329,7 @@ int main(int argc, char** argv) {
       }
     }
   }
-  grid.print("tuned grid");
+  if (!args.search_only) grid.print("tuned grid");
   for (const std::string& name : skipped_auto)
     std::cout << "auto shapes not searched on " << name << " (more than " << max_auto_devices << " devices)\n";
   std::cout << "\n";
