@@ -42,18 +42,23 @@ struct Function {
     if (!result) return Error::bad_input("returned " + result.error().message);
     return result;
   }
+  /// Calls it with the one value `push` pushes, as most plugin kinds are called.
+  template <class T, class Arg, class Read>
+  Result<T> call(void (*push)(lua_State*, const Arg&), const Arg& arg, Read read) const {
+    return call<T>(
+        [&](lua_State* L) {
+          push(L, arg);
+          return 1;
+        },
+        read);
+  }
 };
 
 class LuaPartitioner final : public Partitioner {
 public:
   explicit LuaPartitioner(Function f) : f_(std::move(f)) {}
   Result<Partition> partition(const PlanContext& context) override {
-    return f_.call<Partition>(
-        [&](lua_State* L) {
-          push_plan_context(L, context);
-          return 1;
-        },
-        read_partition);
+    return f_.call<Partition>(push_plan_context, context, read_partition);
   }
 
 private:
@@ -81,12 +86,8 @@ class LuaScheduler final : public Scheduler {
 public:
   explicit LuaScheduler(Function f) : f_(std::move(f)) {}
   Result<Schedule> schedule(const ScheduleRequest& request) override {
-    return f_.call<Schedule>(
-        [&](lua_State* L) {
-          push_schedule_request(L, request);
-          return 1;
-        },
-        [](lua_State* L, int index) { return read_schedule(L, index, "its schedule"); });
+    return f_.call<Schedule>(push_schedule_request, request,
+                             [](lua_State* L, int index) { return read_schedule(L, index, "its schedule"); });
   }
 
 private:
@@ -97,12 +98,7 @@ class LuaSyncPolicy final : public SyncPolicy {
 public:
   explicit LuaSyncPolicy(Function f) : f_(std::move(f)) {}
   Result<SyncRound> round(const SyncRequest& request) override {
-    return f_.call<SyncRound>(
-        [&](lua_State* L) {
-          push_sync_request(L, request);
-          return 1;
-        },
-        read_sync_round);
+    return f_.call<SyncRound>(push_sync_request, request, read_sync_round);
   }
 
 private:
@@ -113,12 +109,7 @@ class LuaDataSource final : public DataSource {
 public:
   explicit LuaDataSource(Function f) : f_(std::move(f)) {}
   Result<DataSplits> load(const DataRequest& request) override {
-    return f_.call<DataSplits>(
-        [&](lua_State* L) {
-          push_data_request(L, request);
-          return 1;
-        },
-        read_data_splits);
+    return f_.call<DataSplits>(push_data_request, request, read_data_splits);
   }
 
 private:
