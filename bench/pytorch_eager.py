@@ -13,13 +13,23 @@ import torch
 from torch import nn
 
 
+class ChannelsLastMaxPool(nn.Module):
+    """2×2 max pooling on a channels-last copy, as the zoo's (the CPU kernel is far
+    faster in that order)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return nn.functional.max_pool2d(x.contiguous(memory_format=torch.channels_last), 2)
+
+
 def cnn(width: int, classes: int) -> nn.Module:
-    return nn.Sequential(
-        nn.Conv2d(1, width, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(width, 2 * width, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+    model = nn.Sequential(
+        nn.Conv2d(1, width, 3, padding=1), nn.ReLU(), ChannelsLastMaxPool(),
+        nn.Conv2d(width, 2 * width, 3, padding=1), nn.ReLU(), ChannelsLastMaxPool(),
         nn.Flatten(), nn.Linear(2 * width * 7 * 7, 128), nn.ReLU(),
         nn.Linear(128, classes),
     )
+    # Convolution weights in channels-last order, as the zoo holds them.
+    return model.to(memory_format=torch.channels_last)
 
 
 def main() -> None:

@@ -104,6 +104,29 @@ struct FeedForwardImpl : nn::Module {
 };
 TORCH_MODULE(FeedForward);
 
+/// 2×2 max pooling computed on a channels-last copy of its input: PyTorch's CPU kernel
+/// is an order of magnitude slower on contiguous (NCHW) tensors, far more than the
+/// copy costs. The result is the same, in channels-last order.
+struct ChannelsLastMaxPoolImpl : nn::Module {
+  torch::Tensor forward(const torch::Tensor& x) {
+    return torch::max_pool2d(x.contiguous(torch::MemoryFormat::ChannelsLast), 2);
+  }
+};
+TORCH_MODULE(ChannelsLastMaxPool);
+
+/// A convolution block whose weights are held in channels-last order, as the pooling
+/// leaves its activations: oneDNN's convolutions then compute both passes in that order
+/// (with a channels-last gradient and contiguous weights, the weights' gradient takes
+/// a path several times slower). Values are unchanged. Copied rather than made
+/// contiguous: a weight of one input channel is contiguous in both orders already, yet
+/// oneDNN picks its path by the strides, which only the copy sets.
+nn::Sequential channels_last(nn::Sequential block) {
+  torch::NoGradGuard no_grad;
+  for (torch::Tensor& p : block->parameters())
+    if (p.dim() == 4) p.set_data(torch::empty_like(p, torch::MemoryFormat::ChannelsLast).copy_(p));
+  return block;
+}
+
 template <class Holder> ModelUnit unit(std::string name, Holder module) {
   ModelUnit u;
   u.name = std::move(name);
@@ -169,10 +192,11 @@ Result<Model> cnn(const ModelOptions& o, const DataShape& shape) {
   const std::int64_t width = o.width ? o.width : 16, C = shape.sample[0];
   const std::int64_t H = shape.sample[1] / 4, W = shape.sample[2] / 4;
   Model m;
-  m.blocks.push_back(block(
-      "conv1", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(C, width, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2))));
-  m.blocks.push_back(block("conv2", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(width, 2 * width, 3).padding(1)),
-                                                   nn::ReLU(), nn::MaxPool2d(2))));
+  m.blocks.push_back(block("conv1", channels_last(nn::Sequential(nn::Conv2d(nn::Conv2dOptions(C, width, 3).padding(1)),
+                                                                 nn::ReLU(), ChannelsLastMaxPool()))));
+  m.blocks.push_back(
+      block("conv2", channels_last(nn::Sequential(nn::Conv2d(nn::Conv2dOptions(width, 2 * width, 3).padding(1)),
+                                                  nn::ReLU(), ChannelsLastMaxPool()))));
   ModelBlock head;
   head.name = "head";
   head.has_sub_blocks = true;
