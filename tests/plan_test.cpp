@@ -12,8 +12,11 @@
 
 #include "test_support.hpp"
 
+#include "common/balanced_split.hpp"
 #include "common/cut_search.hpp"
 #include "common/latency_split.hpp"
+#include "common/pipeline_formula.hpp"
+#include "common/iteration_search.hpp"
 #include "common/send_aware_split.hpp"
 #include "common/split_programme.hpp"
 #include "common/unit_costs.hpp"
@@ -28,6 +31,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 
@@ -1152,4 +1156,63 @@ BOOST_AUTO_TEST_CASE(at_few_stages_autopipe_finds_cuts_more_moves_apart_than_des
   const Plan theirs = plan(spec);
   BOOST_TEST(ours.iteration_time_ms <= theirs.iteration_time_ms * 1.001,
              ours.iteration_time_ms << " ms against DAPPLE's " << theirs.iteration_time_ms);
+}
+
+BOOST_AUTO_TEST_CASE(the_pipeline_formula_is_the_simulation_at_one_micro_batch) {
+  // Splits a search weighs against each other: the exact min-max compute split with
+  // each cut moved by up to 8 units at random, one pipeline on the first devices of a
+  // cluster. At one micro-batch the formula is the simulator's iteration (every
+  // micro-batch simulated); beyond, how well it ranks them is reported.
+  std::mt19937 random(29);
+  for (const char* cluster_name : {"homo-64", "mix-4x8-3gen"}) {
+    const ClusterSpec cluster = shipped_cluster(cluster_name);
+    for (const char* name : {"vgg16", "resnet50", "densenet121", "gnmt"}) {
+      const ModelProfile profile = pipedream_profile(name);
+      for (std::size_t stages : {4, 8, 32})
+        for (std::size_t micro_batches : {1, 8, 32}) {
+          PlanContext context{.profile = profile, .cluster = cluster};
+          context.stages = stages;
+          context.micro_batch_sizes = std::vector<std::uint32_t>(micro_batches, 16);
+          context.scheduler = "1f1b";
+          context.action_overhead_ms = 0.1;
+          context.optimizer_factor = 2;
+          const partitioning::UnitCosts costs(profile, true, 16);
+          if (costs.size() < 2 * stages) continue;
+          std::vector<DeviceId> devices(stages);
+          std::iota(devices.begin(), devices.end(), DeviceId{0});
+          IterationModel model = autopipe::iteration_model(context, {devices});
+          IterationModel full = model.in_full();
+          full.set_bound_lanes(BoundLanes::simulated);
+          std::vector<double> speeds(stages);
+          for (std::size_t s = 0; s < stages; ++s)
+            speeds[s] = model.stage_speed(s);
+          autopipe::BalancedSplit balanced(context, costs, speeds, {});
+          const std::vector<std::size_t> start = balanced.spread(balanced.min_max_bound());
+          const partitioning::MemoryFit fits(costs, context, {});
+          autopipe::IterationSearch simulator(context, costs, full, fits, 1'000'000);
+          const autopipe::PipelineFormula formula(costs, model, stages, micro_batches, false, 0.1);
+          std::vector<double> estimated, simulated;
+          for (int trial = 0; trial < 40; ++trial) {
+            std::vector<std::size_t> b = start;
+            for (std::size_t k = 1; k < stages; ++k) {
+              const long shift = static_cast<long>(random() % 17) - 8;
+              const long lo = static_cast<long>(b[k - 1]) + 1, hi = static_cast<long>(b[k + 1]) - 1;
+              b[k] = static_cast<std::size_t>(std::clamp(static_cast<long>(b[k]) + shift, lo, hi));
+            }
+            estimated.push_back(formula.time(b));
+            simulated.push_back(simulator.time(b));
+          }
+          const double rho = test::spearman(estimated, simulated);
+          double worst = 0, low = 0;
+          for (std::size_t i = 0; i < estimated.size(); ++i)
+            worst = std::max(worst, std::abs(estimated[i] / simulated[i] - 1)),
+            low = std::min(low, estimated[i] / simulated[i] - 1);
+          BOOST_TEST_MESSAGE(cluster_name << " " << name << " S=" << stages << " m=" << micro_batches << ": Spearman "
+                                          << rho << ", worst error " << worst << " lowest " << low);
+          if (micro_batches == 1) BOOST_TEST_CONTEXT(cluster_name << " " << name << " S=" << stages) {
+              BOOST_TEST(worst <= 1e-9);
+            }
+        }
+    }
+  }
 }

@@ -543,36 +543,6 @@ BOOST_AUTO_TEST_CASE(traces_hold_every_action) {
 
 namespace {
 
-/// Ranks with ties averaged, for Spearman's coefficient.
-std::vector<double> ranks(const std::vector<double>& values) {
-  std::vector<std::size_t> order(values.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return values[a] < values[b]; });
-  std::vector<double> out(values.size());
-  for (std::size_t i = 0; i < order.size();) {
-    std::size_t j = i;
-    while (j + 1 < order.size() && values[order[j + 1]] == values[order[i]])
-      ++j;
-    for (std::size_t k = i; k <= j; ++k)
-      out[order[k]] = 0.5 * static_cast<double>(i + j);
-    i = j + 1;
-  }
-  return out;
-}
-
-double spearman(const std::vector<double>& a, const std::vector<double>& b) {
-  const std::vector<double> x = ranks(a), y = ranks(b);
-  const double n = static_cast<double>(x.size());
-  const double mean = (n - 1) / 2;
-  double xy = 0, xx = 0, yy = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    xy += (x[i] - mean) * (y[i] - mean);
-    xx += (x[i] - mean) * (x[i] - mean);
-    yy += (y[i] - mean) * (y[i] - mean);
-  }
-  return xy / std::sqrt(xx * yy);
-}
-
 /// A plan as a mapper lays one out: pipeline-major over the devices in order, or
 /// stage-major a server's worth (8) of pipelines at a time; cuts at random units;
 /// `micro_batches` of 16 samples per pipeline.
@@ -707,7 +677,7 @@ BOOST_AUTO_TEST_CASE(the_planners_estimate_ranks_random_plans_as_the_simulator_d
       }
     }
     BOOST_TEST(representatives > 0u);
-    const double rho = spearman(estimates, simulations);
+    const double rho = test::spearman(estimates, simulations);
     BOOST_TEST_MESSAGE(file << ": Spearman " << rho);
     BOOST_TEST_CONTEXT(file) { BOOST_TEST(rho >= 0.95, "Spearman " << rho); }
   }

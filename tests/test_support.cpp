@@ -1,5 +1,8 @@
 #include "test_support.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <numeric>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -143,6 +146,39 @@ int RunningCli::wait() {
   ::waitpid(pid_, &raw, 0);
   pid_ = -1;
   return WIFEXITED(raw) ? WEXITSTATUS(raw) : WIFSIGNALED(raw) ? 128 + WTERMSIG(raw) : -1;
+}
+
+namespace {
+
+/// Ranks with ties averaged, for Spearman's coefficient.
+std::vector<double> ranks(const std::vector<double>& values) {
+  std::vector<std::size_t> order(values.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return values[a] < values[b]; });
+  std::vector<double> out(values.size());
+  for (std::size_t i = 0; i < order.size();) {
+    std::size_t j = i;
+    while (j + 1 < order.size() && values[order[j + 1]] == values[order[i]])
+      ++j;
+    for (std::size_t k = i; k <= j; ++k)
+      out[order[k]] = 0.5 * static_cast<double>(i + j);
+    i = j + 1;
+  }
+  return out;
+}
+
+} // namespace
+
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  const std::vector<double> x = ranks(a), y = ranks(b);
+  const double mean = (static_cast<double>(x.size()) - 1) / 2;
+  double xy = 0, xx = 0, yy = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    xy += (x[i] - mean) * (y[i] - mean);
+    xx += (x[i] - mean) * (x[i] - mean);
+    yy += (y[i] - mean) * (y[i] - mean);
+  }
+  return xy / std::sqrt(xx * yy);
 }
 
 std::string cpu_cluster_toml(std::size_t devices, const std::string& memory) {

@@ -32,6 +32,9 @@ std::filesystem::path build_root();
 /// Where the deliberately broken plugin modules are built.
 std::filesystem::path broken_plugins();
 
+/// Spearman's rank correlation of two equally long series (ties take their mean rank).
+double spearman(const std::vector<double>& a, const std::vector<double>& b);
+
 /// A job's [cluster] table: one server "local" of `devices` CPU "devices" of `memory`
 /// each (a size, "4 GiB"), for the suites that train on this machine.
 std::string cpu_cluster_toml(std::size_t devices, const std::string& memory);
