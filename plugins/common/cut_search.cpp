@@ -7,6 +7,7 @@
 #include "common/iteration_search.hpp"
 #include "common/split_programme.hpp"
 #include "common/latency_split.hpp"
+#include "common/pipeline_formula.hpp"
 #include "common/send_aware_split.hpp"
 
 #include <actorpipe/schedule_builders.hpp>
@@ -172,12 +173,22 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
     }
   }
 
-  std::vector<std::pair<double, std::vector<std::size_t>>> starts{{descent.time(best), best}};
+  // From here, where one pipeline runs a schedule without chunks, the starts and the
+  // descent are ranked by the closed form (O(S) an estimate, whatever the micro-batch
+  // count), and the simulator estimates only the best few of them (step 4 then judges
+  // those). Where pipelines share lanes, which of their sends and rings goes first
+  // moves the iteration, and only the simulator sees it.
+  std::optional<PipelineFormula> formula;
+  if (judge && context.chunking.chunks <= 1 && context.pipelines == 1)
+    formula.emplace(costs, model, S, context.micro_batch_sizes.size(), context.scheduler == "gpipe",
+                    context.action_overhead_ms);
+  IterationSearch ranking = formula ? IterationSearch(context, costs, model, fits, 64 + 32 * S, &*formula) : descent;
+  std::vector<std::pair<double, std::vector<std::size_t>>> starts{{ranking.time(best), best}};
   auto consider = [&](std::vector<std::size_t> candidate) {
     if (candidate.empty()) return;
     for (const auto& start : starts)
       if (start.second == candidate) return;
-    starts.emplace_back(descent.time(candidate), std::move(candidate));
+    starts.emplace_back(ranking.time(candidate), std::move(candidate));
   };
   SendAwareSplit min_max(costs, S, slowness, fits, send);
   for (double weight : {1.0, 0.5}) {
@@ -218,7 +229,7 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
       std::vector<std::size_t> at(groups + 1); // group g's first unit
       for (std::size_t g = 0; g <= groups; ++g)
         at[g] = g * costs.size() / groups;
-      IterationSearch enumeration(context, costs, model, fits, grouped + 1);
+      IterationSearch enumeration(context, costs, model, fits, grouped + 1, formula ? &*formula : nullptr);
       std::vector<std::size_t> b(S + 1), fastest;
       double least = std::numeric_limits<double>::infinity();
       bool whole = true;
@@ -238,13 +249,22 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
 
   // 3. Descent on the estimate from the best two starts; the better end wins.
   std::sort(starts.begin(), starts.end(), by_estimate);
-  for (std::size_t k = 0; k < starts.size() && k < 2 && !descent.spent(); ++k) {
+  for (std::size_t k = 0; k < starts.size() && k < 2 && !ranking.spent(); ++k) {
     auto& [t, b] = starts[k];
-    descent.refine(b, t, std::numeric_limits<double>::infinity());
+    ranking.refine(b, t, std::numeric_limits<double>::infinity());
   }
   std::stable_sort(starts.begin(), starts.end(), by_estimate);
   context.report(1.0);
-  return fastest_of(starts);
+  if (!formula) return fastest_of(starts);
+  std::vector<std::pair<double, std::vector<std::size_t>>> finalists;
+  for (const auto& [t, b] : starts) {
+    if (finalists.size() == formula_finalists) break;
+    if (std::none_of(finalists.begin(), finalists.end(), [&](const auto& f) { return f.second == b; }))
+      finalists.emplace_back(descent.time(b), b);
+  }
+  // The estimate of one pipeline prices micro-batches past the eighth at the steady
+  // state's period: it chooses, at the same cost at any micro-batch count.
+  return std::min_element(finalists.begin(), finalists.end(), by_estimate)->second;
 }
 
 } // namespace actorpipe::autopipe

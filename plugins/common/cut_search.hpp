@@ -21,7 +21,11 @@
 ///      take (few stages), the best of those;
 ///   3. from the best two of these by the estimate, cut-by-cut descent on the estimate
 ///      (iteration_search), within an evaluation budget that grows with the stages and
-///      shrinks where each estimate simulates many actions. Where every split can be
+///      shrinks where each estimate simulates many actions. Where one pipeline runs a
+///      schedule without chunks, steps 2 and 3 rank by a closed form of its iteration
+///      instead (pipeline_formula.hpp, O(S) whatever the micro-batch count), and the
+///      estimate chooses among the best `formula_finalists` of them; step 4 is left
+///      out, so that the search costs the same at any micro-batch count. Where every split can be
 ///      estimated for about as long as the descent's whole budget takes (few units,
 ///      few stages), steps 2 and 3 give way to that: the estimate's own optimum;
 ///   4. where the estimate ran representatives rather than every pipeline, or priced
@@ -78,6 +82,8 @@ constexpr std::size_t max_sync_split_steps = 2'000'000;
 /// candidates, and how many it judges: a few milliseconds each on 10,000 devices.
 constexpr std::size_t max_judged_actions = std::size_t{1} << 18;
 constexpr std::size_t judged_candidates = 6;
+/// How many of the splits the closed form ranks best the simulator estimates.
+constexpr std::size_t formula_finalists = 8;
 
 /// Whether memory, not time, decides the split: the exact min-max compute split is
 /// slower with the devices' memory as a limit than without (or nothing fits).

@@ -1,7 +1,8 @@
 #pragma once
 
 /// Cuts moved one at a time for a shorter estimated iteration: coordinate descent over
-/// the cuts with IterationModel as the judge. For each cut in turn it tries the unit
+/// the cuts with IterationModel as the judge, or, where one is given, PipelineFormula
+/// (O(S) an estimate whatever the micro-batch count). For each cut in turn it tries the unit
 /// boundaries 1, 2, 4, 8 and 16 units away on either side (short of its neighbouring
 /// cuts), so that it can leave a shallow basin, and the boundaries between its neighbours that
 /// send fewest bytes (left of it, right of it); it keeps the best if that shortens the
@@ -12,6 +13,7 @@
 /// Every move keeps both
 /// stages it touches in memory and, where a compute limit is given, within it.
 
+#include "common/pipeline_formula.hpp"
 #include "common/unit_costs.hpp"
 
 #include <actorpipe/iteration_model.hpp>
@@ -29,14 +31,17 @@ constexpr std::size_t max_search_actions = 2'000'000;
 class IterationSearch {
 public:
   /// `fits`: whether a stage's units fit its device's memory.
+  /// `formula`, where given, estimates instead of `model` (which still gives the
+  /// stages' speeds).
   IterationSearch(const PlanContext& context, const partitioning::UnitCosts& costs, IterationModel& model,
-                  partitioning::MemoryFit fits, std::size_t budget)
-      : costs_(costs), model_(model), fits_(std::move(fits)), budget_(budget), figures_(context.stages),
-        simulated_before_(model.simulated_so_far()) {}
+                  partitioning::MemoryFit fits, std::size_t budget, const PipelineFormula* formula = nullptr)
+      : costs_(costs), model_(model), fits_(std::move(fits)), budget_(budget), formula_(formula),
+        figures_(context.stages), simulated_before_(model.simulated_so_far()) {}
 
   /// The estimated iteration time of the split at unit boundaries `b`.
   double time(const std::vector<std::size_t>& b) {
     ++evaluations_;
+    if (formula_) return formula_->time(b);
     const double per_sample = 1.0 / costs_.micro_batch();
     for (std::size_t s = 0; s < figures_.size(); ++s) {
       StageFigures& f = figures_[s];
@@ -149,6 +154,7 @@ private:
   IterationModel& model_;
   partitioning::MemoryFit fits_;
   std::size_t budget_;
+  const PipelineFormula* formula_;
   std::size_t evaluations_ = 0;
   std::vector<StageFigures> figures_;
   std::size_t simulated_before_;

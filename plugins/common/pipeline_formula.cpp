@@ -44,6 +44,9 @@ double PipelineFormula::time(const std::vector<std::size_t>& b) const {
     // The loops from each stage to the last and back, shared among its micro-batches in
     // flight: summed from the last stage forwards.
     double period = std::max(slowest_pair, slowest_cut), loop = 0;
+    // A device's link out carries its activations forward and its gradients back.
+    for (std::size_t s = 1; s < S; ++s)
+      period = std::max(period, c_[s - 1] + c_[s]);
     for (std::size_t s = S; s-- > 0;) {
       loop += f_[s] + b_[s] + (s + 1 < S ? 2 * c_[s] : 0.0);
       const double held = static_cast<double>(S - s);

@@ -9,8 +9,10 @@
 ///   1F1B   the first micro-batch's forward and the last one's backward cross every
 ///          stage and cut once, Σ (f_s + b_s) + 2 Σ c_s; each other micro-batch adds
 ///          the period P, the most of: the slowest stage's f + b, the slowest cut's c,
-///          and, for each stage s that has more than the S − s micro-batches it holds
-///          in flight, the loop from it to the last stage and back shared among them;
+///          a device's link out, which carries its activations forward and its
+///          gradients back (c_{s−1} + c_s), and, for each stage s that has more than
+///          the S − s micro-batches it holds in flight, the loop from it to the last
+///          stage and back shared among them;
 ///   GPipe  the forwards fill the pipeline and add the slowest forward or cut per
 ///          further micro-batch; then the backwards do the same.
 /// Stage s's last backward ends Σ_{s' < s} (b_{s'} + c_{s'}) before stage 0's; its
@@ -22,7 +24,8 @@
 /// At one micro-batch on one pipeline it is the simulator's iteration. Beyond, it falls
 /// short of it where stages of unequal speed stall one another in the steady state
 /// (by up to half at 32 micro-batches near the balanced split, tests/plan_test.cpp),
-/// and ranks such splits only roughly: the cut search does not rank by it yet.
+/// and ranks such splits only roughly: the cut search ranks by it, and lets the
+/// simulator choose among the best few.
 
 #include "common/unit_costs.hpp"
 
