@@ -211,9 +211,10 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   // Where the all-reduces outlast the pipeline (few micro-batches over many replicas),
   // the stage whose ring ends last ends the iteration, not the first: the split whose
   // largest compute, ring and step is least. Exact, in S · N² steps: only where that is
-  // at most `max_sync_split_steps`.
-  if (static_cast<double>(S) * static_cast<double>(costs.size()) * static_cast<double>(costs.size()) <=
-      static_cast<double>(max_sync_split_steps))
+  // at most `max_sync_split_steps`, and where there are rings (more than one pipeline).
+  if (context.pipelines > 1 &&
+      static_cast<double>(S) * static_cast<double>(costs.size()) * static_cast<double>(costs.size()) <=
+          static_cast<double>(max_sync_split_steps))
     consider(partitioning::min_max_split(S, costs.size(), [&](std::size_t s, std::size_t i, std::size_t j) {
       return fits(s, i, j) ? costs.compute_ms(i, j) * slowness(s) + model.sync_ms(s, costs.parameter_bytes(i, j))
                            : std::numeric_limits<double>::infinity();

@@ -16,7 +16,8 @@
 ///      stage's all-reduce) under a range of bounds on the slowest stage (latency_split);
 ///      equal unit counts, far from any of these bounds; where the model is small
 ///      enough, the min-max split of each stage's compute plus its all-reduce and step,
-///      for iterations that the rings end; and where the splits at boundaries of groups
+///      for iterations that the rings end (where there are rings: more than one
+///      pipeline); and where the splits at boundaries of groups
 ///      of a few units can be estimated in a sixteenth of the time every split would
 ///      take (few stages), the best of those;
 ///   3. from the best two of these by the estimate, cut-by-cut descent on the estimate
