@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -81,6 +82,22 @@ public:
     for (std::size_t s = 1; s < S_; ++s)
       for (std::size_t i = 1; i < N_; ++i)
         most_send = std::max(most_send, send_(s, i));
+    // The split under no bound, solved once the bounds go beyond the given ones: a bound
+    // at or above its slowest stage (and send, where sends are bounded) admits it, and
+    // it is the least of all, so that is the split under that bound too.
+    std::optional<std::vector<std::size_t>> unbounded;
+    double unbounded_stage = 0, unbounded_send = 0;
+    auto admits_unbounded = [&](double bound, bool sends_bounded) {
+      if (!unbounded) {
+        unbounded = solve(std::numeric_limits<double>::infinity(), false);
+        for (std::size_t s = 0; !unbounded->empty() && s < S_; ++s) {
+          const std::vector<std::size_t>& b = *unbounded;
+          unbounded_stage = std::max(unbounded_stage, costs_.compute_ms(b[s], b[s + 1]) * slowness_(s));
+          if (s > 0) unbounded_send = std::max(unbounded_send, send_(s, b[s]));
+        }
+      }
+      return !unbounded->empty() && bound >= unbounded_stage && (!sends_bounded || bound >= unbounded_send);
+    };
     std::vector<std::pair<double, std::vector<std::size_t>>> found;
     double least = std::numeric_limits<double>::infinity();
     for (bool sends_bounded : {false, true})
@@ -90,7 +107,9 @@ public:
         // all the compute: past the least L found, nothing gains.
         if (k > 0 && static_cast<double>(m_ > 0 ? m_ - 1 : 0) * bounds[k - 1] + least_sum >= least) break;
         if (sends_bounded && most_send <= bounds[k]) continue;
-        std::vector<std::size_t> b = solve(bounds[k], sends_bounded);
+        std::vector<std::size_t> b = k >= deltas.size() && admits_unbounded(bounds[k], sends_bounded)
+                                         ? *unbounded
+                                         : solve(bounds[k], sends_bounded);
         if (b.empty()) continue;
         const double l = latency(b);
         least = std::min(least, l);
