@@ -175,9 +175,9 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
 
   // From here, where one pipeline runs a schedule without chunks, the starts and the
   // descent are ranked by the closed form (O(S) an estimate, whatever the micro-batch
-  // count), and the simulator estimates only the best few of them (step 4 then judges
-  // those). Where pipelines share lanes, which of their sends and rings goes first
-  // moves the iteration, and only the simulator sees it.
+  // count), and the estimate chooses among the best few of them, without step 4. Where
+  // pipelines share lanes, which of their sends and rings goes first moves the
+  // iteration, and only the simulator sees it.
   std::optional<PipelineFormula> formula;
   if (judge && context.chunking.chunks <= 1 && context.pipelines == 1)
     formula.emplace(costs, model, S, context.micro_batch_sizes.size(), context.scheduler == "gpipe",
