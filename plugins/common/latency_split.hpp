@@ -14,8 +14,10 @@
 ///   C(j) / speed_s + min over starts i of (best[s − 1][i] + 2 · send_s(i) − C(i) / speed_s),
 /// the starts i being those (whose send stays within T, in the second family, and) whose
 /// stage stays within T and fits in memory, a window that only moves right as j grows: a monotone queue makes it O(S ·
-/// N). Bounds are taken from T0 (the compute-only optimum) upwards, and the splits of least L kept.
+/// N), and near T0 about O(N) (least_ends.hpp: no stage ends where the stages after it
+/// cannot finish under T). Bounds are taken from T0 (the compute-only optimum) upwards, and the splits of least L kept.
 
+#include "common/least_ends.hpp"
 #include "common/start_queue.hpp"
 #include "common/unit_costs.hpp"
 
@@ -132,6 +134,7 @@ public:
     StartQueue queue(N_ + 1);
     ReachedEnds starts;
     starts.add(0);
+    const std::vector<std::size_t> least = least_ends(costs_, S_, bound, slowness_);
     for (std::size_t s = 0; s < S_; ++s) {
       std::fill(next.begin(), next.end(), unreachable);
       queue.clear();
@@ -145,6 +148,7 @@ public:
           const double send = s > 0 ? send_(s, i) : 0.0;
           if (!sends_bounded || send <= bound) queue.push(i, best[i] + 2 * send - prefix(i) * slow);
         }
+        if (j < least[s]) continue; // the stages after cannot hold the rest
         while (low < j && (costs_.compute_ms(low, j) * slow > bound || !fits_(s, low, j)))
           ++low;
         queue.drop_below(low);

@@ -14,8 +14,10 @@
 /// has cost_s(i, j) within it and fits in memory. Writing compute(i, j) as the prefix
 /// sums C(j) − C(i), the best start for j is the least of send_s(i) − C(i) / speed_s
 /// over a window of starts that only moves right as j grows (memory limits it from the
-/// left), kept in a monotone queue: O(S · N) per bound.
+/// left), kept in a monotone queue: O(S · N) per bound, and near the least bound about
+/// O(N) (least_ends.hpp: no stage ends where the stages after it cannot finish).
 
+#include "common/least_ends.hpp"
 #include "common/start_queue.hpp"
 #include "common/unit_costs.hpp"
 
@@ -132,6 +134,7 @@ private:
     StartQueue queue(N_ + 1);
     ReachedEnds starts;
     starts.add(0);
+    const std::vector<std::size_t> least = least_ends(costs_, S_, bound, slowness_);
     for (std::size_t s = 0; s < S_; ++s) {
       std::fill(next.begin(), next.end(), 0);
       queue.clear();
@@ -142,6 +145,7 @@ private:
       for (std::size_t j = std::max(s, starts.first) + 1; j <= last; ++j) {
         const std::size_t i = j - 1;
         if (i <= starts.final && reach[i]) queue.push(i, w * in(s, i) - prefix(i) * slow);
+        if (j < least[s]) continue; // the stages after cannot hold the rest
         while (low < j && !fits_(s, low, j))
           ++low;
         queue.drop_below(low);
