@@ -95,23 +95,28 @@ public:
         for (std::size_t s = 0; !unbounded->empty() && s < S_; ++s) {
           const std::vector<std::size_t>& b = *unbounded;
           unbounded_stage = std::max(unbounded_stage, costs_.compute_ms(b[s], b[s + 1]) * slowness_(s));
-          if (s > 0) unbounded_send = std::max(unbounded_send, send_(s, b[s]));
         }
+        if (!unbounded->empty()) unbounded_send = largest_send(*unbounded);
       }
       return !unbounded->empty() && bound >= unbounded_stage && (!sends_bounded || bound >= unbounded_send);
     };
     std::vector<std::pair<double, std::vector<std::size_t>>> found;
     double least = std::numeric_limits<double>::infinity();
+    // Under each bound, whether the split with its sends unbounded already keeps them
+    // within it (or no split keeps the compute within it): the split with sends bounded
+    // too is then the same one, found already.
+    std::vector<char> sends_within(bounds.size(), 0);
     for (bool sends_bounded : {false, true})
       for (std::size_t k = 0; k < bounds.size(); ++k) {
         // What a bound adds has its slowest stage (or send) above the bound before,
         // which the steady state pays m − 1 times, besides filling and draining with
         // all the compute: past the least L found, nothing gains.
         if (k > 0 && static_cast<double>(m_ > 0 ? m_ - 1 : 0) * bounds[k - 1] + least_sum >= least) break;
-        if (sends_bounded && most_send <= bounds[k]) continue;
+        if (sends_bounded && (most_send <= bounds[k] || sends_within[k])) continue;
         std::vector<std::size_t> b = k >= deltas.size() && admits_unbounded(bounds[k], sends_bounded)
                                          ? *unbounded
                                          : solve(bounds[k], sends_bounded);
+        if (!sends_bounded) sends_within[k] = b.empty() || largest_send(b) <= bounds[k];
         if (b.empty()) continue;
         const double l = latency(b);
         least = std::min(least, l);
@@ -174,6 +179,12 @@ public:
 
 private:
   static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
+  double largest_send(const std::vector<std::size_t>& b) const {
+    double most = 0;
+    for (std::size_t s = 1; s < S_; ++s)
+      most = std::max(most, send_(s, b[s]));
+    return most;
+  }
   double prefix(std::size_t i) const { return costs_.compute_ms(0, i); }
 
   const partitioning::UnitCosts& costs_;
