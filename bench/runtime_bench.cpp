@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
                             {"per round, least to most", text::Table::Align::right}});
     for (const Row& r : rows) {
       if (!r.rate) {
-        throughput.add_row({r.runner, "n/a (python3 without torch)", "", "", ""});
+        throughput.add_row({r.runner, "n/a (no python3 with torch)", "", "", ""});
         continue;
       }
       // Against LibTorch's 1 thread in the same round: how far a shared machine's spells

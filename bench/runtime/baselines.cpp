@@ -77,15 +77,15 @@ Rate libtorch_side_by_side(const JobSpec& job, unsigned copies, std::uint64_t st
 std::optional<Rate> pytorch(const std::string& root, int threads, std::uint32_t batch, std::uint64_t steps) {
   std::string python;
   const char* chosen = std::getenv("PYTHON");
-  for (const std::string candidate : {chosen ? chosen : "", "python3", "/usr/bin/python3"})
-    if (!candidate.empty() && std::system((candidate + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0) {
+  for (const std::string candidate : {chosen ? chosen : "", ACTORPIPE_BUILD_PYTHON, "python3"})
+    if (!candidate.empty() && std::system(("'" + candidate + "' -c 'import torch' >/dev/null 2>&1").c_str()) == 0) {
       python = candidate;
       break;
     }
   if (python.empty()) return std::nullopt;
-  const std::string command = python + " '" + root + "/bench/pytorch_eager.py' --threads " + std::to_string(threads) +
-                              " --batch " + std::to_string(batch) + " --steps " + std::to_string(steps) + " --warmup " +
-                              std::to_string(warmup_steps) + " 2>/dev/null";
+  const std::string command = "'" + python + "' '" + root + "/bench/pytorch_eager.py' --threads " +
+                              std::to_string(threads) + " --batch " + std::to_string(batch) + " --steps " +
+                              std::to_string(steps) + " --warmup " + std::to_string(warmup_steps) + " 2>/dev/null";
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return std::nullopt;
   std::string out;

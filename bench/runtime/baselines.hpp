@@ -25,8 +25,9 @@ Rate libtorch(const JobSpec& job, int threads, std::uint64_t steps);
 /// cores would reach for free, paying only for one core running slower than another.
 Rate libtorch_side_by_side(const JobSpec& job, unsigned copies, std::uint64_t steps, bool lockstep);
 
-/// PyTorch eager through bench/pytorch_eager.py, with $PYTHON, else the first of
-/// python3 on the PATH and Debian's own python3 that imports torch; nullopt when none.
+/// PyTorch eager through bench/pytorch_eager.py, with $PYTHON, else the first that
+/// imports torch of the python3 the build found torch with and python3 on the PATH;
+/// nullopt when none.
 std::optional<Rate> pytorch(const std::string& root, int threads, std::uint32_t batch, std::uint64_t steps);
 
 } // namespace actorpipe::bench
