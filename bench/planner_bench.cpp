@@ -12,7 +12,7 @@
 #include <actorpipe/schedule_builders.hpp>
 #include <actorpipe/simulator.hpp>
 
-#include "common/split_programme.hpp"
+#include "common/partitioning/split_programme.hpp"
 #include "call_timing.hpp"
 #include "synthetic_chain.hpp"
 #include "base/text.hpp"

@@ -12,14 +12,14 @@
 
 #include "test_support.hpp"
 
-#include "common/balanced_split.hpp"
-#include "common/cut_search.hpp"
-#include "common/latency_split.hpp"
-#include "common/pipeline_formula.hpp"
-#include "common/iteration_search.hpp"
-#include "common/send_aware_split.hpp"
-#include "common/split_programme.hpp"
-#include "common/unit_costs.hpp"
+#include "common/autopipe/balanced_split.hpp"
+#include "common/autopipe/cut_search.hpp"
+#include "common/autopipe/latency_split.hpp"
+#include "common/autopipe/pipeline_formula.hpp"
+#include "common/autopipe/iteration_search.hpp"
+#include "common/autopipe/send_aware_split.hpp"
+#include "common/partitioning/split_programme.hpp"
+#include "common/partitioning/unit_costs.hpp"
 #include "planner/plan_wire.hpp"
 #include "sim/stage_figures.hpp"
 

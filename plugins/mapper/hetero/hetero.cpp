@@ -20,8 +20,8 @@
 /// layout in the planner's next round; a layout whose cuts fit in memory beats one
 /// whose cuts do not, and the faster wins. Option `layout` fixes the layout.
 
-#include "common/cut_search.hpp"
-#include "common/iteration_search.hpp"
+#include "common/autopipe/cut_search.hpp"
+#include "common/autopipe/iteration_search.hpp"
 
 #include <actorpipe/iteration_model.hpp>
 #include <actorpipe/plugin.hpp>

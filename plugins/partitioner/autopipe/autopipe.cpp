@@ -8,8 +8,8 @@
 /// search gives each of them. Option `search = false` returns the exact min-max compute
 /// split alone.
 
-#include "common/unit_costs.hpp"
-#include "common/cut_search.hpp"
+#include "common/partitioning/unit_costs.hpp"
+#include "common/autopipe/cut_search.hpp"
 
 #include <algorithm>
 

@@ -5,7 +5,7 @@
 /// least sum of squared stage sizes, so that stages off the critical one are even too.
 /// O(stages · blocks²).
 
-#include "common/split_programme.hpp"
+#include "common/partitioning/split_programme.hpp"
 
 #include <limits>
 

@@ -14,7 +14,7 @@
 /// devices. The programme is O(S · N²); its answer is found exactly in O(64 · S · N)
 /// (partitioning::min_max_split_monotone).
 
-#include "common/split_programme.hpp"
+#include "common/partitioning/split_programme.hpp"
 
 namespace {
 

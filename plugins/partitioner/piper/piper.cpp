@@ -16,7 +16,7 @@
 /// consecutive blocks first and then moves each cut within the groups beside it
 /// (partitioning::coarse_to_fine).
 
-#include "common/split_programme.hpp"
+#include "common/partitioning/split_programme.hpp"
 
 #include <vector>
 

@@ -4,7 +4,7 @@
 /// (zero_bubble_schedule). Where that is no faster in simulation than zb-h1's order, it
 /// is zb-h1's order, at half the memory (docs/schedules.md).
 
-#include "common/zero_bubble.hpp"
+#include "common/scheduling/zero_bubble.hpp"
 
 namespace {
 

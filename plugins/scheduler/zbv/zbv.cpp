@@ -4,7 +4,7 @@
 /// with the virtual stages' own times, within 1F1B's peak stash (zbv_schedule,
 /// docs/schedules.md).
 
-#include "common/zero_bubble.hpp"
+#include "common/scheduling/zero_bubble.hpp"
 
 namespace {
 

@@ -1,14 +1,14 @@
 /// AutoPipe-H's search for the cuts of one placement (cut_search.hpp says how), compiled
 /// once into the plugins' common library.
 
-#include "common/cut_search.hpp"
+#include "common/autopipe/cut_search.hpp"
 
-#include "common/balanced_split.hpp"
-#include "common/iteration_search.hpp"
-#include "common/split_programme.hpp"
-#include "common/latency_split.hpp"
-#include "common/pipeline_formula.hpp"
-#include "common/send_aware_split.hpp"
+#include "common/autopipe/balanced_split.hpp"
+#include "common/autopipe/iteration_search.hpp"
+#include "common/partitioning/split_programme.hpp"
+#include "common/autopipe/latency_split.hpp"
+#include "common/autopipe/pipeline_formula.hpp"
+#include "common/autopipe/send_aware_split.hpp"
 
 #include <actorpipe/schedule_builders.hpp>
 

@@ -17,9 +17,9 @@
 /// N), and near T0 about O(N) (least_ends.hpp: no stage ends where the stages after it
 /// cannot finish under T). Bounds are taken from T0 (the compute-only optimum) upwards, and the splits of least L kept.
 
-#include "common/least_ends.hpp"
-#include "common/start_queue.hpp"
-#include "common/unit_costs.hpp"
+#include "common/autopipe/least_ends.hpp"
+#include "common/autopipe/start_queue.hpp"
+#include "common/partitioning/unit_costs.hpp"
 
 #include <algorithm>
 #include <cstdint>

@@ -47,7 +47,7 @@
 /// depends on the cuts through compute alone: the search then keeps every stage within
 /// the exact min-max bound and uses the estimate only to choose among such splits.
 
-#include "common/unit_costs.hpp"
+#include "common/partitioning/unit_costs.hpp"
 
 #include <actorpipe/iteration_model.hpp>
 #include <actorpipe/plugin.hpp>

@@ -1,6 +1,6 @@
 /// PipelineFormula: one pipeline's iteration in closed form (pipeline_formula.hpp).
 
-#include "common/pipeline_formula.hpp"
+#include "common/autopipe/pipeline_formula.hpp"
 
 #include <algorithm>
 

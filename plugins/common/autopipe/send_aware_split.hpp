@@ -17,9 +17,9 @@
 /// left), kept in a monotone queue: O(S · N) per bound, and near the least bound about
 /// O(N) (least_ends.hpp: no stage ends where the stages after it cannot finish).
 
-#include "common/least_ends.hpp"
-#include "common/start_queue.hpp"
-#include "common/unit_costs.hpp"
+#include "common/autopipe/least_ends.hpp"
+#include "common/autopipe/start_queue.hpp"
+#include "common/partitioning/unit_costs.hpp"
 
 #include <cmath>
 #include <cstdint>

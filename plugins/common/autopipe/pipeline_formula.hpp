@@ -27,7 +27,7 @@
 /// and ranks such splits only roughly: the cut search ranks by it, and lets the
 /// simulator choose among the best few.
 
-#include "common/unit_costs.hpp"
+#include "common/partitioning/unit_costs.hpp"
 
 #include <actorpipe/iteration_model.hpp>
 

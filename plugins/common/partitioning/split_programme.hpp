@@ -6,7 +6,7 @@
 /// boundaries (coarse_to_fine), and the bisection for stage costs that only grow with
 /// a stage (min_max_split_monotone).
 
-#include "common/unit_costs.hpp"
+#include "common/partitioning/unit_costs.hpp"
 
 #include <bit>
 #include <cmath>

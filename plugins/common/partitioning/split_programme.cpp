@@ -1,4 +1,4 @@
-#include "common/split_programme.hpp"
+#include "common/partitioning/split_programme.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 /// The partitioners' shared checks and the cluster's bandwidths as the baselines see
 /// them.
 
-#include "common/unit_costs.hpp"
+#include "common/partitioning/unit_costs.hpp"
 
 namespace actorpipe::partitioning {
 

@@ -12,7 +12,7 @@
 /// long as the rest still fits, so that slack is not piled on the last stage; then each
 /// cut slides, within T, to the unit boundary that sends the fewest bytes.
 
-#include "common/unit_costs.hpp"
+#include "common/partitioning/unit_costs.hpp"
 
 #include <cmath>
 #include <limits>

@@ -8,7 +8,7 @@
 /// width of ends for each stage, which the sweeps would otherwise try from the model's
 /// start: the same splits, in a fraction of the steps.
 
-#include "common/unit_costs.hpp"
+#include "common/partitioning/unit_costs.hpp"
 
 #include <cmath>
 #include <cstddef>

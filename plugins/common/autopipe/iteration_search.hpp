@@ -13,8 +13,8 @@
 /// Every move keeps both
 /// stages it touches in memory and, where a compute limit is given, within it.
 
-#include "common/pipeline_formula.hpp"
-#include "common/unit_costs.hpp"
+#include "common/autopipe/pipeline_formula.hpp"
+#include "common/partitioning/unit_costs.hpp"
 
 #include <actorpipe/iteration_model.hpp>
 
