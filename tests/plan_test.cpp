@@ -525,10 +525,10 @@ BOOST_AUTO_TEST_CASE(on_schedules_too_long_to_simulate_per_candidate_autopipe_st
 
 BOOST_AUTO_TEST_CASE(the_split_sweeps_find_what_trying_every_split_finds) {
   // LatencySplit's shortest path under a bound and SendAwareSplit's least largest stage
-  // sweep only the ends that the stages before reach and the stages after can finish
-  // from (least_ends.hpp; at the least bound, with no slack but its rounding): on
-  // random small chains, with uneven speeds, sends and memory, they find what trying
-  // every split finds.
+  // share one sweep (stage_sweep.hpp) of only the ends that the stages before reach and
+  // the stages after can finish from (least_ends.hpp; at the least bound, with no slack
+  // but its rounding): on random small chains, with uneven speeds, sends and memory,
+  // they find what trying every split finds.
   std::mt19937 random(47);
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
   for (int trial = 0; trial < 300; ++trial) {

@@ -10,19 +10,18 @@
 /// links).
 ///
 /// For a bound T on every w_s (and, in a second family, on every send_s), the split of
-/// least Σ_s (w_s + 2 · send_s) + sync_0 is a shortest path: with prefix sums C, stage s ending at j costs
+/// least Σ_s (w_s + 2 · send_s) + sync_0 is a shortest path: with prefix sums C, stage s
+/// ending at j costs
 ///   C(j) / speed_s + min over starts i of (best[s − 1][i] + 2 · send_s(i) − C(i) / speed_s),
 /// the starts i being those (whose send stays within T, in the second family, and) whose
-/// stage stays within T and fits in memory, a window that only moves right as j grows: a monotone queue makes it O(S ·
-/// N), and near T0 about O(N) (least_ends.hpp: no stage ends where the stages after it
-/// cannot finish under T). Bounds are taken from T0 (the compute-only optimum) upwards, and the splits of least L kept.
+/// stage stays within T and fits in memory: one StageSweep, O(S · N), and near T0 about
+/// O(N). Bounds are taken from T0 (the compute-only optimum) upwards, and the splits of
+/// least L kept.
 
-#include "common/autopipe/least_ends.hpp"
-#include "common/autopipe/start_queue.hpp"
+#include "common/autopipe/stage_sweep.hpp"
 #include "common/partitioning/unit_costs.hpp"
 
 #include <algorithm>
-#include <cstdint>
 #include <limits>
 #include <optional>
 #include <span>
@@ -43,7 +42,7 @@ public:
   LatencySplit(const partitioning::UnitCosts& costs, std::size_t stages, std::size_t micro_batches, Slowness slowness,
                Fits fits, Send send, Sync sync)
       : costs_(costs), S_(stages), N_(costs.size()), m_(micro_batches), slowness_(slowness), fits_(fits), send_(send),
-        sync_(sync), parent_(S_ * (N_ + 1), none) {}
+        sync_(sync), sweep_(costs, stages) {}
 
   /// L of a split, as above.
   double latency(const std::vector<std::size_t>& b) const {
@@ -133,52 +132,16 @@ public:
   /// The split of least Σ (w + 2 · send) + sync_0 with every w_s ≤ bound, and every
   /// send_s too when `sends_bounded`; empty when none.
   std::vector<std::size_t> solve(double bound, bool sends_bounded) {
-    constexpr double unreachable = std::numeric_limits<double>::infinity();
-    std::vector<double> best(N_ + 1, unreachable), next(N_ + 1, unreachable);
-    best[0] = 0;
-    StartQueue queue(N_ + 1);
-    ReachedEnds starts;
-    starts.add(0);
-    const std::vector<std::size_t> least = least_ends(costs_, S_, bound, slowness_);
-    for (std::size_t s = 0; s < S_; ++s) {
-      std::fill(next.begin(), next.end(), unreachable);
-      queue.clear();
-      ReachedEnds ends;
-      const double slow = slowness_(s);
-      const std::size_t last = s + 1 == S_ ? N_ : N_ - (S_ - s - 1);
-      std::size_t low = starts.first; // the least start within the bound and memory for the current end
-      for (std::size_t j = std::max(s, starts.first) + 1; j <= last; ++j) {
-        const std::size_t i = j - 1;
-        if (i <= starts.final && best[i] < unreachable) {
+    return sweep_.run(
+        bound, std::numeric_limits<double>::infinity(), slowness_, fits_,
+        [&](std::size_t s, std::size_t i, double reached) {
           const double send = s > 0 ? send_(s, i) : 0.0;
-          if (!sends_bounded || send <= bound) queue.push(i, best[i] + 2 * send - prefix(i) * slow);
-        }
-        if (j < least[s]) continue; // the stages after cannot hold the rest
-        while (low < j && (costs_.compute_ms(low, j) * slow > bound || !fits_(s, low, j)))
-          ++low;
-        queue.drop_below(low);
-        if (queue.empty()) {
-          if (i >= starts.final) break; // no start left, and none to come
-          continue;
-        }
-        if (s + 1 == S_ && j != N_) continue;
-        next[j] = prefix(j) * slow + queue.best_key() + (s == 0 ? sync_(j) : 0.0);
-        parent_[s * (N_ + 1) + j] = static_cast<std::uint32_t>(queue.best());
-        ends.add(j);
-      }
-      if (ends.none) return {};
-      starts = ends;
-      std::swap(best, next);
-    }
-    if (best[N_] == unreachable) return {};
-    std::vector<std::size_t> b(S_ + 1, N_);
-    for (std::size_t s = S_; s-- > 0;)
-      b[s] = parent_[s * (N_ + 1) + b[s + 1]];
-    return b;
+          return sends_bounded && send > bound ? std::numeric_limits<double>::infinity() : reached + 2 * send;
+        },
+        [&](std::size_t s, std::size_t j) { return s == 0 ? sync_(j) : 0.0; });
   }
 
 private:
-  static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
   double largest_send(const std::vector<std::size_t>& b) const {
     double most = 0;
     for (std::size_t s = 1; s < S_; ++s)
@@ -193,7 +156,7 @@ private:
   Fits fits_;
   Send send_;
   Sync sync_;
-  std::vector<std::uint32_t> parent_; ///< [s · (N + 1) + j]: where stage s starts when it ends at j
+  StageSweep sweep_;
 };
 
 } // namespace actorpipe::autopipe

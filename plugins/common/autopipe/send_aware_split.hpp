@@ -12,17 +12,15 @@
 /// The bound is found by bisection. A bound is feasible when the stages can reach the
 /// model's end: stage s can end at j when some start i that stage s − 1 could end at
 /// has cost_s(i, j) within it and fits in memory. Writing compute(i, j) as the prefix
-/// sums C(j) − C(i), the best start for j is the least of send_s(i) − C(i) / speed_s
-/// over a window of starts that only moves right as j grows (memory limits it from the
-/// left), kept in a monotone queue: O(S · N) per bound, and near the least bound about
-/// O(N) (least_ends.hpp: no stage ends where the stages after it cannot finish).
+/// sums C(j) − C(i), the best start for j is the least of w · send_s(i) − C(i) / speed_s
+/// over the starts within the bound and memory: one StageSweep per bound, O(S · N), and
+/// near the least bound about O(N).
 
-#include "common/autopipe/least_ends.hpp"
+#include "common/autopipe/stage_sweep.hpp"
 #include "common/autopipe/start_queue.hpp"
 #include "common/partitioning/unit_costs.hpp"
 
 #include <cmath>
-#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -36,7 +34,7 @@ template <class Slowness, class Fits, class Send> class SendAwareSplit {
 public:
   SendAwareSplit(const partitioning::UnitCosts& costs, std::size_t stages, Slowness slowness, Fits fits, Send send)
       : costs_(costs), S_(stages), N_(costs.size()), slowness_(slowness), fits_(fits), send_(send),
-        parent_(S_ * (N_ + 1), none) {}
+        sweep_(costs, stages) {}
 
   /// Stage s's cost with sends weighed by w.
   double cost(std::size_t s, std::size_t i, std::size_t j, double w) const {
@@ -58,8 +56,8 @@ public:
     double hi = largest(start, w), lo = std::min(floor, hi);
     for (int round = 0; round < 48 && hi - lo > relative * hi; ++round) {
       const double mid = 0.5 * (lo + hi);
-      if (feasible(mid, w)) {
-        best = boundaries();
+      if (std::vector<std::size_t> b = within(mid, w); !b.empty()) {
+        best = std::move(b);
         hi = largest(best, w); // at most mid: the probe's split reaches a real cost
       } else {
         lo = mid;
@@ -76,7 +74,7 @@ public:
     // own largest cost, handed in as the bound, may come out a rounding above it.
     bound *= 1 + 1e-12;
     // finish[s · (N + 1) + i]: stages s.. can hold units [i, N) under the bound. As
-    // in feasible(), backwards: stage s can start at i when some end j in the window
+    // in within(), backwards: stage s can start at i when some end j in the window
     // (i, furthest end that fits] where stages s + 1.. can start has the least
     // C(j) / speed + w · send(j) small enough; the window only moves left as i does.
     std::vector<char> finish((S_ + 1) * (N_ + 1), 0);
@@ -122,58 +120,16 @@ public:
   }
 
 private:
-  static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
-
   double in(std::size_t s, std::size_t i) const { return s == 0 ? 0.0 : send_(s, i); }
   double out(std::size_t s, std::size_t j) const { return s + 1 == S_ ? 0.0 : send_(s + 1, j); }
   double prefix(std::size_t i) const { return costs_.compute_ms(0, i); }
 
-  bool feasible(double bound, double w) {
-    std::vector<char> reach(N_ + 1, 0), next(N_ + 1, 0);
-    reach[0] = 1;
-    StartQueue queue(N_ + 1);
-    ReachedEnds starts;
-    starts.add(0);
-    const std::vector<std::size_t> least = least_ends(costs_, S_, bound, slowness_);
-    for (std::size_t s = 0; s < S_; ++s) {
-      std::fill(next.begin(), next.end(), 0);
-      queue.clear();
-      ReachedEnds ends;
-      const double slow = slowness_(s);
-      const std::size_t last = s + 1 == S_ ? N_ : N_ - (S_ - s - 1);
-      std::size_t low = starts.first; // the least start that fits with the current end
-      for (std::size_t j = std::max(s, starts.first) + 1; j <= last; ++j) {
-        const std::size_t i = j - 1;
-        if (i <= starts.final && reach[i]) queue.push(i, w * in(s, i) - prefix(i) * slow);
-        if (j < least[s]) continue; // the stages after cannot hold the rest
-        while (low < j && !fits_(s, low, j))
-          ++low;
-        queue.drop_below(low);
-        if (queue.empty()) {
-          if (i >= starts.final) break; // no start left, and none to come
-          continue;
-        }
-        if (s + 1 == S_ && j != N_) continue;
-        if (prefix(j) * slow + w * out(s, j) + queue.best_key() <= bound) {
-          next[j] = 1;
-          parent_[s * (N_ + 1) + j] = static_cast<std::uint32_t>(queue.best());
-          ends.add(j);
-        } else if (i >= starts.final && prefix(j) * slow + queue.best_key() > bound) {
-          break; // the compute alone passes the bound from here on, whatever start is left
-        }
-      }
-      if (ends.none) return false;
-      starts = ends;
-      std::swap(reach, next);
-    }
-    return reach[N_] != 0;
-  }
-
-  std::vector<std::size_t> boundaries() const {
-    std::vector<std::size_t> b(S_ + 1, N_);
-    for (std::size_t s = S_; s-- > 0;)
-      b[s] = parent_[s * (N_ + 1) + b[s + 1]];
-    return b;
+  /// A split whose every stage's cost is within `bound` (empty: none): one StageSweep,
+  /// each stage paying w · its sends besides its compute.
+  std::vector<std::size_t> within(double bound, double w) {
+    return sweep_.run(
+        bound, bound, slowness_, fits_, [&](std::size_t s, std::size_t i, double) { return w * in(s, i); },
+        [&](std::size_t s, std::size_t j) { return w * out(s, j); });
   }
 
   const partitioning::UnitCosts& costs_;
@@ -181,7 +137,7 @@ private:
   Slowness slowness_;
   Fits fits_;
   Send send_;
-  std::vector<std::uint32_t> parent_; ///< [s · (N + 1) + j]: where stage s starts when it ends at j
+  StageSweep sweep_;
 };
 
 } // namespace actorpipe::autopipe

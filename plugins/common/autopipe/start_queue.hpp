@@ -1,6 +1,6 @@
 #pragma once
 
-/// The sweeps of the split searches (LatencySplit, SendAwareSplit) ask, for each stage
+/// The sweeps of the split searches (StageSweep, SendAwareSplit::spread) ask, for each stage
 /// end j, the best of the starts i in a window that only moves one way as j does. A
 /// monotone queue answers in amortised O(1): a start joins at the back and drops those
 /// behind it whose key is no lower (they can never be best again), and starts that leave
@@ -42,19 +42,6 @@ private:
   };
   std::vector<Item> items_;
   std::size_t head_ = 0;
-};
-
-/// The stage ends a forward sweep reached, [first, final] (ends arrive in order): the
-/// next stage's starts. Near the least bound a narrow window, outside which the next
-/// stage has nothing to do.
-struct ReachedEnds {
-  std::size_t first = 0, final = 0;
-  bool none = true;
-
-  void add(std::size_t j) {
-    if (none) first = j;
-    final = j, none = false;
-  }
 };
 
 } // namespace actorpipe::autopipe
