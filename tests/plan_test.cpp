@@ -610,6 +610,74 @@ BOOST_AUTO_TEST_CASE(the_split_sweeps_find_what_trying_every_split_finds) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(at_one_micro_batch_the_latency_splits_keep_what_every_bound_would_give) {
+  // At one micro-batch LatencySplit::candidates goes from the loosest bound down and
+  // stops once no tighter bound can find a lesser latency: its splits are still the
+  // least of those that solving under every bound (both families) gives.
+  std::mt19937 random(1);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  constexpr double infinite = std::numeric_limits<double>::infinity();
+  std::size_t stopped_early = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const ModelProfile profile = random_profile(random, 6 + trial % 7);
+    const partitioning::UnitCosts costs(profile, true, profile.batch_size);
+    const std::size_t N = costs.size(), S = 2 + static_cast<std::size_t>(trial) % 4;
+    std::vector<double> slowness(S);
+    std::vector<std::size_t> most_units(S);
+    std::vector<std::vector<double>> sends(S, std::vector<double>(N + 1));
+    for (std::size_t s = 0; s < S; ++s) {
+      slowness[s] = 0.5 + 1.5 * uniform(random);
+      most_units[s] = N / 2 + static_cast<std::size_t>(uniform(random) * static_cast<double>(N));
+      for (double& send : sends[s])
+        send = 60 * std::pow(uniform(random), 3.0); // some pass the bounds: bounding the sends matters
+    }
+    auto slow = [&](std::size_t s) { return slowness[s]; };
+    auto fits = [&](std::size_t s, std::size_t i, std::size_t j) { return j - i <= most_units[s]; };
+    auto send = [&](std::size_t s, std::size_t i) { return sends[s][i]; };
+    auto sync = [&](std::size_t j) { return 0.1 * static_cast<double>(j); };
+    double t0 = infinite;
+    autopipe::for_each_split(N, S, fits, [&](const std::vector<std::size_t>& b) {
+      double most = 0;
+      for (std::size_t s = 0; s < S; ++s)
+        most = std::max(most, costs.compute_ms(b[s], b[s + 1]) * slowness[s]);
+      t0 = std::min(t0, most);
+    });
+    if (std::isinf(t0)) continue;
+
+    autopipe::LatencySplit latency(costs, S, 1, slow, fits, send, sync);
+    // The bounds candidates() documents: T0 · (1 + δ), then half again up to the whole
+    // model on the slowest stage, then none.
+    std::vector<double> bounds;
+    for (const double delta : autopipe::wide_bounds)
+      bounds.push_back(t0 * (1 + delta));
+    const double whole = costs.compute_ms(0, N) * *std::max_element(slowness.begin(), slowness.end());
+    for (double b = bounds.back() * 1.5; b < whole; b *= 1.5)
+      bounds.push_back(b);
+    bounds.push_back(infinite);
+    std::vector<double> every; // L of each distinct split under some bound
+    std::vector<std::vector<std::size_t>> seen;
+    for (const double bound : bounds)
+      for (const bool sends_bounded : {false, true})
+        if (std::vector<std::size_t> b = latency.solve(bound, sends_bounded);
+            !b.empty() && std::find(seen.begin(), seen.end(), b) == seen.end()) {
+          every.push_back(latency.latency(b));
+          seen.push_back(std::move(b));
+        }
+    std::sort(every.begin(), every.end());
+
+    constexpr std::size_t keep = 4;
+    const std::vector<std::vector<std::size_t>> kept = latency.candidates(t0, keep, autopipe::wide_bounds);
+    BOOST_TEST_CONTEXT("trial " << trial << ", " << N << " units, " << S << " stages") {
+      BOOST_TEST_REQUIRE(kept.size() == std::min(keep, every.size()));
+      for (std::size_t k = 0; k < kept.size(); ++k)
+        BOOST_TEST(latency.latency(kept[k]) == every[k], boost::test_tools::tolerance(1e-9));
+    }
+    stopped_early += every.size() > keep;
+  }
+  // The stop was put to the test: many trials had more splits to choose from than kept.
+  BOOST_TEST(stopped_early > 50u);
+}
+
 BOOST_AUTO_TEST_CASE(every_split_that_fits_is_visited_once) {
   // 6 units in 3 non-empty stages: C(5, 2) = 10 splits; with at most 2 units on stage
   // 0, the 4 + 3 that begin with 1 or 2.

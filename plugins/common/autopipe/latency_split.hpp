@@ -15,8 +15,8 @@
 ///   C(j) / speed_s + min over starts i of (best[s − 1][i] + 2 · send_s(i) − C(i) / speed_s),
 /// the starts i being those (whose send stays within T, in the second family, and) whose
 /// stage stays within T and fits in memory: one StageSweep, O(S · N), and near T0 about
-/// O(N). Bounds are taken from T0 (the compute-only optimum) upwards, and the splits of
-/// least L kept.
+/// O(N). Bounds are taken from T0 (the compute-only optimum) upwards (at one micro-batch
+/// from no bound downwards), and the splits of least L kept.
 
 #include "common/autopipe/stage_sweep.hpp"
 #include "common/partitioning/unit_costs.hpp"
@@ -105,23 +105,46 @@ public:
     // within it (or no split keeps the compute within it): the split with sends bounded
     // too is then the same one, found already.
     std::vector<char> sends_within(bounds.size(), 0);
-    for (bool sends_bounded : {false, true})
-      for (std::size_t k = 0; k < bounds.size(); ++k) {
-        // What a bound adds has its slowest stage (or send) above the bound before,
-        // which the steady state pays m − 1 times, besides filling and draining with
-        // all the compute: past the least L found, nothing gains.
-        if (k > 0 && static_cast<double>(m_ > 0 ? m_ - 1 : 0) * bounds[k - 1] + least_sum >= least) break;
-        if (sends_bounded && (most_send <= bounds[k] || sends_within[k])) continue;
-        std::vector<std::size_t> b = k >= deltas.size() && admits_unbounded(bounds[k], sends_bounded)
-                                         ? *unbounded
-                                         : solve(bounds[k], sends_bounded);
-        if (!sends_bounded) sends_within[k] = b.empty() || largest_send(b) <= bounds[k];
-        if (b.empty()) continue;
-        const double l = latency(b);
-        least = std::min(least, l);
-        if (std::none_of(found.begin(), found.end(), [&](const auto& f) { return f.second == b; }))
-          found.emplace_back(l, std::move(b));
+    auto split_at = [&](std::size_t k, bool sends_bounded) {
+      std::vector<std::size_t> b = k >= deltas.size() && admits_unbounded(bounds[k], sends_bounded)
+                                       ? *unbounded
+                                       : solve(bounds[k], sends_bounded);
+      if (!sends_bounded) sends_within[k] = b.empty() || largest_send(b) <= bounds[k];
+      return b;
+    };
+    auto skipped = [&](std::size_t k) { return most_send <= bounds[k] || sends_within[k]; };
+    // Keeps a split (once); its L, infinite where there is none.
+    auto add = [&](std::vector<std::size_t> b) {
+      if (b.empty()) return std::numeric_limits<double>::infinity();
+      const double l = latency(b);
+      least = std::min(least, l);
+      if (std::none_of(found.begin(), found.end(), [&](const auto& f) { return f.second == b; }))
+        found.emplace_back(l, std::move(b));
+      return l;
+    };
+    if (m_ <= 1) {
+      // At one micro-batch L is the least Σ (w + 2 · send) + sync_0 that a bound admits,
+      // which only falls as the bound loosens, and bounding the sends too only adds to
+      // it: from the loosest bound down, once `keep` splits found have L at most that of
+      // the last bound's split, no tighter bound finds a lesser one.
+      for (std::size_t k = bounds.size(); k-- > 0;) {
+        const double l = add(split_at(k, false));
+        if (!skipped(k)) add(split_at(k, true));
+        if (static_cast<std::size_t>(
+                std::count_if(found.begin(), found.end(), [&](const auto& f) { return f.first <= l; })) >= keep)
+          break;
       }
+    } else {
+      for (bool sends_bounded : {false, true})
+        for (std::size_t k = 0; k < bounds.size(); ++k) {
+          // What a bound adds has its slowest stage (or send) above the bound before,
+          // which the steady state pays m − 1 times, besides filling and draining with
+          // all the compute: past the least L found, nothing gains.
+          if (k > 0 && static_cast<double>(m_ - 1) * bounds[k - 1] + least_sum >= least) break;
+          if (sends_bounded && skipped(k)) continue;
+          add(split_at(k, sends_bounded));
+        }
+    }
     std::sort(found.begin(), found.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
     std::vector<std::vector<std::size_t>> out;
     for (std::size_t k = 0; k < found.size() && k < keep; ++k)
