@@ -5,10 +5,10 @@
 
 #include "common/autopipe/balanced_split.hpp"
 #include "common/autopipe/iteration_search.hpp"
-#include "common/partitioning/split_programme.hpp"
 #include "common/autopipe/latency_split.hpp"
 #include "common/autopipe/pipeline_formula.hpp"
 #include "common/autopipe/send_aware_split.hpp"
+#include "common/partitioning/split_programme.hpp"
 
 #include <actorpipe/schedule_builders.hpp>
 
