@@ -85,10 +85,11 @@ public:
       const double slow = slowness_(s);
       const char* after = &finish[(s + 1) * (N_ + 1)];
       std::size_t high = N_ - (S_ - s - 1); // the furthest end that fits, for the current start
+      const bool roomy = fits_(s, s, high); // where the widest range fits, every window does
       for (std::size_t i = high; i-- > s;) {
         const std::size_t j = i + 1; // a new candidate end
         if (after[j]) queue.push(j, prefix(j) * slow + w * out(s, j));
-        while (high > j && !fits_(s, i, high))
+        while (!roomy && high > j && !fits_(s, i, high))
           --high;
         queue.drop_above(high);
         if (!queue.empty() && queue.best_key() - prefix(i) * slow + w * in(s, i) <= bound) finish[s * (N_ + 1) + i] = 1;

@@ -7,7 +7,8 @@
 /// only moves right as j grows, so a monotone queue (StartQueue) answers each end in
 /// amortised O(1): O(S · N) a sweep, and near the least bound about O(N), since no stage
 /// ends where the stages after it cannot finish (least_ends.hpp) or past the last end
-/// a start can still reach.
+/// a start can still reach. `fits` must keep fitting as a range shrinks (the window's
+/// start only moves right on that): a stage whose widest range fits asks nothing else.
 ///
 /// An end's value is the least, over the starts in the window, of what reaching the
 /// start cost and the stage's compute, plus what ending there costs:
@@ -55,13 +56,16 @@ public:
       const double slow = slowness(s);
       const std::size_t last = s + 1 == S_ ? N_ : N_ - (S_ - s - 1);
       std::size_t low = starts.first; // the least start within the bound and memory for the current end
+      // Where the widest range fits, every window does.
+      const bool roomy = fits(s, starts.first, last);
       for (std::size_t j = std::max(s, starts.first) + 1; j <= last; ++j) {
         const std::size_t i = j - 1;
         next[j] = unreachable; // until reached: the next stage reads its starts' values alone
         if (i <= starts.final && reached[i] < unreachable)
           if (const double c = cost(s, i, reached[i]); c < unreachable) queue.push(i, c - prefix(i) * slow);
         if (j < least[s]) continue; // the stages after cannot hold the rest
-        while (low < j && ((window_by_compute && costs_.compute_ms(low, j) * slow > bound) || !fits(s, low, j)))
+        while (low < j &&
+               ((window_by_compute && costs_.compute_ms(low, j) * slow > bound) || (!roomy && !fits(s, low, j))))
           ++low;
         queue.drop_below(low);
         if (queue.empty()) {
