@@ -190,11 +190,14 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
       if (start.second == candidate) return;
     starts.emplace_back(ranking.time(candidate), std::move(candidate));
   };
-  SendAwareSplit min_max(costs, S, slowness, fits, send);
-  for (double weight : {1.0, 0.5}) {
-    std::vector<std::size_t> candidate = min_max.solve(best, bound, weight);
-    consider(min_max.spread(min_max.largest(candidate, weight), weight));
-    consider(std::move(candidate));
+  // The min-max splits balance the steady state, which one micro-batch does not have.
+  if (context.micro_batch_sizes.size() > 1) {
+    SendAwareSplit min_max(costs, S, slowness, fits, send);
+    for (double weight : {1.0, 0.5}) {
+      std::vector<std::size_t> candidate = min_max.solve(best, bound, weight);
+      consider(min_max.spread(min_max.largest(candidate, weight), weight));
+      consider(std::move(candidate));
+    }
   }
   for (std::vector<std::size_t>& candidate : latency.candidates(bound, 4, wide_bounds, !memory.empty()))
     consider(std::move(candidate));

@@ -9,9 +9,10 @@
 /// device and every cut's sends over the links the placement gives it, shared links
 /// priced as shared):
 ///   1. the exact min-max compute split, with memory as a hard limit (balanced_split);
-///   2. the exact min-max split of compute plus the sends at each stage's cuts, with
-///      sends weighed fully and by half, and under each bound the split that spreads
-///      the work evenly (send_aware_split); the splits of least pipeline latency
+///   2. at more than one micro-batch, the exact min-max split of compute plus the sends
+///      at each stage's cuts, with sends weighed fully and by half, and under each bound
+///      the split that spreads the work evenly (send_aware_split: it balances the steady
+///      state, which one micro-batch does not have); the splits of least pipeline latency
 ///      (the slowest stage once per micro-batch, every stage and send once, the first
 ///      stage's all-reduce) under a range of bounds on the slowest stage (latency_split);
 ///      equal unit counts, far from any of these bounds; where the model is small
