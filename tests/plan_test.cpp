@@ -526,7 +526,7 @@ BOOST_AUTO_TEST_CASE(on_schedules_too_long_to_simulate_per_candidate_autopipe_st
 BOOST_AUTO_TEST_CASE(the_split_sweeps_find_what_trying_every_split_finds) {
   // LatencySplit's shortest path under a bound and SendAwareSplit's least largest stage
   // share one sweep (stage_sweep.hpp) of only the ends that the stages before reach and
-  // the stages after can finish from (least_ends.hpp; at the least bound, with no slack
+  // the stages after can finish from (stage_ends.hpp; at the least bound, with no slack
   // but its rounding): on random small chains, with uneven speeds, sends and memory,
   // they find what trying every split finds.
   std::mt19937 random(47);

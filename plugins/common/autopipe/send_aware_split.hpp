@@ -16,10 +16,12 @@
 /// over the starts within the bound and memory: one StageSweep per bound, O(S · N), and
 /// near the least bound about O(N).
 
+#include "common/autopipe/stage_ends.hpp"
 #include "common/autopipe/stage_sweep.hpp"
 #include "common/autopipe/start_queue.hpp"
 #include "common/partitioning/unit_costs.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -77,8 +79,12 @@ public:
     // in within(), backwards: stage s can start at i when some end j in the window
     // (i, furthest end that fits] where stages s + 1.. can start has the least
     // C(j) / speed + w · send(j) small enough; the window only moves left as i does.
+    // Only the ends the stages before can reach (stage_ends.hpp) are ever asked about:
+    // past them, and short of where the stages after can still finish, stays 0.
     std::vector<char> finish((S_ + 1) * (N_ + 1), 0);
     finish[S_ * (N_ + 1) + N_] = 1;
+    const std::vector<std::size_t> least = least_ends(costs_, S_, bound, slowness_);
+    const std::vector<std::size_t> furthest = furthest_ends(costs_, S_, bound, slowness_);
     StartQueue queue(N_ + 1); // ends, in this backward sweep
     for (std::size_t s = S_; s-- > 0;) {
       queue.clear();
@@ -86,7 +92,8 @@ public:
       const char* after = &finish[(s + 1) * (N_ + 1)];
       std::size_t high = N_ - (S_ - s - 1); // the furthest end that fits, for the current start
       const bool roomy = fits_(s, s, high); // where the widest range fits, every window does
-      for (std::size_t i = high; i-- > s;) {
+      const std::size_t lowest = std::max(s, s == 0 ? 0 : least[s - 1]);
+      for (std::size_t i = std::min(high, furthest[s]); i-- > lowest;) {
         const std::size_t j = i + 1; // a new candidate end
         if (after[j]) queue.push(j, prefix(j) * slow + w * out(s, j));
         while (!roomy && high > j && !fits_(s, i, high))

@@ -6,7 +6,7 @@
 /// reached, among those whose units [i, j) stay within T and fit in memory. That window
 /// only moves right as j grows, so a monotone queue (StartQueue) answers each end in
 /// amortised O(1): O(S · N) a sweep, and near the least bound about O(N), since no stage
-/// ends where the stages after it cannot finish (least_ends.hpp) or past the last end
+/// ends where the stages after it cannot finish (stage_ends.hpp) or past the last end
 /// a start can still reach. `fits` must keep fitting as a range shrinks (the window's
 /// start only moves right on that): a stage whose widest range fits asks nothing else.
 ///
@@ -19,7 +19,7 @@
 ///   extra(s, j)          what stage s pays to end at j, never less than 0
 /// and in the most an end's value may be (`ceiling`; +∞: no limit).
 
-#include "common/autopipe/least_ends.hpp"
+#include "common/autopipe/stage_ends.hpp"
 #include "common/autopipe/start_queue.hpp"
 #include "common/partitioning/unit_costs.hpp"
 
