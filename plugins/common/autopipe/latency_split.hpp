@@ -35,6 +35,24 @@ namespace actorpipe::autopipe {
 inline constexpr double wide_bounds[] = {0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0};
 inline constexpr double near_bounds[] = {0.0, 0.1};
 
+/// The least Σ send(s, b_s) over s ≥ 1 of any split of `units` into `stages` stages, its
+/// cuts wherever the compute falls: stage s's send at cut i plus the least for the
+/// stages before with their last cut short of i, stage by stage, O(S · N).
+template <class Send> double least_sends(std::size_t stages, std::size_t units, const Send& send) {
+  const double none = std::numeric_limits<double>::infinity();
+  std::vector<double> least(units, none), next(units); // per cut, the least up to stage s
+  for (std::size_t s = 1; s < stages; ++s) {
+    double before = s == 1 ? 0.0 : none; // the least over the cuts short of i
+    for (std::size_t i = 0; i < units; ++i) {
+      next[i] = i > 0 && before < none ? send(s, i) + before : none;
+      if (s > 1) before = std::min(before, least[i]);
+    }
+    std::swap(least, next);
+  }
+  const double found = stages < 2 ? 0.0 : *std::min_element(least.begin(), least.end());
+  return found < none ? found : 0.0;
+}
+
 /// slowness(s), fits(s, i, j) and send(s, i) as in SendAwareSplit; sync(j): the first
 /// stage's all-reduce and step when it holds units [0, j).
 template <class Slowness, class Fits, class Send, class Sync> class LatencySplit {
@@ -135,12 +153,13 @@ public:
           break;
       }
     } else {
+      const double least_fill = least_sum + 2 * least_sends(S_, N_, send_);
       for (bool sends_bounded : {false, true})
         for (std::size_t k = 0; k < bounds.size(); ++k) {
           // What a bound adds has its slowest stage (or send) above the bound before,
           // which the steady state pays m − 1 times, besides filling and draining with
-          // all the compute: past the least L found, nothing gains.
-          if (k > 0 && static_cast<double>(m_ - 1) * bounds[k - 1] + least_sum >= least) break;
+          // all the compute and the least sends: past the least L found, nothing gains.
+          if (k > 0 && static_cast<double>(m_ - 1) * bounds[k - 1] + least_fill >= least) break;
           if (sends_bounded && skipped(k)) continue;
           add(split_at(k, sends_bounded));
         }
