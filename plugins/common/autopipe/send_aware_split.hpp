@@ -79,8 +79,9 @@ public:
     // in within(), backwards: stage s can start at i when some end j in the window
     // (i, furthest end that fits] where stages s + 1.. can start has the least
     // C(j) / speed + w · send(j) small enough; the window only moves left as i does.
-    // Only the ends the stages before can reach (stage_ends.hpp) are ever asked about:
-    // past them, and short of where the stages after can still finish, stays 0.
+    // The forward pass below reads finish only where the stages before can reach
+    // (stage_ends.hpp); the starts past that, and those short of where the stages
+    // after can finish from, are left at 0 unasked.
     std::vector<char> finish((S_ + 1) * (N_ + 1), 0);
     finish[S_ * (N_ + 1) + N_] = 1;
     const std::vector<std::size_t> least = least_ends(costs_, S_, bound, slowness_);
