@@ -626,9 +626,9 @@ BOOST_AUTO_TEST_CASE(the_latency_splits_keep_what_every_bound_would_give) {
   // At one micro-batch LatencySplit::candidates goes from the loosest bound down and
   // stops once no tighter bound can find a lesser latency: its splits are still the
   // least of those that solving under every bound (both families) gives. At several,
-  // it goes up from the least bound and stops once the steady state alone, with the
-  // least fill and drain any split has, passes the least latency found: the least is
-  // still the least of them all.
+  // it goes up from the least bound and stops once the steady state at the bound
+  // before, with all the compute and the least sends any split has, passes the least
+  // latency found: the least is still the least of them all.
   std::mt19937 random(1);
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
   constexpr double infinite = std::numeric_limits<double>::infinity();
@@ -659,26 +659,29 @@ BOOST_AUTO_TEST_CASE(the_latency_splits_keep_what_every_bound_would_give) {
     });
     if (std::isinf(t0)) continue;
 
+    // The bounds candidates() documents: T0 · (1 + δ), then half again up to the whole
+    // model on the slowest stage, then none. The splits under them are the same at any
+    // micro-batch count; their L is not.
+    std::vector<double> bounds;
+    for (const double delta : autopipe::wide_bounds)
+      bounds.push_back(t0 * (1 + delta));
+    const double whole = costs.compute_ms(0, N) * *std::max_element(slowness.begin(), slowness.end());
+    for (double b = bounds.back() * 1.5; b < whole; b *= 1.5)
+      bounds.push_back(b);
+    bounds.push_back(infinite);
+    std::vector<std::vector<std::size_t>> seen; // each distinct split under some bound
+    autopipe::LatencySplit solver(costs, S, 1, slow, fits, send, sync);
+    for (const double bound : bounds)
+      for (const bool sends_bounded : {false, true})
+        if (std::vector<std::size_t> b = solver.solve(bound, sends_bounded);
+            !b.empty() && std::find(seen.begin(), seen.end(), b) == seen.end())
+          seen.push_back(std::move(b));
+
     for (const std::size_t micro_batches : {1, 8}) {
       autopipe::LatencySplit latency(costs, S, micro_batches, slow, fits, send, sync);
-      // The bounds candidates() documents: T0 · (1 + δ), then half again up to the whole
-      // model on the slowest stage, then none.
-      std::vector<double> bounds;
-      for (const double delta : autopipe::wide_bounds)
-        bounds.push_back(t0 * (1 + delta));
-      const double whole = costs.compute_ms(0, N) * *std::max_element(slowness.begin(), slowness.end());
-      for (double b = bounds.back() * 1.5; b < whole; b *= 1.5)
-        bounds.push_back(b);
-      bounds.push_back(infinite);
-      std::vector<double> every; // L of each distinct split under some bound
-      std::vector<std::vector<std::size_t>> seen;
-      for (const double bound : bounds)
-        for (const bool sends_bounded : {false, true})
-          if (std::vector<std::size_t> b = latency.solve(bound, sends_bounded);
-              !b.empty() && std::find(seen.begin(), seen.end(), b) == seen.end()) {
-            every.push_back(latency.latency(b));
-            seen.push_back(std::move(b));
-          }
+      std::vector<double> every; // L of each
+      for (const auto& b : seen)
+        every.push_back(latency.latency(b));
       std::sort(every.begin(), every.end());
 
       constexpr std::size_t keep = 4;
