@@ -13,7 +13,8 @@
 ///   the hop between two stages on one GPU: a tiny MLP through 8 stages and through 1,
 ///   the extra step time over the 14 extra hops.
 /// Each run: warm-up steps, then the median of the timed steps' times; samples/s is the
-/// batch over that median; peak memory is the caching allocator's. Ratios are against
+/// batch over that median; peak memory is the caching allocator's. Each starts with the
+/// allocator's cache handed back, so the runs before it leave nothing reserved. Ratios are against
 /// the plain loop of the same precision, measured in the same run.
 ///   build/bench/gpu_bench [SOURCE_ROOT] [--steps N] [--batch B] [--micro-batches M]
 ///                         [--layers L] [--width W] [--heads H] [--context T] [--json FILE]
@@ -126,6 +127,7 @@ JobSpec gpt_job(const Settings& s, const fs::path& dir, const std::string& corpu
 /// An actorpipe run of `job` (its profile given), timed step by step.
 Row actorpipe_row(const std::string& name, JobSpec job, const ModelProfile& profile, const PluginRegistry& plugins,
                   const Settings& s, const fs::path& out) {
+  device::release_cached_memory();
   job.profile = profile;
   const Plan plan = need(make_plan(job, plugins), name);
   std::vector<double> times;
@@ -166,6 +168,7 @@ template <class Work> void kernel_trace(Work work, const fs::path& file) {
 }
 
 Row libtorch_row(const std::string& name, const JobSpec& job, const Settings& s) {
+  device::release_cached_memory();
   auto training = need(train::SingleProcessTraining::open(job, 0), name);
   device::reset_peak_memory();
   std::vector<double> times;

@@ -366,6 +366,40 @@ BOOST_AUTO_TEST_CASE(replicas_all_reduce_and_memory_follows_the_schedule) {
   BOOST_TEST(w.devices[0].peak_memory_bytes == 100'000'000u * 3 + 4u + 150u);
 }
 
+BOOST_AUTO_TEST_CASE(stages_replaying_cuda_graphs_hold_a_workspace_per_micro_batch_in_flight) {
+  // 2 stages of 1,000 parameter bytes, 10 output bytes and 8 input bytes a sample,
+  // workspaces of 50 and 20 bytes a sample; 1F1B over 4 micro-batches of 2 samples, so
+  // stage 0 holds 2 micro-batches at once and stage 1 holds 1.
+  ModelProfile profile = chain(2, 1.0, 1.0, 10, 1000);
+  profile.input_bytes = 8;
+  profile.blocks[0].workspace_bytes_per_sample = 50;
+  profile.blocks[1].workspace_bytes_per_sample = 20;
+  const ClusterSpec gpus = cluster(1, 2); // kind "g": CUDA devices
+  Plan plan = plan_for(1, one_f_one_b_schedule(2, {2, 2, 2, 2}));
+  SimulationOptions graphs;
+  graphs.cuda_graphs = true;
+  const SimulationReport eager = run(plan, profile, gpus);
+  BOOST_TEST(eager.devices[0].workspace_bytes == 2u * 50);
+  BOOST_TEST(eager.devices[1].workspace_bytes == 2u * 20);
+  // Each micro-batch in flight: its temporaries, the input and output the graphs copy
+  // in and out with their gradients (the first stage's input has none, the last stage's
+  // output is its loss), and a copy of the weight gradients.
+  const SimulationReport r = run(plan, profile, gpus, graphs);
+  BOOST_TEST(r.devices[0].workspace_bytes == 2u * (2 * (50 + 8 + 2 * 10) + 1000));
+  BOOST_TEST(r.devices[1].workspace_bytes == 1u * (2 * (20 + 2 * 10) + 1000)); // its input is stage 0's output
+  BOOST_TEST(r.devices[0].peak_memory_bytes - eager.devices[0].peak_memory_bytes ==
+             r.devices[0].workspace_bytes - eager.devices[0].workspace_bytes);
+  // On the CPU, and where a stage recomputes, stages compute eagerly.
+  ClusterSpec cpus = gpus;
+  for (Device& d : cpus.devices)
+    d.kind = "cpu";
+  BOOST_TEST(run(plan, profile, cpus, graphs).devices[0].workspace_bytes == eager.devices[0].workspace_bytes);
+  plan.stages[0].recompute = Recompute::full;
+  const SimulationReport again = run(plan, profile, gpus);
+  BOOST_TEST(run(plan, profile, gpus, graphs).devices[0].workspace_bytes == again.devices[0].workspace_bytes);
+  BOOST_TEST(run(plan, profile, gpus, graphs).devices[1].workspace_bytes == r.devices[1].workspace_bytes);
+}
+
 BOOST_AUTO_TEST_CASE(stragglers_slow_the_run_and_are_parsed_with_clear_errors) {
   const ModelProfile profile = chain(2, 1.0, 1.0);
   const ClusterSpec c = cluster(1, 2);

@@ -57,6 +57,9 @@ struct Device {
   std::size_t server = 0;          ///< index into ClusterSpec::servers
   std::size_t pcie_switch = 0;     ///< index into that server's pcie_switches
   int nvlink_group = -1;           ///< devices of one group share NVLink; -1 when none
+
+  /// Whether a run computes on it with CUDA: every kind but "cpu" and "emulated".
+  bool computes_on_cuda() const { return kind != "cpu" && kind != "emulated"; }
 };
 
 /// The network between servers: each NIC reaches a non-blocking switch.

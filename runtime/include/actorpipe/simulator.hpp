@@ -60,6 +60,9 @@ struct SimulationOptions {
   std::size_t iterations = 1;
   double action_overhead_ms = 0; ///< fixed cost of every forward or backward
   double optimizer_factor = 1;   ///< bytes of gradients and optimizer state per parameter byte
+  /// train.cuda_graphs: stages on CUDA devices replay CUDA graphs, which hold memory of
+  /// their own for each micro-batch in flight (DeviceReport::workspace_bytes).
+  bool cuda_graphs = false;
   Stragglers stragglers;
   bool trace = false; ///< collect spans for write_trace
   /// Per device, the processor that computes for it; devices on one processor run one
@@ -84,8 +87,10 @@ struct DeviceReport {
   double busy = 0; ///< fraction of the run computing (with chunks, for all the device's chunks)
   std::uint64_t parameter_bytes = 0;
   std::uint64_t optimizer_bytes = 0;
-  std::uint64_t activation_bytes = 0;  ///< peak stash under the schedule
-  std::uint64_t workspace_bytes = 0;   ///< what its largest micro-batch holds while it runs
+  std::uint64_t activation_bytes = 0; ///< peak stash under the schedule
+  /// What its largest micro-batch holds while it runs; replaying CUDA graphs, what the
+  /// graphs of every micro-batch it holds at once keep besides their stash.
+  std::uint64_t workspace_bytes = 0;
   std::uint64_t peak_memory_bytes = 0; ///< all of the above
   std::uint64_t memory_capacity = 0;
 };

@@ -91,6 +91,10 @@ std::vector<std::uint64_t> peak_memory_bytes() {
   return peaks;
 }
 
+void release_cached_memory() {
+  if (c10::cuda::device_count() > 0) c10::cuda::CUDACachingAllocator::emptyCache();
+}
+
 std::string libtorch_text() {
   return std::string("LibTorch ") + TORCH_VERSION + " (CUDA " + std::to_string(CUDART_VERSION / 1000) + "." +
          std::to_string(CUDART_VERSION % 1000 / 10) + ")";
@@ -112,6 +116,7 @@ Result<std::vector<GpuInfo>> query_gpus() { return not_built(); }
 Result<std::string> check_nccl() { return not_built(); }
 void reset_peak_memory() {}
 std::vector<std::uint64_t> peak_memory_bytes() { return {}; }
+void release_cached_memory() {}
 std::string libtorch_text() { return std::string("LibTorch ") + TORCH_VERSION + " (CPU only)"; }
 
 #endif

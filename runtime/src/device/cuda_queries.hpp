@@ -26,6 +26,10 @@ void reset_peak_memory();
 /// By CUDA device: the most bytes the caching allocator held allocated since the last
 /// reset_peak_memory(); empty without CUDA.
 std::vector<std::uint64_t> peak_memory_bytes();
+/// Hands the caching allocator's free blocks back to CUDA on every device, so that what
+/// ran before in this process (with other shapes) leaves no memory reserved that a CUDA
+/// graph's private pool could not use. Call it only while no stage computes.
+void release_cached_memory();
 
 /// "LibTorch 2.11.0 (CUDA 13.0)" or "LibTorch 2.11.0 (CPU only)".
 std::string libtorch_text();

@@ -7,8 +7,7 @@
 namespace actorpipe::device {
 
 Place place_of(const Device& device) {
-  if (device.kind == "cpu") return {Kind::cpu, -1};
-  if (device.kind == "emulated") return {Kind::emulated, -1};
+  if (!device.computes_on_cuda()) return {device.kind == "emulated" ? Kind::emulated : Kind::cpu, -1};
   std::size_t digits = device.name.size();
   while (digits > 0 && std::isdigit(static_cast<unsigned char>(device.name[digits - 1])))
     --digits;

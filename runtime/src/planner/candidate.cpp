@@ -223,6 +223,7 @@ Result<Candidate> price(const Planning& planning, const Shape& shape, PlanContex
   options.iterations = plan.stepping.asynchronous ? asynchronous_iterations : 1;
   options.action_overhead_ms = job.plan.action_overhead_ms;
   options.optimizer_factor = planning.optimizer_factor;
+  options.cuda_graphs = job.train.cuda_graphs;
   auto report = simulate(plan, job.profile, job.cluster, options);
   if (!report) return std::move(report).error().with_context(planning.scheduler_label(shape));
   candidate.report = std::move(*report);

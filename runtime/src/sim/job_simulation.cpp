@@ -13,6 +13,7 @@ Result<SimulationOptions> simulation_options(const JobSpec& job) {
   options.iterations = job.simulate.iterations;
   options.action_overhead_ms = job.plan.action_overhead_ms;
   options.optimizer_factor = optimizer_state_factor(job.train);
+  options.cuda_graphs = job.train.cuda_graphs;
   options.stragglers = std::move(*stragglers);
   options.trace = !job.simulate.trace.empty();
   return options;

@@ -22,6 +22,34 @@ Status check_inputs(const Plan& plan, const ModelProfile& profile, const Cluster
   return validate(plan.schedule);
 }
 
+/// Whether stage s of `plan` replays CUDA graphs on `device`, as the stage worker
+/// decides (train/stage_worker.cpp): on a CUDA device, recomputing nothing, with
+/// something to differentiate. Stages that draw random numbers compute eagerly too,
+/// which a profile does not say: for them the estimate is high.
+bool graphed(const SimulationOptions& options, const Device& device, const ModelProfile& profile, const Plan& plan,
+             std::size_t s, const StageFigures& f) {
+  if (!options.cuda_graphs || !device.computes_on_cuda() || (s == 0 && f.parameter_bytes == 0)) return false;
+  const StagePlan& stage = plan.stages[s];
+  if (stage.recompute == Recompute::none) return true;
+  const std::vector<bool> again = recomputed_units(profile, stage);
+  return std::find(again.begin(), again.end(), true) == again.end();
+}
+
+/// What a stage replaying CUDA graphs holds beyond its stash (train/graphed_passes.cpp):
+/// each micro-batch in flight at once has its own pair of graphs, whose memory pool
+/// keeps that micro-batch's temporaries, the tensors the graphs read and write (its
+/// input and output, and their gradients where they flow) and its weight gradients.
+std::uint64_t graphed_workspace_bytes(const StageFigures& f, double input_bytes_per_sample, bool first, bool last,
+                                      std::uint64_t stashed_samples, std::uint64_t largest_micro_batch) {
+  const std::uint64_t slots =
+      std::max<std::uint64_t>(1, (stashed_samples + largest_micro_batch - 1) / largest_micro_batch);
+  const double copies = input_bytes_per_sample * (first ? 1 : 2) + f.output_bytes * (last ? 0 : 2);
+  const double slot =
+      static_cast<double>(largest_micro_batch) * (static_cast<double>(f.workspace_bytes_per_sample) + copies) +
+      static_cast<double>(f.parameter_bytes);
+  return static_cast<std::uint64_t>(static_cast<double>(slots) * slot);
+}
+
 } // namespace
 
 Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile, const ClusterSpec& cluster,
@@ -83,7 +111,13 @@ Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
       r.parameter_bytes = f.parameter_bytes;
       r.optimizer_bytes = static_cast<std::uint64_t>(static_cast<double>(f.parameter_bytes) * options.optimizer_factor);
       r.activation_bytes = stashed[s] * f.stash_bytes_per_sample;
-      r.workspace_bytes = largest_micro_batch * f.workspace_bytes_per_sample;
+      r.workspace_bytes =
+          graphed(options, device, profile, plan, s, f)
+              ? graphed_workspace_bytes(f,
+                                        s == 0 ? static_cast<double>(profile.input_bytes) / profile.batch_size
+                                               : figures[s - 1].output_bytes,
+                                        s == 0, s + 1 == S, stashed[s], largest_micro_batch)
+              : largest_micro_batch * f.workspace_bytes_per_sample;
       r.peak_memory_bytes = r.parameter_bytes + r.optimizer_bytes + r.activation_bytes + r.workspace_bytes;
       r.memory_capacity = device.memory_bytes;
     }
