@@ -39,6 +39,8 @@ bool graphed(const SimulationOptions& options, const Device& device, const Model
 /// each micro-batch in flight at once has its own pair of graphs, whose memory pool
 /// keeps that micro-batch's temporaries, the tensors the graphs read and write (its
 /// input and output, and their gradients where they flow) and its weight gradients.
+/// The eager passes before the first capture leave what one micro-batch computes with
+/// cached for the capture stream, where only captures, into their own pools, follow.
 std::uint64_t graphed_workspace_bytes(const StageFigures& f, double input_bytes_per_sample, bool first, bool last,
                                       std::uint64_t stashed_samples, std::uint64_t largest_micro_batch) {
   const std::uint64_t slots =
@@ -47,7 +49,9 @@ std::uint64_t graphed_workspace_bytes(const StageFigures& f, double input_bytes_
   const double slot =
       static_cast<double>(largest_micro_batch) * (static_cast<double>(f.workspace_bytes_per_sample) + copies) +
       static_cast<double>(f.parameter_bytes);
-  return static_cast<std::uint64_t>(static_cast<double>(slots) * slot);
+  const double warm_up = static_cast<double>(largest_micro_batch) *
+                         static_cast<double>(f.stash_bytes_per_sample + f.workspace_bytes_per_sample);
+  return static_cast<std::uint64_t>(static_cast<double>(slots) * slot + warm_up);
 }
 
 } // namespace
