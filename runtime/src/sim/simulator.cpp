@@ -22,17 +22,21 @@ Status check_inputs(const Plan& plan, const ModelProfile& profile, const Cluster
   return validate(plan.schedule);
 }
 
-/// Whether stage s of `plan` replays CUDA graphs on `device`, as the stage worker
-/// decides (train/stage_worker.cpp): on a CUDA device, recomputing nothing, with
-/// something to differentiate. Stages that draw random numbers compute eagerly too,
-/// which a profile does not say: for them the estimate is high.
-bool graphed(const SimulationOptions& options, const Device& device, const ModelProfile& profile, const Plan& plan,
-             std::size_t s, const StageFigures& f) {
-  if (!options.cuda_graphs || !device.computes_on_cuda() || (s == 0 && f.parameter_bytes == 0)) return false;
-  const StagePlan& stage = plan.stages[s];
-  if (stage.recompute == Recompute::none) return true;
-  const std::vector<bool> again = recomputed_units(profile, stage);
-  return std::find(again.begin(), again.end(), true) == again.end();
+/// By stage, whether it replays CUDA graphs where it is on a CUDA device, as the stage
+/// worker decides (train/stage_worker.cpp): under train.cuda_graphs, recomputing
+/// nothing, with something to differentiate. Stages that draw random numbers compute
+/// eagerly too, which a profile does not say: for them the estimate is high.
+std::vector<char> graphed_stages(const SimulationOptions& options, const ModelProfile& profile, const Plan& plan,
+                                 const std::vector<StageFigures>& figures) {
+  std::vector<char> graphed(plan.stages.size(), 0);
+  for (std::size_t s = 0; options.cuda_graphs && s < graphed.size(); ++s) {
+    const StagePlan& stage = plan.stages[s];
+    const std::vector<bool> again =
+        stage.recompute == Recompute::none ? std::vector<bool>{} : recomputed_units(profile, stage);
+    graphed[s] =
+        !(s == 0 && figures[s].parameter_bytes == 0) && std::find(again.begin(), again.end(), true) == again.end();
+  }
+  return graphed;
 }
 
 /// What a stage replaying CUDA graphs holds beyond its stash (train/graphed_passes.cpp):
@@ -71,6 +75,7 @@ Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
   for (const StagePlan& stage : plan.stages)
     recompute.push_back(stage.recompute);
   const std::vector<StageFigures> figures = stage_figures(profile, cuts, recompute);
+  const std::vector<char> graphed = graphed_stages(options, profile, plan, figures);
   const std::vector<std::uint64_t> stashed = peak_stashed_samples(plan.schedule);
   const std::uint64_t largest_micro_batch =
       *std::max_element(plan.schedule.micro_batch_sizes.begin(), plan.schedule.micro_batch_sizes.end());
@@ -116,7 +121,7 @@ Result<SimulationReport> simulate(const Plan& plan, const ModelProfile& profile,
       r.optimizer_bytes = static_cast<std::uint64_t>(static_cast<double>(f.parameter_bytes) * options.optimizer_factor);
       r.activation_bytes = stashed[s] * f.stash_bytes_per_sample;
       r.workspace_bytes =
-          graphed(options, device, profile, plan, s, f)
+          graphed[s] && device.computes_on_cuda()
               ? graphed_workspace_bytes(f,
                                         s == 0 ? static_cast<double>(profile.input_bytes) / profile.batch_size
                                                : figures[s - 1].output_bytes,
