@@ -3,7 +3,8 @@
 /// on cuda:0, in one run:
 ///   actorpipe 1 × 1, and 2 and 4 stages × 1 pipeline (1F1B) with every stage on the one
 ///   GPU, each stage on a stream of its own; each eagerly and with CUDA graphs
-///   (train.cuda_graphs);
+///   (train.cuda_graphs false and true: "auto", the default, runs 1 × 1 eagerly and
+///   replays graphs where stages share the GPU);
 ///   the same model and batch in a plain LibTorch training loop (train::SingleProcessTraining
 ///   on the GPU: whole batches, no actors);
 ///   PyTorch eager of the same architecture (bench/gpt_eager.py, through python3), with
@@ -307,7 +308,7 @@ int main(int argc, char** argv) {
   for (const bool graphs : {false, true})
     for (const std::size_t stages : {1u, 2u, 4u}) {
       JobSpec job = gpt_job(s, dir, corpus, stages, Precision::bf16);
-      job.train.cuda_graphs = graphs;
+      job.train.cuda_graphs = graphs ? CudaGraphs::on : CudaGraphs::off;
       const std::string name = "actorpipe " + std::to_string(stages) + " × 1" + (graphs ? ", CUDA graphs" : "");
       progress(actorpipe_row(name, job, profile, plugins, s,
                              dir / ("run-" + std::to_string(stages) + (graphs ? "-graphs" : ""))));
@@ -371,6 +372,7 @@ int main(int argc, char** argv) {
     // (every backward on one GPU runs on its one thread) beside the stages'.
     JobSpec two = gpt_job(s, dir, corpus, 2, Precision::bf16);
     two.profile = profile;
+    two.train.cuda_graphs = CudaGraphs::off;
     const Plan plan = need(make_plan(two, plugins), "traced 2 × 1");
     RunOptions options;
     options.steps = 4;

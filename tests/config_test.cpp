@@ -249,14 +249,22 @@ BOOST_AUTO_TEST_CASE(bad_choice_lists_the_allowed_values) {
   Job retain("[train]\nretain_memory = \"yes\"\n");
   const Error not_bool = expect_error(load_job(retain.path));
   BOOST_TEST(contains(not_bool.message, "train.retain_memory"), not_bool.message);
-  // CUDA graphs: off unless a job asks; a value that is not a boolean is named.
-  BOOST_TEST(!plain->train.cuda_graphs);
-  auto graphs = load_job(job.path, {"train.optimizer=sgd", "train.cuda_graphs=true"});
-  REQUIRE_OK(graphs);
-  BOOST_TEST(graphs->train.cuda_graphs);
-  Job graphs_word("[train]\ncuda_graphs = 1\n");
-  const Error graphs_not_bool = expect_error(load_job(graphs_word.path));
-  BOOST_TEST(contains(graphs_not_bool.message, "train.cuda_graphs"), graphs_not_bool.message);
+  // CUDA graphs: where stages share a GPU unless a job says true or false; anything
+  // else is named, with what was found.
+  BOOST_TEST((plain->train.cuda_graphs == CudaGraphs::shared_gpus));
+  for (const auto& [value, mode] : {std::pair{"true", CudaGraphs::on}, std::pair{"false", CudaGraphs::off},
+                                    std::pair{"\"auto\"", CudaGraphs::shared_gpus}}) {
+    auto graphs = load_job(job.path, {"train.optimizer=sgd", std::string("train.cuda_graphs=") + value});
+    REQUIRE_OK(graphs);
+    BOOST_TEST((graphs->train.cuda_graphs == mode), value);
+  }
+  for (const auto& [value, found] : {std::pair{"1", "found an integer"}, std::pair{"\"on\"", "found 'on'"}}) {
+    Job graphs_word(std::string("[train]\ncuda_graphs = ") + value + "\n");
+    const Error graphs_wrong = expect_error(load_job(graphs_word.path));
+    BOOST_TEST(contains(graphs_wrong.message, "train.cuda_graphs"), graphs_wrong.message);
+    BOOST_TEST(contains(graphs_wrong.message, "expected true, false or \"auto\", " + std::string(found)),
+               graphs_wrong.message);
+  }
   // Precision: fp32 unless a job asks for bf16 or fp16; anything else is named.
   BOOST_TEST((plain->train.precision == Precision::fp32));
   auto bf16 = load_job(job.path, {"train.optimizer=sgd", "train.precision=bf16"});

@@ -377,7 +377,7 @@ BOOST_AUTO_TEST_CASE(stages_replaying_cuda_graphs_hold_a_workspace_per_micro_bat
   const ClusterSpec gpus = cluster(1, 2); // kind "g": CUDA devices
   Plan plan = plan_for(1, one_f_one_b_schedule(2, {2, 2, 2, 2}));
   SimulationOptions graphs;
-  graphs.cuda_graphs = true;
+  graphs.cuda_graphs = CudaGraphs::on;
   const SimulationReport eager = run(plan, profile, gpus);
   BOOST_TEST(eager.devices[0].workspace_bytes == 2u * 50);
   BOOST_TEST(eager.devices[1].workspace_bytes == 2u * 20);
@@ -392,6 +392,21 @@ BOOST_AUTO_TEST_CASE(stages_replaying_cuda_graphs_hold_a_workspace_per_micro_bat
   BOOST_TEST(r.devices[1].workspace_bytes == 1u * (2 * (20 + 2 * 10) + 1000) + 2 * (1 + 20));
   BOOST_TEST(r.devices[0].peak_memory_bytes - eager.devices[0].peak_memory_bytes ==
              r.devices[0].workspace_bytes - eager.devices[0].workspace_bytes);
+  // "auto": graphs where a device computes another stage of the plan too, which a plan
+  // has only with chunks. With a device for each stage, as eagerly; with 2 chunks on
+  // each of 2 devices, as with graphs.
+  SimulationOptions shared;
+  shared.cuda_graphs = CudaGraphs::shared_gpus;
+  BOOST_TEST(run(plan, profile, gpus, shared).devices[0].workspace_bytes == eager.devices[0].workspace_bytes);
+  BOOST_TEST(run(plan, profile, gpus, shared).devices[1].workspace_bytes == eager.devices[1].workspace_bytes);
+  const Plan chunks = plan_for(1, interleaved_one_f_one_b_schedule(2, {2, 2, 2, 2}, 2));
+  const ModelProfile four = chain(4, 1.0, 1.0, 10, 1000);
+  for (std::size_t d = 0; d < 2; ++d) {
+    const std::uint64_t chunks_eager = run(chunks, four, gpus).devices[d].workspace_bytes;
+    const std::uint64_t chunks_graphs = run(chunks, four, gpus, graphs).devices[d].workspace_bytes;
+    BOOST_TEST(chunks_graphs > chunks_eager, "device " << d);
+    BOOST_TEST(run(chunks, four, gpus, shared).devices[d].workspace_bytes == chunks_graphs, "device " << d);
+  }
   // On the CPU, and where a stage recomputes, stages compute eagerly.
   ClusterSpec cpus = gpus;
   for (Device& d : cpus.devices)

@@ -113,7 +113,7 @@ std::vector<std::unique_ptr<train::StageWorker>> two_stages(const ModelOptions& 
   train.optimizer = Optimizer::adam;
   train.lr = 1e-3;
   train.precision = precision;
-  train.cuda_graphs = graphs;
+  train.cuda_graphs = graphs ? CudaGraphs::on : CudaGraphs::off;
   const Cut begin{0, 0}, half{shared->blocks.size() / 2, 0}, end{shared->blocks.size(), 0};
   std::vector<std::unique_ptr<train::StageWorker>> stages;
   for (std::size_t s = 0; s < 2; ++s)
@@ -264,7 +264,7 @@ BOOST_AUTO_TEST_CASE(the_plans_memory_estimate_holds_against_the_allocators_peak
   test::ScratchDir dir;
   for (const bool graphs : {false, true})
     BOOST_TEST_CONTEXT((graphs ? "CUDA graphs" : "eagerly")) {
-      std::string job = cnn_job("H100", 2, 1, graphs ? "cuda_graphs = true\n" : "");
+      std::string job = cnn_job("H100", 2, 1, graphs ? "cuda_graphs = true\n" : "cuda_graphs = false\n");
       job.replace(job.find("batch_size = 128"), 16, "batch_size = 1024");
       const test::MeasuredPlan p = test::quick_plan(dir, job);
       using c10::cuda::CUDACachingAllocator::getDeviceStats;

@@ -7,6 +7,7 @@
 
 #include <actorpipe/export.hpp>
 #include <actorpipe/cluster_spec.hpp>
+#include <actorpipe/cuda_graphs.hpp>
 #include <actorpipe/error.hpp>
 #include <actorpipe/model_profile.hpp>
 #include <actorpipe/plugin.hpp>
@@ -189,11 +190,11 @@ struct TrainOptions {
   /// micro-batch. Process-wide, from the first run or profile that asks for it.
   bool retain_memory = true;
   Precision precision = Precision::fp32;
-  /// Whether a stage on a CUDA device replays its forward and backward of a micro-batch
-  /// as CUDA graphs, captured in the run's first steps, instead of launching every
-  /// operator from the host (train/graphed_passes.hpp). Stages that draw random numbers
-  /// (dropout) or recompute compute eagerly.
-  bool cuda_graphs = false;
+  /// Which stages on CUDA devices replay their forward and backward of a micro-batch as
+  /// CUDA graphs, captured in the run's first steps, instead of launching every operator
+  /// from the host (train/graphed_passes.hpp). Stages that draw random numbers (dropout)
+  /// or recompute compute eagerly whatever it says.
+  CudaGraphs cuda_graphs = CudaGraphs::shared_gpus;
 };
 
 /// `plan.stages`, `plan.pipelines` and `plan.micro_batches` may be "auto": the planner

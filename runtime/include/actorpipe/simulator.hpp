@@ -11,6 +11,7 @@
 
 #include <actorpipe/export.hpp>
 #include <actorpipe/cluster_spec.hpp>
+#include <actorpipe/cuda_graphs.hpp>
 #include <actorpipe/error.hpp>
 #include <actorpipe/model_profile.hpp>
 #include <actorpipe/plan.hpp>
@@ -60,9 +61,10 @@ struct SimulationOptions {
   std::size_t iterations = 1;
   double action_overhead_ms = 0; ///< fixed cost of every forward or backward
   double optimizer_factor = 1;   ///< bytes of gradients and optimizer state per parameter byte
-  /// train.cuda_graphs: stages on CUDA devices replay CUDA graphs, which hold memory of
-  /// their own for each micro-batch in flight (DeviceReport::workspace_bytes).
-  bool cuda_graphs = false;
+  /// train.cuda_graphs: which stages on CUDA devices replay CUDA graphs, which hold
+  /// memory of their own for each micro-batch in flight (DeviceReport::workspace_bytes).
+  /// Off unless a job's options are given: a plan alone says nothing of how it runs.
+  CudaGraphs cuda_graphs = CudaGraphs::off;
   Stragglers stragglers;
   bool trace = false; ///< collect spans for write_trace
   /// Per device, the processor that computes for it; devices on one processor run one

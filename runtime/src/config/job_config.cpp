@@ -151,6 +151,22 @@ Status read_data(TableReader& top, DataOptions& data) {
   });
 }
 
+/// train.cuda_graphs: true, false or "auto".
+Status read_cuda_graphs(TableReader& r, CudaGraphs& out) {
+  const toml::node* node = r.node("cuda_graphs");
+  if (!node) return Ok{};
+  if (const auto* on = node->as_boolean()) {
+    out = on->get() ? CudaGraphs::on : CudaGraphs::off;
+    return Ok{};
+  }
+  if (const auto* word = node->as_string(); word && word->get() == "auto") {
+    out = CudaGraphs::shared_gpus;
+    return Ok{};
+  }
+  const std::string found = node->is_string() ? "'" + node->as_string()->get() + "'" : config::type_name(*node);
+  return config::error_at(*node, r.key_path("cuda_graphs"), "expected true, false or \"auto\", found " + found);
+}
+
 Status read_train(TableReader& top, TrainOptions& train) {
   return top.optional_table("train", [&](TableReader& r) -> Status {
     if (auto s = r.integer("batch_size", train.batch_size, 1u, 1u << 24); !s) return s;
@@ -170,7 +186,7 @@ Status read_train(TableReader& top, TrainOptions& train) {
     std::string precision = precision_name(train.precision);
     if (auto s = r.choice("precision", precision, {"fp32", "bf16", "fp16"}); !s) return s;
     train.precision = *precision_named(precision);
-    if (auto s = r.boolean("cuda_graphs", train.cuda_graphs); !s) return s;
+    if (auto s = read_cuda_graphs(r, train.cuda_graphs); !s) return s;
     return Ok{};
   });
 }

@@ -23,13 +23,25 @@ Status check_inputs(const Plan& plan, const ModelProfile& profile, const Cluster
 }
 
 /// By stage, whether it replays CUDA graphs where it is on a CUDA device, as the stage
-/// worker decides (train/stage_worker.cpp): under train.cuda_graphs, recomputing
-/// nothing, with something to differentiate. Stages that draw random numbers compute
-/// eagerly too, which a profile does not say: for them the estimate is high.
+/// worker decides (train/stage_worker.cpp): as train.cuda_graphs says (under "auto",
+/// where its device computes another stage of the plan too: another chunk), recomputing
+/// nothing, with something to differentiate. Stages that
+/// draw random numbers compute eagerly too, which a profile does not say: for them the
+/// estimate is high.
 std::vector<char> graphed_stages(const SimulationOptions& options, const ModelProfile& profile, const Plan& plan,
                                  const std::vector<StageFigures>& figures) {
   std::vector<char> graphed(plan.stages.size(), 0);
-  for (std::size_t s = 0; options.cuda_graphs && s < graphed.size(); ++s) {
+  if (options.cuda_graphs == CudaGraphs::off) return graphed;
+  std::map<DeviceId, std::size_t> stages_on; // by device, the stages it computes
+  for (const std::vector<DeviceId>& pipeline : plan.devices)
+    for (const DeviceId d : pipeline)
+      ++stages_on[d];
+  for (std::size_t s = 0; s < graphed.size(); ++s) {
+    const bool shares =
+        std::any_of(plan.devices.begin(), plan.devices.end(), [&](const std::vector<DeviceId>& pipeline) {
+          return s < pipeline.size() && stages_on[pipeline[s]] > 1;
+        });
+    if (options.cuda_graphs == CudaGraphs::shared_gpus && !shares) continue;
     const StagePlan& stage = plan.stages[s];
     const std::vector<bool> again =
         stage.recompute == Recompute::none ? std::vector<bool>{} : recomputed_units(profile, stage);

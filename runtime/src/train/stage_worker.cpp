@@ -131,8 +131,9 @@ GraphedPasses* StageWorker::Impl::graphed(const torch::Tensor& x, bool first, bo
   const bool input_gradient = !first && x.is_floating_point();
   const bool learns =
       std::any_of(parameters.begin(), parameters.end(), [](const auto& p) { return p.requires_grad(); });
-  if (!setup.train.cuda_graphs || !GraphedPasses::possible(device.device()) || draws || recomputes ||
-      (!learns && !input_gradient))
+  const bool wanted = setup.train.cuda_graphs == CudaGraphs::on ||
+                      (setup.train.cuda_graphs == CudaGraphs::shared_gpus && setup.gpu_shared);
+  if (!wanted || !GraphedPasses::possible(device.device()) || draws || recomputes || (!learns && !input_gradient))
     return nullptr;
   GraphedPasses::Compute compute = [this, last](const torch::Tensor& input, const torch::Tensor& labels) {
     torch::Tensor y = run(input);

@@ -66,9 +66,10 @@ struct StageWorker::Impl {
   /// the backward (recomputation.hpp), drawing what they drew the first time.
   torch::Tensor run(torch::Tensor x) const;
   /// The CUDA graphs that compute a micro-batch with input `x`, made on first use; null
-  /// where the stage computes eagerly: train.cuda_graphs is off, the stage is not on a
-  /// GPU, draws random numbers, recomputes, or has nothing to differentiate, or
-  /// capturing failed (said once on stderr).
+  /// where the stage computes eagerly: train.cuda_graphs leaves it out (false, or "auto"
+  /// where no other stage of the run computes on its GPU), the stage is not on a GPU,
+  /// draws random numbers, recomputes, or has nothing to differentiate, or capturing
+  /// failed (said once on stderr).
   GraphedPasses* graphed(const torch::Tensor& x, bool first, bool last);
 };
 
