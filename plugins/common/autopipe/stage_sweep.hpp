@@ -33,7 +33,10 @@ namespace actorpipe::autopipe {
 class StageSweep {
 public:
   StageSweep(const partitioning::UnitCosts& costs, std::size_t stages)
-      : costs_(costs), S_(stages), N_(costs.size()), parent_(S_ * (N_ + 1), none) {}
+      : costs_(costs), S_(stages), N_(costs.size()), parent_(S_ * (N_ + 1), none), prefix_(N_ + 1) {
+    for (std::size_t i = 0; i <= N_; ++i)
+      prefix_[i] = costs.compute_ms(0, i);
+  }
 
   /// The boundaries (0 = b_0 < … < b_S = N) of the split through the best start of
   /// every end, back from the model's end; empty where the last stage cannot reach it.
@@ -110,11 +113,12 @@ private:
     }
   };
 
-  double prefix(std::size_t i) const { return costs_.compute_ms(0, i); }
+  double prefix(std::size_t i) const { return prefix_[i]; }
 
   const partitioning::UnitCosts& costs_;
   std::size_t S_, N_;
   std::vector<std::uint32_t> parent_; ///< [s · (N + 1) + j]: where stage s starts when it ends at j
+  std::vector<double> prefix_;        ///< compute_ms(0, i), read at every step
 };
 
 } // namespace actorpipe::autopipe

@@ -13,23 +13,24 @@ namespace actorpipe::autopipe {
 
 class StartQueue {
 public:
-  explicit StartQueue(std::size_t capacity) { items_.reserve(capacity); }
+  /// Room for `capacity` starts: each joins once between clear()s.
+  explicit StartQueue(std::size_t capacity) : items_(capacity) {}
 
-  void clear() { items_.clear(), head_ = 0; }
-  bool empty() const { return head_ == items_.size(); }
+  void clear() { head_ = tail_ = 0; }
+  bool empty() const { return head_ == tail_; }
   void push(std::size_t index, double key) {
-    while (!empty() && items_.back().key >= key)
-      items_.pop_back();
-    items_.push_back({index, key});
+    while (tail_ > head_ && items_[tail_ - 1].key >= key)
+      --tail_;
+    items_[tail_++] = {index, key};
   }
   /// The window's edge passed these: starts below `low` (a forward sweep) ...
   void drop_below(std::size_t low) {
-    while (!empty() && items_[head_].index < low)
+    while (head_ < tail_ && items_[head_].index < low)
       ++head_;
   }
   /// ... or above `high` (a backward one).
   void drop_above(std::size_t high) {
-    while (!empty() && items_[head_].index > high)
+    while (head_ < tail_ && items_[head_].index > high)
       ++head_;
   }
   std::size_t best() const { return items_[head_].index; }
@@ -40,8 +41,10 @@ private:
     std::size_t index;
     double key;
   };
+  /// [head_, tail_): the queue; the storage is never resized, so that the sweeps'
+  /// inner loops keep its ends in registers.
   std::vector<Item> items_;
-  std::size_t head_ = 0;
+  std::size_t head_ = 0, tail_ = 0;
 };
 
 } // namespace actorpipe::autopipe
