@@ -1738,22 +1738,55 @@ BOOST_AUTO_TEST_CASE(a_device_of_a_gpu_kind_is_the_cuda_device_its_name_numbers)
   BOOST_TEST((device::place_of(gpu).kind == device::Kind::cpu));
 }
 
-BOOST_AUTO_TEST_CASE(links_between_gpus_of_different_processes_are_the_ones_nccl_may_carry) {
-  // Two pipelines of 3 stages. Pipeline 0 on GPUs of three processes (ranks 1, 2, 2):
-  // its stage 0–1 link crosses processes, its 1–2 link does not. Pipeline 1: stage 0
-  // on the CPU of rank 3, stages 1 and 2 on GPUs of ranks 4 and 5.
+namespace {
+
+/// A cluster of just these devices, by name and kind.
+ClusterSpec devices_named(const std::vector<std::pair<std::string, std::string>>& devices) {
   ClusterSpec cluster;
-  for (const auto& [name, kind] : std::vector<std::pair<std::string, std::string>>{{"a/gpu0", "H100"},
-                                                                                   {"b/gpu1", "H100"},
-                                                                                   {"b/gpu2", "H100"},
-                                                                                   {"c/cpu0", "cpu"},
-                                                                                   {"d/gpu3", "H100"},
-                                                                                   {"e/gpu0", "H100"}}) {
+  for (const auto& [name, kind] : devices) {
     Device d;
     d.name = name;
     d.kind = kind;
     cluster.devices.push_back(d);
   }
+  return cluster;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(stages_share_a_gpu_where_one_process_runs_several_on_one_cuda_device) {
+  // a/gpu0 and b/gpu0 are cuda:0 of their servers, a/gpu1 cuda:1; a/cpu0 no GPU.
+  // Pipeline 0 on a/gpu0 and b/gpu0, pipeline 1 on a/gpu1 and a/cpu0.
+  const ClusterSpec cluster =
+      devices_named({{"a/gpu0", "H100"}, {"b/gpu0", "H100"}, {"a/gpu1", "H100"}, {"a/cpu0", "cpu"}});
+  Plan plan;
+  plan.pipelines = 2;
+  plan.stages.resize(2);
+  plan.devices = {{0, 1}, {2, 3}};
+  using Flags = std::vector<std::vector<char>>;
+  // One process runs every stage: both of pipeline 0 compute on its cuda:0.
+  BOOST_TEST((device::shares_gpu(cluster, plan) == Flags{{1, 1}, {0, 0}}));
+  // A process that runs one of them has it alone there.
+  BOOST_TEST((device::shares_gpu(cluster, plan, {{1, 0}, {1, 1}}) == Flags{{0, 0}, {0, 0}}));
+  BOOST_TEST((device::shares_gpu(cluster, plan, {{1, 1}, {0, 0}}) == Flags{{1, 1}, {0, 0}}));
+  // Two chunks of one pipeline on one GPU.
+  plan.pipelines = 1;
+  plan.devices = {{2, 2}};
+  BOOST_TEST((device::shares_gpu(cluster, plan) == Flags{{1, 1}}));
+  plan.devices = {{3, 3}};
+  BOOST_TEST((device::shares_gpu(cluster, plan) == Flags{{0, 0}}));
+}
+
+BOOST_AUTO_TEST_CASE(links_between_gpus_of_different_processes_are_the_ones_nccl_may_carry) {
+  // Two pipelines of 3 stages. Pipeline 0 on GPUs of three processes (ranks 1, 2, 2):
+  // its stage 0–1 link crosses processes, its 1–2 link does not. Pipeline 1: stage 0
+  // on the CPU of rank 3, stages 1 and 2 on GPUs of ranks 4 and 5.
+  const ClusterSpec cluster = devices_named({{"a/gpu0", "H100"},
+                                             {"b/gpu1", "H100"},
+                                             {"b/gpu2", "H100"},
+                                             {"c/cpu0", "cpu"},
+                                             {"d/gpu3", "H100"},
+                                             {"e/gpu0", "H100"}});
   Plan plan;
   plan.pipelines = 2;
   plan.stages.resize(3);

@@ -123,7 +123,11 @@ Status run_worker(const WorkerProcessOptions& options) {
   const launch::Topology topology(order->placement);
   const std::size_t stages_here = topology.stages_in(order->rank);
   // Bound, its cores are its stages' alone; else every stage of the run shares them.
-  auto opened = train::Session::open(job, plan, nullptr, bound ? stages_here : 0);
+  std::vector<std::vector<char>> runs_here(plan.pipelines, std::vector<char>(plan.stages.size()));
+  for (std::size_t p = 0; p < plan.pipelines; ++p)
+    for (std::size_t s = 0; s < plan.stages.size(); ++s)
+      runs_here[p][s] = p < topology.pipelines() && s < topology.stages() && topology.runs(order->rank, p, s);
+  auto opened = train::Session::open(job, plan, nullptr, bound ? stages_here : 0, runs_here);
   ACTORPIPE_TRY(opened);
   train::Session& session = **opened;
   session.schedule(order->first_step, order->total_steps);

@@ -10,10 +10,10 @@ namespace actorpipe {
 enum class CudaGraphs {
   off, ///< none: every operator is launched from the host
   on,  ///< every stage that can
-  /// those whose GPU computes another stage of the run too ("auto"). Eagerly, LibTorch
-  /// runs every backward on a GPU through that GPU's one autograd thread, so stages
-  /// sharing a GPU wait on the host; a stage alone on its GPU keeps it busy eagerly,
-  /// without the graphs' memory.
+  /// those whose GPU computes another stage of the same process too ("auto"). Eagerly,
+  /// LibTorch runs every backward on a GPU through that GPU's one autograd thread per
+  /// process, so stages sharing a GPU wait on the host; a stage alone on its GPU keeps
+  /// it busy eagerly, without the graphs' memory.
   shared_gpus,
 };
 

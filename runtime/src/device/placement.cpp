@@ -1,8 +1,10 @@
-/// place_of() and the check that a plan's CUDA devices are here.
+/// place_of(), which stages share a GPU, and the check that a plan's CUDA devices are
+/// here.
 
 #include "device/placement.hpp"
 
 #include <cctype>
+#include <map>
 
 namespace actorpipe::device {
 
@@ -20,6 +22,26 @@ bool uses_cuda(const ClusterSpec& cluster, const Plan& plan) {
     for (const DeviceId id : pipeline)
       if (place_of(cluster.devices[id]).kind == Kind::cuda) return true;
   return false;
+}
+
+std::vector<std::vector<char>> shares_gpu(const ClusterSpec& cluster, const Plan& plan,
+                                          const std::vector<std::vector<char>>& runs_here) {
+  auto here = [&](std::size_t p, std::size_t s) {
+    return runs_here.empty() || (p < runs_here.size() && s < runs_here[p].size() && runs_here[p][s]);
+  };
+  auto gpu_of = [&](std::size_t p, std::size_t s) {
+    const Place place = place_of(cluster.devices[plan.devices[p][s]]);
+    return place.kind == Kind::cuda ? place.cuda_index : -1;
+  };
+  std::map<int, std::size_t> stages_on; // by CUDA device, the stages here on it
+  for (std::size_t p = 0; p < plan.devices.size(); ++p)
+    for (std::size_t s = 0; s < plan.devices[p].size(); ++s)
+      if (here(p, s) && gpu_of(p, s) >= 0) ++stages_on[gpu_of(p, s)];
+  std::vector<std::vector<char>> shared(plan.devices.size());
+  for (std::size_t p = 0; p < plan.devices.size(); ++p)
+    for (std::size_t s = 0; s < plan.devices[p].size(); ++s)
+      shared[p].push_back(here(p, s) && gpu_of(p, s) >= 0 && stages_on[gpu_of(p, s)] > 1);
+  return shared;
 }
 
 Status check_present(const JobSpec& job, const Plan& plan, std::size_t visible, const std::string& why_none) {

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace actorpipe::device {
 
@@ -27,6 +28,13 @@ Place place_of(const Device& device);
 
 /// Whether any stage of `plan` is on a CUDA device.
 bool uses_cuda(const ClusterSpec& cluster, const Plan& plan);
+
+/// By pipeline and stage, whether the stage is on a CUDA device that another stage of
+/// this process computes on too (train.cuda_graphs "auto" replays graphs there).
+/// `runs_here[p][s]`: whether this process runs stage s of pipeline p; empty: every
+/// stage. Devices of other processes may name the same cuda:N on other servers.
+std::vector<std::vector<char>> shares_gpu(const ClusterSpec& cluster, const Plan& plan,
+                                          const std::vector<std::vector<char>>& runs_here = {});
 
 /// Bad input naming the first stage of `plan` whose CUDA device this machine lacks
 /// (`visible` CUDA devices; where there are none, `why_none` says so and why).

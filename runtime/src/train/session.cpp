@@ -15,7 +15,6 @@
 
 #include <cstring>
 #include <deque>
-#include <map>
 #include <mutex>
 #include <sstream>
 #include <tuple>
@@ -44,7 +43,8 @@ Session::Session() : d_(std::make_unique<Data>()) {}
 Session::~Session() { use_compute_threads(d_->caller_threads); }
 
 Result<std::unique_ptr<Session>> Session::open(const JobSpec& job, const Plan& plan,
-                                               std::shared_ptr<const TrainingData> data, std::size_t stages_here) {
+                                               std::shared_ptr<const TrainingData> data, std::size_t stages_here,
+                                               const std::vector<std::vector<char>>& runs_here) {
   std::unique_ptr<Session> session(new Session());
   Data& d = *session->d_;
   d.job = job;
@@ -57,12 +57,7 @@ Result<std::unique_ptr<Session>> Session::open(const JobSpec& job, const Plan& p
   if (d.data.train.size() < plan.batch_size)
     return Error::bad_input(job.where("train.batch_size") + std::to_string(plan.batch_size) +
                             " samples per batch, but the training data has " + std::to_string(d.data.train.size()));
-  // By CUDA device of this machine, the stages of the plan that compute on it: where
-  // there are several, train.cuda_graphs "auto" replays graphs.
-  std::map<int, std::size_t> stages_on_gpu;
-  for (std::size_t p = 0; p < plan.pipelines; ++p)
-    for (std::size_t s = 0; s < plan.stages.size(); ++s)
-      ++stages_on_gpu[device::place_of(job.cluster.devices[plan.devices[p][s]]).cuda_index];
+  const std::vector<std::vector<char>> gpu_shared = device::shares_gpu(job.cluster, plan, runs_here);
   for (std::size_t p = 0; p < plan.pipelines; ++p) {
     auto model = build_model(job, d.data.shape);
     ACTORPIPE_TRY(model);
@@ -82,7 +77,7 @@ Result<std::unique_ptr<Session>> Session::open(const JobSpec& job, const Plan& p
                        compute_threads_for(stages_here > 0 ? stages_here : plan.pipelines * plan.stages.size()),
                        job.job.seed,
                        device::place_of(job.cluster.devices[plan.devices[p][s]]).cuda_index};
-      setup.gpu_shared = setup.cuda_device >= 0 && stages_on_gpu[setup.cuda_device] > 1;
+      setup.gpu_shared = gpu_shared[p][s];
       // The profile's units are the model's where it was measured from it; a profile of
       // whole blocks marks whole blocks, which "full" needs no more than.
       const Recompute recompute = plan.stages[s].recompute;

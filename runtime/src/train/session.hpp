@@ -43,9 +43,12 @@ public:
   /// Builds the replicas and workers for `plan`, over `data` (loaded now when null).
   /// Each stage computes with an even share of this process's cores among `stages_here`
   /// stage actors (0: every stage of the plan; a worker process counts its own).
+  /// `runs_here[p][s]`: whether this process runs stage s of pipeline p (empty: every
+  /// stage), which decides the stages that share a GPU (train.cuda_graphs "auto").
   static Result<std::unique_ptr<Session>> open(const JobSpec& job, const Plan& plan,
                                                std::shared_ptr<const TrainingData> data = nullptr,
-                                               std::size_t stages_here = 0);
+                                               std::size_t stages_here = 0,
+                                               const std::vector<std::vector<char>>& runs_here = {});
   ~Session();
 
   std::uint64_t steps_per_epoch() const;

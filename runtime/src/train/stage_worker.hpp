@@ -30,7 +30,7 @@ struct StageSetup {
   int threads = 1;        ///< LibTorch intra-op threads for this stage's compute
   std::uint64_t seed = 0; ///< the job's: with the replica and the forward, it seeds dropout
   int cuda_device = -1;   ///< the CUDA device it computes on (device/placement.hpp); -1: the CPU
-  /// Whether another stage of the run computes on that CUDA device too (train.cuda_graphs
+  /// Whether another stage of this process computes on that CUDA device too (train.cuda_graphs
   /// "auto" replays graphs there).
   bool gpu_shared = false;
   /// By unit of the stage: whether its forward runs again before its backward instead of
