@@ -25,9 +25,10 @@ Status check_inputs(const Plan& plan, const ModelProfile& profile, const Cluster
 /// By stage, whether it replays CUDA graphs where it is on a CUDA device, as the stage
 /// worker decides (train/stage_worker.cpp): as train.cuda_graphs says (under "auto",
 /// where its device computes another stage of the plan too: another chunk), recomputing
-/// nothing, with something to differentiate. Stages that
-/// draw random numbers compute eagerly too, which a profile does not say: for them the
-/// estimate is high.
+/// nothing, with something to differentiate. Stages that draw random numbers compute
+/// eagerly too, which a profile does not say: for them the estimate is high. Devices
+/// here are the plan's, one per server's GPU, not one process's CUDA devices as in
+/// device::shares_gpu.
 std::vector<char> graphed_stages(const SimulationOptions& options, const ModelProfile& profile, const Plan& plan,
                                  const std::vector<StageFigures>& figures) {
   std::vector<char> graphed(plan.stages.size(), 0);
