@@ -537,15 +537,18 @@ BOOST_AUTO_TEST_CASE(every_sync_policy_trains_fashion_mnist_within_a_point_of_al
   // The same 3000 batches of 64 real Fashion-MNIST images (3.2 epochs) over 4 pipelines
   // under each policy with its default settings: each test accuracy within one point
   // of allreduce's. The asynchronous ones step at times of their own, so they differ
-  // from run to run, the more where the machine is busy: a parameter server's stale
-  // pushes left it up to 1.2 points behind after 1.6 epochs on a loaded 2-core
-  // machine, and within 0.6 after 3.2 (three runs at once).
+  // from run to run, the more where the machine is busy. The learning rate falls to 0
+  // along a cosine, as in a run whose last model is the one that counts: at a constant
+  // rate the last model is as noisy as the last mini-batches, and a parameter server
+  // once ended 1.5 points behind allreduce on a loaded 2-core machine (85.6% against
+  // 87.1%; 86.6–86.9% in three runs at once), where with the cosine four runs at once
+  // ended at 87.7–87.8% against allreduce's 87.9%.
   test::ScratchDir dir;
   const Prepared p = test::quick_plan(
       dir, test::cpu_cluster_toml(4, "1 GiB") +
                "[job]\nname = \"policies\"\nseed = 1\n[model]\nzoo = \"mlp\"\nlayers = 2\nwidth = 128\n"
                "[data]\ndataset = \"fashion-mnist\"\nseed = 1\n"
-               "[train]\nbatch_size = 64\noptimizer = \"sgd\"\nlr = 0.02\nmomentum = 0.9\n"
+               "[train]\nbatch_size = 64\noptimizer = \"sgd\"\nlr = 0.02\nmomentum = 0.9\nlr_schedule = \"cosine\"\n"
                "[plan]\npartitioner = \"uniform\"\nmapper = \"sequential\"\nstages = 1\npipelines = 4\n"
                "micro_batches = 2\n");
   auto data = load_training_data(p.job);
