@@ -21,6 +21,8 @@ PipelineFormula::PipelineFormula(const partitioning::UnitCosts& costs, const Ite
   f_.resize(S);
   b_.resize(S);
   c_.resize(S);
+  sync_.resize(S);
+  held_.assign(S, {0, 0});
 }
 
 double PipelineFormula::time(const std::vector<std::size_t>& b) const {
@@ -28,9 +30,13 @@ double PipelineFormula::time(const std::vector<std::size_t>& b) const {
   const double m = static_cast<double>(micro_batches_);
   double fill = 0, slowest_pair = 0, slowest_forward = 0, slowest_backward = 0, slowest_cut = 0;
   for (std::size_t s = 0; s < S; ++s) {
-    f_[s] = costs_.forward_ms(b[s], b[s + 1]) * slowness_[s] + overhead_;
-    b_[s] = costs_.backward_ms(b[s], b[s + 1]) * slowness_[s] + overhead_;
-    c_[s] = s + 1 < S ? costs_.boundary_bytes(b[s + 1]) * ms_per_byte_[s] + latency_ms_[s] : 0.0;
+    if (held_[s] != std::pair{b[s], b[s + 1]}) {
+      held_[s] = {b[s], b[s + 1]};
+      f_[s] = costs_.forward_ms(b[s], b[s + 1]) * slowness_[s] + overhead_;
+      b_[s] = costs_.backward_ms(b[s], b[s + 1]) * slowness_[s] + overhead_;
+      c_[s] = s + 1 < S ? costs_.boundary_bytes(b[s + 1]) * ms_per_byte_[s] + latency_ms_[s] : 0.0;
+      sync_[s] = model_.sync_ms(s, costs_.parameter_bytes(b[s], b[s + 1]));
+    }
     fill += f_[s] + b_[s] + 2 * c_[s];
     slowest_pair = std::max(slowest_pair, f_[s] + b_[s]);
     slowest_forward = std::max(slowest_forward, f_[s]);
@@ -57,7 +63,7 @@ double PipelineFormula::time(const std::vector<std::size_t>& b) const {
   // Stage s's last backward ends the backwards and cuts before it earlier than stage 0's.
   double end = 0, before = 0;
   for (std::size_t s = 0; s < S; ++s) {
-    end = std::max(end, pipeline - before + model_.sync_ms(s, costs_.parameter_bytes(b[s], b[s + 1])));
+    end = std::max(end, pipeline - before + sync_[s]);
     before += b_[s] + c_[s];
   }
   return end;

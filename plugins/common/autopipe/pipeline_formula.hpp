@@ -32,6 +32,7 @@
 #include <actorpipe/iteration_model.hpp>
 
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 namespace actorpipe::autopipe {
@@ -53,7 +54,10 @@ private:
   bool gpipe_;
   double overhead_;
   std::vector<double> slowness_, ms_per_byte_, latency_ms_; ///< per stage; the cut after it
-  mutable std::vector<double> f_, b_, c_;                   ///< of the split being estimated
+  /// Of the split last estimated, per stage: a descent moves one cut at a time, so
+  /// most stages keep their units [held_.first, held_.second) and these figures.
+  mutable std::vector<double> f_, b_, c_, sync_;
+  mutable std::vector<std::pair<std::size_t, std::size_t>> held_;
 };
 
 } // namespace actorpipe::autopipe
