@@ -62,6 +62,21 @@ bool memory_binds(const PlanContext& context, const partitioning::UnitCosts& cos
   return std::isinf(limited) || free < limited * (1 - 1e-9);
 }
 
+std::optional<IterationModel> judge_of(const IterationModel& model) {
+  if (model.exact()) return std::nullopt;
+  if (model.all_actions() <= max_judged_actions) return model.in_full();
+  IterationModel pod = model.in_pod();
+  if (pod.simulated_pipelines() <= model.simulated_pipelines() || pod.most_simulated_actions() > max_judged_actions)
+    return std::nullopt;
+  return pod;
+}
+
+void settle(const PlanContext& context, const partitioning::UnitCosts& costs, IterationModel& judge,
+            const partitioning::MemoryFit& fits, std::vector<std::size_t>& b, double& t) {
+  IterationSearch descent(context, costs, judge, fits, 64 + 32 * context.stages);
+  descent.refine(b, t, std::numeric_limits<double>::infinity());
+}
+
 std::vector<std::size_t> search_cuts(const PlanContext& context, const partitioning::UnitCosts& costs,
                                      IterationModel& model, bool search, bool judge) {
   const std::size_t S = context.stages;
@@ -130,8 +145,7 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   // the estimate, and not empty.
   auto fastest_of = [&](const std::vector<std::pair<double, std::vector<std::size_t>>>& ranked) {
     if (!judge || model.exact()) return ranked.front().second;
-    std::optional<IterationModel> every_pipeline;
-    if (model.all_actions() <= max_judged_actions) every_pipeline.emplace(model.in_full());
+    std::optional<IterationModel> every_pipeline = judge_of(model);
     IterationModel& full = every_pipeline ? *every_pipeline : model;
     const BoundLanes descended = full.bound_lanes();
     full.set_bound_lanes(BoundLanes::simulated);
@@ -146,7 +160,9 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
       if (const double t = judging.time(b); t < least) least = t, fastest = &b;
     }
     full.set_bound_lanes(descended);
-    return *fastest;
+    std::vector<std::size_t> chosen = *fastest;
+    if (every_pipeline && !every_pipeline->exact()) settle(context, costs, *every_pipeline, fits, chosen, least);
+    return chosen;
   };
   auto by_estimate = [](const auto& a, const auto& b) { return a.first < b.first; };
 

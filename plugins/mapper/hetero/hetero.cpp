@@ -101,7 +101,10 @@ Mapping lay_out(const std::vector<DeviceId>& ranked, std::size_t stages, std::si
 /// planner's estimate of one iteration on it, with the better of the partition given
 /// and the cuts AutoPipe-H's search finds for the layout, which a placement-aware
 /// partitioner gives it in the planner's next round. Pricing every layout on the given
-/// cuts alone would favour the layout they were made for.
+/// cuts alone would favour the layout they were made for. Where the pipelines of a
+/// stage-major layout share lanes, the estimate is their pod's, settled from each:
+/// priced by one representative in step with the others, such a layout can look a few
+/// per cent slower than it is.
 struct Price {
   bool fits = false;
   double ms = std::numeric_limits<double>::infinity();
@@ -116,18 +119,33 @@ Price price(const PlanContext& context, const Partition& partition, const Mappin
   for (std::size_t s = 0; s < context.stages; ++s)
     memory[s] = model.stage_memory(s);
   const partitioning::MemoryFit fits(costs, context, memory);
-  autopipe::IterationSearch judge(context, costs, model, partitioning::MemoryFit(costs, context, {}), 2);
-  auto price_of = [&](const std::vector<std::size_t>& b) {
-    Price p{true, judge.time(b)};
-    for (std::size_t s = 0; s < context.stages; ++s)
-      p.fits = p.fits && fits(s, b[s], b[s + 1]);
-    return p;
-  };
   const std::vector<std::size_t> searched = autopipe::search_cuts(context, costs, model, true, false);
   // The search descended with the lanes priced at the period; the two priced here are
-  // judged with every micro-batch simulated where the lanes bind, as autopipe judges.
+  // judged as autopipe judges its last candidates (every pipeline, or the pod of
+  // pipelines that share the representative's lanes, or every micro-batch where the
+  // lanes bind), and by the pod from its optimum near each.
   model.set_bound_lanes(BoundLanes::simulated);
-  return std::min(price_of(costs.to_boundaries(partition)), price_of(searched));
+  std::optional<IterationModel> judge_model = autopipe::judge_of(model);
+  IterationModel& judging = judge_model ? *judge_model : model;
+  const bool pod = judge_model && !judge_model->exact();
+  autopipe::IterationSearch judge(context, costs, judging, partitioning::MemoryFit(costs, context, {}), 2);
+  auto fit = [&](const std::vector<std::size_t>& b) {
+    for (std::size_t s = 0; s < context.stages; ++s)
+      if (!fits(s, b[s], b[s + 1])) return false;
+    return true;
+  };
+  // Descent keeps every stage it moves within memory: a split that fits goes on fitting.
+  // From both: a few units from either, the pod's optimum can be a basin away.
+  const std::vector<std::size_t> given = costs.to_boundaries(partition);
+  Price best;
+  for (const std::vector<std::size_t>* start : {&given, &searched}) {
+    if (start == &searched && searched == given) break;
+    std::vector<std::size_t> b = *start;
+    Price p{fit(b), judge.time(b)};
+    if (pod) autopipe::settle(context, costs, judging, fits, b, p.ms);
+    best = std::min(best, p);
+  }
+  return best;
 }
 
 class HeteroMapper : public Mapper {

@@ -180,6 +180,28 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
     }
     if (kinds.try_emplace(std::move(signature), p).second && reps.size() < max_representatives) reps.push_back(p);
   }
+  if (m.setup.whole_pod && !in_full) {
+    // The slowest representative's pod, in simulate()'s order, then the other kinds'.
+    std::vector<char> crossed_by_slowest(topology.lane_count(), 0);
+    for (std::size_t c = 0; c < sends; ++c) {
+      const sim::Route r = route_of(reps.front(), c);
+      for (std::uint8_t l = 0; l < r.count; ++l)
+        crossed_by_slowest[r.lanes[l]] = 1;
+    }
+    std::vector<std::size_t> pod;
+    for (std::size_t p = 0; p < P; ++p) {
+      bool shares = p == reps.front();
+      for (std::size_t c = 0; c < sends && !shares; ++c) {
+        const sim::Route r = route_of(p, c);
+        for (std::uint8_t l = 0; l < r.count && !shares; ++l)
+          shares = crossed_by_slowest[r.lanes[l]];
+      }
+      if (shares) pod.push_back(p);
+    }
+    for (std::size_t k = 1; k < reps.size(); ++k)
+      if (std::find(pod.begin(), pod.end(), reps[k]) == pod.end()) pod.push_back(reps[k]);
+    reps = std::move(pod);
+  }
   const std::size_t rep = order.front(); // the slowest
 
   // The representatives' sends keep their routes at full speed; each lane on them is
@@ -331,6 +353,19 @@ std::size_t IterationModel::all_actions() const {
 
 void IterationModel::set_bound_lanes(BoundLanes bound_lanes) { impl_->setup.bound_lanes = bound_lanes; }
 BoundLanes IterationModel::bound_lanes() const { return impl_->setup.bound_lanes; }
+
+IterationModel IterationModel::in_pod() const {
+  IterationSetup setup = impl_->setup;
+  setup.whole_pod = true;
+  setup.bound_lanes = BoundLanes::simulated;
+  return IterationModel(*impl_->cluster, std::move(setup));
+}
+
+std::size_t IterationModel::most_simulated_actions() const {
+  return actions_per_pipeline(impl_->setup.schedule) * impl_->representatives();
+}
+
+std::size_t IterationModel::simulated_pipelines() const { return impl_->representatives(); }
 
 IterationModel IterationModel::in_full() const {
   IterationSetup setup = impl_->setup;
