@@ -231,13 +231,22 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   // the stage whose ring ends last ends the iteration, not the first: the split whose
   // largest compute, ring and step is least. Exact, in S · N² steps: only where that is
   // at most `max_sync_split_steps`, and where there are rings (more than one pipeline).
+  // And the split whose last ring ends first: stage s's last backward ends the
+  // backwards of the stages before it earlier than the first stage's, so its ring and
+  // step end at the backwards from its first unit to the model's end, plus them.
   if (context.pipelines > 1 &&
       static_cast<double>(S) * static_cast<double>(costs.size()) * static_cast<double>(costs.size()) <=
-          static_cast<double>(max_sync_split_steps))
+          static_cast<double>(max_sync_split_steps)) {
     consider(partitioning::min_max_split(S, costs.size(), [&](std::size_t s, std::size_t i, std::size_t j) {
       return fits(s, i, j) ? costs.compute_ms(i, j) * slowness(s) + model.sync_ms(s, costs.parameter_bytes(i, j))
                            : std::numeric_limits<double>::infinity();
     }));
+    consider(partitioning::min_max_split(S, costs.size(), [&](std::size_t s, std::size_t i, std::size_t j) {
+      return fits(s, i, j)
+                 ? costs.backward_ms(i, costs.size()) * slowness(s) + model.sync_ms(s, costs.parameter_bytes(i, j))
+                 : std::numeric_limits<double>::infinity();
+    }));
+  }
   // Where every split is too many to estimate but every split at boundaries of groups of
   // a few units is not (few stages: 6 of GNMT's 45 units), those are estimated, and the
   // best is a start: the cuts that balance compute and the rings of replicas spread

@@ -18,7 +18,9 @@
 ///      equal unit counts, far from any of these bounds; where the model is small
 ///      enough, the min-max split of each stage's compute plus its all-reduce and step,
 ///      for iterations that the rings end (where there are rings: more than one
-///      pipeline); and where the splits at boundaries of groups
+///      pipeline), and the min-max split of when each stage's ring and step end (its
+///      ring starts once the backwards from its first unit to the model's end are
+///      done); and where the splits at boundaries of groups
 ///      of a few units can be estimated in a sixteenth of the time every split would
 ///      take (few stages), the best of those;
 ///   3. from the best two of these by the estimate, cut-by-cut descent on the estimate
