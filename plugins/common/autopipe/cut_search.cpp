@@ -139,17 +139,17 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
     return best;
   }
 
-  // The best few by the estimate, judged with every pipeline and micro-batch simulated
-  // where the estimate ran representatives or priced micro-batches at the period, or
-  // else with every micro-batch where the lanes bind (step 4); `ranked` is sorted by
-  // the estimate, and not empty.
+  // The best few by the estimate, judged by judge_of() where the estimate ran
+  // representatives or priced micro-batches at the period, or else with every
+  // micro-batch where the lanes bind, and settled where a pod judged (step 4);
+  // `ranked` is sorted by the estimate, and not empty.
   auto fastest_of = [&](const std::vector<std::pair<double, std::vector<std::size_t>>>& ranked) {
     if (!judge || model.exact()) return ranked.front().second;
-    std::optional<IterationModel> every_pipeline = judge_of(model);
-    IterationModel& full = every_pipeline ? *every_pipeline : model;
-    const BoundLanes descended = full.bound_lanes();
-    full.set_bound_lanes(BoundLanes::simulated);
-    IterationSearch judging(context, costs, full, fits, judged_candidates);
+    std::optional<IterationModel> judge_model = judge_of(model);
+    IterationModel& judge_by = judge_model ? *judge_model : model;
+    const BoundLanes descended = judge_by.bound_lanes();
+    judge_by.set_bound_lanes(BoundLanes::simulated);
+    IterationSearch judging(context, costs, judge_by, fits, judged_candidates);
     std::vector<const std::vector<std::size_t>*> seen;
     const std::vector<std::size_t>* fastest = nullptr;
     double least = std::numeric_limits<double>::infinity();
@@ -159,9 +159,9 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
       seen.push_back(&b);
       if (const double t = judging.time(b); t < least) least = t, fastest = &b;
     }
-    full.set_bound_lanes(descended);
+    judge_by.set_bound_lanes(descended);
     std::vector<std::size_t> chosen = *fastest;
-    if (every_pipeline && !every_pipeline->exact()) settle(context, costs, *every_pipeline, fits, chosen, least);
+    if (judge_model && !judge_model->exact()) settle(context, costs, *judge_model, fits, chosen, least);
     return chosen;
   };
   auto by_estimate = [](const auto& a, const auto& b) { return a.first < b.first; };
@@ -237,15 +237,17 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   if (context.pipelines > 1 &&
       static_cast<double>(S) * static_cast<double>(costs.size()) * static_cast<double>(costs.size()) <=
           static_cast<double>(max_sync_split_steps)) {
-    consider(partitioning::min_max_split(S, costs.size(), [&](std::size_t s, std::size_t i, std::size_t j) {
-      return fits(s, i, j) ? costs.compute_ms(i, j) * slowness(s) + model.sync_ms(s, costs.parameter_bytes(i, j))
-                           : std::numeric_limits<double>::infinity();
-    }));
-    consider(partitioning::min_max_split(S, costs.size(), [&](std::size_t s, std::size_t i, std::size_t j) {
-      return fits(s, i, j)
-                 ? costs.backward_ms(i, costs.size()) * slowness(s) + model.sync_ms(s, costs.parameter_bytes(i, j))
-                 : std::numeric_limits<double>::infinity();
-    }));
+    // The min-max split of `before(s, i, j)` plus stage s's ring and step.
+    auto ring_split = [&](auto before) {
+      return partitioning::min_max_split(S, costs.size(), [&](std::size_t s, std::size_t i, std::size_t j) {
+        return fits(s, i, j) ? before(s, i, j) + model.sync_ms(s, costs.parameter_bytes(i, j))
+                             : std::numeric_limits<double>::infinity();
+      });
+    };
+    consider(
+        ring_split([&](std::size_t s, std::size_t i, std::size_t j) { return costs.compute_ms(i, j) * slowness(s); }));
+    consider(ring_split(
+        [&](std::size_t s, std::size_t i, std::size_t) { return costs.backward_ms(i, costs.size()) * slowness(s); }));
   }
   // Where every split is too many to estimate but every split at boundaries of groups of
   // a few units is not (few stages: 6 of GNMT's 45 units), those are estimated, and the
