@@ -1281,12 +1281,35 @@ BOOST_AUTO_TEST_CASE(at_few_stages_autopipe_finds_cuts_more_moves_apart_than_des
              ours.iteration_time_ms << " ms against DAPPLE's " << theirs.iteration_time_ms);
 }
 
-BOOST_AUTO_TEST_CASE(the_pipeline_formula_is_the_simulation_at_one_micro_batch) {
+BOOST_AUTO_TEST_CASE(a_slow_stage_hides_the_loops_of_the_light_stages_after_it) {
+  // GNMT in 16 stages of one pipeline on hetero-2x8 at 8 micro-batches: its heaviest
+  // block falls on a slow GPU. PipeDream's partitioner leaves four light stages after
+  // it, whose loop (2.4 ms) the slow stage's warm-up forwards and cool-down backwards
+  // hide; a closed form that counted every stage's fill and drain in full priced that
+  // split 4.7% above the simulation, ranked it out, and lost to it by 0.2%.
+  const ModelProfile profile = pipedream_profile("gnmt");
+  JobSpec spec = one_pipeline_job(profile, shipped_cluster("hetero-2x8"), 16, 8);
+  spec.plan.mapper = "hetero";
+  const double ours = plan(spec).iteration_time_ms;
+  for (const char* partitioner : {"pipedream", "dapple", "piper", "parameters", "uniform"})
+    for (const char* mapper : {"sequential", "hetero"}) {
+      spec.plan.partitioner = partitioner;
+      spec.plan.mapper = mapper;
+      const double theirs = plan(spec).iteration_time_ms;
+      BOOST_TEST_CONTEXT(partitioner << " + " << mapper) { BOOST_TEST(ours <= theirs * (1 + 1e-9)); }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(the_pipeline_formula_is_the_simulation_at_one_micro_batch_and_ranks_like_it_at_eight) {
   // Splits a search weighs against each other: the exact min-max compute split with
   // each cut moved by up to 8 units at random, one pipeline on the first devices of a
   // cluster. At one micro-batch the formula is the simulator's iteration (every
-  // micro-batch simulated); beyond, how well it ranks them is reported.
+  // micro-batch simulated). At eight it ranks them as the simulator does, Spearman
+  // 0.97 on average: counting every stage's fill and drain in full, as if no stage
+  // hid the loops of the light ones after it, it ranked them at 0.88 (0.13 on 8
+  // stages of DenseNet-121). Beyond, how well it ranks them is reported.
   std::mt19937 random(29);
+  std::vector<double> at_eight; // Spearman's rho per model, cluster and stage count
   for (const char* cluster_name : {"homo-64", "mix-4x8-3gen"}) {
     const ClusterSpec cluster = shipped_cluster(cluster_name);
     for (const char* name : {"vgg16", "resnet50", "densenet121", "gnmt"}) {
@@ -1335,7 +1358,11 @@ BOOST_AUTO_TEST_CASE(the_pipeline_formula_is_the_simulation_at_one_micro_batch) 
           if (micro_batches == 1) BOOST_TEST_CONTEXT(cluster_name << " " << name << " S=" << stages) {
               BOOST_TEST(worst <= 1e-9);
             }
+          if (micro_batches == 8) at_eight.push_back(rho);
         }
     }
   }
+  const double mean = std::accumulate(at_eight.begin(), at_eight.end(), 0.0) / static_cast<double>(at_eight.size());
+  BOOST_TEST(at_eight.size() >= 10u);
+  BOOST_TEST(mean >= 0.95, "mean Spearman at 8 micro-batches " << mean);
 }

@@ -28,10 +28,11 @@
 ///      shrinks where each estimate simulates many actions. Where one pipeline runs a
 ///      schedule without chunks, steps 2 and 3 rank by a closed form of its iteration
 ///      instead (pipeline_formula.hpp, O(S) whatever the micro-batch count), and the
-///      estimate chooses among the best `formula_finalists` of them; step 4 is left
-///      out, so that the search costs the same at any micro-batch count. Where every split can be
-///      estimated for about as long as the descent's whole budget takes (few units,
-///      few stages), steps 2 and 3 give way to that: the estimate's own optimum;
+///      estimate chooses among the best `formula_finalists` of them and of the two
+///      starts the descent set out from; step 4 is left out, so that the search costs
+///      the same at any micro-batch count. Where every split can be estimated for
+///      about as long as the descent's whole budget takes (few units, few stages),
+///      steps 2 and 3 give way to that: the estimate's own optimum;
 ///   4. where the estimate ran representatives rather than every pipeline, or priced
 ///      micro-batches at the steady state's period (the descent's estimate does so
 ///      even where the lanes bind, to cost the same at any micro-batch count), the best
