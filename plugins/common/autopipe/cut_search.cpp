@@ -281,7 +281,7 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   // 3. Descent on the estimate from the best two starts; the better end wins. Where the
   //    closed form ranks, the starts it descends from stay candidates: where it
   //    misjudges the splits near them, the estimate of the finalists can still
-  //    choose the start (8 stages of VGG-16: the even split, 0.6% faster than
+  //    choose the start (8 stages of VGG-16: the even split, 0.5% faster than
   //    where the descent led).
   std::sort(starts.begin(), starts.end(), by_estimate);
   if (formula) {
