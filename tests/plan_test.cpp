@@ -14,6 +14,7 @@
 
 #include "common/autopipe/balanced_split.hpp"
 #include "common/autopipe/cut_search.hpp"
+#include "common/autopipe/finalist_judge.hpp"
 #include "common/autopipe/latency_split.hpp"
 #include "common/autopipe/pipeline_formula.hpp"
 #include "common/autopipe/iteration_search.hpp"
@@ -1300,69 +1301,153 @@ BOOST_AUTO_TEST_CASE(a_slow_stage_hides_the_loops_of_the_light_stages_after_it) 
     }
 }
 
-BOOST_AUTO_TEST_CASE(the_pipeline_formula_is_the_simulation_at_one_micro_batch_and_ranks_like_it_at_eight) {
-  // Splits a search weighs against each other: the exact min-max compute split with
-  // each cut moved by up to 8 units at random, one pipeline on the first devices of a
-  // cluster. At one micro-batch the formula is the simulator's iteration (every
-  // micro-batch simulated). At eight it ranks them as the simulator does, Spearman
-  // 0.97 on average: counting every stage's fill and drain in full, as if no stage
-  // hid the loops of the light ones after it, it ranked them at 0.88 (0.13 on 8
-  // stages of DenseNet-121). Beyond, how well it ranks them is reported.
-  std::mt19937 random(29);
-  std::vector<double> at_eight; // Spearman's rho per model, cluster and stage count
+/// Splits a search weighs against each other: the exact min-max compute split with
+/// each cut moved by up to 8 units at random, 40 of them.
+std::vector<std::vector<std::size_t>> splits_near_the_balanced_one(const PlanContext& context,
+                                                                   const partitioning::UnitCosts& costs,
+                                                                   const IterationModel& model, std::mt19937& random) {
+  std::vector<double> speeds(context.stages);
+  for (std::size_t s = 0; s < context.stages; ++s)
+    speeds[s] = model.stage_speed(s);
+  autopipe::BalancedSplit balanced(context, costs, speeds, {});
+  const std::vector<std::size_t> start = balanced.spread(balanced.min_max_bound());
+  std::vector<std::vector<std::size_t>> splits;
+  for (int trial = 0; trial < 40; ++trial) {
+    std::vector<std::size_t> b = start;
+    for (std::size_t k = 1; k < context.stages; ++k) {
+      const long shift = static_cast<long>(random() % 17) - 8;
+      const long lo = static_cast<long>(b[k - 1]) + 1, hi = static_cast<long>(b[k + 1]) - 1;
+      b[k] = static_cast<std::size_t>(std::clamp(static_cast<long>(b[k]) + shift, lo, hi));
+    }
+    splits.push_back(std::move(b));
+  }
+  return splits;
+}
+
+/// One pipeline of `stages` on the first devices of a shipped cluster, 16 samples a
+/// micro-batch, as the formula tests plan it.
+PlanContext one_pipeline_context(const ModelProfile& profile, const ClusterSpec& cluster, std::size_t stages,
+                                 std::size_t micro_batches) {
+  PlanContext context{.profile = profile, .cluster = cluster};
+  context.stages = stages;
+  context.micro_batch_sizes = std::vector<std::uint32_t>(micro_batches, 16);
+  context.scheduler = "1f1b";
+  context.action_overhead_ms = 0.1;
+  context.optimizer_factor = 2;
+  return context;
+}
+
+std::vector<DeviceId> first_devices(std::size_t stages) {
+  std::vector<DeviceId> devices(stages);
+  std::iota(devices.begin(), devices.end(), DeviceId{0});
+  return devices;
+}
+
+/// One setting of the formula tests: one pipeline on the first devices of a shipped
+/// cluster, what estimates it, and the simulation of every micro-batch.
+struct FormulaCase {
+  std::string name; ///< "homo-64 vgg16 S=4 m=8"
+  std::size_t micro_batches;
+  const PlanContext& context;
+  const partitioning::UnitCosts& costs;
+  IterationModel& model; ///< as the search estimates
+  const partitioning::MemoryFit& fits;
+  autopipe::IterationSearch& simulator; ///< every micro-batch simulated
+};
+
+/// Every setting: 4, 8 and 32 stages of four PipeDream profiles on homo-64 and
+/// mix-4x8-3gen at 1, 8 and 32 micro-batches, where the profile has two units a stage.
+template <class Visit> void for_each_formula_case(Visit visit) {
   for (const char* cluster_name : {"homo-64", "mix-4x8-3gen"}) {
     const ClusterSpec cluster = shipped_cluster(cluster_name);
     for (const char* name : {"vgg16", "resnet50", "densenet121", "gnmt"}) {
       const ModelProfile profile = pipedream_profile(name);
       for (std::size_t stages : {4, 8, 32})
         for (std::size_t micro_batches : {1, 8, 32}) {
-          PlanContext context{.profile = profile, .cluster = cluster};
-          context.stages = stages;
-          context.micro_batch_sizes = std::vector<std::uint32_t>(micro_batches, 16);
-          context.scheduler = "1f1b";
-          context.action_overhead_ms = 0.1;
-          context.optimizer_factor = 2;
+          const PlanContext context = one_pipeline_context(profile, cluster, stages, micro_batches);
           const partitioning::UnitCosts costs(profile, true, 16);
           if (costs.size() < 2 * stages) continue;
-          std::vector<DeviceId> devices(stages);
-          std::iota(devices.begin(), devices.end(), DeviceId{0});
-          IterationModel model = autopipe::iteration_model(context, {devices});
+          IterationModel model = autopipe::iteration_model(context, {first_devices(stages)});
           IterationModel full = model.in_full();
           full.set_bound_lanes(BoundLanes::simulated);
-          std::vector<double> speeds(stages);
-          for (std::size_t s = 0; s < stages; ++s)
-            speeds[s] = model.stage_speed(s);
-          autopipe::BalancedSplit balanced(context, costs, speeds, {});
-          const std::vector<std::size_t> start = balanced.spread(balanced.min_max_bound());
           const partitioning::MemoryFit fits(costs, context, {});
           autopipe::IterationSearch simulator(context, costs, full, fits, 1'000'000);
-          const autopipe::PipelineFormula formula(costs, model, stages, micro_batches, false, 0.1);
-          std::vector<double> estimated, simulated;
-          for (int trial = 0; trial < 40; ++trial) {
-            std::vector<std::size_t> b = start;
-            for (std::size_t k = 1; k < stages; ++k) {
-              const long shift = static_cast<long>(random() % 17) - 8;
-              const long lo = static_cast<long>(b[k - 1]) + 1, hi = static_cast<long>(b[k + 1]) - 1;
-              b[k] = static_cast<std::size_t>(std::clamp(static_cast<long>(b[k]) + shift, lo, hi));
-            }
-            estimated.push_back(formula.time(b));
-            simulated.push_back(simulator.time(b));
-          }
-          const double rho = test::spearman(estimated, simulated);
-          double worst = 0, low = 0;
-          for (std::size_t i = 0; i < estimated.size(); ++i)
-            worst = std::max(worst, std::abs(estimated[i] / simulated[i] - 1)),
-            low = std::min(low, estimated[i] / simulated[i] - 1);
-          BOOST_TEST_MESSAGE(cluster_name << " " << name << " S=" << stages << " m=" << micro_batches << ": Spearman "
-                                          << rho << ", worst error " << worst << " lowest " << low);
-          if (micro_batches == 1) BOOST_TEST_CONTEXT(cluster_name << " " << name << " S=" << stages) {
-              BOOST_TEST(worst <= 1e-9);
-            }
-          if (micro_batches == 8) at_eight.push_back(rho);
+          visit(FormulaCase{std::string(cluster_name) + " " + name + " S=" + std::to_string(stages) +
+                                " m=" + std::to_string(micro_batches),
+                            micro_batches, context, costs, model, fits, simulator});
         }
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(the_pipeline_formula_is_the_simulation_at_one_micro_batch_and_ranks_like_it_at_eight) {
+  // At one micro-batch the formula is the simulator's iteration (every micro-batch
+  // simulated). At eight it ranks splits near the balanced one as the simulator does,
+  // Spearman 0.97 on average: counting every stage's fill and drain in full, as if no
+  // stage hid the loops of the light ones after it, it ranked them at 0.88 (0.13 on 8
+  // stages of DenseNet-121). Beyond, how well it ranks them is reported.
+  std::mt19937 random(29);
+  std::vector<double> at_eight; // Spearman's rho per model, cluster and stage count
+  for_each_formula_case([&](const FormulaCase& c) {
+    const autopipe::PipelineFormula formula(c.costs, c.model, c.context.stages, c.micro_batches, false, 0.1);
+    std::vector<double> estimated, simulated;
+    for (const std::vector<std::size_t>& b : splits_near_the_balanced_one(c.context, c.costs, c.model, random)) {
+      estimated.push_back(formula.time(b));
+      simulated.push_back(c.simulator.time(b));
+    }
+    const double rho = test::spearman(estimated, simulated);
+    double worst = 0, low = 0;
+    for (std::size_t i = 0; i < estimated.size(); ++i)
+      worst = std::max(worst, std::abs(estimated[i] / simulated[i] - 1)),
+      low = std::min(low, estimated[i] / simulated[i] - 1);
+    BOOST_TEST_MESSAGE(c.name << ": Spearman " << rho << ", worst error " << worst << " lowest " << low);
+    if (c.micro_batches == 1) BOOST_TEST_CONTEXT(c.name) {
+        BOOST_TEST(worst <= 1e-9);
+      }
+    if (c.micro_batches == 8) at_eight.push_back(rho);
+  });
   const double mean = std::accumulate(at_eight.begin(), at_eight.end(), 0.0) / static_cast<double>(at_eight.size());
   BOOST_TEST(at_eight.size() >= 10u);
   BOOST_TEST(mean >= 0.95, "mean Spearman at 8 micro-batches " << mean);
+}
+
+BOOST_AUTO_TEST_CASE(the_finalists_judge_ranks_like_every_micro_batch_simulated_where_the_period_does_not) {
+  // At 32 micro-batches the estimate simulates 8 and prices the rest at its period,
+  // which ranks splits near the balanced one at Spearman 0.86 on average against every
+  // micro-batch simulated (0.49 on 8 stages of DenseNet-121): the judge of the search's
+  // finalists adds the closed form's growth past the 8 (or the busiest lane's, where
+  // more) to their simulation instead, 0.94. At 8 micro-batches it is the simulation
+  // itself, and at one the closed form, which is the simulation there.
+  std::mt19937 random(31);
+  std::vector<double> judged_rho, period_rho;
+  for_each_formula_case([&](const FormulaCase& c) {
+    autopipe::IterationSearch period(c.context, c.costs, c.model, c.fits, 1'000'000);
+    const autopipe::PipelineFormula formula(c.costs, c.model, c.context.stages, c.micro_batches, false, 0.1);
+    autopipe::FinalistJudge judge(c.context, c.costs, c.model, formula, c.fits);
+    std::vector<double> judged, priced, simulated;
+    for (const std::vector<std::size_t>& b : splits_near_the_balanced_one(c.context, c.costs, c.model, random)) {
+      judged.push_back(judge.time(b));
+      priced.push_back(period.time(b));
+      simulated.push_back(c.simulator.time(b));
+    }
+    BOOST_TEST_CONTEXT(c.name) {
+      if (c.micro_batches <= 8)
+        for (std::size_t i = 0; i < judged.size(); ++i)
+          BOOST_TEST(judged[i] == simulated[i], boost::test_tools::tolerance(1e-9));
+    }
+    if (c.micro_batches == 32) {
+      judged_rho.push_back(test::spearman(judged, simulated));
+      period_rho.push_back(test::spearman(priced, simulated));
+      BOOST_TEST_MESSAGE(c.name << ": Spearman, judge " << judged_rho.back() << ", period " << period_rho.back());
+    }
+  });
+  auto mean = [](const std::vector<double>& v) {
+    return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  };
+  BOOST_TEST_MESSAGE("mean Spearman at 32 micro-batches: judge " << mean(judged_rho) << ", period "
+                                                                 << mean(period_rho));
+  BOOST_TEST(judged_rho.size() >= 10u);
+  BOOST_TEST(mean(judged_rho) >= 0.93, "judge's mean Spearman at 32 micro-batches " << mean(judged_rho));
+  BOOST_TEST(mean(judged_rho) >= mean(period_rho) + 0.03,
+             "judge " << mean(judged_rho) << " against the period's " << mean(period_rho));
 }

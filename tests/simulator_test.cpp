@@ -860,6 +860,43 @@ BOOST_AUTO_TEST_CASE(an_estimate_that_leaves_micro_batches_out_stays_near_the_si
   BOOST_TEST(errors[errors.size() * 9 / 10] <= 0.02);
 }
 
+BOOST_AUTO_TEST_CASE(an_estimate_says_what_its_period_added_and_how_much_of_it_the_busiest_lane_takes) {
+  // What the judge of a search's finalists replaces by a closed form's growth: of 32
+  // equal micro-batches the estimate simulates 8, and the period adds the rest, so
+  // that less is the estimate of 8. The busiest lane's time per micro-batch is part of
+  // that period: VGG-16's activations keep the lanes longer than GNMT's.
+  const ClusterSpec cluster = shipped_cluster("pairs-4x8");
+  std::vector<DeviceId> devices(8);
+  std::iota(devices.begin(), devices.end(), DeviceId{0});
+  std::map<std::string, double> lanes; // per model, under 1F1B
+  for (const char* name : {"gnmt", "vgg16"})
+    for (const bool gpipe : {false, true}) {
+      const ModelProfile profile = shipped_profile(std::string("pipedream/") + name + ".txt");
+      auto build = [&](std::size_t count) {
+        const std::vector<std::uint32_t> sizes(count, 16);
+        return gpipe ? gpipe_schedule(devices.size(), sizes) : one_f_one_b_schedule(devices.size(), sizes);
+      };
+      const std::vector<StageFigures> figures = stage_figures(profile, even_cuts(profile, devices.size()));
+      IterationSetup setup{{devices}, build(32), 0.1, 2.0};
+      setup.bound_lanes = BoundLanes::priced; // as a search estimates
+      IterationModel model(cluster, setup);
+      IterationModel eight(cluster, {{devices}, build(8), 0.1, 2.0});
+      BOOST_TEST_CONTEXT(name << (gpipe ? ", GPipe" : ", 1F1B")) {
+        BOOST_TEST(model.brief_micro_batches() == 8u);
+        const double estimate = model.iteration_ms(figures);
+        BOOST_TEST(model.last_steady_ms() > 0);
+        BOOST_TEST(estimate - model.last_steady_ms() == eight.iteration_ms(figures),
+                   boost::test_tools::tolerance(1e-9));
+        BOOST_TEST(eight.last_steady_ms() == 0);
+        BOOST_TEST(eight.last_lanes_ms() == 0);
+        BOOST_TEST(model.last_lanes_ms() > 0);
+        BOOST_TEST(24 * model.last_lanes_ms() <= model.last_steady_ms() * (1 + 1e-9));
+        if (!gpipe) lanes[name] = model.last_lanes_ms();
+      }
+    }
+  BOOST_TEST(lanes["vgg16"] > 2 * lanes["gnmt"]);
+}
+
 BOOST_AUTO_TEST_CASE(a_pod_simulated_as_itself_judges_pipelines_that_share_lanes_nearer_the_simulation) {
   // Stage-major, eight pipelines to a server's NIC and four to a PCIe switch: one
   // representative, in lockstep with the others on those lanes, misjudges how they

@@ -4,6 +4,7 @@
 #include "common/autopipe/cut_search.hpp"
 
 #include "common/autopipe/balanced_split.hpp"
+#include "common/autopipe/finalist_judge.hpp"
 #include "common/autopipe/iteration_search.hpp"
 #include "common/autopipe/latency_split.hpp"
 #include "common/autopipe/pipeline_formula.hpp"
@@ -191,7 +192,7 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
 
   // From here, where one pipeline runs a schedule without chunks, the starts and the
   // descent are ranked by the closed form (O(S) an estimate, whatever the micro-batch
-  // count), and the estimate chooses among the best few of them, without step 4. Where
+  // count), and FinalistJudge chooses among the best few of them, without step 4. Where
   // pipelines share lanes, which of their sends and rings goes first moves the
   // iteration, and only the simulator sees it.
   std::optional<PipelineFormula> formula;
@@ -297,14 +298,13 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   std::stable_sort(starts.begin(), starts.end(), by_estimate);
   context.report(1.0);
   if (!formula) return fastest_of(starts);
+  FinalistJudge judge_finalists(context, costs, model, *formula, fits);
   std::vector<std::pair<double, std::vector<std::size_t>>> finalists;
   for (const auto& [t, b] : starts) {
     if (finalists.size() == formula_finalists) break;
     if (std::none_of(finalists.begin(), finalists.end(), [&](const auto& f) { return f.second == b; }))
-      finalists.emplace_back(descent.time(b), b);
+      finalists.emplace_back(judge_finalists.time(b), b);
   }
-  // The estimate of one pipeline prices micro-batches past the eighth at the steady
-  // state's period: it chooses, at the same cost at any micro-batch count.
   return std::min_element(finalists.begin(), finalists.end(), by_estimate)->second;
 }
 

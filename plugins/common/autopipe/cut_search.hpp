@@ -27,12 +27,13 @@
 ///      (iteration_search), within an evaluation budget that grows with the stages and
 ///      shrinks where each estimate simulates many actions. Where one pipeline runs a
 ///      schedule without chunks, steps 2 and 3 rank by a closed form of its iteration
-///      instead (pipeline_formula.hpp, O(S) whatever the micro-batch count), and the
-///      estimate chooses among the best `formula_finalists` of them and of the two
-///      starts the descent set out from; step 4 is left out, so that the search costs
-///      the same at any micro-batch count. Where every split can be estimated for
-///      about as long as the descent's whole budget takes (few units, few stages),
-///      steps 2 and 3 give way to that: the estimate's own optimum;
+///      instead (pipeline_formula.hpp, O(S) whatever the micro-batch count), and
+///      FinalistJudge (the estimate's simulated micro-batches, plus the closed form's
+///      growth past them) chooses among the best `formula_finalists` of them and of
+///      the two starts the descent set out from; step 4 is left out, so that the
+///      search costs the same at any micro-batch count. Where every split can be
+///      estimated for about as long as the descent's whole budget takes (few units,
+///      few stages), steps 2 and 3 give way to that: the estimate's own optimum;
 ///   4. where the estimate ran representatives rather than every pipeline, or priced
 ///      micro-batches at the steady state's period (the descent's estimate does so
 ///      even where the lanes bind, to cost the same at any micro-batch count), the best
@@ -91,7 +92,7 @@ constexpr std::size_t max_sync_split_steps = 2'000'000;
 /// candidates, and how many it judges: a few milliseconds each on 10,000 devices.
 constexpr std::size_t max_judged_actions = std::size_t{1} << 18;
 constexpr std::size_t judged_candidates = 6;
-/// How many of the splits the closed form ranks best the simulator estimates.
+/// How many of the splits the closed form ranks best FinalistJudge judges.
 constexpr std::size_t formula_finalists = 8;
 
 /// What judges a search's last few candidates where `model` is not exact: every

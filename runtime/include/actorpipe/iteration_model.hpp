@@ -163,6 +163,14 @@ public:
   /// The estimated iteration time for stages with these figures (one per stage).
   /// Not for concurrent use: it reuses its buffers.
   double iteration_ms(const std::vector<StageFigures>& stages);
+  /// Of the last iteration_ms(): what the micro-batches past those simulated added at
+  /// the steady state's period (0 where every one was simulated), which a closed form
+  /// of the steady state can stand in for; and the busiest lane's share of that
+  /// period, per micro-batch, which no steady state beats.
+  double last_steady_ms() const;
+  double last_lanes_ms();
+  /// Micro-batches an estimate simulates where it prices the rest at the period.
+  std::size_t brief_micro_batches() const;
 
 private:
   struct Impl;

@@ -36,6 +36,7 @@ struct IterationModel::Impl {
   /// The first `k` micro-batches of the setup's schedule (all where k is 0).
   Probe probe(std::size_t k) const;
   std::optional<sim::SteadyState> steady; ///< set where there is a `brief` probe
+  double last_steady_ms = 0;              ///< what the last estimate's period added
   double optimizer_factor = 1;
   std::vector<const Device*> device; ///< per stage, its slowest replica
   std::vector<std::uint64_t> memory; ///< per stage, its smallest replica's
@@ -436,12 +437,24 @@ double IterationModel::iteration_ms(const std::vector<StageFigures>& stages) {
         behind = std::max(behind, (static_cast<double>(route->share[l]) - 1.0) * largest * bytes /
                                       m.lanes[route->lanes[l]].bytes_per_ms);
   }
+  m.last_steady_ms = 0;
   const sim::Outcome outcome = sim::run(m.model, 1);
   if (outcome.iteration_end_ms.empty()) return 0.0;
   const double steady = probe.rest.empty() ? 0.0
                                            : m.steady->extra_ms(m.model, probe.schedule.micro_batch_sizes.size(),
                                                                 m.setup.schedule.micro_batch_sizes.size(), probe.rest);
+  m.last_steady_ms = steady;
   return outcome.iteration_end_ms.front() + behind + steady;
 }
+
+double IterationModel::last_steady_ms() const { return impl_->last_steady_ms; }
+
+double IterationModel::last_lanes_ms() {
+  // The stages' figures of the last estimate are still the model's.
+  if (impl_->last_steady_ms == 0) return 0;
+  return impl_->steady->period_of(impl_->model, impl_->brief.rest.front().first).lanes;
+}
+
+std::size_t IterationModel::brief_micro_batches() const { return impl_->brief.schedule.micro_batch_sizes.size(); }
 
 } // namespace actorpipe
