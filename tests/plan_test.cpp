@@ -11,6 +11,7 @@
 #include <actorpipe/tuning.hpp>
 
 #include "test_support.hpp"
+#include "synthetic_chain.hpp"
 
 #include "common/autopipe/balanced_split.hpp"
 #include "common/autopipe/cut_search.hpp"
@@ -1280,6 +1281,20 @@ BOOST_AUTO_TEST_CASE(at_few_stages_autopipe_finds_cuts_more_moves_apart_than_des
   const Plan theirs = plan(spec);
   BOOST_TEST(ours.iteration_time_ms <= theirs.iteration_time_ms * 1.001,
              ours.iteration_time_ms << " ms against DAPPLE's " << theirs.iteration_time_ms);
+}
+
+BOOST_AUTO_TEST_CASE(the_search_starts_from_equal_block_counts_too) {
+  // 32 stages of the grid benchmark's 1,000-block chain (two sub-blocks a block) in one
+  // pipeline of 32 micro-batches on pairs-4x8: equal block counts, the first stages a
+  // block ahead, are faster than where descent leads from every other start (equal
+  // sub-block counts included), more cuts away than it moves.
+  JobSpec spec = one_pipeline_job(bench::synthetic_chain(1000), shipped_cluster("pairs-4x8"), 32, 32);
+  spec.train.batch_size = 32;
+  spec.plan.mapper = "hetero";
+  const double ours = plan(spec).iteration_time_ms;
+  spec.plan.partitioner = "uniform";
+  const double uniform = plan(spec).iteration_time_ms;
+  BOOST_TEST(ours <= uniform * (1 + 1e-9), ours << " " << uniform);
 }
 
 BOOST_AUTO_TEST_CASE(a_slow_stage_hides_the_loops_of_the_light_stages_after_it) {

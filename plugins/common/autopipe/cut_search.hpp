@@ -15,13 +15,14 @@
 ///      state, which one micro-batch does not have); the splits of least pipeline latency
 ///      (the slowest stage once per micro-batch, every stage and send once, the first
 ///      stage's all-reduce) under a range of bounds on the slowest stage (latency_split);
-///      equal unit counts, far from any of these bounds; where the model is small
-///      enough, the min-max split of each stage's compute plus its all-reduce and step,
-///      for iterations that the rings end (where there are rings: more than one
-///      pipeline), and the min-max split of when each stage's ring and step end (its
-///      ring starts once the backwards from its first unit to the model's end are
-///      done); and where the splits at boundaries of groups
-///      of a few units can be estimated in a sixteenth of the time every split would
+///      equal unit counts, far from any of these bounds (where one pipeline runs,
+///      also with what is left over on the first stages, and in whole blocks);
+///      where the model is small enough, the min-max split of each stage's compute
+///      plus its all-reduce and step, for iterations that the rings end (where there
+///      are rings: more than one pipeline), and the min-max split of when each stage's
+///      ring and step end (its ring starts once the backwards from its first unit to
+///      the model's end are done); and where the splits at boundaries of groups of a
+///      few units can be estimated in a sixteenth of the time every split would
 ///      take (few stages), the best of those;
 ///   3. from the best two of these by the estimate, cut-by-cut descent on the estimate
 ///      (iteration_search), within an evaluation budget that grows with the stages and
