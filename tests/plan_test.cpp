@@ -1466,3 +1466,30 @@ BOOST_AUTO_TEST_CASE(the_finalists_judge_ranks_like_every_micro_batch_simulated_
   BOOST_TEST(mean(judged_rho) >= mean(period_rho) + 0.03,
              "judge " << mean(judged_rho) << " against the period's " << mean(period_rho));
 }
+
+BOOST_AUTO_TEST_CASE(a_descent_on_the_simulator_simulates_each_split_once) {
+  // A descent comes back to splits it has estimated (a cut moved there and back, the
+  // second start's path joining the first's); a revisit counts against its budget but
+  // is not simulated again, and gives the time the split was simulated at.
+  const ClusterSpec cluster = shipped_cluster("homo-64");
+  const ModelProfile profile = pipedream_profile("resnet50");
+  const PlanContext context = one_pipeline_context(profile, cluster, 8, 8);
+  const partitioning::UnitCosts costs(profile, true, 16);
+  IterationModel model = autopipe::iteration_model(context, {first_devices(8)});
+  const partitioning::MemoryFit fits(costs, context, {});
+  autopipe::IterationSearch descent(context, costs, model, fits, 1'000'000);
+  std::vector<std::vector<std::size_t>> starts(2, std::vector<std::size_t>(9));
+  for (std::size_t s = 0; s <= 8; ++s)
+    starts[0][s] = s * costs.size() / 8, starts[1][s] = s == 8 ? costs.size() : s * (costs.size() / 8);
+  const std::size_t before = model.simulated_so_far();
+  for (std::vector<std::size_t>& b : starts) {
+    double t = descent.time(b);
+    descent.refine(b, t, std::numeric_limits<double>::infinity());
+    IterationModel fresh = autopipe::iteration_model(context, {first_devices(8)});
+    autopipe::IterationSearch again(context, costs, fresh, fits, 1);
+    BOOST_TEST(again.time(b) == t);
+  }
+  const std::size_t simulations = (model.simulated_so_far() - before) / model.simulated_actions();
+  BOOST_TEST_MESSAGE("evaluations " << descent.evaluations() << ", simulations " << simulations);
+  BOOST_TEST(simulations < descent.evaluations());
+}

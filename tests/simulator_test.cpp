@@ -13,6 +13,7 @@
 #include <actorpipe/simulator.hpp>
 
 #include "sim/emulated_links.hpp"
+#include "sim/event_queues.hpp"
 #include "sim/stage_figures.hpp"
 #include "test_support.hpp"
 
@@ -87,6 +88,35 @@ SimulationReport run(const Plan& plan, const ModelProfile& profile, const Cluste
 }
 
 } // namespace
+
+BOOST_AUTO_TEST_CASE(both_event_queues_pop_by_time_then_instance) {
+  // The engine's runs repeat exactly only if its queues pop in one order: earliest
+  // first, and at equal times (−0 among them, equal to 0) the lower instance first.
+  std::mt19937 random(5);
+  std::vector<sim::Event> events;
+  for (std::uint32_t k = 0; k < 2000; ++k)
+    events.push_back(
+        {static_cast<double>(random() % 40) * 0.25, static_cast<std::uint32_t>(random() % 300), sim::action_done});
+  events.push_back({-0.0, 7, sim::action_done});
+  events.push_back({0.0, 3, sim::action_done});
+  events.push_back({-0.0, 1, sim::action_done});
+  std::vector<std::pair<double, std::uint32_t>> expected;
+  for (const sim::Event& e : events)
+    expected.emplace_back(e.time + 0.0, e.instance);
+  std::stable_sort(expected.begin(), expected.end());
+  auto drain = [&](auto queue) {
+    std::vector<std::pair<double, std::uint32_t>> popped;
+    for (const sim::Event& e : events)
+      queue.push(e);
+    while (!queue.empty()) {
+      const sim::Event e = queue.pop();
+      popped.emplace_back(e.time + 0.0, e.instance);
+    }
+    return popped;
+  };
+  BOOST_TEST((drain(sim::EventHeap{}) == expected));
+  BOOST_TEST((drain(sim::EventBuckets{}) == expected));
+}
 
 BOOST_AUTO_TEST_CASE(devices_on_one_processor_compute_in_turn) {
   // 2 stages × 2 pipelines, 1 ms forward and 2 ms backward per sample, 2 micro-batches

@@ -10,17 +10,23 @@
 /// heaviest stage to a farther stage, shifting every cut between them, and sweeps on;
 /// it ends when that does not help either, or when its budget is spent: so many
 /// evaluations, or `max_search_actions` simulated actions, whichever comes first.
-/// Every move keeps both
-/// stages it touches in memory and, where a compute limit is given, within it.
+/// Every move keeps both stages it touches in memory and, where a compute limit is
+/// given, within it. A descent comes back to splits it has estimated (a cut moved
+/// there and back, a second start's path joining the first's: about a tenth of its
+/// estimates on the layouts of ResNet-50 on homo-64): on the simulator each split is
+/// simulated once, and a revisit counts as an evaluation without simulating.
 
 #include "common/autopipe/pipeline_formula.hpp"
 #include "common/partitioning/unit_costs.hpp"
 
 #include <actorpipe/iteration_model.hpp>
 
+#include <boost/container_hash/hash.hpp>
+
 #include <algorithm>
 #include <cstddef>
 #include <limits>
+#include <unordered_map>
 #include <vector>
 
 namespace actorpipe::autopipe {
@@ -89,7 +95,7 @@ public:
         for (std::size_t value : options) {
           if (value == kept || !allowed(k, value) || spent()) continue;
           b[k] = value;
-          if (const double candidate = time(b); candidate < best_time) best_time = candidate, best = value;
+          if (const double candidate = tried(b); candidate < best_time) best_time = candidate, best = value;
           b[k] = kept;
         }
         if (best != kept) {
@@ -134,12 +140,24 @@ private:
         for (std::size_t k = target + 1; k <= heavy; ++k)
           ++candidate[k];
       if (!within(candidate, std::min(heavy, target), std::max(heavy, target))) continue;
-      if (const double c = time(candidate); c < best_time) best_time = c, best = candidate;
+      if (const double c = tried(candidate); c < best_time) best_time = c, best = candidate;
     }
     if (best.empty()) return false;
     b = std::move(best);
     t = best_time;
     return true;
+  }
+
+  /// time(b), simulated once per split (the formula is cheaper than looking it up).
+  double tried(const std::vector<std::size_t>& b) {
+    if (formula_) return time(b);
+    if (const auto found = tried_.find(b); found != tried_.end()) {
+      ++evaluations_;
+      return found->second;
+    }
+    const double t = time(b);
+    tried_.emplace(b, t);
+    return t;
   }
 
   /// The boundary in [from, to) that sends fewest bytes; `to` when the range is empty.
@@ -158,6 +176,10 @@ private:
   std::size_t evaluations_ = 0;
   std::vector<StageFigures> figures_;
   std::size_t simulated_before_;
+  struct SplitHash {
+    std::size_t operator()(const std::vector<std::size_t>& b) const { return boost::hash_range(b.begin(), b.end()); }
+  };
+  std::unordered_map<std::vector<std::size_t>, double, SplitHash> tried_; ///< the descents' simulated splits
 };
 
 } // namespace actorpipe::autopipe

@@ -27,8 +27,11 @@ struct Event {
   std::uint32_t instance;
   Kind kind;
   Towards towards = Towards::nowhere;
+  /// Times are never negative (nor −0: push() adds +0), so their bits order as they
+  /// do; comparing integers leaves the heap's inner loop without a branch on the data.
   bool operator>(const Event& other) const {
-    return time != other.time ? time > other.time : instance > other.instance;
+    const std::uint64_t a = std::bit_cast<std::uint64_t>(time), b = std::bit_cast<std::uint64_t>(other.time);
+    return (a > b) | ((a == b) & (instance > other.instance));
   }
 };
 constexpr Kind action_done = Kind::action_done, iteration_start = Kind::iteration_start;
@@ -42,6 +45,7 @@ public:
   /// The heap serves models small enough to sit in the caches: nothing to look ahead to.
   const Event* ahead(std::size_t) const { return nullptr; }
   void push(Event e) {
+    e.time += 0.0; // −0 becomes +0, which orders as its bits
     std::size_t i = heap_.size();
     heap_.push_back(e);
     while (i > 0) {
@@ -75,7 +79,7 @@ public:
       if (first >= n) break;
       std::size_t least = first;
       for (std::size_t c = first + 1; c < std::min(first + 4, n); ++c)
-        if (heap_[least] > heap_[c]) least = c;
+        least = heap_[least] > heap_[c] ? c : least;
       if (!(last > heap_[least])) break;
       heap_[i] = heap_[least];
       i = least;
@@ -106,6 +110,7 @@ public:
   }
 
   void push(Event e) {
+    e.time += 0.0; // −0 becomes +0: one bucket for one time
     const std::uint64_t key = std::bit_cast<std::uint64_t>(e.time);
     std::uint32_t id = recent_;
     if (id == none || recent_key_ != key) {
