@@ -878,6 +878,38 @@ BOOST_AUTO_TEST_CASE(the_bisection_finds_the_programmes_answer_exactly) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_programme_whose_cost_falls_as_a_stage_starts_later_finds_the_same_split_weighing_fewer_starts) {
+  // Random chains with per-stage speeds, rings and memory limits (costs that fall as a
+  // stage starts later, many of them tied: units of no time, integer times), solved by
+  // the whole programme and by the one that weighs each end's latest starts only.
+  std::mt19937 random(13);
+  std::size_t weighed_all = 0, weighed_latest = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::size_t N = 1 + random() % 60, S = 1 + random() % N;
+    std::vector<double> prefix{0}, speed(S), ring(S);
+    for (std::size_t u = 0; u < N; ++u)
+      prefix.push_back(prefix.back() + static_cast<double>(random() % (trial % 3 == 0 ? 2 : 9)));
+    for (std::size_t s = 0; s < S; ++s)
+      speed[s] = 1.0 + static_cast<double>(random() % 3), ring[s] = static_cast<double>(random() % 4);
+    const double memory = trial % 4 == 0 ? prefix.back() / 2 : std::numeric_limits<double>::infinity();
+    auto cost_counting = [&](std::size_t& weighed) {
+      return [&, memory](std::size_t s, std::size_t i, std::size_t j) {
+        ++weighed;
+        const double work = prefix[j] - prefix[i];
+        return work > memory ? std::numeric_limits<double>::infinity() : work / speed[s] + ring[s] * work / 10;
+      };
+    };
+    const auto all = partitioning::min_max_split(S, N, cost_counting(weighed_all));
+    const auto latest = partitioning::min_max_split(S, N, cost_counting(weighed_latest), {},
+                                                    partitioning::StartCost::falls_as_start_rises);
+    BOOST_TEST_CONTEXT("trial " << trial << ": " << S << " stages of " << N << " units") {
+      BOOST_TEST(latest == all, boost::test_tools::per_element());
+    }
+  }
+  BOOST_TEST_MESSAGE("starts weighed: " << weighed_latest << " of " << weighed_all);
+  BOOST_TEST(weighed_latest * 2 < weighed_all);
+}
+
 BOOST_AUTO_TEST_CASE(a_chain_too_long_for_the_whole_programme_is_split_coarse_then_fine_within_its_budget) {
   // A 3,000-block chain at 12 stages weighs 5.4·10^7 pairs whole; a budget of 10^6
   // groups it. The coarse pass weighs at most the budget, the fine pass a few pairs

@@ -251,20 +251,24 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   }
   // Where the all-reduces outlast the pipeline (few micro-batches over many replicas),
   // the stage whose ring ends last ends the iteration, not the first: the split whose
-  // largest compute, ring and step is least. Exact, in S · N² steps: only where that is
-  // at most `max_sync_split_steps`, and where there are rings (more than one pipeline).
+  // largest compute, ring and step is least. Exact: only where S · N² is at most
+  // `max_sync_split_steps`, and where there are rings (more than one pipeline).
   // And the split whose last ring ends first: stage s's last backward ends the
   // backwards of the stages before it earlier than the first stage's, so its ring and
   // step end at the backwards from its first unit to the model's end, plus them.
   if (context.pipelines > 1 &&
       static_cast<double>(S) * static_cast<double>(costs.size()) * static_cast<double>(costs.size()) <=
           static_cast<double>(max_sync_split_steps)) {
-    // The min-max split of `before(s, i, j)` plus stage s's ring and step.
+    // The min-max split of `before(s, i, j)` plus stage s's ring and step; both fall
+    // as a stage starts later, and so does the ring and step of its fewer parameters.
     auto ring_split = [&](auto before) {
-      return partitioning::min_max_split(S, costs.size(), [&](std::size_t s, std::size_t i, std::size_t j) {
-        return fits(s, i, j) ? before(s, i, j) + model.sync_ms(s, costs.parameter_bytes(i, j))
-                             : std::numeric_limits<double>::infinity();
-      });
+      return partitioning::min_max_split(
+          S, costs.size(),
+          [&](std::size_t s, std::size_t i, std::size_t j) {
+            return fits(s, i, j) ? before(s, i, j) + model.sync_ms(s, costs.parameter_bytes(i, j))
+                                 : std::numeric_limits<double>::infinity();
+          },
+          {}, partitioning::StartCost::falls_as_start_rises);
     };
     consider(
         ring_split([&](std::size_t s, std::size_t i, std::size_t j) { return costs.compute_ms(i, j) * slowness(s); }));

@@ -87,7 +87,8 @@ constexpr std::size_t least_estimate_actions = 64;
 /// Of the estimates every split could have, the share the splits at groups of units
 /// may have (about 4 ms).
 constexpr std::size_t grouped_share = 16;
-/// The most steps of the exact min-max split by compute, ring and step (a few ms).
+/// The largest S · N² for which the search runs the exact min-max split by compute,
+/// ring and step (which weighs only the latest starts of each end).
 constexpr std::size_t max_sync_split_steps = 2'000'000;
 /// The most actions (every pipeline's) of a simulation that judges the last
 /// candidates, and how many it judges: a few milliseconds each on 10,000 devices.

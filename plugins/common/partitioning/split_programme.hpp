@@ -8,6 +8,7 @@
 
 #include "common/partitioning/unit_costs.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -105,13 +106,23 @@ std::vector<std::size_t> best_split(const CutCandidates& candidates, const State
   return trace_back(candidates, from);
 }
 
+/// What min_max_split may assume of cost(s, i, j) for a stage's end j: nothing, or that
+/// it never rises as the stage starts later (sums of unit figures, nonincreasing in i),
+/// infinite costs (ruled out) aside.
+enum class StartCost { any, falls_as_start_rises };
+
 /// The split over `candidates` that minimises the largest cost(s, i, j) of stage s
 /// holding units [i, j); infinite costs rule a stage out. Empty when no split has a
 /// finite cost. best_split() with a double for state, in plain arrays: the exact
-/// partitioners and AutoPipe-H's search run it in their innermost loops.
+/// partitioners and AutoPipe-H's search run it in their innermost loops. Where the
+/// cost falls as a stage starts later, each end weighs its starts from the latest back
+/// and stops at the first whose finite cost alone passes the best found, which no
+/// earlier start can beat: the same split (of equal largest costs, the earliest last
+/// start), weighing about a stage's width of starts for each end rather than all.
 template <class Cost>
 std::vector<std::size_t> min_max_split(const CutCandidates& candidates, const Cost& cost,
-                                       const std::function<void(double)>& progress = {}) {
+                                       const std::function<void(double)>& progress = {},
+                                       StartCost shape = StartCost::any) {
   constexpr double none = std::numeric_limits<double>::infinity();
   const std::size_t S = candidates.at.size() - 1;
   WorkProgress done(progress, candidates.pairs());
@@ -130,27 +141,39 @@ std::vector<std::size_t> min_max_split(const CutCandidates& candidates, const Co
       const std::size_t j = here[k];
       double kept = none;
       std::uint32_t kept_from = 0;
-      std::size_t b = 0;
-      for (; b < before.size() && before[b] < j; ++b) {
-        if (prefixes[b] == none) continue;
-        const double value = std::max(prefixes[b], cost(s - 1, before[b], j));
-        if (value < kept) kept = value, kept_from = static_cast<std::uint32_t>(b);
+      const std::size_t starts =
+          static_cast<std::size_t>(std::lower_bound(before.begin(), before.end(), j) - before.begin());
+      if (shape == StartCost::any) {
+        for (std::size_t b = 0; b < starts; ++b) {
+          if (prefixes[b] == none) continue;
+          const double value = std::max(prefixes[b], cost(s - 1, before[b], j));
+          if (value < kept) kept = value, kept_from = static_cast<std::uint32_t>(b);
+        }
+      } else {
+        for (std::size_t b = starts; b-- > 0;) {
+          if (prefixes[b] == none) continue;
+          const double c = cost(s - 1, before[b], j);
+          if (c > kept && c < none) break;
+          const double value = std::max(prefixes[b], c);
+          if (value < kept || (value == kept && value < none)) kept = value, kept_from = static_cast<std::uint32_t>(b);
+        }
       }
       best[s][k] = kept;
       from[s][k] = kept_from;
-      done.add(static_cast<double>(b));
+      done.add(static_cast<double>(starts));
     }
   }
   if (best[S].empty() || best[S].back() == none) return {};
   return trace_back(candidates, from);
 }
 
-/// min_max_split over every boundary, exactly, in O(S · N²).
+/// min_max_split over every boundary, exactly, in O(S · N²) (StartCost::any).
 template <class Cost>
 std::vector<std::size_t> min_max_split(std::size_t S, std::size_t N, const Cost& cost,
-                                       const std::function<void(double)>& progress = {}) {
+                                       const std::function<void(double)>& progress = {},
+                                       StartCost shape = StartCost::any) {
   if (S == 0 || S > N) return {};
-  return min_max_split(CutCandidates::every(S, N), cost, progress);
+  return min_max_split(CutCandidates::every(S, N), cost, progress, shape);
 }
 
 /// The pairs of boundaries a programme weighs, at a few nanoseconds each, above which
