@@ -1499,6 +1499,36 @@ BOOST_AUTO_TEST_CASE(the_finalists_judge_ranks_like_every_micro_batch_simulated_
              "judge " << mean(judged_rho) << " against the period's " << mean(period_rho));
 }
 
+BOOST_AUTO_TEST_CASE(hetero_asked_again_answers_as_a_fresh_mapper_does) {
+  // One mapper keeps each layout's searched cuts across map() calls; asked in turn for
+  // other micro-batch counts, models and partitions, it must answer each as a mapper
+  // asked nothing before does.
+  const ClusterSpec cluster = shipped_cluster("hetero-2x8");
+  const ModelProfile resnet = pipedream_profile("resnet50"), vgg = pipedream_profile("vgg16");
+  auto kept = test::plugins().mapper("hetero");
+  REQUIRE_OK(kept);
+  for (int pass = 0; pass < 2; ++pass)
+    for (const ModelProfile* profile : {&resnet, &vgg})
+      for (std::size_t micro_batches : {1, 8})
+        for (bool even : {true, false}) {
+          PlanContext context = one_pipeline_context(*profile, cluster, 4, micro_batches);
+          context.pipelines = 2;
+          const partitioning::UnitCosts costs(*profile, true, 16);
+          std::vector<std::size_t> b(5);
+          for (std::size_t s = 0; s <= 4; ++s)
+            b[s] = even ? s * costs.size() / 4 : (s == 4 ? costs.size() : s * (costs.size() / 8));
+          const Partition partition = costs.to_partition(b);
+          auto fresh = test::plugins().mapper("hetero");
+          REQUIRE_OK(fresh);
+          auto asked_again = (*kept)->map(context, partition), asked_first = (*fresh)->map(context, partition);
+          REQUIRE_OK(asked_again);
+          REQUIRE_OK(asked_first);
+          BOOST_TEST_CONTEXT(profile->name << ", " << micro_batches << " micro-batches, pass " << pass) {
+            BOOST_TEST((asked_again->devices == asked_first->devices));
+          }
+        }
+}
+
 BOOST_AUTO_TEST_CASE(a_descent_on_the_simulator_simulates_each_split_once) {
   // A descent comes back to splits it has estimated (a cut moved there and back, the
   // second start's path joining the first's); a revisit counts against its budget but

@@ -29,7 +29,11 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <numeric>
+#include <optional>
+#include <tuple>
 
 namespace {
 
@@ -111,7 +115,65 @@ struct Price {
   bool operator<(const Price& other) const { return fits != other.fits ? fits : ms < other.ms; }
 };
 
-Price price(const PlanContext& context, const Partition& partition, const Mapping& mapping) {
+/// The cuts AutoPipe-H's search gives each layout, kept across map() calls: a plan
+/// maps each shape once a round (up to four rounds), over the same layouts, and a
+/// layout's search reads nothing that changes between rounds (neither the partition
+/// nor the placement hints), so each layout of each shape is searched once. Another
+/// model, cluster or setting that the search reads (a mapper held by an embedding
+/// program plans many jobs) drops every cut kept.
+class SearchedCuts {
+public:
+  /// search_cuts(context, costs, model, true, false), `model` being the estimate of
+  /// the layout `devices`.
+  std::vector<std::size_t> of(const PlanContext& context, const partitioning::UnitCosts& costs, IterationModel& model,
+                              const std::vector<std::vector<DeviceId>>& devices) {
+    Key key{context.stages,
+            context.pipelines,
+            context.micro_batch_sizes,
+            context.chunking.chunks,
+            context.chunking.shape,
+            context.scheduler,
+            devices};
+    {
+      const std::lock_guard lock(mutex_);
+      if (!job_ || !job_->matches(context)) {
+        cuts_.clear();
+        job_.emplace(context);
+      }
+      if (const auto found = cuts_.find(key); found != cuts_.end()) return found->second;
+    }
+    std::vector<std::size_t> cuts = autopipe::search_cuts(context, costs, model, true, false);
+    const std::lock_guard lock(mutex_);
+    if (job_->matches(context)) cuts_.emplace(std::move(key), cuts);
+    return cuts;
+  }
+
+private:
+  /// What the search reads that stays the same for every shape of one job.
+  struct Job {
+    explicit Job(const PlanContext& c)
+        : profile(c.profile), cluster(c.cluster), action_overhead_ms(c.action_overhead_ms),
+          optimizer_factor(c.optimizer_factor), sub_blocks(c.sub_blocks), recompute(c.recompute) {}
+    bool matches(const PlanContext& c) const {
+      return action_overhead_ms == c.action_overhead_ms && optimizer_factor == c.optimizer_factor &&
+             sub_blocks == c.sub_blocks && recompute == c.recompute && profile == c.profile && cluster == c.cluster;
+    }
+    ModelProfile profile;
+    ClusterSpec cluster;
+    double action_overhead_ms, optimizer_factor;
+    bool sub_blocks;
+    Recompute recompute;
+  };
+  /// The shape, the schedule and the layout.
+  using Key = std::tuple<std::size_t, std::size_t, std::vector<std::uint32_t>, std::uint32_t, ChunkShape, std::string,
+                         std::vector<std::vector<DeviceId>>>;
+
+  std::mutex mutex_;
+  std::optional<Job> job_;
+  std::map<Key, std::vector<std::size_t>> cuts_;
+};
+
+Price price(const PlanContext& context, const Partition& partition, const Mapping& mapping, SearchedCuts& search) {
   const partitioning::UnitCosts costs(context.profile, context.sub_blocks, partitioning::largest_micro_batch(context),
                                       context.recompute);
   IterationModel model = autopipe::iteration_model(context, mapping.devices);
@@ -119,7 +181,7 @@ Price price(const PlanContext& context, const Partition& partition, const Mappin
   for (std::size_t s = 0; s < context.stages; ++s)
     memory[s] = model.stage_memory(s);
   const partitioning::MemoryFit fits(costs, context, memory);
-  const std::vector<std::size_t> searched = autopipe::search_cuts(context, costs, model, true, false);
+  const std::vector<std::size_t> searched = search.of(context, costs, model, mapping.devices);
   // The search descended with the lanes priced at the period; the two priced here are
   // judged as autopipe judges its last candidates (every pipeline, or the pod of
   // pipelines that share the representative's lanes, or every micro-batch where the
@@ -179,9 +241,12 @@ public:
     std::size_t best = 0;
     Price least;
     for (std::size_t c = 0; c < candidates.size(); ++c)
-      if (const Price p = price(context, partition, candidates[c]); c == 0 || p < least) least = p, best = c;
+      if (const Price p = price(context, partition, candidates[c], searched_); c == 0 || p < least) least = p, best = c;
     return candidates[best];
   }
+
+private:
+  SearchedCuts searched_;
 };
 
 } // namespace

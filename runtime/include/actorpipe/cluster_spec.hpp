@@ -24,12 +24,16 @@ inline constexpr std::uint64_t max_cluster_devices = std::uint64_t{1} << 20;
 struct PcieSwitch {
   double bandwidth = 0;        ///< uplink, bytes/s
   std::size_t host_bridge = 0; ///< index into Server::host_bridges
+
+  friend bool operator==(const PcieSwitch&, const PcieSwitch&) = default;
 };
 
 /// A CPU root complex (socket); switches under different bridges talk over
 /// Server::inter_bridge_bandwidth (QPI/UPI).
 struct HostBridge {
   double bandwidth = 0; ///< bytes/s
+
+  friend bool operator==(const HostBridge&, const HostBridge&) = default;
 };
 
 struct Server {
@@ -44,6 +48,8 @@ struct Server {
   double nvlink_bandwidth = 0;       ///< bytes/s per NVLink peer pair; 0 when none
   std::size_t nics = 1;              ///< network interfaces shared by the server's devices
   double nic_bandwidth = 0;          ///< bytes/s per NIC
+
+  friend bool operator==(const Server&, const Server&) = default;
 };
 
 struct Device {
@@ -60,12 +66,16 @@ struct Device {
 
   /// Whether a run computes on it with CUDA: every kind but "cpu" and "emulated".
   bool computes_on_cuda() const { return kind != "cpu" && kind != "emulated"; }
+
+  friend bool operator==(const Device&, const Device&) = default;
 };
 
 /// The network between servers: each NIC reaches a non-blocking switch.
 struct Network {
   double bandwidth = 0; ///< bytes/s of one link
   double latency = 0;   ///< seconds per message
+
+  friend bool operator==(const Network&, const Network&) = default;
 };
 
 using DeviceId = std::size_t; ///< index into ClusterSpec::devices
@@ -82,6 +92,8 @@ struct ACTORPIPE_EXPORT ClusterSpec {
 
   /// The devices of one server, in order.
   std::vector<DeviceId> devices_of(std::size_t server) const;
+
+  friend bool operator==(const ClusterSpec&, const ClusterSpec&) = default;
 };
 
 } // namespace actorpipe

@@ -54,6 +54,8 @@ struct SubBlock {
   /// their way back, temporaries, a library's scratch space.
   std::uint64_t workspace_bytes_per_sample = 0;
   std::optional<double> input_gradient_ms{}; ///< of backward_ms, the input's gradient (I)
+
+  friend bool operator==(const SubBlock&, const SubBlock&) = default;
 };
 
 /// One block of the model, in execution order.
@@ -90,6 +92,8 @@ struct Block {
     workspace_bytes_per_sample = std::max(workspace_bytes_per_sample, sub.workspace_bytes_per_sample);
     output_bytes = sub.output_bytes;
   }
+
+  friend bool operator==(const Block&, const Block&) = default;
 };
 
 /// A place the model can be cut: before sub-block `sub` of block `block`.
@@ -179,6 +183,8 @@ struct ACTORPIPE_EXPORT ModelProfile {
   double total_backward_ms() const;
   std::uint64_t total_parameter_bytes() const;
   bool has_sub_blocks() const;
+
+  friend bool operator==(const ModelProfile&, const ModelProfile&) = default;
 };
 
 /// "block 7 'conv3'" or "block 7 'layer3' sub-block 1 'mlp'": how messages name a place.
