@@ -505,6 +505,58 @@ BOOST_AUTO_TEST_CASE(autopipe_and_hetero_are_never_slower_than_dapple_piper_or_u
     }
 }
 
+namespace {
+
+/// VGG-16 on a shipped cluster in `stages` stages of `pipelines` pipelines of
+/// `micro_batches` each (the profile's batch per pipeline): autopipe + hetero plans it
+/// no slower than any other partitioner with hetero.
+void vgg16_never_slower(const std::string& cluster, int stages, int pipelines, int micro_batches) {
+  const std::string file = (test::source_root() / "configs/clusters" / (cluster + ".toml")).string();
+  auto with = [&](const std::string& partitioner) {
+    return plan(job("vgg16-4dev.toml", {"cluster=\"" + file + "\"", "plan.stages=" + std::to_string(stages),
+                                        "plan.pipelines=" + std::to_string(pipelines),
+                                        "plan.micro_batches=" + std::to_string(micro_batches),
+                                        "train.batch_size=" + std::to_string(128 * pipelines),
+                                        "plan.partitioner=" + partitioner, "plan.mapper=hetero"}))
+        .iteration_time_ms;
+  };
+  const double ours = with("autopipe");
+  for (const char* baseline : {"dapple", "piper", "pipedream", "uniform"})
+    BOOST_TEST_CONTEXT(cluster << ", " << stages << " stages × " << pipelines << " × " << micro_batches << ", against "
+                               << baseline) {
+      BOOST_TEST(ours <= with(baseline) * (1 + 1e-9));
+    }
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(where_the_judge_overturns_the_estimate_the_winner_settles_on_the_judge) {
+  // 32 stages of VGG-16 in two pipelines of 32 micro-batches on homo-64: the estimate
+  // prices the micro-batches past its eighth at the period and misjudges these splits
+  // by 4–13%. Every micro-batch simulated, the split where a descent stalled before it
+  // moved a cut to another stage beats where the move led, and DAPPLE's cuts, four of
+  // them a block earlier than the stall's, are faster still: only a descent on the
+  // judge reaches them (0.45%).
+  vgg16_never_slower("homo-64", 32, 2, 32);
+}
+
+BOOST_AUTO_TEST_CASE(a_descent_merges_two_stages_to_keep_the_widest_activations_in_one) {
+  // 32 stages of VGG-16 in 312 pipelines on datacenter-10k: its first blocks send
+  // hundreds of megabytes a micro-batch, and one stage that holds them all, with one
+  // more cut further on, beats every split that cuts them (2.9% faster than where the
+  // descent stopped by single cuts and units handed on).
+  vgg16_never_slower("datacenter-10k", 32, 312, 8);
+}
+
+BOOST_AUTO_TEST_CASE(where_the_lanes_bind_one_pipeline_the_finalists_are_judged_past_the_period) {
+  // 24 stages of VGG-16 in one pipeline of 32 micro-batches on pairs-4x8, whose PCIe
+  // switches and NICs carry several of its cuts: the closed form and the period both
+  // price the split they rank first at 207 ms, which simulates to 272 ms. The
+  // finalists' judge extrapolates from 8 and 16 micro-batches simulated, and a descent
+  // that can merge two stages reaches a split faster than PipeDream's (223 ms).
+  vgg16_never_slower("pairs-4x8", 24, 1, 32);
+}
+
 BOOST_AUTO_TEST_CASE(on_schedules_too_long_to_simulate_per_candidate_autopipe_still_weighs_the_sends) {
   // 32 stages of 64 micro-batches: each estimate would simulate 4,096 actions, so the
   // cuts are chosen by the pipeline latency; VGG-16's large early activations must

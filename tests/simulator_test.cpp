@@ -807,13 +807,15 @@ BOOST_AUTO_TEST_CASE(an_estimate_simulates_as_much_at_any_micro_batch_count_unle
   // compute, every micro-batch is simulated (BoundLanes::simulated), unless the setup
   // prices them at the period too (BoundLanes::priced, what a search descends by); set
   // back to BoundLanes::simulated, as a search judges its last candidates, it
-  // simulates them all again.
+  // simulates them all again; BoundLanes::extrapolated, as the closed form's finalists
+  // are judged, simulates the first 8 and 16 wherever there are more than 24, the same
+  // work at 32 as at 128.
   const ClusterSpec c = cluster(2, 8);
   for (const auto& [name, build] : every_kind_of_schedule)
     for (const std::uint64_t output_bytes : {std::uint64_t{0}, std::uint64_t{1} << 30})
       for (const BoundLanes bound : {BoundLanes::simulated, BoundLanes::priced}) {
         const ModelProfile profile = chain(32, 1.0, 2.0, output_bytes);
-        std::vector<std::size_t> work, judged;
+        std::vector<std::size_t> work, judged, extrapolated;
         for (const std::size_t count : {8, 32, 128}) {
           const Schedule schedule = build(16, std::vector<std::uint32_t>(count, 2));
           std::vector<std::vector<DeviceId>> devices(1);
@@ -829,6 +831,10 @@ BOOST_AUTO_TEST_CASE(an_estimate_simulates_as_much_at_any_micro_batch_count_unle
           model.set_bound_lanes(BoundLanes::simulated);
           model.iteration_ms(figures);
           judged.push_back(model.simulated_so_far() - work.back());
+          model.set_bound_lanes(BoundLanes::extrapolated);
+          const std::size_t before = model.simulated_so_far();
+          model.iteration_ms(figures);
+          extrapolated.push_back(model.simulated_so_far() - before);
           BOOST_TEST_CONTEXT(name << ", " << output_bytes << " bytes between blocks, " << count << " micro-batches") {
             BOOST_TEST(model.simulated_actions() == work.front());
           }
@@ -844,9 +850,13 @@ BOOST_AUTO_TEST_CASE(an_estimate_simulates_as_much_at_any_micro_batch_count_unle
           }
           if (output_bytes == 0) {
             BOOST_TEST(judged[2] == judged[0]);
+            BOOST_TEST(extrapolated[2] == extrapolated[0]);
           } else {
             BOOST_TEST(judged[1] == 4 * judged[0]);
             BOOST_TEST(judged[2] == 16 * judged[0]);
+            BOOST_TEST(extrapolated[1] > extrapolated[0]);
+            BOOST_TEST(extrapolated[1] < judged[1]);
+            BOOST_TEST(extrapolated[2] == extrapolated[1]);
           }
         }
       }

@@ -26,12 +26,15 @@
 ///      take (few stages), the best of those;
 ///   3. from the best two of these by the estimate, cut-by-cut descent on the estimate
 ///      (iteration_search), within an evaluation budget that grows with the stages and
-///      shrinks where each estimate simulates many actions. Where one pipeline runs a
+///      shrinks where each estimate simulates many actions; where a descent stalled
+///      before it moved a cut to another stage, that split stays a candidate. Where one
+///      pipeline runs a
 ///      schedule without chunks, steps 2 and 3 rank by a closed form of its iteration
 ///      instead (pipeline_formula.hpp, O(S) whatever the micro-batch count), and
 ///      FinalistJudge (the estimate's simulated micro-batches, plus the closed form's
-///      growth past them) chooses among the best `formula_finalists` of them and of
-///      the two starts the descent set out from; step 4 is left out, so that the
+///      growth past them, or where the lanes bind, what twice as many simulated show)
+///      chooses among the best `formula_finalists` of them and of the two starts the
+///      descent set out from; step 4 is left out, so that the
 ///      search costs the same at any micro-batch count. Where every split can be
 ///      estimated for about as long as the descent's whole budget takes (few units,
 ///      few stages), steps 2 and 3 give way to that: the estimate's own optimum;
@@ -45,8 +48,9 @@
 ///      fastest wins: which of two transfers that reach a shared NIC a fraction of a
 ///      millisecond apart goes first (a pipeline's send or a ring all-reduce) can move
 ///      the iteration by tens of milliseconds, and only the pipelines as they are
-///      decide it. Where the pod judged, the winner then descends on the pod's estimate
-///      (settle): its optimum can lie a few units from every candidate.
+///      decide it. Where the pod judged, or the judge overturned the estimate's
+///      ranking, the winner then descends on the judge (settle): its optimum can lie a
+///      few units from every candidate.
 /// Where one estimate simulates more than `max_simulated_actions` (the 8 micro-batches
 /// it simulates of 64 stages in four kinds of pipeline do), steps 2 and 3 would cost
 /// far more than any baseline's search:
@@ -56,6 +60,7 @@
 /// depends on the cuts through compute alone: the search then keeps every stage within
 /// the exact min-max bound and uses the estimate only to choose among such splits.
 
+#include "common/autopipe/iteration_search.hpp"
 #include "common/partitioning/unit_costs.hpp"
 
 #include <actorpipe/iteration_model.hpp>
@@ -111,7 +116,8 @@ std::optional<IterationModel> judge_of(const IterationModel& model);
 /// better estimate's own optimum can lie a few units from every one of them (DAPPLE's
 /// cuts on a stage-major layout of 625 pipelines, 3% faster than any candidate).
 void settle(const PlanContext& context, const partitioning::UnitCosts& costs, IterationModel& judge,
-            const partitioning::MemoryFit& fits, std::vector<std::size_t>& b, double& t);
+            const partitioning::MemoryFit& fits, std::vector<std::size_t>& b, double& t,
+            std::size_t most_actions = max_search_actions);
 
 /// Whether memory, not time, decides the split: the exact min-max compute split is
 /// slower with the devices' memory as a limit than without (or nothing fits).

@@ -74,10 +74,15 @@ struct StageFigures {
 
 /// Where the lanes bind the steady state: every micro-batch simulated (the
 /// estimate's error stays within a few per cent, at a cost that grows with the
-/// micro-batches), or priced at the period as elsewhere (the same cost at any count;
+/// micro-batches); priced at the period as elsewhere (the same cost at any count;
 /// there the estimate can fall a fifth short, as in 32 stages of DenseNet-121 whose
-/// transfers pace the pipeline).
-enum class BoundLanes { simulated, priced };
+/// transfers pace the pipeline); or extrapolated: the first k and the first 2k
+/// micro-batches simulated (k = IterationSetup::simulated_micro_batches), and each
+/// one past them adding what each of the second k added, at the cost of 3k at any
+/// count (of at most 3k, every one simulated). Transfers that wait for every lane they cross leave lanes idle, which
+/// the period misses and the second k show (24 stages of VGG-16 in one pipeline of 32 micro-batches on pairs-4x8:
+/// priced 24% short, enough to rank it first).
+enum class BoundLanes { simulated, priced, extrapolated };
 
 /// What stays fixed while a search moves cuts: where each stage of each pipeline runs
 /// and the schedule of one pipeline.
@@ -169,6 +174,9 @@ public:
   /// period, per micro-batch, which no steady state beats.
   double last_steady_ms() const;
   double last_lanes_ms();
+  /// Whether the lanes bound the steady state of the last iteration_ms() that priced
+  /// micro-batches at the period (false where it simulated every one).
+  bool last_lanes_bind();
   /// Micro-batches an estimate simulates where it prices the rest at the period.
   std::size_t brief_micro_batches() const;
 

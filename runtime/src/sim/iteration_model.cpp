@@ -23,13 +23,14 @@ struct IterationModel::Impl {
   bool exact = false;
   /// What is simulated: the whole schedule or, where it has more micro-batches than
   /// the setup simulates, its first few (`brief`); where the lanes bind the steady
-  /// state and the setup asks for it, the whole schedule (`whole`).
+  /// state and the setup asks for it, the whole schedule (`whole`), or twice the few
+  /// as well as them (`twice`, where the schedule has more than thrice the few).
   struct Probe {
     Schedule schedule;
     /// The micro-batches past it: each size, and how many of the schedule's have it.
     std::vector<std::pair<std::uint32_t, std::size_t>> rest;
   };
-  Probe brief, whole;
+  Probe brief, whole, twice;
   std::size_t simulated = 0; ///< actions simulated so far
   /// Pipelines simulated: every one, or representatives.
   std::size_t representatives() const { return model.instances.size() / std::max<std::size_t>(1, model.stages); }
@@ -76,6 +77,12 @@ std::size_t actions_per_pipeline(const Schedule& schedule) {
   for (const auto& stage : schedule.stages)
     actions += stage.size();
   return actions;
+}
+
+/// Whether the lanes bind a steady state of period `p` (iteration_ms() says how).
+bool lanes_bind(const sim::SteadyState::Period& p) {
+  return 2 * p.lanes > std::max(p.processors, p.slowest_loop()) ||
+         (p.lanes > 0 && p.slowest_loop() + p.lanes > p.processors);
 }
 
 /// Bytes/ms of a route once each of its lanes is shared `uses(lane)` ways.
@@ -248,6 +255,9 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
   m.model.processors = reps.size() * S;
   m.model.action_overhead_ms = m.setup.action_overhead_ms;
   if (!m.brief.rest.empty()) m.whole = m.probe(0);
+  // Extrapolating costs 3k micro-batches: only where the schedule has more.
+  if (const std::size_t k = m.setup.simulated_micro_batches; k > 0 && m.setup.schedule.micro_batch_sizes.size() > 3 * k)
+    m.twice = m.probe(2 * k);
   for (std::size_t k = 0; k < reps.size(); ++k)
     for (std::size_t s = 0; s < S; ++s) {
       sim::Instance instance;
@@ -410,21 +420,17 @@ double IterationModel::iteration_ms(const std::vector<StageFigures>& stages) {
   // Where the lanes bind the steady state, transfers that each wait for all the lanes
   // they cross keep them busy for less than the whole period, and for less the longer
   // the pipelines run, which only the pipelines as they run show: every micro-batch is
-  // simulated, where the setup asks for it. So too where a stage's loop to the last
-  // stage and back, with what the lanes carry per micro-batch on top, would outlast
-  // the busiest processor: the queues at shared lanes then lengthen the loop, and the
-  // loop paces the pipeline (156 pipelines of 64 stages on NICs of four GPUs each: 12%
-  // longer than the period priced).
+  // simulated, where the setup asks for it, or twice the simulated ones, to extrapolate
+  // from. So too where a stage's loop to the last stage and back, with what the lanes
+  // carry per micro-batch on top, would outlast the busiest processor: the queues at
+  // shared lanes then lengthen the loop, and the loop paces the pipeline (156 pipelines
+  // of 64 stages on NICs of four GPUs each: 12% longer than the period priced).
   const Impl::Probe* chosen = &m.brief;
-  if (m.setup.bound_lanes == BoundLanes::simulated && !m.brief.rest.empty()) {
-    const auto& p = m.steady->period_of(m.model, m.brief.rest.front().first);
-    if (2 * p.lanes > std::max(p.processors, p.slowest_loop()) ||
-        (p.lanes > 0 && p.slowest_loop() + p.lanes > p.processors))
-      chosen = &m.whole;
+  if (m.setup.bound_lanes != BoundLanes::priced && !m.brief.rest.empty()) {
+    if (lanes_bind(m.steady->period_of(m.model, m.brief.rest.front().first)))
+      chosen = m.setup.bound_lanes == BoundLanes::extrapolated && !m.twice.rest.empty() ? &m.twice : &m.whole;
   }
   const Impl::Probe& probe = *chosen;
-  m.model.schedule = &probe.schedule;
-  m.simulated += actions_per_pipeline(probe.schedule) * m.representatives();
   // The other pipelines' sends on a shared lane also hold back the last pipeline in
   // line: it starts behind them and stays behind, as far as the longest such queue.
   const std::vector<std::uint32_t>& sizes = probe.schedule.micro_batch_sizes;
@@ -438,13 +444,30 @@ double IterationModel::iteration_ms(const std::vector<StageFigures>& stages) {
                                       m.lanes[route->lanes[l]].bytes_per_ms);
   }
   m.last_steady_ms = 0;
-  const sim::Outcome outcome = sim::run(m.model, 1);
-  if (outcome.iteration_end_ms.empty()) return 0.0;
+  auto simulated_ms = [&](const Impl::Probe& run) -> std::optional<double> {
+    m.model.schedule = &run.schedule;
+    m.simulated += actions_per_pipeline(run.schedule) * m.representatives();
+    const sim::Outcome outcome = sim::run(m.model, 1);
+    if (outcome.iteration_end_ms.empty()) return std::nullopt;
+    return outcome.iteration_end_ms.front();
+  };
+  if (&probe == &m.twice) {
+    // Each micro-batch past the first 2k adds what each of the second k added.
+    const std::optional<double> first = simulated_ms(m.brief), both = simulated_ms(m.twice);
+    if (!first || !both) return 0.0;
+    const double each = (*both - *first) / static_cast<double>(m.brief.schedule.micro_batch_sizes.size());
+    std::size_t past = 0;
+    for (const auto& [size, count] : m.twice.rest)
+      past += count;
+    return *both + behind + static_cast<double>(past) * each;
+  }
+  const std::optional<double> end = simulated_ms(probe);
+  if (!end) return 0.0;
   const double steady = probe.rest.empty() ? 0.0
                                            : m.steady->extra_ms(m.model, probe.schedule.micro_batch_sizes.size(),
                                                                 m.setup.schedule.micro_batch_sizes.size(), probe.rest);
   m.last_steady_ms = steady;
-  return outcome.iteration_end_ms.front() + behind + steady;
+  return *end + behind + steady;
 }
 
 double IterationModel::last_steady_ms() const { return impl_->last_steady_ms; }
@@ -453,6 +476,11 @@ double IterationModel::last_lanes_ms() {
   // The stages' figures of the last estimate are still the model's.
   if (impl_->last_steady_ms == 0) return 0;
   return impl_->steady->period_of(impl_->model, impl_->brief.rest.front().first).lanes;
+}
+
+bool IterationModel::last_lanes_bind() {
+  if (impl_->last_steady_ms == 0) return false;
+  return lanes_bind(impl_->steady->period_of(impl_->model, impl_->brief.rest.front().first));
 }
 
 std::size_t IterationModel::brief_micro_batches() const { return impl_->brief.schedule.micro_batch_sizes.size(); }
