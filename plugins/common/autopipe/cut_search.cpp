@@ -73,8 +73,8 @@ std::optional<IterationModel> judge_of(const IterationModel& model) {
 }
 
 void settle(const PlanContext& context, const partitioning::UnitCosts& costs, IterationModel& judge,
-            const partitioning::MemoryFit& fits, std::vector<std::size_t>& b, double& t, std::size_t most_actions) {
-  IterationSearch descent(context, costs, judge, fits, 64 + 32 * context.stages, nullptr, most_actions);
+            const partitioning::MemoryFit& fits, std::vector<std::size_t>& b, double& t) {
+  IterationSearch descent(context, costs, judge, fits, 64 + 32 * context.stages);
   descent.refine(b, t, std::numeric_limits<double>::infinity());
 }
 

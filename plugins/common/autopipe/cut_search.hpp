@@ -27,14 +27,13 @@
 ///   3. from the best two of these by the estimate, cut-by-cut descent on the estimate
 ///      (iteration_search), within an evaluation budget that grows with the stages and
 ///      shrinks where each estimate simulates many actions; where a descent stalled
-///      before it moved a cut to another stage, that split stays a candidate. Where one
-///      pipeline runs a
-///      schedule without chunks, steps 2 and 3 rank by a closed form of its iteration
-///      instead (pipeline_formula.hpp, O(S) whatever the micro-batch count), and
-///      FinalistJudge (the estimate's simulated micro-batches, plus the closed form's
-///      growth past them, or where the lanes bind, what twice as many simulated show)
-///      chooses among the best `formula_finalists` of them and of the two starts the
-///      descent set out from; step 4 is left out, so that the
+///      before it moved a cut to another stage, that split stays a candidate. Where
+///      one pipeline runs a schedule without chunks, steps 2 and 3 rank by a closed
+///      form of its iteration instead (pipeline_formula.hpp, O(S) whatever the
+///      micro-batch count), and FinalistJudge (the estimate's simulated micro-batches,
+///      plus the closed form's growth past them, or where the lanes bind, what twice as
+///      many simulated show) chooses among the best `formula_finalists` of them and of
+///      the two starts the descent set out from; step 4 is left out, so that the
 ///      search costs the same at any micro-batch count. Where every split can be
 ///      estimated for about as long as the descent's whole budget takes (few units,
 ///      few stages), steps 2 and 3 give way to that: the estimate's own optimum;
@@ -60,7 +59,6 @@
 /// depends on the cuts through compute alone: the search then keeps every stage within
 /// the exact min-max bound and uses the estimate only to choose among such splits.
 
-#include "common/autopipe/iteration_search.hpp"
 #include "common/partitioning/unit_costs.hpp"
 
 #include <actorpipe/iteration_model.hpp>
@@ -116,8 +114,7 @@ std::optional<IterationModel> judge_of(const IterationModel& model);
 /// better estimate's own optimum can lie a few units from every one of them (DAPPLE's
 /// cuts on a stage-major layout of 625 pipelines, 3% faster than any candidate).
 void settle(const PlanContext& context, const partitioning::UnitCosts& costs, IterationModel& judge,
-            const partitioning::MemoryFit& fits, std::vector<std::size_t>& b, double& t,
-            std::size_t most_actions = max_search_actions);
+            const partitioning::MemoryFit& fits, std::vector<std::size_t>& b, double& t);
 
 /// Whether memory, not time, decides the split: the exact min-max compute split is
 /// slower with the devices' memory as a limit than without (or nothing fits).

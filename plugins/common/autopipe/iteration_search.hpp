@@ -10,7 +10,7 @@
 /// heaviest stage to a farther stage, shifting every cut between them, or else one of
 /// the cuts that cost most to send across into another stage, and sweeps on; it ends
 /// when neither helps, or when its budget is spent: so many evaluations, or
-/// `max_search_actions` simulated actions (or the search's own), whichever comes first.
+/// `max_search_actions` simulated actions, whichever comes first.
 /// Every move keeps both stages it touches in memory and, where a compute limit is
 /// given, within it. A descent comes back to splits it has estimated (a cut moved
 /// there and back, a second start's path joining the first's: about a tenth of its
@@ -43,12 +43,10 @@ public:
   /// `fits`: whether a stage's units fit its device's memory.
   /// `formula`, where given, estimates instead of `model` (which still gives the
   /// stages' speeds).
-  /// `most_actions`: the simulated actions it may spend.
   IterationSearch(const PlanContext& context, const partitioning::UnitCosts& costs, IterationModel& model,
-                  partitioning::MemoryFit fits, std::size_t budget, const PipelineFormula* formula = nullptr,
-                  std::size_t most_actions = max_search_actions)
-      : costs_(costs), model_(model), fits_(std::move(fits)), budget_(budget), most_actions_(most_actions),
-        formula_(formula), figures_(context.stages), simulated_before_(model.simulated_so_far()) {}
+                  partitioning::MemoryFit fits, std::size_t budget, const PipelineFormula* formula = nullptr)
+      : costs_(costs), model_(model), fits_(std::move(fits)), budget_(budget), formula_(formula),
+        figures_(context.stages), simulated_before_(model.simulated_so_far()) {}
 
   /// The estimated iteration time of the split at unit boundaries `b`.
   double time(const std::vector<std::size_t>& b) {
@@ -74,7 +72,7 @@ public:
   /// their estimates.
   const std::vector<std::pair<double, std::vector<std::size_t>>>& stalled() const { return stalled_; }
   bool spent() const {
-    return evaluations_ >= budget_ || model_.simulated_so_far() - simulated_before_ >= most_actions_;
+    return evaluations_ >= budget_ || model_.simulated_so_far() - simulated_before_ >= max_search_actions;
   }
   std::size_t evaluations() const { return evaluations_; }
 
@@ -114,12 +112,7 @@ public:
         }
       }
       if (!moved) moved = transfer(b, t, compute_limit);
-      if (!moved) {
-        const std::vector<std::size_t> stalled = b;
-        const double stalled_t = t;
-        moved = relocate(b, t, compute_limit);
-        if (moved) stalled_.emplace_back(stalled_t, stalled);
-      }
+      if (!moved) moved = relocate(b, t, compute_limit);
     }
   }
 
@@ -170,7 +163,8 @@ private:
   /// can merge two stages: 32 stages of VGG-16 over 312 pipelines on datacenter-10k
   /// beat every split that cuts its first blocks' activations, hundreds of megabytes a
   /// micro-batch, by a stage that holds them all and one more cut further on (2.9%).
-  /// Applies the best such move that shortens the iteration; false when none does.
+  /// Applies the best such move that shortens the iteration, keeping where the descent
+  /// stalled (stalled()); false when none does.
   bool relocate(std::vector<std::size_t>& b, double& t, double compute_limit) {
     const std::size_t S = b.size() - 1;
     if (S < 3) return false; // a cut moved to the other stage is a cut moved
@@ -214,6 +208,7 @@ private:
       }
     }
     if (best.empty()) return false;
+    stalled_.emplace_back(t, std::move(b));
     b = std::move(best);
     t = best_time;
     return true;
@@ -242,7 +237,7 @@ private:
   const partitioning::UnitCosts& costs_;
   IterationModel& model_;
   partitioning::MemoryFit fits_;
-  std::size_t budget_, most_actions_;
+  std::size_t budget_;
   const PipelineFormula* formula_;
   std::size_t evaluations_ = 0;
   std::vector<StageFigures> figures_;
@@ -251,7 +246,7 @@ private:
     std::size_t operator()(const std::vector<std::size_t>& b) const { return boost::hash_range(b.begin(), b.end()); }
   };
   std::unordered_map<std::vector<std::size_t>, double, SplitHash> tried_; ///< the descents' simulated splits
-  std::vector<std::pair<double, std::vector<std::size_t>>> stalled_;
+  std::vector<std::pair<double, std::vector<std::size_t>>> stalled_;      ///< where relocate() moved from
 };
 
 } // namespace actorpipe::autopipe
