@@ -166,8 +166,8 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
     // Where the judge overturned the estimate's ranking, the estimate misjudges splits
     // here, and the judge's own optimum can lie a few cuts from every candidate: the
     // winner settles on the judge too (32 stages of VGG-16 in two pipelines of 32
-    // micro-batches on homo-64, estimated 4–13% slow: four cuts a block earlier than a
-    // start the descent left, 0.45% faster).
+    // micro-batches on homo-64, estimated 4–13% slow: four cuts a block earlier than
+    // where a descent stalled, 0.45% faster).
     if (judge_model && (!judge_model->exact() || fastest != &ranked.front().second))
       settle(context, costs, *judge_model, fits, chosen, least);
     return chosen;

@@ -10,8 +10,9 @@
 /// the period ranks random splits near the balanced one at Spearman 0.86 on average
 /// (0.49 on 8 stages of DenseNet-121), this judge at 0.94 (tests/plan_test.cpp).
 /// Where the lanes bind the steady state, neither sees the lanes that transfers
-/// waiting on one another leave idle: there the estimate extrapolates from twice
-/// the micro-batches simulated (BoundLanes::extrapolated). Where the estimate
+/// waiting on one another leave idle: there the few finalists that can still win are
+/// judged by the larger of this and an estimate extrapolated from twice the
+/// micro-batches simulated (BoundLanes::extrapolated; fastest()). Where the estimate
 /// simulates every micro-batch, the judge is the estimate; at one micro-batch, where
 /// the closed form is the simulation, the closed form. It costs the same at any
 /// micro-batch count.
