@@ -46,6 +46,8 @@
 #include <random>
 #include <set>
 
+#include <unistd.h>
+
 using namespace actorpipe;
 
 namespace {
@@ -184,11 +186,15 @@ public:
                       best_name + " " + best.shape, text::format_fixed(best.iteration_ms, 2),
                       text::format_fixed(ratio, 3) + (behind ? " LOST" : ""), text::format_fixed(ours.search_ms, 2),
                       text::format_fixed(others_search, 2), text::format_fixed(search_ratio, 2) + "×"});
-    std::cerr << "\r" << counted_ << " cells" << std::flush;
+    // A count that rewrites itself on a terminal; a line now and then in a log.
+    if (terminal_)
+      std::cerr << "\r" << counted_ << " cells" << std::flush;
+    else if (counted_ % 25 == 0)
+      std::cerr << counted_ << " cells\n";
   }
 
   void print(const std::string& title) const {
-    std::cerr << "\r";
+    if (terminal_) std::cerr << "\r";
     std::cout << title
               << ": predicted iteration time, best other partitioner+mapper / autopipe+hetero (> 1: "
                  "autopipe faster)\n\n";
@@ -218,6 +224,7 @@ private:
                       {"others' search ms", text::Table::Align::right},
                       {"search ratio", text::Table::Align::right}}};
   std::vector<double> all_, hetero_, automatic_, search_;
+  bool terminal_ = ::isatty(STDERR_FILENO) != 0;
   std::size_t lost_ = 0, counted_ = 0;
 };
 

@@ -15,8 +15,9 @@
 ///      state, which one micro-batch does not have); the splits of least pipeline latency
 ///      (the slowest stage once per micro-batch, every stage and send once, the first
 ///      stage's all-reduce) under a range of bounds on the slowest stage (latency_split);
-///      equal unit counts, far from any of these bounds (where one pipeline runs,
-///      also with what is left over on the first stages, and in whole blocks);
+///      equal unit counts, far from any of these bounds, also with what is left over
+///      on the first stages, and in whole blocks (where several pipelines run, these
+///      last three are not starts but candidates for step 4);
 ///      where the model is small enough, the min-max split of each stage's compute
 ///      plus its all-reduce and step, for iterations that the rings end (where there
 ///      are rings: more than one pipeline), and the min-max split of when each stage's
