@@ -37,7 +37,9 @@
 ///      the two starts the descent set out from; step 4 is left out, so that the
 ///      search costs the same at any micro-batch count. Where every split can be
 ///      estimated for about as long as the descent's whole budget takes (few units,
-///      few stages), steps 2 and 3 give way to that: the estimate's own optimum;
+///      few stages), steps 2 and 3 give way to that: the estimate's own optimum, or,
+///      where the judge of step 4 can price every split within that budget too, the
+///      judge's own optimum, without step 4;
 ///   4. where the estimate ran representatives rather than every pipeline, or priced
 ///      micro-batches at the steady state's period (the descent's estimate does so
 ///      even where the lanes bind, to cost the same at any micro-batch count), the best
@@ -107,7 +109,8 @@ constexpr std::size_t formula_finalists = 8;
 /// `model`'s representatives, which one representative in lockstep with the rest
 /// misjudges, that pod as itself (IterationModel::in_pod), where an estimate of every
 /// micro-batch costs as much at most; else none (`model` itself, with every micro-batch
-/// where the lanes bind).
+/// where the lanes bind). The search's own last candidates are judged by every
+/// pipeline past that too, as many as `max_search_actions` simulated actions allow.
 std::optional<IterationModel> judge_of(const IterationModel& model);
 
 /// Cut-by-cut descent from `b` (estimated at `t`) on `judge`, within the search's
