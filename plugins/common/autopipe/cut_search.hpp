@@ -46,11 +46,12 @@
 ///      few splits it found are judged by simulating every pipeline and micro-batch
 ///      (when that costs at most `max_judged_actions`; else the slowest
 ///      representative's pod as itself, where other pipelines share its lanes; else
-///      every micro-batch of the representatives where the lanes bind), and the
-///      fastest wins: which of two transfers that reach a shared NIC a fraction of a
-///      millisecond apart goes first (a pipeline's send or a ring all-reduce) can move
-///      the iteration by tens of milliseconds, and only the pipelines as they are
-///      decide it. Where the pod judged, or the judge overturned the estimate's
+///      every pipeline again, as many candidates as `max_search_actions` simulated
+///      actions allow; else every micro-batch of the representatives where the lanes
+///      bind), and the fastest wins: which of two transfers that reach a shared NIC
+///      a fraction of a millisecond apart goes first (a pipeline's send or a ring
+///      all-reduce) can move the iteration by tens of milliseconds, and only the
+///      pipelines as they are decide it. Where the pod judged, or the judge overturned the estimate's
 ///      ranking, the winner then descends on the judge (settle): its optimum can lie a
 ///      few units from every candidate.
 /// Where one estimate simulates more than `max_simulated_actions` (the 8 micro-batches
