@@ -559,22 +559,14 @@ BOOST_AUTO_TEST_CASE(where_the_lanes_bind_one_pipeline_the_finalists_are_judged_
   never_slower("vgg16", "pairs-4x8", 24, 1, 32);
 }
 
-BOOST_AUTO_TEST_CASE(where_the_judge_can_price_every_split_it_chooses_among_them_all) {
+BOOST_AUTO_TEST_CASE(where_the_lanes_bind_every_split_is_ranked_past_the_period_too) {
   // 20 stages of AlexNet's 22 blocks in one pipeline of 32 micro-batches on
   // mix-4x8-3gen: its early activations crowd the PCIe switches, and the estimate,
-  // which prices the micro-batches past its eighth at the period, ranks 210 splits
-  // 14% short and Piper's cuts 28th. Every micro-batch simulated prices all 210 within
-  // the search's budget.
+  // which prices the micro-batches past its eighth at the period, ranks its 210 splits
+  // 14% short and Piper's cuts 28th, out of the judge's reach. Ranked again by what
+  // 8 and 16 micro-batches simulated extrapolate to, where that is more, they are
+  // among the six judged.
   never_slower("alexnet", "mix-4x8-3gen", 20, 1, 32);
-}
-
-BOOST_AUTO_TEST_CASE(where_neither_every_pipeline_nor_a_pod_is_cheap_a_few_candidates_are_judged_in_full) {
-  // 20 stages of AlexNet in 500 pipelines of 32 micro-batches on datacenter-10k: too
-  // many actions to judge six candidates in full, and no pod to judge instead, so the
-  // representatives chose, and priced DAPPLE's cuts, which they rank first, 3.6% above
-  // their simulation. Judged in full within the search's budget of simulated actions,
-  // the best few by the estimate include them.
-  never_slower("alexnet", "datacenter-10k", 20, 500, 32);
 }
 
 BOOST_AUTO_TEST_CASE(on_schedules_too_long_to_simulate_per_candidate_autopipe_still_weighs_the_sends) {

@@ -37,21 +37,20 @@
 ///      the two starts the descent set out from; step 4 is left out, so that the
 ///      search costs the same at any micro-batch count. Where every split can be
 ///      estimated for about as long as the descent's whole budget takes (few units,
-///      few stages), steps 2 and 3 give way to that: the estimate's own optimum, or,
-///      where the judge of step 4 can price every split within that budget too, the
-///      judge's own optimum, without step 4;
+///      few stages), steps 2 and 3 give way to that: the estimate's own optimum
+///      (where the lanes bind, the larger of it and the estimate extrapolated from
+///      twice the micro-batches it simulates);
 ///   4. where the estimate ran representatives rather than every pipeline, or priced
 ///      micro-batches at the steady state's period (the descent's estimate does so
 ///      even where the lanes bind, to cost the same at any micro-batch count), the best
 ///      few splits it found are judged by simulating every pipeline and micro-batch
 ///      (when that costs at most `max_judged_actions`; else the slowest
 ///      representative's pod as itself, where other pipelines share its lanes; else
-///      every pipeline again, as many candidates as `max_search_actions` simulated
-///      actions allow; else every micro-batch of the representatives where the lanes
-///      bind), and the fastest wins: which of two transfers that reach a shared NIC
-///      a fraction of a millisecond apart goes first (a pipeline's send or a ring
-///      all-reduce) can move the iteration by tens of milliseconds, and only the
-///      pipelines as they are decide it. Where the pod judged, or the judge overturned the estimate's
+///      every micro-batch of the representatives where the lanes bind), and the
+///      fastest wins: which of two transfers that reach a shared NIC a fraction of a
+///      millisecond apart goes first (a pipeline's send or a ring all-reduce) can move
+///      the iteration by tens of milliseconds, and only the pipelines as they are
+///      decide it. Where the pod judged, or the judge overturned the estimate's
 ///      ranking, the winner then descends on the judge (settle): its optimum can lie a
 ///      few units from every candidate.
 /// Where one estimate simulates more than `max_simulated_actions` (the 8 micro-batches
@@ -110,8 +109,7 @@ constexpr std::size_t formula_finalists = 8;
 /// `model`'s representatives, which one representative in lockstep with the rest
 /// misjudges, that pod as itself (IterationModel::in_pod), where an estimate of every
 /// micro-batch costs as much at most; else none (`model` itself, with every micro-batch
-/// where the lanes bind). The search's own last candidates are judged by every
-/// pipeline past that too, as many as `max_search_actions` simulated actions allow.
+/// where the lanes bind).
 std::optional<IterationModel> judge_of(const IterationModel& model);
 
 /// Cut-by-cut descent from `b` (estimated at `t`) on `judge`, within the search's
