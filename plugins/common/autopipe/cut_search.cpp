@@ -203,14 +203,9 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
       // twice the micro-batches simulated (BoundLanes::extrapolated), as FinalistJudge
       // does: each falls short where the other does not. That costs about three
       // estimates a split, at any micro-batch count.
-      if (judge && lanes_bound) {
-        const BoundLanes descended = model.bound_lanes();
-        model.set_bound_lanes(BoundLanes::extrapolated);
-        IterationSearch extrapolating(context, costs, model, fits, std::numeric_limits<std::size_t>::max());
+      if (judge && lanes_bound)
         for (auto& [estimate, b] : every)
-          estimate = std::max(estimate, extrapolating.time(b));
-        model.set_bound_lanes(descended);
-      }
+          estimate = std::max(estimate, enumeration.extrapolated_time(b));
       std::stable_sort(every.begin(), every.end(), by_estimate);
       return fastest_of(every);
     }

@@ -89,10 +89,7 @@ public:
       double ms = j.ms;
       if (j.lanes_bound) {
         if (extrapolated++ == extrapolated_finalists) break;
-        const BoundLanes descended = model_.bound_lanes();
-        model_.set_bound_lanes(BoundLanes::extrapolated);
-        ms = std::max(ms, estimate_.time(*j.split));
-        model_.set_bound_lanes(descended);
+        ms = std::max(ms, estimate_.extrapolated_time(*j.split));
       }
       if (ms < least) least = ms, best = &j;
     }

@@ -67,6 +67,16 @@ public:
     return model_.iteration_ms(figures_);
   }
 
+  /// time(b) extrapolated from twice the micro-batches simulated where the lanes bind
+  /// (BoundLanes::extrapolated), whatever the model's own setting.
+  double extrapolated_time(const std::vector<std::size_t>& b) {
+    const BoundLanes own = model_.bound_lanes();
+    model_.set_bound_lanes(BoundLanes::extrapolated);
+    const double t = time(b);
+    model_.set_bound_lanes(own);
+    return t;
+  }
+
   bool fits(std::size_t s, std::size_t i, std::size_t j) const { return fits_(s, i, j); }
   /// The splits where the descents stalled before a cut moved to another stage, with
   /// their estimates.
