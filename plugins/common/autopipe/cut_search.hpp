@@ -28,7 +28,10 @@
 ///   3. from the best two of these by the estimate, cut-by-cut descent on the estimate
 ///      (iteration_search), within an evaluation budget that grows with the stages and
 ///      shrinks where each estimate simulates many actions; where a descent stalled
-///      before it moved a cut to another stage, that split stays a candidate. Where
+///      before it moved a cut to another stage, that split stays a candidate; where
+///      several pipelines run on devices of different speeds, a third descent sets out
+///      from the min-max compute split that weighs every device alike, and where it
+///      ends (and stalls) are candidates too. Where
 ///      one pipeline runs a schedule without chunks, steps 2 and 3 rank by a closed
 ///      form of its iteration instead (pipeline_formula.hpp, O(S) whatever the
 ///      micro-batch count), and FinalistJudge (the estimate's simulated micro-batches,
