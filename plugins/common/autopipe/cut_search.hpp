@@ -28,10 +28,12 @@
 ///   3. from the best two of these by the estimate, cut-by-cut descent on the estimate
 ///      (iteration_search), within an evaluation budget that grows with the stages and
 ///      shrinks where each estimate simulates many actions; where a descent stalled
-///      before it moved a cut to another stage, that split stays a candidate; where
-///      several pipelines run on devices of different speeds, a third descent sets out
-///      from the min-max compute split that weighs every device alike, and where it
-///      ends (and stalls) are candidates too. Where
+///      before it moved a cut to another stage, that split stays a candidate. Where
+///      the simulator ranks, further descents, each on a budget of its own, set out from
+///      the third start where the mapper has placed the stages (placement_given), and,
+///      where several pipelines run on devices of different speeds, from the min-max
+///      compute split that weighs every device alike; where they end (and stall) are
+///      candidates too. Where
 ///      one pipeline runs a schedule without chunks, steps 2 and 3 rank by a closed
 ///      form of its iteration instead (pipeline_formula.hpp, O(S) whatever the
 ///      micro-batch count), and FinalistJudge (the estimate's simulated micro-batches,
@@ -75,6 +77,10 @@
 #include <vector>
 
 namespace actorpipe::autopipe {
+
+/// Whether the context names a device for every stage of every pipeline (the planner's
+/// later rounds pass the mapper's placement; the first knows none).
+bool placement_given(const PlanContext& c);
 
 /// The devices and chunks of the context's pipelines (Schedule::place_of answers where
 /// each virtual stage sits), as a schedule with no actions.

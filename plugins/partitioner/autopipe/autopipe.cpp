@@ -11,8 +11,6 @@
 #include "common/partitioning/unit_costs.hpp"
 #include "common/autopipe/cut_search.hpp"
 
-#include <algorithm>
-
 namespace {
 
 using namespace actorpipe;
@@ -22,12 +20,7 @@ using partitioning::UnitCosts;
 /// cluster's devices in order, pipeline after pipeline (what a first round can know),
 /// a device's chunks on it.
 std::vector<std::vector<DeviceId>> placement(const PlanContext& c) {
-  const bool given = c.placement.size() == c.pipelines &&
-                     std::all_of(c.placement.begin(), c.placement.end(), [&](const std::vector<DeviceId>& p) {
-                       return p.size() == c.stages &&
-                              std::all_of(p.begin(), p.end(), [&](DeviceId d) { return d < c.cluster.devices.size(); });
-                     });
-  if (given) return c.placement;
+  if (autopipe::placement_given(c)) return c.placement;
   const Schedule layout = autopipe::chunk_layout(c);
   const std::size_t devices = layout.stages.size();
   std::vector<std::vector<DeviceId>> out(c.pipelines, std::vector<DeviceId>(c.stages));
