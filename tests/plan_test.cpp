@@ -574,6 +574,13 @@ BOOST_AUTO_TEST_CASE(where_the_mapper_has_placed_the_stages_a_descent_sets_out_f
   never_slower("gnmt", "datacenter-10k", 20, 500, 8);
 }
 
+BOOST_AUTO_TEST_CASE(a_last_descent_from_the_best_candidate_can_relocate_any_cut) {
+  // 12 stages of ResNet-50 in five pipelines of one micro-batch on homo-64: DAPPLE's
+  // cuts are one relocation from the best candidate, of a cut that sends too little
+  // to be among the two that every descent tries elsewhere.
+  never_slower("resnet50", "homo-64", 12, 5, 1);
+}
+
 BOOST_AUTO_TEST_CASE(where_the_lanes_bind_every_split_is_ranked_past_the_period_too) {
   // 20 stages of AlexNet's 22 blocks in one pipeline of 32 micro-batches on
   // mix-4x8-3gen: its early activations crowd the PCIe switches, and the estimate,

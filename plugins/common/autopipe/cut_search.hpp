@@ -32,8 +32,9 @@
 ///      the simulator ranks, further descents, each on a budget of its own, set out from
 ///      the third start where the mapper has placed the stages (placement_given), and,
 ///      where several pipelines run on devices of different speeds, from the min-max
-///      compute split that weighs every device alike; where they end (and stall) are
-///      candidates too. Where
+///      compute split that weighs every device alike; then, where the mapper has placed
+///      the stages, from the best candidate, relocating any cut, not only the two
+///      costliest to send across; where they end (and stall) are candidates too. Where
 ///      one pipeline runs a schedule without chunks, steps 2 and 3 rank by a closed
 ///      form of its iteration instead (pipeline_formula.hpp, O(S) whatever the
 ///      micro-batch count), and FinalistJudge (the estimate's simulated micro-batches,

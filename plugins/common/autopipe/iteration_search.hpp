@@ -85,6 +85,9 @@ public:
     return evaluations_ >= budget_ || model_.simulated_so_far() - simulated_before_ >= max_search_actions;
   }
   std::size_t evaluations() const { return evaluations_; }
+  /// relocate() tries every cut, costliest to send across first, not only the
+  /// `relocated_cuts` costliest.
+  void relocate_every_cut() { relocated_ = std::numeric_limits<std::size_t>::max(); }
 
   /// Improves `b` (estimated at `t`) in place; `compute_limit` bounds every stage's
   /// compute on its device (infinity: no bound).
@@ -182,7 +185,7 @@ private:
     for (std::size_t k = 1; k < S; ++k)
       cuts[k - 1] = k;
     auto send_ms = [&](std::size_t k) { return costs_.boundary_bytes(b[k]) * model_.cut_ms_per_byte(k - 1); };
-    const std::size_t dropped = std::min(relocated_cuts, cuts.size());
+    const std::size_t dropped = std::min(relocated_, cuts.size());
     std::partial_sort(cuts.begin(), cuts.begin() + static_cast<std::ptrdiff_t>(dropped), cuts.end(),
                       [&](std::size_t x, std::size_t y) { return send_ms(x) > send_ms(y); });
     // Where each stage of two or more units could take a new cut.
@@ -250,6 +253,7 @@ private:
   std::size_t budget_;
   const PipelineFormula* formula_;
   std::size_t evaluations_ = 0;
+  std::size_t relocated_ = relocated_cuts; ///< how many cuts relocate() tries
   std::vector<StageFigures> figures_;
   std::size_t simulated_before_;
   struct SplitHash {
