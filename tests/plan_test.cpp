@@ -509,25 +509,28 @@ namespace {
 
 /// One of PipeDream's shipped profiles (batch 128) on a shipped cluster in `stages`
 /// stages of `pipelines` pipelines of `micro_batches` each (the profile's batch per
-/// pipeline): autopipe + hetero plans it no slower than any other partitioner with hetero.
-void never_slower(const std::string& model, const std::string& cluster, int stages, int pipelines, int micro_batches) {
+/// pipeline): autopipe + hetero plans it no slower than any other partitioner on each
+/// of `mappers`.
+void never_slower(const std::string& model, const std::string& cluster, int stages, int pipelines, int micro_batches,
+                  const std::vector<std::string>& mappers = {"hetero"}) {
   const std::string file = (test::source_root() / "configs/clusters" / (cluster + ".toml")).string();
   const std::string profile = (test::source_root() / "configs/profiles/pipedream" / (model + ".txt")).string();
-  auto with = [&](const std::string& partitioner) {
+  auto with = [&](const std::string& partitioner, const std::string& mapper) {
     return plan(job("vgg16-4dev.toml",
                     {"model.profile=\"" + profile + "\"", "cluster=\"" + file + "\"",
                      "plan.stages=" + std::to_string(stages), "plan.pipelines=" + std::to_string(pipelines),
                      "plan.micro_batches=" + std::to_string(micro_batches),
                      "train.batch_size=" + std::to_string(128 * pipelines), "plan.partitioner=" + partitioner,
-                     "plan.mapper=hetero"}))
+                     "plan.mapper=" + mapper}))
         .iteration_time_ms;
   };
-  const double ours = with("autopipe");
-  for (const char* baseline : {"dapple", "piper", "pipedream", "uniform"})
-    BOOST_TEST_CONTEXT(model << " on " << cluster << ", " << stages << " stages × " << pipelines << " × "
-                             << micro_batches << ", against " << baseline) {
-      BOOST_TEST(ours <= with(baseline) * (1 + 1e-9));
-    }
+  const double ours = with("autopipe", "hetero");
+  for (const std::string& mapper : mappers)
+    for (const char* baseline : {"dapple", "piper", "pipedream", "uniform"})
+      BOOST_TEST_CONTEXT(model << " on " << cluster << ", " << stages << " stages × " << pipelines << " × "
+                               << micro_batches << ", against " << baseline << " + " << mapper) {
+        BOOST_TEST(ours <= with(baseline, mapper) * (1 + 1e-9));
+      }
 }
 
 } // namespace
@@ -579,6 +582,14 @@ BOOST_AUTO_TEST_CASE(a_last_descent_from_the_best_candidate_can_relocate_any_cut
   // cuts are one relocation from the best candidate, of a cut that sends too little
   // to be among the two that every descent tries elsewhere.
   never_slower("resnet50", "homo-64", 12, 5, 1);
+}
+
+BOOST_AUTO_TEST_CASE(where_representatives_judged_the_best_few_are_simulated_in_full) {
+  // 6 stages of VGG-16 in 1,666 pipelines of 32 micro-batches on datacenter-10k: the
+  // representatives, in lockstep with the pipelines they stand for, judge a split
+  // whose rings meet at shared NICs 8% short, and ranked first it falls behind Piper's
+  // cuts on the sequential layout.
+  never_slower("vgg16", "datacenter-10k", 6, 1666, 32, {"hetero", "sequential"});
 }
 
 BOOST_AUTO_TEST_CASE(where_the_lanes_bind_every_split_is_ranked_past_the_period_too) {
