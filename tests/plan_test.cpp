@@ -584,12 +584,15 @@ BOOST_AUTO_TEST_CASE(a_last_descent_from_the_best_candidate_can_relocate_any_cut
   never_slower("resnet50", "homo-64", 12, 5, 1);
 }
 
-BOOST_AUTO_TEST_CASE(where_representatives_judged_the_best_few_are_simulated_in_full) {
+BOOST_AUTO_TEST_CASE(where_representatives_or_a_pod_judged_the_best_few_are_simulated_in_full) {
   // 6 stages of VGG-16 in 1,666 pipelines of 32 micro-batches on datacenter-10k: the
   // representatives, in lockstep with the pipelines they stand for, judge a split
   // whose rings meet at shared NICs 8% short, and ranked first it falls behind Piper's
   // cuts on the sequential layout.
   never_slower("vgg16", "datacenter-10k", 6, 1666, 32, {"hetero", "sequential"});
+  // 20 stages of AlexNet in 500 pipelines: the estimate's best, DAPPLE's cuts, judged
+  // behind the judge's own best, runs 1.7% ahead of it.
+  never_slower("alexnet", "datacenter-10k", 20, 500, 32);
 }
 
 BOOST_AUTO_TEST_CASE(where_the_lanes_bind_every_split_is_ranked_past_the_period_too) {

@@ -60,7 +60,8 @@
 ///      ranking, the winner then descends on the judge (settle): its optimum can lie a
 ///      few units from every candidate. Where representatives or the pod judged and
 ///      every pipeline costs at most `max_checked_actions`, the settled winner and the
-///      judge's two best are simulated in full, and the fastest of them wins.
+///      two best by the estimate and by the judge are simulated in full, and the
+///      fastest of them wins.
 /// Where one estimate simulates more than `max_simulated_actions` (the 8 micro-batches
 /// it simulates of 64 stages in four kinds of pipeline do), steps 2 and 3 would cost
 /// far more than any baseline's search:
@@ -113,8 +114,8 @@ constexpr std::size_t max_sync_split_steps = 2'000'000;
 constexpr std::size_t max_judged_actions = std::size_t{1} << 18;
 constexpr std::size_t judged_candidates = 6;
 /// Where representatives or a pod judged, the most actions of simulating every pipeline
-/// for the judge's winner and its `checked_candidates` best (about 100 ms each on
-/// 10,000 devices at 32 micro-batches).
+/// for the settled winner and the `checked_candidates` best by the estimate and by the
+/// judge (about 100 ms each on 10,000 devices at 32 micro-batches).
 constexpr std::size_t max_checked_actions = std::size_t{1} << 20;
 constexpr std::size_t checked_candidates = 2;
 /// How many of the splits the closed form ranks best FinalistJudge judges.
