@@ -184,9 +184,9 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
     // (6 stages of VGG-16 in 1,666 pipelines of 32 micro-batches on datacenter-10k: one
     // judged at 338.0 ms runs 367.1 ms), and the judge can put the estimate's best
     // behind its own where it is the faster (20 stages of AlexNet in 500 pipelines:
-    // DAPPLE's cuts, judged at 80.32 ms, run 77.50 ms; the judge's best 78.84). Judged
-    // in full from the start, the candidates lost the settle on the pod, which finds
-    // more than the full judge's few candidates hold.
+    // DAPPLE's cuts, judged at 80.32 ms, run 77.50 ms; the judge's best 78.84). A full
+    // judge from the start instead affords a few candidates and no settle, which on the
+    // pod finds more than those hold (14 cells of the planner grid's stage sweep slower).
     if (!judge_by.exact() && model.all_actions() <= max_checked_actions) {
       std::vector<const std::vector<std::size_t>*> checked;
       for (std::size_t k = 0; k < seen.size() && k < checked_candidates; ++k)

@@ -170,13 +170,12 @@ private:
   }
 
   /// Moves a cut to another stage: each of the `relocated_cuts` cuts that cost most to
-  /// send across gives way, its two stages merging, to a new cut inside another stage
-  /// of two units or more (at its quietest boundary, or where its compute halves), every
-  /// cut between shifting one place along. Neither single cuts nor one unit handed on
-  /// can merge two stages: 32 stages of VGG-16 over 312 pipelines on datacenter-10k
-  /// beat every split that cuts its first blocks' activations, hundreds of megabytes a
-  /// micro-batch, by a stage that holds them all and one more cut further on (2.9%).
-  /// Applies the best such move that shortens the iteration, keeping where the descent
+  /// send across (every cut, after relocate_every_cut()) gives way, its two stages
+  /// merging, to a new cut inside another stage of two units or more (at its quietest
+  /// boundary, or where its compute halves), every cut between shifting one place along. Neither single cuts nor one
+  /// unit handed on can merge two stages: 32 stages of VGG-16 over 312 pipelines on datacenter-10k beat every split
+  /// that cuts its first blocks' activations, hundreds of megabytes a micro-batch, by a stage that holds them all and
+  /// one more cut further on (2.9%). Applies the best such move that shortens the iteration, keeping where the descent
   /// stalled (stalled()); false when none does.
   bool relocate(std::vector<std::size_t>& b, double& t, double compute_limit) {
     const std::size_t S = b.size() - 1;
@@ -253,7 +252,7 @@ private:
   std::size_t budget_;
   const PipelineFormula* formula_;
   std::size_t evaluations_ = 0;
-  std::size_t relocated_ = relocated_cuts; ///< how many cuts relocate() tries
+  std::size_t relocated_ = relocated_cuts; ///< how many cuts relocate() tries, costliest first
   std::vector<StageFigures> figures_;
   std::size_t simulated_before_;
   struct SplitHash {
