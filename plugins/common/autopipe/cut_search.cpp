@@ -146,6 +146,8 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
     return best;
   }
 
+  // Pairs of a time and a split, by the time.
+  auto by_time = [](const auto& a, const auto& b) { return a.first < b.first; };
   // The best few by the estimate, judged by judge_of() where the estimate ran
   // representatives or priced micro-batches at the period, or else with every
   // micro-batch where the lanes bind, and settled where a pod judged or the judge
@@ -190,8 +192,8 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
     if (!judge_by.exact() && model.all_actions() <= max_checked_actions) {
       std::vector<const std::vector<std::size_t>*> checked;
       for (std::size_t k = 0; k < seen.size() && k < checked_candidates; ++k)
-        checked.push_back(seen[k].second); // `seen` is in the estimate's order
-      std::stable_sort(seen.begin(), seen.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+        checked.push_back(seen[k].second);                 // `seen` is in the estimate's order
+      std::stable_sort(seen.begin(), seen.end(), by_time); // now by the judge's
       for (std::size_t k = 0; k < seen.size() && k < checked_candidates; ++k)
         checked.push_back(seen[k].second);
       IterationModel full = model.in_full();
@@ -206,7 +208,6 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
     }
     return chosen;
   };
-  auto by_estimate = [](const auto& a, const auto& b) { return a.first < b.first; };
 
   // 2–3 at once where every split costs at most two million simulated actions (about
   // 70 ms) of estimates, each counted as at least `least_estimate_actions`: an estimate
@@ -240,7 +241,7 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
       if (judge && lanes_bound)
         for (auto& [estimate, b] : every)
           estimate = std::max(estimate, enumeration.extrapolated_time(b));
-      std::stable_sort(every.begin(), every.end(), by_estimate);
+      std::stable_sort(every.begin(), every.end(), by_time);
       return fastest_of(every);
     }
   }
@@ -371,7 +372,7 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   //    misjudges the splits near them, the estimate of the finalists can still
   //    choose the start (8 stages of VGG-16: the even split, 0.5% faster than
   //    where the descent led).
-  std::sort(starts.begin(), starts.end(), by_estimate);
+  std::sort(starts.begin(), starts.end(), by_time);
   if (formula) {
     const std::size_t descended = std::min<std::size_t>(2, starts.size());
     starts.reserve(starts.size() + descended);
@@ -395,6 +396,8 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   // is the search for the plan (not a mapper pricing its layouts); where each ends, and
   // where it stalled, joins the candidates. A start in place of one of the two would
   // take a better start's place elsewhere.
+  const bool further = !formula && judge;
+  const bool placed = further && placement_given(context); // the planner's later rounds
   auto descend_alone = [&](std::vector<std::size_t> b, bool relocate_every_cut = false) {
     IterationSearch alone(context, costs, model, fits, descent_budget);
     if (relocate_every_cut) alone.relocate_every_cut();
@@ -410,7 +413,7 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   // the stages: there a split that is better only on the guess can lead the rounds to
   // a fixed point on a worse placement (16 stages of GNMT in 625 pipelines on
   // datacenter-10k: 115.76 ms where the rounds otherwise reach 81.25).
-  if (!formula && judge && placement_given(context) && started > 2) descend_alone(starts[2].second);
+  if (placed && started > 2) descend_alone(starts[2].second);
   // Where several pipelines run on devices of different speeds, from the min-max split
   // that weighs every device alike: where the rings outlast the compute (stages mostly
   // bubble), the split that balances compute by speed can lie more cuts from the
@@ -418,7 +421,7 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   // in two pipelines of 8 micro-batches on mix-4x8-3gen: 2.7% faster than where the
   // other two led, 2.2% faster than DAPPLE's).
   const bool speeds_differ = std::any_of(speeds.begin(), speeds.end(), [&](double v) { return v != speeds.front(); });
-  if (!formula && judge && speeds_differ) {
+  if (further && speeds_differ) {
     BalancedSplit blind(context, costs, std::vector<double>(S, 1.0), memory);
     if (const double blind_bound = blind.min_max_bound(); !std::isinf(blind_bound)) {
       std::vector<std::size_t> b = blind.spread(blind_bound);
@@ -428,7 +431,7 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   }
   for (std::vector<std::size_t>& even : judged_evens)
     consider(std::move(even));
-  std::stable_sort(starts.begin(), starts.end(), by_estimate);
+  std::stable_sort(starts.begin(), starts.end(), by_time);
   // Where the mapper has placed the stages, the best candidate by the estimate descends
   // once more on a budget of its own, its relocate trying every cut, not only the
   // costliest to send across: a cut that sends little can still be the one to give way
@@ -437,9 +440,9 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   // descent, the extra tries spend the budgets that other moves need (a generated
   // graph of 875 blocks, 16 stages in 625 pipelines on datacenter-10k: 3% slower).
   // Where it ends and stalls join the candidates.
-  if (!formula && judge && placement_given(context)) {
+  if (placed) {
     descend_alone(starts.front().second, true);
-    std::stable_sort(starts.begin(), starts.end(), by_estimate);
+    std::stable_sort(starts.begin(), starts.end(), by_time);
   }
   context.report(1.0);
   if (!formula) return fastest_of(starts);
