@@ -22,9 +22,11 @@
 ///      plus its all-reduce and step, for iterations that the rings end (where there
 ///      are rings: more than one pipeline), and the min-max split of when each stage's
 ///      ring and step end (its ring starts once the backwards from its first unit to
-///      the model's end are done); and where the splits at boundaries of groups of a
-///      few units can be estimated in a sixteenth of the time every split would
-///      take (few stages), the best of those;
+///      the model's end are done), and at one micro-batch, where every split computes
+///      alike, that of the rings and steps alone, a candidate for step 4 only; and
+///      where the splits at boundaries of groups of a few units can be estimated in
+///      a sixteenth of the time every split would take (few stages), the best of
+///      those;
 ///   3. from the best two of these by the estimate, cut-by-cut descent on the estimate
 ///      (iteration_search), within an evaluation budget that grows with the stages and
 ///      shrinks where each estimate simulates many actions; where a descent stalled
