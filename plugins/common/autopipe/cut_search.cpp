@@ -4,6 +4,7 @@
 #include "common/autopipe/cut_search.hpp"
 
 #include "common/autopipe/balanced_split.hpp"
+#include "common/autopipe/candidate_judge.hpp"
 #include "common/autopipe/finalist_judge.hpp"
 #include "common/autopipe/iteration_search.hpp"
 #include "common/autopipe/latency_split.hpp"
@@ -71,21 +72,6 @@ bool memory_binds(const PlanContext& context, const partitioning::UnitCosts& cos
   return std::isinf(limited) || free < limited * (1 - 1e-9);
 }
 
-std::optional<IterationModel> judge_of(const IterationModel& model) {
-  if (model.exact()) return std::nullopt;
-  if (model.all_actions() <= max_judged_actions) return model.in_full();
-  IterationModel pod = model.in_pod();
-  if (pod.simulated_pipelines() <= model.simulated_pipelines() || pod.most_simulated_actions() > max_judged_actions)
-    return std::nullopt;
-  return pod;
-}
-
-void settle(const PlanContext& context, const partitioning::UnitCosts& costs, IterationModel& judge,
-            const partitioning::MemoryFit& fits, std::vector<std::size_t>& b, double& t) {
-  IterationSearch descent(context, costs, judge, fits, 64 + 32 * context.stages);
-  descent.refine(b, t, std::numeric_limits<double>::infinity());
-}
-
 std::vector<std::size_t> search_cuts(const PlanContext& context, const partitioning::UnitCosts& costs,
                                      IterationModel& model, bool search, bool judge) {
   const std::size_t S = context.stages;
@@ -146,67 +132,11 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
     return best;
   }
 
-  // Pairs of a time and a split, by the time.
-  auto by_time = [](const auto& a, const auto& b) { return a.first < b.first; };
-  // The best few by the estimate, judged by judge_of() where the estimate ran
-  // representatives or priced micro-batches at the period, or else with every
-  // micro-batch where the lanes bind, and settled where a pod judged or the judge
-  // overturned the estimate's ranking (step 4);
-  // `ranked` is sorted by the estimate, and not empty.
+  // The best few by the estimate, judged as step 4 says (candidate_judge.hpp) where
+  // this is the search for the plan; `ranked` is sorted by the estimate, and not
+  // empty.
   auto fastest_of = [&](const std::vector<std::pair<double, std::vector<std::size_t>>>& ranked) {
-    if (!judge || model.exact()) return ranked.front().second;
-    std::optional<IterationModel> judge_model = judge_of(model);
-    IterationModel& judge_by = judge_model ? *judge_model : model;
-    const BoundLanes descended = judge_by.bound_lanes();
-    judge_by.set_bound_lanes(BoundLanes::simulated);
-    IterationSearch judging(context, costs, judge_by, fits, judged_candidates);
-    std::vector<std::pair<double, const std::vector<std::size_t>*>> seen;
-    const std::vector<std::size_t>* fastest = nullptr;
-    double least = std::numeric_limits<double>::infinity();
-    for (const auto& [estimate, b] : ranked) {
-      if (judging.spent()) break;
-      if (std::any_of(seen.begin(), seen.end(), [&](const auto& s) { return *s.second == b; })) continue;
-      const double t = judging.time(b);
-      seen.emplace_back(t, &b);
-      if (t < least) least = t, fastest = &b;
-    }
-    judge_by.set_bound_lanes(descended);
-    std::vector<std::size_t> chosen = *fastest;
-    // Where the judge overturned the estimate's ranking, the estimate misjudges splits
-    // here, and the judge's own optimum can lie a few cuts from every candidate: the
-    // winner settles on the judge too (32 stages of VGG-16 in two pipelines of 32
-    // micro-batches on homo-64, estimated 4–13% slow: four cuts a block earlier than
-    // where a descent stalled, 0.45% faster).
-    if (judge_model && (!judge_model->exact() || fastest != &ranked.front().second))
-      settle(context, costs, *judge_model, fits, chosen, least);
-    // Where representatives or a pod judged and every pipeline is affordable, the
-    // settled winner and the two best by the estimate and by the judge are simulated in
-    // full. The representatives, in lockstep with the pipelines they stand for,
-    // misjudge splits whose rings meet at the NICs of servers that hold several stages
-    // (6 stages of VGG-16 in 1,666 pipelines of 32 micro-batches on datacenter-10k: one
-    // judged at 338.0 ms runs 367.1 ms), and the judge can put the estimate's best
-    // behind its own where it is the faster (20 stages of AlexNet in 500 pipelines:
-    // DAPPLE's cuts, judged at 80.32 ms, run 77.50 ms; the judge's best 78.84). A full
-    // judge from the start instead affords a few candidates and no settle, which on the
-    // pod finds more than those hold (14 cells of the planner grid's stage sweep slower).
-    if (!judge_by.exact() && model.all_actions() <= max_checked_actions) {
-      std::vector<const std::vector<std::size_t>*> checked;
-      for (std::size_t k = 0; k < seen.size() && k < checked_candidates; ++k)
-        checked.push_back(seen[k].second);                 // `seen` is in the estimate's order
-      std::stable_sort(seen.begin(), seen.end(), by_time); // now by the judge's
-      for (std::size_t k = 0; k < seen.size() && k < checked_candidates; ++k)
-        checked.push_back(seen[k].second);
-      IterationModel full = model.in_full();
-      IterationSearch checking(context, costs, full, fits, 2 * checked_candidates + 1);
-      const std::vector<std::size_t> settled = chosen;
-      double fastest_in_full = checking.time(settled);
-      for (std::size_t k = 0; k < checked.size(); ++k)
-        if (*checked[k] != settled && std::none_of(checked.begin(), checked.begin() + static_cast<std::ptrdiff_t>(k),
-                                                   [&](const auto* c) { return *c == *checked[k]; }))
-          if (const double t = checking.time(*checked[k]); t < fastest_in_full)
-            fastest_in_full = t, chosen = *checked[k];
-    }
-    return chosen;
+    return judge ? judged_fastest(context, costs, model, fits, ranked) : ranked.front().second;
   };
 
   // 2–3 at once where every split costs at most two million simulated actions (about
@@ -241,7 +171,7 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
       if (judge && lanes_bound)
         for (auto& [estimate, b] : every)
           estimate = std::max(estimate, enumeration.extrapolated_time(b));
-      std::stable_sort(every.begin(), every.end(), by_time);
+      std::stable_sort(every.begin(), every.end(), ByTime());
       return fastest_of(every);
     }
   }
@@ -384,7 +314,7 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   //    misjudges the splits near them, the estimate of the finalists can still
   //    choose the start (8 stages of VGG-16: the even split, 0.5% faster than
   //    where the descent led).
-  std::sort(starts.begin(), starts.end(), by_time);
+  std::sort(starts.begin(), starts.end(), ByTime());
   if (formula) {
     const std::size_t descended = std::min<std::size_t>(2, starts.size());
     starts.reserve(starts.size() + descended);
@@ -443,7 +373,7 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   }
   for (std::vector<std::size_t>& candidate : judged_only)
     consider(std::move(candidate));
-  std::stable_sort(starts.begin(), starts.end(), by_time);
+  std::stable_sort(starts.begin(), starts.end(), ByTime());
   // Where the mapper has placed the stages, the best candidate by the estimate descends
   // once more on a budget of its own, its relocate trying every cut, not only the
   // costliest to send across: a cut that sends little can still be the one to give way
@@ -454,7 +384,7 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   // Where it ends and stalls join the candidates.
   if (placed) {
     descend_alone(starts.front().second, true);
-    std::stable_sort(starts.begin(), starts.end(), by_time);
+    std::stable_sort(starts.begin(), starts.end(), ByTime());
   }
   context.report(1.0);
   if (!formula) return fastest_of(starts);

@@ -48,10 +48,11 @@
 ///      few stages), steps 2 and 3 give way to that: the estimate's own optimum
 ///      (where the lanes bind, the larger of it and the estimate extrapolated from
 ///      twice the micro-batches it simulates);
-///   4. where the estimate ran representatives rather than every pipeline, or priced
-///      micro-batches at the steady state's period (the descent's estimate does so
-///      even where the lanes bind, to cost the same at any micro-batch count), the best
-///      few splits it found are judged by simulating every pipeline and micro-batch
+///   4. (candidate_judge.hpp) where the estimate ran representatives rather than every
+///      pipeline, or priced micro-batches at the steady state's period (the descent's
+///      estimate does so even where the lanes bind, to cost the same at any
+///      micro-batch count), the best few splits it found are judged by simulating
+///      every pipeline and micro-batch
 ///      (when that costs at most `max_judged_actions`; else the slowest
 ///      representative's pod as itself, where other pipelines share its lanes; else
 ///      every micro-batch of the representatives where the lanes bind), and the
@@ -111,33 +112,8 @@ constexpr std::size_t grouped_share = 16;
 /// The largest S · N² for which the search runs the exact min-max split by compute,
 /// ring and step (which weighs only the latest starts of each end).
 constexpr std::size_t max_sync_split_steps = 2'000'000;
-/// The most actions (every pipeline's) of a simulation that judges the last
-/// candidates, and how many it judges: a few milliseconds each on 10,000 devices.
-constexpr std::size_t max_judged_actions = std::size_t{1} << 18;
-constexpr std::size_t judged_candidates = 6;
-/// Where representatives or a pod judged, the most actions of simulating every pipeline
-/// for the settled winner and the `checked_candidates` best by the estimate and by the
-/// judge (about 100 ms each on 10,000 devices at 32 micro-batches).
-constexpr std::size_t max_checked_actions = std::size_t{1} << 20;
-constexpr std::size_t checked_candidates = 2;
 /// How many of the splits the closed form ranks best FinalistJudge judges.
 constexpr std::size_t formula_finalists = 8;
-
-/// What judges a search's last few candidates where `model` is not exact: every
-/// pipeline and micro-batch (IterationModel::in_full) where that costs at most
-/// `max_judged_actions`; else, where pipelines share the lanes of the slowest of
-/// `model`'s representatives, which one representative in lockstep with the rest
-/// misjudges, that pod as itself (IterationModel::in_pod), where an estimate of every
-/// micro-batch costs as much at most; else none (`model` itself, with every micro-batch
-/// where the lanes bind).
-std::optional<IterationModel> judge_of(const IterationModel& model);
-
-/// Cut-by-cut descent from `b` (estimated at `t`) on `judge`, within the search's
-/// budgets: where a search ranked by an estimate that misjudged its candidates, the
-/// better estimate's own optimum can lie a few units from every one of them (DAPPLE's
-/// cuts on a stage-major layout of 625 pipelines, 3% faster than any candidate).
-void settle(const PlanContext& context, const partitioning::UnitCosts& costs, IterationModel& judge,
-            const partitioning::MemoryFit& fits, std::vector<std::size_t>& b, double& t);
 
 /// Whether memory, not time, decides the split: the exact min-max compute split is
 /// slower with the devices' memory as a limit than without (or nothing fits).

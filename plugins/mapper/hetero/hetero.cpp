@@ -20,6 +20,7 @@
 /// layout in the planner's next round; a layout whose cuts fit in memory beats one
 /// whose cuts do not, and the faster wins. Option `layout` fixes the layout.
 
+#include "common/autopipe/candidate_judge.hpp"
 #include "common/autopipe/cut_search.hpp"
 #include "common/autopipe/iteration_search.hpp"
 
