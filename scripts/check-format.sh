@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  mapfile -t files < <(git ls-files '*.cpp' '*.hpp')
+  # New files count before they are added; ignored ones (build folders) never do.
+  mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cpp' '*.hpp')
 else
   mapfile -t files < <(find actors bench plugins runtime tests tools -name '*.cpp' -o -name '*.hpp')
 fi
