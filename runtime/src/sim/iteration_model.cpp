@@ -313,7 +313,12 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
     return rings;
   };
   std::map<std::pair<double, std::vector<std::pair<std::uint32_t, int>>>, sim::LaneId> classes;
-  for (sim::Group& group : m.model.groups) {
+  // Per model lane, the last ring (plus one) that kept it: a ring over thousands of
+  // replicas crosses thousands of lanes, and searching what it kept for each would
+  // cost their square.
+  std::vector<std::size_t> kept_by;
+  for (std::size_t g = 0; g < m.model.groups.size(); ++g) {
+    sim::Group& group = m.model.groups[g];
     std::vector<std::pair<sim::LaneId, int>> kept;
     for (std::size_t l = 0; l < group.lanes.size(); ++l) {
       const sim::LaneId lane = group.lanes[l];
@@ -326,8 +331,11 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
         if (added) m.lanes.push_back({topology.bytes_per_ms(lane), {}, {}});
         id = at->second;
       }
-      if (std::none_of(kept.begin(), kept.end(), [&](const auto& k) { return k.first == id; }))
+      if (kept_by.size() <= id) kept_by.resize(m.lanes.size(), 0);
+      if (kept_by[id] != g + 1) {
+        kept_by[id] = g + 1;
         kept.push_back({id, group.lane_uses[l]});
+      }
     }
     group.lanes.clear();
     group.lane_uses.clear();
