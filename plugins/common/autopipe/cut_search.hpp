@@ -47,7 +47,9 @@
 ///      estimated for about as long as the descent's whole budget takes (few units,
 ///      few stages), steps 2 and 3 give way to that: the estimate's own optimum
 ///      (where the lanes bind, the larger of it and the estimate extrapolated from
-///      twice the micro-batches it simulates);
+///      twice the micro-batches it simulates). Only the splits that a bound of the
+///      estimate from below (IterationModel::least_ms, a pass over the stages) cannot
+///      rule out are estimated;
 ///   4. (candidate_judge.hpp) where the estimate ran representatives rather than every
 ///      pipeline, or priced micro-batches at the steady state's period (the descent's
 ///      estimate does so even where the lanes bind, to cost the same at any

@@ -52,20 +52,12 @@ public:
   double time(const std::vector<std::size_t>& b) {
     ++evaluations_;
     if (formula_) return formula_->time(b);
-    const double per_sample = 1.0 / costs_.micro_batch();
-    for (std::size_t s = 0; s < figures_.size(); ++s) {
-      StageFigures& f = figures_[s];
-      f.forward_fixed_ms = costs_.forward_fixed_ms(b[s], b[s + 1]);
-      f.backward_fixed_ms = costs_.backward_fixed_ms(b[s], b[s + 1]);
-      f.forward_ms = (costs_.forward_ms(b[s], b[s + 1]) - f.forward_fixed_ms) * per_sample;
-      f.backward_ms = (costs_.backward_ms(b[s], b[s + 1]) - f.backward_fixed_ms) * per_sample;
-      f.output_bytes = costs_.boundary_bytes(b[s + 1]) * per_sample;
-      f.parameter_bytes = static_cast<std::uint64_t>(costs_.parameter_bytes(b[s], b[s + 1]));
-      f.stash_bytes_per_sample = static_cast<std::uint64_t>(costs_.stash_bytes(b[s], b[s + 1]) * per_sample);
-      f.input_gradient_share = costs_.input_gradient_share(b[s], b[s + 1]);
-    }
-    return model_.iteration_ms(figures_);
+    return model_.iteration_ms(figures_of(b));
   }
+
+  /// What time(b) can never come below: on the model, IterationModel::least_ms (a pass
+  /// over the stages, not counted as an evaluation); by the formula, nothing.
+  double least_time(const std::vector<std::size_t>& b) { return formula_ ? 0.0 : model_.least_ms(figures_of(b)); }
 
   /// time(b) extrapolated from twice the micro-batches simulated where the lanes bind
   /// (BoundLanes::extrapolated), whatever the model's own setting.
@@ -76,6 +68,10 @@ public:
     model_.set_bound_lanes(own);
     return t;
   }
+
+  /// Whether the lanes bound the steady state of the last time() on the model
+  /// (IterationModel::last_lanes_bind).
+  bool last_lanes_bind() { return model_.last_lanes_bind(); }
 
   bool fits(std::size_t s, std::size_t i, std::size_t j) const { return fits_(s, i, j); }
   /// The splits where the descents stalled before a cut moved to another stage, with
@@ -224,6 +220,23 @@ private:
     b = std::move(best);
     t = best_time;
     return true;
+  }
+
+  /// The stages' figures of the split at unit boundaries `b` (in a buffer reused).
+  const std::vector<StageFigures>& figures_of(const std::vector<std::size_t>& b) {
+    const double per_sample = 1.0 / costs_.micro_batch();
+    for (std::size_t s = 0; s < figures_.size(); ++s) {
+      StageFigures& f = figures_[s];
+      f.forward_fixed_ms = costs_.forward_fixed_ms(b[s], b[s + 1]);
+      f.backward_fixed_ms = costs_.backward_fixed_ms(b[s], b[s + 1]);
+      f.forward_ms = (costs_.forward_ms(b[s], b[s + 1]) - f.forward_fixed_ms) * per_sample;
+      f.backward_ms = (costs_.backward_ms(b[s], b[s + 1]) - f.backward_fixed_ms) * per_sample;
+      f.output_bytes = costs_.boundary_bytes(b[s + 1]) * per_sample;
+      f.parameter_bytes = static_cast<std::uint64_t>(costs_.parameter_bytes(b[s], b[s + 1]));
+      f.stash_bytes_per_sample = static_cast<std::uint64_t>(costs_.stash_bytes(b[s], b[s + 1]) * per_sample);
+      f.input_gradient_share = costs_.input_gradient_share(b[s], b[s + 1]);
+    }
+    return figures_;
   }
 
   /// time(b), simulated once per split (the formula is cheaper than looking it up).

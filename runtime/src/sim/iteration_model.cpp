@@ -52,6 +52,17 @@ struct IterationModel::Impl {
   std::vector<Lane> lanes;  ///< as model.lane_bytes_per_ms
   std::vector<float> share; ///< per lane, bytes all pipelines send across it per byte of ours
   sim::Model model;
+  /// Per virtual stage, what its compute adds up to over the whole schedule: least_ms()'s
+  /// terms. Per kind of action (F, B, I, W): how many, and their samples.
+  struct Work {
+    double actions[4] = {}, samples[4] = {};
+  };
+  std::vector<Work> work;
+  double least_samples = 0;           ///< the smallest micro-batch's
+  std::vector<double> processor_work; ///< least_ms()'s buffer
+
+  /// Sets every instance's compute and sends from the stages' figures.
+  void set_costs(const std::vector<StageFigures>& stages);
 };
 
 namespace {
@@ -347,6 +358,21 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
   for (const Impl::Lane& lane : m.lanes)
     m.model.lane_bytes_per_ms.push_back(lane.bytes_per_ms);
   m.share.resize(m.lanes.size(), 1.0f);
+  for (const auto& list : m.setup.schedule.virtual_stage_actions()) {
+    Impl::Work& work = m.work.emplace_back();
+    for (const Action& a : list) {
+      const int kind = a.op == Op::forward           ? 0
+                       : a.op == Op::backward        ? 1
+                       : a.op == Op::input_gradient  ? 2
+                       : a.op == Op::weight_gradient ? 3
+                                                     : -1;
+      if (kind < 0) continue;
+      work.actions[kind] += 1;
+      work.samples[kind] += a.size;
+    }
+  }
+  const std::vector<std::uint32_t>& sizes = m.setup.schedule.micro_batch_sizes;
+  m.least_samples = sizes.empty() ? 0.0 : *std::min_element(sizes.begin(), sizes.end());
 }
 
 IterationModel::~IterationModel() = default;
@@ -399,17 +425,82 @@ double IterationModel::sync_ms(std::size_t stage, double parameter_bytes) const 
          sim::optimizer_step_ms(parameter_bytes, *impl_->device[stage], impl_->optimizer_factor);
 }
 
-double IterationModel::iteration_ms(const std::vector<StageFigures>& stages) {
-  Impl& m = *impl_;
-  const std::size_t S = m.device.size();
-  for (std::size_t i = 0; i < m.model.instances.size(); ++i) {
-    sim::Instance& instance = m.model.instances[i];
+void IterationModel::Impl::set_costs(const std::vector<StageFigures>& stages) {
+  const std::size_t S = device.size();
+  for (sim::Instance& instance : model.instances) {
     const std::size_t s = instance.stage;
     const StageFigures& f = stages.at(s);
-    sim::set_stage_costs(instance, f, m.cluster->devices[instance.device], m.optimizer_factor);
+    sim::set_stage_costs(instance, f, cluster->devices[instance.device], optimizer_factor);
     instance.send_bytes_per_sample = s + 1 < S ? f.output_bytes : 0;
     instance.grad_bytes_per_sample = s > 0 ? stages[s - 1].output_bytes : 0;
   }
+}
+
+double IterationModel::least_ms(const std::vector<StageFigures>& stages) {
+  Impl& m = *impl_;
+  m.set_costs(stages);
+  const double overhead = m.model.action_overhead_ms;
+  const double least = m.least_samples;
+  // Each processor computes every action of its stages in turn, then, once its
+  // stage's ring is done, steps: what it computes before the step, per processor.
+  m.processor_work.assign(m.model.processors, 0.0);
+  bool split_backwards = false; // I and W: the last action need not send a gradient
+  for (const sim::Instance& instance : m.model.instances) {
+    const Impl::Work& w = m.work[instance.stage];
+    double ms = (w.actions[0] + w.actions[1] + w.actions[2] + w.actions[3]) * overhead +
+                w.actions[0] * instance.forward_fixed_ms + w.samples[0] * instance.forward_ms_per_sample;
+    for (int kind = 1; kind < 4; ++kind) {
+      const Op op = kind == 1 ? Op::backward : kind == 2 ? Op::input_gradient : Op::weight_gradient;
+      ms += backward_share(op, instance.input_gradient_share) *
+            (w.actions[kind] * instance.backward_fixed_ms + w.samples[kind] * instance.backward_ms_per_sample);
+    }
+    split_backwards = split_backwards || w.actions[2] > 0 || w.actions[3] > 0;
+    m.processor_work[instance.processor] += ms;
+  }
+  auto sync_ms = [&](const sim::Instance& instance) {
+    sim::Group& group = m.model.groups[instance.stage];
+    group.bytes = static_cast<double>(stages[instance.stage].parameter_bytes);
+    const double ring = group.ring > 1 && group.bytes > 0 ? sim::ring_allreduce_ms(group) : 0.0;
+    return ring + instance.optimizer_ms;
+  };
+  auto send_ms = [&](const sim::Route& route, double bytes_per_sample) {
+    return route.latency_ms + (std::isinf(route.bytes_per_ms) ? 0.0 : least * bytes_per_sample / route.bytes_per_ms);
+  };
+  if (m.setup.schedule.chunks > 1) {
+    // A device's chunks take turns: its computing, then its last chunk's ring and step.
+    double most = 0;
+    for (const sim::Instance& instance : m.model.instances)
+      most = std::max(most, m.processor_work[instance.processor] + instance.optimizer_ms);
+    return most;
+  }
+  // One stage to a processor, pipeline-major. A stage's first forward waits for some
+  // micro-batch's forwards and sends on every stage before it (`head`); where every
+  // backward is whole, its last sends a gradient that every stage before it then
+  // backwards in turn, the first stage's ring and step last (`tail`).
+  const std::size_t S = m.device.size();
+  double most = 0;
+  for (std::size_t first = 0; first < m.model.instances.size(); first += S) {
+    const sim::Instance* pipeline = &m.model.instances[first];
+    const double first_sync = sync_ms(pipeline[0]);
+    double head = 0, tail = 0;
+    for (std::size_t s = 0; s < S; ++s) {
+      const sim::Instance& instance = pipeline[s];
+      const double done = head + m.processor_work[instance.processor];
+      most = std::max(most, done + sync_ms(instance));
+      if (!split_backwards) most = std::max(most, done + tail + first_sync);
+      head += overhead + instance.forward_fixed_ms + least * instance.forward_ms_per_sample;
+      if (s + 1 < S) head += send_ms(instance.to_next, instance.send_bytes_per_sample);
+      tail += overhead + instance.backward_fixed_ms + least * instance.backward_ms_per_sample;
+      if (s + 1 < S) tail += send_ms(pipeline[s + 1].to_previous, pipeline[s + 1].grad_bytes_per_sample);
+    }
+  }
+  return most;
+}
+
+double IterationModel::iteration_ms(const std::vector<StageFigures>& stages) {
+  Impl& m = *impl_;
+  const std::size_t S = m.device.size();
+  m.set_costs(stages);
   for (std::size_t s = 0; s < S; ++s)
     m.model.groups[s].bytes = static_cast<double>(stages[s].parameter_bytes);
   for (std::size_t l = 0; l < m.lanes.size(); ++l) {
