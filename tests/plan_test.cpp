@@ -1658,6 +1658,32 @@ BOOST_AUTO_TEST_CASE(hetero_asked_again_answers_as_a_fresh_mapper_does) {
         }
 }
 
+BOOST_AUTO_TEST_CASE(where_the_search_ranks_every_split_it_estimates_only_those_a_bound_cannot_rule_out) {
+  // 4 stages of GNMT's units on four devices are few enough splits for the search to
+  // rank every one by the estimate. It estimates only those IterationModel::least_ms
+  // cannot rule out, and keeps the split that estimating every one ranks first.
+  const ClusterSpec cluster = shipped_cluster("4dev-one-server");
+  const ModelProfile profile = pipedream_profile("gnmt");
+  const PlanContext context = one_pipeline_context(profile, cluster, 4, 8);
+  const partitioning::UnitCosts costs(profile, true, 16);
+  const partitioning::MemoryFit fits(costs, context, {});
+  IterationModel model = autopipe::iteration_model(context, {first_devices(4)});
+  autopipe::IterationSearch every(context, costs, model, fits, std::numeric_limits<std::size_t>::max());
+  std::vector<std::size_t> fastest;
+  double least = std::numeric_limits<double>::infinity();
+  std::size_t splits = 0;
+  autopipe::for_each_split(costs.size(), 4, fits, [&](const std::vector<std::size_t>& b) {
+    ++splits;
+    if (const double t = every.time(b); t < least) least = t, fastest = b;
+  });
+  IterationModel searched = autopipe::iteration_model(context, {first_devices(4)});
+  const std::vector<std::size_t> kept = autopipe::search_cuts(context, costs, searched);
+  const std::size_t estimates = searched.simulated_so_far() / searched.simulated_actions();
+  BOOST_TEST_MESSAGE(estimates << " estimates of " << splits << " splits");
+  BOOST_TEST(kept == fastest, boost::test_tools::per_element());
+  BOOST_TEST(estimates * 20 < splits);
+}
+
 BOOST_AUTO_TEST_CASE(a_descent_on_the_simulator_simulates_each_split_once) {
   // A descent comes back to splits it has estimated (a cut moved there and back, the
   // second start's path joining the first's); a revisit counts against its budget but
