@@ -92,34 +92,35 @@ template <class Fits>
 std::optional<std::vector<std::pair<double, std::vector<std::size_t>>>>
 ranked_splits(const std::vector<std::size_t>& at, std::size_t S, IterationSearch& enumeration, const Fits& fits,
               bool extrapolate, std::size_t kept) {
-  struct Split {
-    double least;
-    std::size_t order;
-    std::vector<std::size_t> b;
-  };
-  std::vector<Split> splits;
+  // Every split's boundaries, one after another, and its bound with its place among
+  // them: sorting the pairs orders the splits by the bound, ties in visiting order.
+  std::vector<std::size_t> boundaries;
+  std::vector<std::pair<double, std::size_t>> bounded;
   std::vector<std::size_t> b(S + 1);
   for_each_split(
       at.size() - 1, S, [&](std::size_t s, std::size_t i, std::size_t j) { return fits(s, at[i], at[j]); },
       [&](const std::vector<std::size_t>& g) {
         for (std::size_t s = 0; s <= S; ++s)
           b[s] = at[g[s]];
-        splits.push_back({enumeration.least_time(b), splits.size(), b});
+        bounded.emplace_back(enumeration.least_time(b), bounded.size());
+        boundaries.insert(boundaries.end(), b.begin(), b.end());
       });
-  std::stable_sort(splits.begin(), splits.end(), [](const Split& x, const Split& y) { return x.least < y.least; });
+  std::sort(bounded.begin(), bounded.end());
   struct Ranked {
     double rank;
     std::size_t order;
-    const std::vector<std::size_t>* b;
+    std::vector<std::size_t> b;
   };
   std::vector<Ranked> ranked;
   std::priority_queue<double> best; // the `kept` best ranks so far, the worst on top
-  for (const Split& split : splits) {
-    if (best.size() == kept && split.least > best.top()) break;
+  for (const auto& [least, order] : bounded) {
+    if (best.size() == kept && least > best.top()) break;
     if (enumeration.spent()) return std::nullopt;
-    double rank = enumeration.time(split.b);
-    if (extrapolate && enumeration.last_lanes_bind()) rank = std::max(rank, enumeration.extrapolated_time(split.b));
-    ranked.push_back({rank, split.order, &split.b});
+    const auto first = boundaries.begin() + static_cast<std::ptrdiff_t>(order * (S + 1));
+    b.assign(first, first + static_cast<std::ptrdiff_t>(S + 1));
+    double rank = enumeration.time(b);
+    if (extrapolate && enumeration.last_lanes_bind()) rank = std::max(rank, enumeration.extrapolated_time(b));
+    ranked.push_back({rank, order, b});
     best.push(rank);
     if (best.size() > kept) best.pop();
   }
@@ -128,8 +129,8 @@ ranked_splits(const std::vector<std::size_t>& at, std::size_t S, IterationSearch
     return x.rank < y.rank || (x.rank == y.rank && x.order < y.order);
   });
   std::vector<std::pair<double, std::vector<std::size_t>>> every;
-  for (const Ranked& r : ranked)
-    every.emplace_back(r.rank, *r.b);
+  for (Ranked& r : ranked)
+    every.emplace_back(r.rank, std::move(r.b));
   return every;
 }
 
