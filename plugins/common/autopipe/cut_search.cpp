@@ -19,7 +19,6 @@
 #include <limits>
 #include <numeric>
 #include <optional>
-#include <queue>
 
 namespace actorpipe::autopipe {
 
@@ -83,55 +82,70 @@ namespace {
 /// a split's rank is the larger of its estimate and the estimate extrapolated from
 /// twice the micro-batches simulated.
 ///
-/// Most splits never need an estimate: each is first bounded from below by a pass over
-/// its stages (IterationSearch::least_time), and the splits are estimated in the order
-/// of that bound, until it passes the `kept`-th best rank so far, which no split left
-/// can then beat or tie (4 stages of GNMT's 45 units on four devices: 107 of 13,244
-/// splits estimated).
+/// Where the estimate simulates, most splits never need one: each is first bounded
+/// from below by a pass over its stages (IterationSearch::least_time), and the splits
+/// are estimated in the order of that bound, until it passes the `kept`-th best rank
+/// so far, which no split left can then beat or tie (4 stages of GNMT's 45 units on
+/// four devices: 107 of 13,244 splits estimated). Where a closed form estimates, as
+/// cheaply as the bound, each is estimated in turn.
 template <class Fits>
 std::optional<std::vector<std::pair<double, std::vector<std::size_t>>>>
 ranked_splits(const std::vector<std::size_t>& at, std::size_t S, IterationSearch& enumeration, const Fits& fits,
               bool extrapolate, std::size_t kept) {
-  // Every split's boundaries, one after another, and its bound with its place among
-  // them: sorting the pairs orders the splits by the bound, ties in visiting order.
-  std::vector<std::size_t> boundaries;
-  std::vector<std::pair<double, std::size_t>> bounded;
-  std::vector<std::size_t> b(S + 1);
-  for_each_split(
-      at.size() - 1, S, [&](std::size_t s, std::size_t i, std::size_t j) { return fits(s, at[i], at[j]); },
-      [&](const std::vector<std::size_t>& g) {
-        for (std::size_t s = 0; s <= S; ++s)
-          b[s] = at[g[s]];
-        bounded.emplace_back(enumeration.least_time(b), bounded.size());
-        boundaries.insert(boundaries.end(), b.begin(), b.end());
-      });
-  std::sort(bounded.begin(), bounded.end());
   struct Ranked {
     double rank;
-    std::size_t order;
+    std::size_t order; ///< in visiting order
     std::vector<std::size_t> b;
   };
-  std::vector<Ranked> ranked;
-  std::priority_queue<double> best; // the `kept` best ranks so far, the worst on top
-  for (const auto& [least, order] : bounded) {
-    if (best.size() == kept && least > best.top()) break;
-    if (enumeration.spent()) return std::nullopt;
-    const auto first = boundaries.begin() + static_cast<std::ptrdiff_t>(order * (S + 1));
-    b.assign(first, first + static_cast<std::ptrdiff_t>(S + 1));
-    double rank = enumeration.time(b);
-    if (extrapolate && enumeration.last_lanes_bind()) rank = std::max(rank, enumeration.extrapolated_time(b));
-    ranked.push_back({rank, order, b});
-    best.push(rank);
-    if (best.size() > kept) best.pop();
+  std::vector<Ranked> top; // the best `kept` so far, by rank, ties in visiting order
+  bool spent = false;
+  auto rank = [&](const std::vector<std::size_t>& b, std::size_t order) {
+    if (enumeration.spent()) {
+      spent = true;
+      return;
+    }
+    double r = enumeration.time(b);
+    if (extrapolate && enumeration.last_lanes_bind()) r = std::max(r, enumeration.extrapolated_time(b));
+    const auto place = std::find_if(top.begin(), top.end(),
+                                    [&](const Ranked& x) { return r < x.rank || (r == x.rank && order < x.order); });
+    if (static_cast<std::size_t>(place - top.begin()) >= kept) return;
+    top.insert(place, {r, order, b});
+    if (top.size() > kept) top.pop_back();
+  };
+  auto fitting = [&](std::size_t s, std::size_t i, std::size_t j) { return fits(s, at[i], at[j]); };
+  std::vector<std::size_t> b(S + 1);
+  if (!enumeration.bounds()) {
+    std::size_t order = 0;
+    for_each_split(at.size() - 1, S, fitting, [&](const std::vector<std::size_t>& g) {
+      if (spent) return;
+      for (std::size_t s = 0; s <= S; ++s)
+        b[s] = at[g[s]];
+      rank(b, order++);
+    });
+  } else {
+    // Every split's boundaries, one after another, and its bound with its place among
+    // them: sorting the pairs orders the splits by the bound, ties in visiting order.
+    std::vector<std::size_t> boundaries;
+    std::vector<std::pair<double, std::size_t>> bounded;
+    for_each_split(at.size() - 1, S, fitting, [&](const std::vector<std::size_t>& g) {
+      for (std::size_t s = 0; s <= S; ++s)
+        b[s] = at[g[s]];
+      bounded.emplace_back(enumeration.least_time(b), bounded.size());
+      boundaries.insert(boundaries.end(), b.begin(), b.end());
+    });
+    std::sort(bounded.begin(), bounded.end());
+    for (const auto& [least, order] : bounded) {
+      if (spent || (top.size() == kept && least > top.back().rank)) break;
+      const auto first = boundaries.begin() + static_cast<std::ptrdiff_t>(order * (S + 1));
+      b.assign(first, first + static_cast<std::ptrdiff_t>(S + 1));
+      rank(b, order);
+    }
   }
-  if (ranked.empty()) return std::nullopt;
-  std::sort(ranked.begin(), ranked.end(), [](const Ranked& x, const Ranked& y) {
-    return x.rank < y.rank || (x.rank == y.rank && x.order < y.order);
-  });
-  std::vector<std::pair<double, std::vector<std::size_t>>> every;
-  for (Ranked& r : ranked)
-    every.emplace_back(r.rank, std::move(r.b));
-  return every;
+  if (spent || top.empty()) return std::nullopt;
+  std::vector<std::pair<double, std::vector<std::size_t>>> ranked;
+  for (Ranked& r : top)
+    ranked.emplace_back(r.rank, std::move(r.b));
+  return ranked;
 }
 
 } // namespace

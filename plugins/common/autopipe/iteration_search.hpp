@@ -61,6 +61,9 @@ public:
   /// What time(b) can never come below: on the model, IterationModel::least_ms (a pass
   /// over the stages, not counted as an evaluation); by the formula, nothing.
   double least_time(const std::vector<std::size_t>& b) { return formula_ ? 0.0 : model_.least_ms(figures_of(b)); }
+  /// Whether least_time() bounds anything: not where the formula, which costs about as
+  /// little, estimates.
+  bool bounds() const { return formula_ == nullptr; }
 
   /// time(b) extrapolated from twice the micro-batches simulated where the lanes bind
   /// (BoundLanes::extrapolated), whatever the model's own setting.
