@@ -467,7 +467,8 @@ double IterationModel::least_ms(const std::vector<StageFigures>& stages) {
     return route.latency_ms + (std::isinf(route.bytes_per_ms) ? 0.0 : least * bytes_per_sample / route.bytes_per_ms);
   };
   if (m.setup.schedule.chunks > 1) {
-    // A device's chunks take turns: its computing, then its last chunk's ring and step.
+    // A device's chunks take turns on its processor: all their computing, and each
+    // chunk's step after it.
     double most = 0;
     for (const sim::Instance& instance : m.model.instances)
       most = std::max(most, m.processor_work[instance.processor] + instance.optimizer_ms);
