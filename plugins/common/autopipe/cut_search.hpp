@@ -53,7 +53,8 @@
 ///   4. (candidate_judge.hpp) where the estimate ran representatives rather than every
 ///      pipeline, or priced micro-batches at the steady state's period (the descent's
 ///      estimate does so even where the lanes bind, to cost the same at any
-///      micro-batch count), the best few splits it found are judged by simulating
+///      micro-batch count), the best few splits it found (where it ranked every
+///      split, at most two of any one estimate) are judged by simulating
 ///      every pipeline and micro-batch
 ///      (when that costs at most `max_judged_actions`; else the slowest
 ///      representative's pod as itself, where other pipelines share its lanes; else
