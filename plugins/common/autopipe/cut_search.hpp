@@ -16,8 +16,8 @@
 ///      (the slowest stage once per micro-batch, every stage and send once, the first
 ///      stage's all-reduce) under a range of bounds on the slowest stage (latency_split);
 ///      equal unit counts, far from any of these bounds, also with what is left over
-///      on the first stages, and in whole blocks (where several pipelines run, these
-///      last three are not starts but candidates for step 4);
+///      on the first stages or on the last, and in whole blocks (where several
+///      pipelines run, all but the first are not starts but candidates for step 4);
 ///      where the model is small enough, the min-max split of each stage's compute
 ///      plus its all-reduce and step, for iterations that the rings end (where there
 ///      are rings: more than one pipeline), and the min-max split of when each stage's
@@ -42,8 +42,10 @@
 ///      micro-batch count), and FinalistJudge (the estimate's simulated micro-batches,
 ///      plus the closed form's growth past them, or where the lanes bind, what twice as
 ///      many simulated show) chooses among the best `formula_finalists` of them and of
-///      the two starts the descent set out from; step 4 is left out, so that the
-///      search costs the same at any micro-batch count. Where every split can be
+///      the two starts the descent set out from (where it simulates every micro-batch
+///      and overturns the closed form's ranking, its winner then descends on the
+///      estimate); step 4 is left out, so that the search costs the same at any
+///      micro-batch count. Where every split can be
 ///      estimated for about as long as the descent's whole budget takes (few units,
 ///      few stages), steps 2 and 3 give way to that: the estimate's own optimum
 ///      (where the lanes bind, the larger of it and the estimate extrapolated from
