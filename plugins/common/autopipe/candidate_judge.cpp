@@ -20,8 +20,8 @@ std::optional<IterationModel> judge_of(const IterationModel& model) {
 }
 
 void settle(const PlanContext& context, const partitioning::UnitCosts& costs, IterationModel& judge,
-            const partitioning::MemoryFit& fits, std::vector<std::size_t>& b, double& t) {
-  IterationSearch descent(context, costs, judge, fits, 64 + 32 * context.stages);
+            const partitioning::MemoryFit& fits, std::vector<std::size_t>& b, double& t, std::size_t evaluations) {
+  IterationSearch descent(context, costs, judge, fits, evaluations);
   descent.refine(b, t, std::numeric_limits<double>::infinity());
 }
 
@@ -52,7 +52,7 @@ std::vector<std::size_t> judged_fastest(const PlanContext& context, const partit
   // micro-batches on homo-64, estimated 4–13% slow: four cuts a block earlier than
   // where a descent stalled, 0.45% faster).
   if (judge_model && (!judge_model->exact() || fastest != &ranked.front().second))
-    settle(context, costs, *judge_model, fits, chosen, least);
+    settle(context, costs, *judge_model, fits, chosen, least, 64 + 32 * context.stages);
   // Where representatives or a pod judged and every pipeline is affordable, the
   // settled winner and the two best by the estimate and by the judge are simulated in
   // full. The representatives, in lockstep with the pipelines they stand for,

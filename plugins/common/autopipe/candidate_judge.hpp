@@ -45,12 +45,13 @@ struct ByTime {
 /// where the lanes bind).
 std::optional<IterationModel> judge_of(const IterationModel& model);
 
-/// Cut-by-cut descent from `b` (estimated at `t`) on `judge`, within the search's
-/// budgets: where a search ranked by an estimate that misjudged its candidates, the
-/// better estimate's own optimum can lie a few units from every one of them (DAPPLE's
-/// cuts on a stage-major layout of 625 pipelines, 3% faster than any candidate).
+/// Cut-by-cut descent from `b` (estimated at `t`) on `judge`, within `evaluations`
+/// estimates and the search's budget of simulated actions: where a search ranked by an
+/// estimate that misjudged its candidates, the better estimate's own optimum can lie a
+/// few units from every one of them (DAPPLE's cuts on a stage-major layout of 625
+/// pipelines, 3% faster than any candidate).
 void settle(const PlanContext& context, const partitioning::UnitCosts& costs, IterationModel& judge,
-            const partitioning::MemoryFit& fits, std::vector<std::size_t>& b, double& t);
+            const partitioning::MemoryFit& fits, std::vector<std::size_t>& b, double& t, std::size_t evaluations);
 
 /// The fastest of `ranked` (splits and their estimates on `model`, sorted by the
 /// estimate; not empty): the first where `model` is exact; else the fastest of the

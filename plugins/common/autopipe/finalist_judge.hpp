@@ -23,6 +23,7 @@
 /// closed form's best, 534.7 ms by it, simulates to 564.6; the judge's best, at 556.5,
 /// settles at 533.3, 3.4% ahead of DAPPLE's cuts).
 
+#include "common/autopipe/candidate_judge.hpp"
 #include "common/autopipe/iteration_search.hpp"
 #include "common/autopipe/pipeline_formula.hpp"
 #include "common/partitioning/unit_costs.hpp"
@@ -109,8 +110,7 @@ public:
       const std::size_t budget = std::min<std::size_t>(
           64 + 32 * context_.stages,
           std::max<std::size_t>(16, max_settle_actions / std::max<std::size_t>(1, model_.simulated_actions())));
-      IterationSearch settling(context_, costs_, model_, fits_, budget);
-      settling.refine(chosen, least, std::numeric_limits<double>::infinity());
+      settle(context_, costs_, model_, fits_, chosen, least, budget);
     }
     return chosen;
   }
