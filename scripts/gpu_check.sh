@@ -17,8 +17,8 @@
 # are unpacked (default: a fresh temporary folder); ACTORPIPE_GPU_BENCH_ARGS more
 # arguments for the benchmark (`--steps 10`, say).
 #
-# The GPU servers this is written for (read off one, an H100 80GB HBM3, driver
-# 580.159.04): Ubuntu 24.04 (glibc 2.39); g++ 13.3 (no clang, no ccache); python3 3.12 in
+# The GPU servers this is written for (read off an H100 80GB HBM3 and an H200, both
+# driver 580.159.04; on the H200 the whole check took 357 s): Ubuntu 24.04 (glibc 2.39); g++ 13.3 (no clang, no ccache); python3 3.12 in
 # /opt/torch/.venv with torch 2.11.0+cu130 (CUDA 13.0, cuDNN 9.19, NCCL 2.28.9; c10d with
 # NCCL and Gloo, no Gloo headers in torch/include), and meson 1.12, ninja 1.13 and cmake
 # 4.4 in that environment; pkg-config and dpkg; Boost, CLI11 and nlohmann-json headers in
