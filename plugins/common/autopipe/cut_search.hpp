@@ -39,7 +39,9 @@
 ///      costliest to send across; where they end (and stall) are candidates too. Where
 ///      one pipeline runs a schedule without chunks, steps 2 and 3 rank by a closed
 ///      form of its iteration instead (pipeline_formula.hpp, O(S) whatever the
-///      micro-batch count), and FinalistJudge (the estimate's simulated micro-batches,
+///      micro-batch count); where the judge below simulates every micro-batch, the best
+///      candidate then descends once more, handing units on from any of the
+///      `polish_givers` heaviest stages; and FinalistJudge (the estimate's simulated micro-batches,
 ///      plus the closed form's growth past them, or where the lanes bind, what twice as
 ///      many simulated show) chooses among the best `formula_finalists` of them and of
 ///      the two starts the descent set out from (where it simulates every micro-batch
@@ -117,6 +119,9 @@ constexpr std::size_t grouped_share = 16;
 /// The largest S · N² for which the search runs the exact min-max split by compute,
 /// ring and step (which weighs only the latest starts of each end).
 constexpr std::size_t max_sync_split_steps = 2'000'000;
+/// How many of the heaviest stages the closed form's last descent hands units on from
+/// (search_cuts, step 3).
+constexpr std::size_t polish_givers = 4;
 /// How many of the splits the closed form ranks best FinalistJudge judges.
 constexpr std::size_t formula_finalists = 8;
 

@@ -95,6 +95,9 @@ public:
   /// relocate() tries every cut, costliest to send across first, not only the
   /// `relocated_cuts` costliest.
   void relocate_every_cut() { relocated_ = std::numeric_limits<std::size_t>::max(); }
+  /// transfer() tries the `givers` stages of most compute that hold two units or more,
+  /// heaviest first, whether or not the heaviest is one of them.
+  void transfer_from_heaviest(std::size_t givers) { givers_ = givers; }
 
   /// Improves `b` (estimated at `t`) in place; `compute_limit` bounds every stage's
   /// compute on its device (infinity: no bound).
@@ -154,7 +157,10 @@ private:
     std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return work(x) > work(y); });
     auto gives = [&](std::size_t s) { return b[s + 1] - b[s] >= 2; };
     std::vector<std::size_t> givers;
-    if (gives(order.front()))
+    if (givers_ > 0) {
+      for (std::size_t r = 0; r < S && givers.size() < givers_; ++r)
+        if (gives(order[r])) givers.push_back(order[r]);
+    } else if (gives(order.front()))
       givers.push_back(order.front());
     else
       for (std::size_t r = 1; r < S && givers.size() < transfer_givers; ++r)
@@ -297,6 +303,7 @@ private:
   const PipelineFormula* formula_;
   std::size_t evaluations_ = 0;
   std::size_t relocated_ = relocated_cuts; ///< how many cuts relocate() tries, costliest first
+  std::size_t givers_ = 0;                 ///< how many stages transfer() tries giving from; 0: as transfer() says
   std::vector<StageFigures> figures_;
   std::size_t simulated_before_;
   struct SplitHash {
