@@ -39,14 +39,13 @@
 ///      costliest to send across; where they end (and stall) are candidates too. Where
 ///      one pipeline runs a schedule without chunks, steps 2 and 3 rank by a closed
 ///      form of its iteration instead (pipeline_formula.hpp, O(S) whatever the
-///      micro-batch count); where the judge below simulates every micro-batch, the best
-///      candidate then descends once more, handing units on from any of the
-///      `polish_givers` heaviest stages; and FinalistJudge (the estimate's simulated micro-batches,
+///      micro-batch count), and FinalistJudge (the estimate's simulated micro-batches,
 ///      plus the closed form's growth past them, or where the lanes bind, what twice as
 ///      many simulated show) chooses among the best `formula_finalists` of them and of
-///      the two starts the descent set out from (where it simulates every micro-batch
-///      and overturns the closed form's ranking, its winner then descends on the
-///      estimate); step 4 is left out, so that the search costs the same at any
+///      the two starts the descent set out from, and, where it simulates every
+///      micro-batch, of where the best descends once more, handing units on from any of
+///      the `polish_givers` heaviest stages (where it then chooses other than the closed
+///      form's best, its winner descends on the estimate); step 4 is left out, so that the search costs the same at any
 ///      micro-batch count. Where every split can be
 ///      estimated for about as long as the descent's whole budget takes (few units,
 ///      few stages), steps 2 and 3 give way to that: the estimate's own optimum
