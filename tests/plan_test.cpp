@@ -652,6 +652,22 @@ BOOST_AUTO_TEST_CASE(the_last_descent_on_the_closed_form_hands_units_on_from_bel
   never_slower_than_any_partitioner(one_pipeline_job(chain, bench::generated_cluster(83, 64), 8, 8));
 }
 
+BOOST_AUTO_TEST_CASE(where_the_last_descent_on_the_closed_form_wins_its_split_settles_too) {
+  // 8 stages of a generated 150-block chain (held-out seed 49) in one pipeline of 8
+  // micro-batches: the closed form misjudges its splits, and the judge's winner,
+  // settled on the simulation, plans 3.4% ahead of DAPPLE's cuts. The closed form's
+  // last descent finds a split it ranks above every other, which the judge chooses too:
+  // ranked first among the finalists, it went unsettled and tied with DAPPLE's.
+  const ModelProfile chain = bench::generated_chain(49, 150);
+  BOOST_TEST_REQUIRE(chain.name == "chain-150-s49");
+  JobSpec spec = one_pipeline_job(chain, bench::generated_cluster(49, 64), 8, 8);
+  spec.plan.mapper = "hetero";
+  spec.plan.partitioner = "autopipe";
+  const double ours = plan(spec).iteration_time_ms;
+  spec.plan.partitioner = "dapple";
+  BOOST_TEST(ours < plan(spec).iteration_time_ms * 0.99);
+}
+
 BOOST_AUTO_TEST_CASE(the_judge_sees_several_estimates_not_one_plateau) {
   // 4 stages of AlexNet in 2,500 pipelines of 8 micro-batches on datacenter-10k: six
   // splits, which differ only in where blocks of no compute fall, tie first by the
