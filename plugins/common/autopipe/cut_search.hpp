@@ -45,8 +45,8 @@
 ///      the two starts the descent set out from, and, where it simulates every
 ///      micro-batch, of where the best descends once more, handing units on from any of
 ///      the `polish_givers` heaviest stages (where it then chooses other than the closed
-///      form's best, its winner descends on the estimate); step 4 is left out, so that the search costs the same at any
-///      micro-batch count. Where every split can be
+///      form's best, its winner descends on the estimate); step 4 is left out, so that
+///      the search costs the same at any micro-batch count. Where every split can be
 ///      estimated for about as long as the descent's whole budget takes (few units,
 ///      few stages), steps 2 and 3 give way to that: the estimate's own optimum
 ///      (where the lanes bind, the larger of it and the estimate extrapolated from

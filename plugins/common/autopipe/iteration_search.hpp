@@ -7,11 +7,12 @@
 /// cuts), so that it can leave a shallow basin, and the boundaries between its neighbours that
 /// send fewest bytes (left of it, right of it); it keeps the best if that shortens the
 /// iteration, and sweeps again. When a sweep changes nothing, it moves a unit of the
-/// heaviest stage (or, where that is a single unit, of the next that hold more) to a
-/// farther stage, shifting every cut between them, or else one of the cuts that cost
-/// most to send across into another stage, and sweeps on; it ends when neither helps,
-/// or when its budget is spent: so many evaluations, or `max_search_actions` simulated
-/// actions, whichever comes first.
+/// heaviest stage (or, where that is a single unit, of the next that hold more; or of
+/// any of the few heaviest, where it is told: transfer_from_heaviest) to a farther
+/// stage, shifting every cut between them, or else one of the cuts that cost most to
+/// send across into another stage, and sweeps on; it ends when neither helps, or when
+/// its budget is spent: so many evaluations, or `max_search_actions` simulated actions,
+/// whichever comes first.
 /// Every move keeps both stages it touches in memory and, where a compute limit is
 /// given, within it. A descent comes back to splits it has estimated (a cut moved
 /// there and back, a second start's path joining the first's: about a tenth of its
@@ -147,6 +148,7 @@ private:
   /// or more, heaviest first (32 stages of VGG-16 over 312 pipelines of 32 micro-batches
   /// on datacenter-10k, its second stage a single unit and single cuts on a plateau:
   /// two units handed from the fifth stage to the ninth, DAPPLE's split, 0.16% faster).
+  /// After transfer_from_heaviest(n), the n heaviest that hold two units or more.
   /// Applies the first giver's best move that shortens the iteration; false when none
   /// does.
   bool transfer(std::vector<std::size_t>& b, double& t, double compute_limit) {
