@@ -80,7 +80,8 @@ public:
   /// longer the pipeline runs. Such a finalist is judged by the larger, in order of
   /// time(), as long as time() leaves it a chance to win, and for at most
   /// `extrapolated_finalists` of them: the rest stay out. Where the estimate judged and
-  /// chose other than the first finalist (the closed form's best), the winner settles.
+  /// chose other than the first finalist (the closed form's best of the descents'; the
+  /// caller adds a further descent's end last), the winner settles.
   std::vector<std::size_t> fastest(const std::vector<std::vector<std::size_t>>& finalists) {
     struct Judged {
       double ms;
