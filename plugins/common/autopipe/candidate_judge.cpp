@@ -52,7 +52,7 @@ std::vector<std::size_t> judged_fastest(const PlanContext& context, const partit
   // micro-batches on homo-64, estimated 4–13% slow: four cuts a block earlier than
   // where a descent stalled, 0.45% faster).
   if (judge_model && (!judge_model->exact() || fastest != &ranked.front().second))
-    settle(context, costs, *judge_model, fits, chosen, least, 64 + 32 * context.stages);
+    settle(context, costs, *judge_model, fits, chosen, least, descent_evaluations(context.stages));
   // Where representatives or a pod judged and every pipeline is affordable, the
   // settled winner and the two best by the estimate and by the judge are simulated in
   // full. The representatives, in lockstep with the pipelines they stand for,

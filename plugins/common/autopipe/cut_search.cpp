@@ -201,7 +201,8 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   // A descent's budget grows with the cuts to move, and stops short of two million
   // simulated actions (about 70 ms) where each estimate simulates many.
   const std::size_t descent_budget = std::min<std::size_t>(
-      64 + 32 * S, std::max<std::size_t>(16, max_search_actions / std::max<std::size_t>(1, model.simulated_actions())));
+      descent_evaluations(S),
+      std::max<std::size_t>(16, max_search_actions / std::max<std::size_t>(1, model.simulated_actions())));
   IterationSearch descent(context, costs, model, fits, descent_budget);
   std::vector<double> ms_per_byte(S, 0.0), latency_ms(S, 0.0); // of the cut before each stage
   bool sends_free = true;
@@ -280,7 +281,8 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   if (judge && context.chunking.chunks <= 1 && context.pipelines == 1)
     formula.emplace(costs, model, S, context.micro_batch_sizes.size(), context.scheduler == "gpipe",
                     context.action_overhead_ms);
-  IterationSearch ranking = formula ? IterationSearch(context, costs, model, fits, 64 + 32 * S, &*formula) : descent;
+  IterationSearch ranking =
+      formula ? IterationSearch(context, costs, model, fits, descent_evaluations(S), &*formula) : descent;
   std::vector<std::pair<double, std::vector<std::size_t>>> starts{{ranking.time(best), best}};
   auto consider = [&](std::vector<std::size_t> candidate) {
     if (candidate.empty()) return;
@@ -500,7 +502,7 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
   // stages of a generated 596-block chain in one pipeline of 128 micro-batches on
   // mix-4x8-3gen by 3.9%).
   if (context.micro_batch_sizes.size() == 1 || model.brief_micro_batches() >= context.micro_batch_sizes.size()) {
-    IterationSearch polish(context, costs, model, fits, 64 + 32 * S, &*formula);
+    IterationSearch polish(context, costs, model, fits, descent_evaluations(S), &*formula);
     polish.transfer_from_heaviest(polish_givers);
     auto [t, b] = starts.front();
     polish.refine(b, t, std::numeric_limits<double>::infinity());

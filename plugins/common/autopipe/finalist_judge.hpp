@@ -109,7 +109,7 @@ public:
     std::vector<std::size_t> chosen = *best->split;
     if (!exact_formula_ && !brief_formula_ && best->split != &finalists.front()) {
       const std::size_t budget = std::min<std::size_t>(
-          64 + 32 * context_.stages,
+          descent_evaluations(context_.stages),
           std::max<std::size_t>(16, max_settle_actions / std::max<std::size_t>(1, model_.simulated_actions())));
       settle(context_, costs_, model_, fits_, chosen, least, budget);
     }

@@ -41,6 +41,8 @@ namespace actorpipe::autopipe {
 
 /// The most actions the estimates of one search simulate (about 70 ms).
 constexpr std::size_t max_search_actions = 2'000'000;
+/// The evaluations a descent over `stages` stages may spend: more, the more cuts it moves.
+constexpr std::size_t descent_evaluations(std::size_t stages) { return 64 + 32 * stages; }
 /// How many of the cuts that cost most to send across a descent tries elsewhere.
 constexpr std::size_t relocated_cuts = 2;
 /// How many stages, of most compute first, a descent tries handing a unit on from

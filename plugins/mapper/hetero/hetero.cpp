@@ -205,7 +205,7 @@ Price price(const PlanContext& context, const Partition& partition, const Mappin
     if (start == &searched && searched == given) break;
     std::vector<std::size_t> b = *start;
     Price p{fit(b), judge.time(b)};
-    if (pod) autopipe::settle(context, costs, judging, fits, b, p.ms, 64 + 32 * context.stages);
+    if (pod) autopipe::settle(context, costs, judging, fits, b, p.ms, autopipe::descent_evaluations(context.stages));
     best = std::min(best, p);
   }
   return best;
