@@ -1721,6 +1721,43 @@ BOOST_AUTO_TEST_CASE(where_the_judge_is_the_simulation_and_overturns_the_formula
   BOOST_TEST(settled_faster == judged);
 }
 
+BOOST_AUTO_TEST_CASE(the_finalists_judge_leaves_unsimulated_a_finalist_its_bound_rules_out) {
+  // Where the judge is the simulation (8 micro-batches), a finalist whose bound from
+  // below (IterationModel::least_ms) is no less than a finalist already judged cannot
+  // win. Handed a split near the balanced one and then one whose first stage holds
+  // half the compute, which that bound rules out (8 micro-batches of half the compute
+  // on one device outlast the other's whole pipeline, where its sends do not), the
+  // judge keeps the first and simulates it alone.
+  std::mt19937 random(41);
+  std::size_t judged = 0;
+  for_each_formula_case([&](const FormulaCase& c) {
+    if (c.micro_batches != 8) return;
+    const std::size_t S = c.context.stages, N = c.costs.size();
+    std::vector<std::size_t> heavy_first(S + 1, N);
+    heavy_first[0] = 0;
+    heavy_first[1] = 1;
+    while (c.costs.compute_ms(0, heavy_first[1]) < c.costs.compute_ms(0, N) / 2)
+      ++heavy_first[1];
+    if (N - heavy_first[1] < S - 1) return;
+    for (std::size_t s = 2; s < S; ++s)
+      heavy_first[s] = heavy_first[1] + (s - 1) * (N - heavy_first[1]) / (S - 1);
+    const std::vector<std::size_t> near = splits_near_the_balanced_one(c.context, c.costs, c.model, random).front();
+    autopipe::IterationSearch bounds(c.context, c.costs, c.model, c.fits, 1);
+    if (bounds.least_time(heavy_first) < c.simulator.time(near)) return;
+    const autopipe::PipelineFormula formula(c.costs, c.model, S, c.micro_batches, false, 0.1);
+    autopipe::FinalistJudge judge(c.context, c.costs, c.model, formula, c.fits);
+    const std::size_t before = c.model.simulated_so_far();
+    const std::vector<std::size_t> chosen = judge.fastest({near, heavy_first});
+    const std::size_t simulated = c.model.simulated_so_far() - before;
+    ++judged;
+    BOOST_TEST_CONTEXT(c.name) {
+      BOOST_TEST(chosen == near, boost::test_tools::per_element());
+      BOOST_TEST(simulated == c.model.simulated_actions());
+    }
+  });
+  BOOST_TEST(judged >= 10u);
+}
+
 BOOST_AUTO_TEST_CASE(hetero_asked_again_answers_as_a_fresh_mapper_does) {
   // One mapper keeps each layout's searched cuts across map() calls; asked in turn for
   // other micro-batch counts, models and partitions, it must answer each as a mapper

@@ -89,9 +89,18 @@ public:
       const std::vector<std::size_t>* split;
     };
     std::vector<Judged> judged;
+    // Where the judge is the estimate alone, a finalist that the estimate's bound
+    // from below (IterationModel::least_ms) puts at no less than an earlier one's
+    // judged time, final where the lanes do not bind, can neither beat nor tie it
+    // ahead of it: it is left unsimulated (a third of the finalists of 32 stages of
+    // ResNet-101 at 8 micro-batches).
+    const bool bounded = !exact_formula_ && !brief_formula_;
+    double beaten = std::numeric_limits<double>::infinity(); // the least final judged time
     for (const std::vector<std::size_t>& b : finalists) {
+      if (bounded && estimate_.least_time(b) >= beaten) continue;
       const double ms = time(b);
       judged.push_back({ms, lanes_bound_, &b});
+      if (!lanes_bound_) beaten = std::min(beaten, ms);
     }
     std::stable_sort(judged.begin(), judged.end(), [](const Judged& x, const Judged& y) { return x.ms < y.ms; });
     const Judged* best = &judged.front();
