@@ -170,10 +170,11 @@ public:
   double iteration_ms(const std::vector<StageFigures>& stages);
   /// What iteration_ms() can never come below for these figures: each processor's
   /// compute over every micro-batch, after (without chunks) a micro-batch's forwards
-  /// and sends on the stages before it, then its ring and step, or, where every
-  /// backward is whole, the backwards back to the first stage and that stage's ring
-  /// and step. A pass over the stages, no simulation: a search estimates only the
-  /// splits it cannot rule out.
+  /// and sends on the stages before it, and with its stage's wait for the first
+  /// gradient after its warm-up (a micro-batch's way to the last stage and back), then
+  /// its ring and step, or, where every backward is whole, the backwards back to the
+  /// first stage and that stage's ring and step. A pass over the stages, no
+  /// simulation: a search estimates only the splits it cannot rule out.
   double least_ms(const std::vector<StageFigures>& stages);
   /// Of the last iteration_ms(): what the micro-batches past those simulated added at
   /// the steady state's period (0 where every one was simulated), which a closed form

@@ -56,10 +56,15 @@ struct IterationModel::Impl {
   /// terms. Per kind of action (F, B, I, W): how many, and their samples.
   struct Work {
     double actions[4] = {}, samples[4] = {};
+    /// The forwards before the first action that sends a gradient back (B or I), and
+    /// which that is: until then the stage waits on nothing but its input.
+    double warm_up_actions = 0, warm_up_samples = 0;
+    Op first_gradient = Op::forward; ///< forward: the stage sends no gradient
   };
   std::vector<Work> work;
   double least_samples = 0;           ///< the smallest micro-batch's
   std::vector<double> processor_work; ///< least_ms()'s buffer
+  std::vector<double> round_trip;     ///< least_ms()'s buffer: per stage, as it says
 
   /// Sets every instance's compute and sends from the stages' figures.
   void set_costs(const std::vector<StageFigures>& stages);
@@ -369,6 +374,8 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
       if (kind < 0) continue;
       work.actions[kind] += 1;
       work.samples[kind] += a.size;
+      if (work.first_gradient == Op::forward && sends_gradient(a.op)) work.first_gradient = a.op;
+      if (work.first_gradient == Op::forward && kind == 0) work.warm_up_actions += 1, work.warm_up_samples += a.size;
     }
   }
   const std::vector<std::uint32_t>& sizes = m.setup.schedule.micro_batch_sizes;
@@ -444,8 +451,7 @@ double IterationModel::least_ms(const std::vector<StageFigures>& stages) {
   // Each processor computes every action of its stages in turn, then, once its
   // stage's ring is done, steps: what it computes before the step, per processor.
   m.processor_work.assign(m.model.processors, 0.0);
-  bool split_backwards = false; // I and W: the last action need not send a gradient
-  for (const sim::Instance& instance : m.model.instances) {
+  auto work_ms = [&](const sim::Instance& instance) { // every action of its stage
     const Impl::Work& w = m.work[instance.stage];
     double ms = (w.actions[0] + w.actions[1] + w.actions[2] + w.actions[3]) * overhead +
                 w.actions[0] * instance.forward_fixed_ms + w.samples[0] * instance.forward_ms_per_sample;
@@ -454,8 +460,13 @@ double IterationModel::least_ms(const std::vector<StageFigures>& stages) {
       ms += backward_share(op, instance.input_gradient_share) *
             (w.actions[kind] * instance.backward_fixed_ms + w.samples[kind] * instance.backward_ms_per_sample);
     }
+    return ms;
+  };
+  bool split_backwards = false; // I and W: the last action need not send a gradient
+  for (const sim::Instance& instance : m.model.instances) {
+    const Impl::Work& w = m.work[instance.stage];
     split_backwards = split_backwards || w.actions[2] > 0 || w.actions[3] > 0;
-    m.processor_work[instance.processor] += ms;
+    m.processor_work[instance.processor] += work_ms(instance);
   }
   auto sync_ms = [&](const sim::Instance& instance) {
     sim::Group& group = m.model.groups[instance.stage];
@@ -477,19 +488,52 @@ double IterationModel::least_ms(const std::vector<StageFigures>& stages) {
   // One stage to a processor, pipeline-major. A stage's first forward waits for some
   // micro-batch's forwards and sends on every stage before it (`head`); where every
   // backward is whole, its last sends a gradient that every stage before it then
-  // backwards in turn, the first stage's ring and step last (`tail`).
+  // backwards in turn, the first stage's ring and step last (`tail`). A stage takes its
+  // actions in order, and the first that sends a gradient back waits for a micro-batch
+  // to go on from it through every stage after and its gradient to come back
+  // (`round_trip`): its own actions end no sooner than its head, the longer of its
+  // warm-up forwards and one forward and that round trip, and the rest of its actions.
   const std::size_t S = m.device.size();
+  auto forward_ms = [&](const sim::Instance& instance) {
+    return overhead + instance.forward_fixed_ms + least * instance.forward_ms_per_sample;
+  };
+  m.round_trip.resize(S);
   double most = 0;
   for (std::size_t first = 0; first < m.model.instances.size(); first += S) {
     const sim::Instance* pipeline = &m.model.instances[first];
     const double first_sync = sync_ms(pipeline[0]);
+    double trip = 0; // from stage s's forward out to its gradient back
+    for (std::size_t s = S; s-- > 0;) {
+      m.round_trip[s] = trip;
+      if (s == 0) break;
+      const sim::Instance& instance = pipeline[s];
+      // Its action that sends the gradient back: an I where it has any, else a B.
+      const Impl::Work& w = m.work[instance.stage];
+      const Op sends = w.actions[2] > 0 ? Op::input_gradient : Op::backward;
+      const double gradient =
+          w.first_gradient == Op::forward
+              ? 0.0
+              : overhead + backward_share(sends, instance.input_gradient_share) *
+                               (instance.backward_fixed_ms + least * instance.backward_ms_per_sample);
+      trip += send_ms(pipeline[s - 1].to_next, pipeline[s - 1].send_bytes_per_sample) + forward_ms(instance) +
+              gradient + send_ms(instance.to_previous, instance.grad_bytes_per_sample);
+    }
     double head = 0, tail = 0;
     for (std::size_t s = 0; s < S; ++s) {
       const sim::Instance& instance = pipeline[s];
+      const Impl::Work& w = m.work[instance.stage];
       const double done = head + m.processor_work[instance.processor];
       most = std::max(most, done + sync_ms(instance));
       if (!split_backwards) most = std::max(most, done + tail + first_sync);
-      head += overhead + instance.forward_fixed_ms + least * instance.forward_ms_per_sample;
+      if (w.first_gradient != Op::forward && w.warm_up_actions > 0) {
+        const double warm_up = w.warm_up_actions * (overhead + instance.forward_fixed_ms) +
+                               w.warm_up_samples * instance.forward_ms_per_sample;
+        const double ends =
+            head + std::max(warm_up, forward_ms(instance) + m.round_trip[s]) + work_ms(instance) - warm_up;
+        most = std::max(most, ends + sync_ms(instance));
+        if (!split_backwards) most = std::max(most, ends + tail + first_sync);
+      }
+      head += forward_ms(instance);
       if (s + 1 < S) head += send_ms(instance.to_next, instance.send_bytes_per_sample);
       tail += overhead + instance.backward_fixed_ms + least * instance.backward_ms_per_sample;
       if (s + 1 < S) tail += send_ms(pipeline[s + 1].to_previous, pipeline[s + 1].grad_bytes_per_sample);
