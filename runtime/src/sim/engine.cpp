@@ -594,8 +594,9 @@ private:
   const Model& model_;
   std::size_t iterations_;
   /// Per virtual stage, its actions: without chunks, the schedule's own lists (a
-  /// search simulates thousands of splits of one schedule, and copying them cost a
-  /// twentieth of each simulation); with chunks, each device's list taken apart.
+  /// search simulates thousands of splits of one schedule: copying them took about a
+  /// quarter of a search of 32 stages of a 1,000-block chain at 8 micro-batches, 8.3
+  /// ms against 6.4); with chunks, each device's list taken apart.
   std::vector<std::vector<Action>> chunk_actions_;
   const std::vector<std::vector<Action>>& actions_;
   /// With chunks: per device of the schedule, the virtual stage of each action in its

@@ -56,10 +56,10 @@ struct IterationModel::Impl {
   /// terms. Per kind of action (F, B, I, W): how many, and their samples.
   struct Work {
     double actions[4] = {}, samples[4] = {};
-    /// The forwards before the first action that sends a gradient back (B or I), and
-    /// which that is: until then the stage waits on nothing but its input.
+    /// The forwards before the first action that sends a gradient back (B or I):
+    /// until then the stage waits on nothing but its input.
     double warm_up_actions = 0, warm_up_samples = 0;
-    Op first_gradient = Op::forward; ///< forward: the stage sends no gradient
+    bool sends_gradients = false; ///< whether any of its actions does
   };
   std::vector<Work> work;
   double least_samples = 0;           ///< the smallest micro-batch's
@@ -374,8 +374,8 @@ IterationModel::IterationModel(const ClusterSpec& cluster, IterationSetup setup)
       if (kind < 0) continue;
       work.actions[kind] += 1;
       work.samples[kind] += a.size;
-      if (work.first_gradient == Op::forward && sends_gradient(a.op)) work.first_gradient = a.op;
-      if (work.first_gradient == Op::forward && kind == 0) work.warm_up_actions += 1, work.warm_up_samples += a.size;
+      if (sends_gradient(a.op)) work.sends_gradients = true;
+      if (!work.sends_gradients && kind == 0) work.warm_up_actions += 1, work.warm_up_samples += a.size;
     }
   }
   const std::vector<std::uint32_t>& sizes = m.setup.schedule.micro_batch_sizes;
@@ -511,10 +511,9 @@ double IterationModel::least_ms(const std::vector<StageFigures>& stages) {
       const Impl::Work& w = m.work[instance.stage];
       const Op sends = w.actions[2] > 0 ? Op::input_gradient : Op::backward;
       const double gradient =
-          w.first_gradient == Op::forward
-              ? 0.0
-              : overhead + backward_share(sends, instance.input_gradient_share) *
-                               (instance.backward_fixed_ms + least * instance.backward_ms_per_sample);
+          w.sends_gradients ? overhead + backward_share(sends, instance.input_gradient_share) *
+                                             (instance.backward_fixed_ms + least * instance.backward_ms_per_sample)
+                            : 0.0;
       trip += send_ms(pipeline[s - 1].to_next, pipeline[s - 1].send_bytes_per_sample) + forward_ms(instance) +
               gradient + send_ms(instance.to_previous, instance.grad_bytes_per_sample);
     }
@@ -525,7 +524,7 @@ double IterationModel::least_ms(const std::vector<StageFigures>& stages) {
       const double done = head + m.processor_work[instance.processor];
       most = std::max(most, done + sync_ms(instance));
       if (!split_backwards) most = std::max(most, done + tail + first_sync);
-      if (w.first_gradient != Op::forward && w.warm_up_actions > 0) {
+      if (w.sends_gradients && w.warm_up_actions > 0) {
         const double warm_up = w.warm_up_actions * (overhead + instance.forward_fixed_ms) +
                                w.warm_up_samples * instance.forward_ms_per_sample;
         const double ends =
