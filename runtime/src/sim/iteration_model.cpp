@@ -64,6 +64,7 @@ struct IterationModel::Impl {
   std::vector<Work> work;
   double least_samples = 0;           ///< the smallest micro-batch's
   std::vector<double> processor_work; ///< least_ms()'s buffer
+  std::vector<double> instance_work;  ///< least_ms()'s buffer: every action of each instance's stage
   std::vector<double> round_trip;     ///< least_ms()'s buffer: per stage, as it says
 
   /// Sets every instance's compute and sends from the stages' figures.
@@ -463,10 +464,13 @@ double IterationModel::least_ms(const std::vector<StageFigures>& stages) {
     return ms;
   };
   bool split_backwards = false; // I and W: the last action need not send a gradient
-  for (const sim::Instance& instance : m.model.instances) {
+  m.instance_work.resize(m.model.instances.size());
+  for (std::size_t i = 0; i < m.model.instances.size(); ++i) {
+    const sim::Instance& instance = m.model.instances[i];
     const Impl::Work& w = m.work[instance.stage];
     split_backwards = split_backwards || w.actions[2] > 0 || w.actions[3] > 0;
-    m.processor_work[instance.processor] += work_ms(instance);
+    m.instance_work[i] = work_ms(instance);
+    m.processor_work[instance.processor] += m.instance_work[i];
   }
   auto sync_ms = [&](const sim::Instance& instance) {
     sim::Group& group = m.model.groups[instance.stage];
@@ -528,7 +532,7 @@ double IterationModel::least_ms(const std::vector<StageFigures>& stages) {
         const double warm_up = w.warm_up_actions * (overhead + instance.forward_fixed_ms) +
                                w.warm_up_samples * instance.forward_ms_per_sample;
         const double ends =
-            head + std::max(warm_up, forward_ms(instance) + m.round_trip[s]) + work_ms(instance) - warm_up;
+            head + std::max(warm_up, forward_ms(instance) + m.round_trip[s]) + m.instance_work[first + s] - warm_up;
         most = std::max(most, ends + sync_ms(instance));
         if (!split_backwards) most = std::max(most, ends + tail + first_sync);
       }
