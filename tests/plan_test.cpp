@@ -805,6 +805,42 @@ BOOST_AUTO_TEST_CASE(the_split_sweeps_find_what_trying_every_split_finds) {
   }
 }
 
+/// Per stage of a random split problem over N units: its slowness (0.5 to 2), the most
+/// units it holds (N / 2 to 3 N / 2) and the ms of its send at each unit boundary (up to
+/// `most_send`, mostly little: a draw cubed).
+struct RandomStages {
+  std::vector<double> slowness;
+  std::vector<std::size_t> most_units;
+  std::vector<std::vector<double>> sends;
+};
+
+RandomStages random_stages(std::mt19937& random, std::size_t S, std::size_t N, double most_send) {
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  RandomStages r{std::vector<double>(S), std::vector<std::size_t>(S),
+                 std::vector<std::vector<double>>(S, std::vector<double>(N + 1))};
+  for (std::size_t s = 0; s < S; ++s) {
+    r.slowness[s] = 0.5 + 1.5 * uniform(random);
+    r.most_units[s] = N / 2 + static_cast<std::size_t>(uniform(random) * static_cast<double>(N));
+    for (double& send : r.sends[s])
+      send = most_send * std::pow(uniform(random), 3.0);
+  }
+  return r;
+}
+
+/// The least slowest stage (compute over speed) of any split that fits: T0.
+template <class Fits>
+double least_slowest_stage(const partitioning::UnitCosts& costs, std::size_t S, const Fits& fits,
+                           const std::vector<double>& slowness) {
+  double t0 = std::numeric_limits<double>::infinity();
+  autopipe::for_each_split(costs.size(), S, fits, [&](const std::vector<std::size_t>& b) {
+    double most = 0;
+    for (std::size_t s = 0; s < S; ++s)
+      most = std::max(most, costs.compute_ms(b[s], b[s + 1]) * slowness[s]);
+    t0 = std::min(t0, most);
+  });
+  return t0;
+}
+
 BOOST_AUTO_TEST_CASE(the_latency_splits_keep_what_every_bound_would_give) {
   // At one micro-batch LatencySplit::candidates goes from the loosest bound down and
   // stops once no tighter bound can find a lesser latency: its splits are still the
@@ -813,33 +849,19 @@ BOOST_AUTO_TEST_CASE(the_latency_splits_keep_what_every_bound_would_give) {
   // before, with all the compute and the least sends any split has, passes the least
   // latency found: the least is still the least of them all.
   std::mt19937 random(1);
-  std::uniform_real_distribution<double> uniform(0.0, 1.0);
   constexpr double infinite = std::numeric_limits<double>::infinity();
   std::size_t stopped_early = 0;
   for (int trial = 0; trial < 200; ++trial) {
     const ModelProfile profile = random_profile(random, 6 + trial % 7);
     const partitioning::UnitCosts costs(profile, true, profile.batch_size);
     const std::size_t N = costs.size(), S = 2 + static_cast<std::size_t>(trial) % 4;
-    std::vector<double> slowness(S);
-    std::vector<std::size_t> most_units(S);
-    std::vector<std::vector<double>> sends(S, std::vector<double>(N + 1));
-    for (std::size_t s = 0; s < S; ++s) {
-      slowness[s] = 0.5 + 1.5 * uniform(random);
-      most_units[s] = N / 2 + static_cast<std::size_t>(uniform(random) * static_cast<double>(N));
-      for (double& send : sends[s])
-        send = 60 * std::pow(uniform(random), 3.0); // some pass the bounds: bounding the sends matters
-    }
+    // Sends of up to 60 ms: some pass the bounds, so bounding the sends matters.
+    const auto [slowness, most_units, sends] = random_stages(random, S, N, 60);
     auto slow = [&](std::size_t s) { return slowness[s]; };
     auto fits = [&](std::size_t s, std::size_t i, std::size_t j) { return j - i <= most_units[s]; };
     auto send = [&](std::size_t s, std::size_t i) { return sends[s][i]; };
     auto sync = [&](std::size_t j) { return 0.1 * static_cast<double>(j); };
-    double t0 = infinite;
-    autopipe::for_each_split(N, S, fits, [&](const std::vector<std::size_t>& b) {
-      double most = 0;
-      for (std::size_t s = 0; s < S; ++s)
-        most = std::max(most, costs.compute_ms(b[s], b[s + 1]) * slowness[s]);
-      t0 = std::min(t0, most);
-    });
+    const double t0 = least_slowest_stage(costs, S, fits, slowness);
     if (std::isinf(t0)) continue;
 
     // The bounds candidates() documents: T0 · (1 + δ), then half again up to the whole
@@ -882,6 +904,41 @@ BOOST_AUTO_TEST_CASE(the_latency_splits_keep_what_every_bound_would_give) {
   }
   // The stop was put to the test: many trials had more splits to choose from than kept.
   BOOST_TEST(stopped_early > 50u);
+}
+
+BOOST_AUTO_TEST_CASE(the_latency_splits_are_sought_between_the_bounds_beside_their_best) {
+  // At several micro-batches, LatencySplit::between_bounds tries bounds between those
+  // either side of the best candidates() found: what it returns has a lesser latency
+  // than every candidate, and on random chains, where the least can lie between two of
+  // the coarse bounds, it finds one now and then (8 of these 400 trials).
+  std::mt19937 random(2);
+  std::size_t lessened = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const ModelProfile profile = random_profile(random, 6 + trial % 7);
+    const partitioning::UnitCosts costs(profile, true, profile.batch_size);
+    const std::size_t N = costs.size(), S = 2 + static_cast<std::size_t>(trial) % 5;
+    const RandomStages stages = random_stages(random, S, N, 20);
+    const std::vector<double>& slowness = stages.slowness;
+    const std::vector<std::vector<double>>& sends = stages.sends;
+    auto slow = [&](std::size_t s) { return slowness[s]; };
+    auto fits = [](std::size_t, std::size_t, std::size_t) { return true; };
+    auto send = [&](std::size_t s, std::size_t i) { return sends[s][i]; };
+    auto sync = [&](std::size_t j) { return 0.1 * static_cast<double>(j); };
+    const double t0 = least_slowest_stage(costs, S, fits, slowness);
+    if (std::isinf(t0)) continue;
+    autopipe::LatencySplit latency(costs, S, 8, slow, fits, send, sync);
+    BOOST_TEST_CONTEXT("trial " << trial << ", " << N << " units, " << S << " stages") {
+      const std::vector<std::vector<std::size_t>> kept = latency.candidates(t0, 4, autopipe::wide_bounds);
+      BOOST_TEST_REQUIRE(!kept.empty());
+      const std::vector<std::size_t> between = latency.between_bounds(2);
+      if (between.empty()) continue;
+      BOOST_TEST(between.size() == S + 1);
+      for (const auto& b : kept)
+        BOOST_TEST(latency.latency(between) < latency.latency(b));
+      ++lessened;
+    }
+  }
+  BOOST_TEST(lessened >= 5u);
 }
 
 BOOST_AUTO_TEST_CASE(every_split_that_fits_is_visited_once) {

@@ -27,23 +27,39 @@ void settle(const PlanContext& context, const partitioning::UnitCosts& costs, It
 
 std::vector<std::size_t> judged_fastest(const PlanContext& context, const partitioning::UnitCosts& costs,
                                         IterationModel& model, const partitioning::MemoryFit& fits,
-                                        const std::vector<std::pair<double, std::vector<std::size_t>>>& ranked) {
-  if (model.exact()) return ranked.front().second;
+                                        const std::vector<std::pair<double, std::vector<std::size_t>>>& ranked,
+                                        const std::vector<std::vector<std::size_t>>& also) {
+  if (model.exact()) {
+    // The estimate is the simulation: the first of `ranked` is the fastest of them.
+    const std::vector<std::size_t>* fastest = &ranked.front().second;
+    double least = ranked.front().first;
+    IterationSearch judging(context, costs, model, fits, also.size());
+    for (const std::vector<std::size_t>& b : also)
+      if (const double t = judging.time(b); t < least) least = t, fastest = &b;
+    return *fastest;
+  }
   std::optional<IterationModel> judge_model = judge_of(model);
   IterationModel& judge_by = judge_model ? *judge_model : model;
   const BoundLanes descended = judge_by.bound_lanes();
   judge_by.set_bound_lanes(BoundLanes::simulated);
-  IterationSearch judging(context, costs, judge_by, fits, judged_candidates);
   std::vector<std::pair<double, const std::vector<std::size_t>*>> seen;
   const std::vector<std::size_t>* fastest = nullptr;
   double least = std::numeric_limits<double>::infinity();
-  for (const auto& [estimate, b] : ranked) {
-    if (judging.spent()) break;
-    if (std::any_of(seen.begin(), seen.end(), [&](const auto& s) { return *s.second == b; })) continue;
+  auto judge = [&](IterationSearch& judging, const std::vector<std::size_t>& b) {
+    if (std::any_of(seen.begin(), seen.end(), [&](const auto& s) { return *s.second == b; })) return;
     const double t = judging.time(b);
     seen.emplace_back(t, &b);
     if (t < least) least = t, fastest = &b;
+  };
+  IterationSearch judging(context, costs, judge_by, fits, judged_candidates);
+  for (const auto& [estimate, b] : ranked) {
+    if (judging.spent()) break;
+    judge(judging, b);
   }
+  const std::size_t by_estimate = seen.size(); // `seen` is in the estimate's order this far
+  IterationSearch judging_also(context, costs, judge_by, fits, also.size());
+  for (const std::vector<std::size_t>& b : also)
+    judge(judging_also, b);
   judge_by.set_bound_lanes(descended);
   std::vector<std::size_t> chosen = *fastest;
   // Where the judge overturned the estimate's ranking, the estimate misjudges splits
@@ -65,8 +81,8 @@ std::vector<std::size_t> judged_fastest(const PlanContext& context, const partit
   // pod finds more than those hold (14 cells of the planner grid's stage sweep slower).
   if (!judge_by.exact() && model.all_actions() <= max_checked_actions) {
     std::vector<const std::vector<std::size_t>*> checked;
-    for (std::size_t k = 0; k < seen.size() && k < checked_candidates; ++k)
-      checked.push_back(seen[k].second);                  // `seen` is in the estimate's order
+    for (std::size_t k = 0; k < by_estimate && k < checked_candidates; ++k)
+      checked.push_back(seen[k].second);
     std::stable_sort(seen.begin(), seen.end(), ByTime()); // now by the judge's
     for (std::size_t k = 0; k < seen.size() && k < checked_candidates; ++k)
       checked.push_back(seen[k].second);

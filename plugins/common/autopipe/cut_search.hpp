@@ -123,6 +123,9 @@ constexpr std::size_t max_sync_split_steps = 2'000'000;
 constexpr std::size_t polish_givers = 4;
 /// How many of the splits the closed form ranks best FinalistJudge judges.
 constexpr std::size_t formula_finalists = 8;
+/// Where several pipelines run, how finely the latency splits are sought between the
+/// bounds beside their best (LatencySplit::between_bounds: 3 more sweeps).
+constexpr std::size_t latency_refinements = 2;
 
 /// Whether memory, not time, decides the split: the exact min-max compute split is
 /// slower with the devices' memory as a limit than without (or nothing fits).

@@ -16,12 +16,14 @@
 /// the starts i being those (whose send stays within T, in the second family, and) whose
 /// stage stays within T and fits in memory: one StageSweep, O(S · N), and near T0 about
 /// O(N). Bounds are taken from T0 (the compute-only optimum) upwards (at one micro-batch
-/// from no bound downwards), and the splits of least L kept.
+/// from no bound downwards), and the splits of least L kept; between_bounds() then looks
+/// between the bounds beside the best for a lesser L.
 
 #include "common/autopipe/stage_sweep.hpp"
 #include "common/partitioning/unit_costs.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <span>
@@ -83,6 +85,7 @@ public:
   /// would only overflow the more.
   std::vector<std::vector<std::size_t>> candidates(double t0, std::size_t keep, std::span<const double> deltas,
                                                    bool beyond = true) {
+    last_ = {};
     std::vector<double> bounds;
     for (double delta : deltas)
       bounds.push_back(t0 * (1 + delta));
@@ -153,15 +156,15 @@ public:
           break;
       }
     } else {
-      const double least_fill = least_sum + 2 * least_sends(S_, N_, send_);
+      last_.fill = least_sum + 2 * least_sends(S_, N_, send_);
+      last_.whole = whole;
       for (bool sends_bounded : {false, true})
         for (std::size_t k = 0; k < bounds.size(); ++k) {
-          // What a bound adds has its slowest stage (or send) above the bound before,
-          // which the steady state pays m − 1 times, besides filling and draining with
-          // all the compute and the least sends: past the least L found, nothing gains.
-          if (k > 0 && static_cast<double>(m_ - 1) * bounds[k - 1] + least_fill >= least) break;
+          if (k > 0 && gains_nothing(bounds[k - 1], least)) break;
           if (sends_bounded && skipped(k)) continue;
-          add(split_at(k, sends_bounded));
+          if (const double l = add(split_at(k, sends_bounded)); l < last_.least)
+            last_.least = l, last_.low = bounds[k > 0 ? k - 1 : 0], last_.high = bounds[k],
+            last_.higher = k + 1 < bounds.size() ? bounds[k + 1] : bounds[k], last_.sends_bounded = sends_bounded;
         }
     }
     std::sort(found.begin(), found.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
@@ -169,6 +172,27 @@ public:
     for (std::size_t k = 0; k < found.size() && k < keep; ++k)
       out.push_back(std::move(found[k].second));
     return out;
+  }
+
+  /// After candidates() at several micro-batches, the split of least L under
+  /// 2 · `between` − 1 bounds evenly spaced from the bound before the one whose split
+  /// had the least L to the bound after it (in that split's family), where its L is
+  /// less still; empty otherwise. The bounds are a coarse grid, and the least L can lie
+  /// between two of them: the looser bound's split pays the steady state for a slower
+  /// stage than it needs, and the tighter one rules out the cuts that send little.
+  std::vector<std::size_t> between_bounds(std::size_t between) {
+    std::vector<std::size_t> best;
+    if (std::isinf(last_.least)) return best;
+    const double low = last_.low, high = std::isinf(last_.higher) ? last_.whole : last_.higher;
+    double least = last_.least, bound_before = low;
+    for (std::size_t q = 1; q < 2 * between && !gains_nothing(bound_before, least); ++q) {
+      const double bound = low + (high - low) * static_cast<double>(q) / static_cast<double>(2 * between);
+      if (bound == last_.high) continue; // its split is the least already
+      if (std::vector<std::size_t> b = solve(bound, last_.sends_bounded); !b.empty())
+        if (const double l = latency(b); l < least) least = l, best = std::move(b);
+      bound_before = bound;
+    }
+    return best;
   }
 
   /// The split of least Σ (w + 2 · send) + sync_0 with every w_s ≤ bound, and every
@@ -184,6 +208,13 @@ public:
   }
 
 private:
+  /// At several micro-batches, what a bound adds has its slowest stage (or send) above
+  /// the bound before, which the steady state pays m − 1 times, besides filling and
+  /// draining with all the compute and the least sends (`last_.fill`): where that
+  /// passes the least L found, nothing gains.
+  bool gains_nothing(double bound_before, double least) const {
+    return static_cast<double>(m_ - 1) * bound_before + last_.fill >= least;
+  }
   double largest_send(const std::vector<std::size_t>& b) const {
     double most = 0;
     for (std::size_t s = 1; s < S_; ++s)
@@ -199,6 +230,14 @@ private:
   Send send_;
   Sync sync_;
   StageSweep sweep_;
+  /// What the last candidates() at several micro-batches found, for between_bounds().
+  struct Last {
+    double least = std::numeric_limits<double>::infinity(); ///< the least L of a bound's split
+    double low = 0, high = 0, higher = 0;                   ///< the bounds before, of and after that split's
+    bool sends_bounded = false;                             ///< that split's family
+    double fill = 0;                                        ///< the least compute and sends of any split, both ways
+    double whole = 0;                                       ///< the most any stage can compute
+  } last_;
 };
 
 } // namespace actorpipe::autopipe
