@@ -60,8 +60,9 @@ void settle(const PlanContext& context, const partitioning::UnitCosts& costs, It
 /// estimate's ranking; and where representatives or a pod judged and every pipeline
 /// costs at most `max_checked_actions`, the fastest in full of that winner and the
 /// `checked_candidates` best by the estimate and by the judge.
-/// Splits in `also` are judged besides those, whatever their estimate: ranked among
-/// them, one the estimate misjudges could push a better one out of the few judged.
+/// Splits in `also` are judged besides those (where `model` is exact, estimated),
+/// whatever their estimate: ranked among them, one the estimate misjudges could push a
+/// better one out of the few judged.
 std::vector<std::size_t> judged_fastest(const PlanContext& context, const partitioning::UnitCosts& costs,
                                         IterationModel& model, const partitioning::MemoryFit& fits,
                                         const std::vector<std::pair<double, std::vector<std::size_t>>>& ranked,

@@ -235,11 +235,12 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
     return best;
   }
 
-  // The best few by the estimate, judged as step 4 says (candidate_judge.hpp) where
-  // this is the search for the plan; `ranked` is sorted by the estimate, and not
-  // empty.
-  auto fastest_of = [&](const std::vector<std::pair<double, std::vector<std::size_t>>>& ranked) {
-    return judge ? judged_fastest(context, costs, model, fits, ranked) : ranked.front().second;
+  // The best few by the estimate, and `also` besides, judged as step 4 says
+  // (candidate_judge.hpp) where this is the search for the plan; `ranked` is sorted by
+  // the estimate, and not empty.
+  auto fastest_of = [&](const std::vector<std::pair<double, std::vector<std::size_t>>>& ranked,
+                        const std::vector<std::vector<std::size_t>>& also = {}) {
+    return judge ? judged_fastest(context, costs, model, fits, ranked, also) : ranked.front().second;
   };
 
   // 2–3 at once where every split costs at most two million simulated actions (about
@@ -503,7 +504,7 @@ std::vector<std::size_t> search_cuts(const PlanContext& context, const partition
     also_judged.push_back(std::move(between_bounds));
   }
   context.report(1.0);
-  if (!formula) return judge ? judged_fastest(context, costs, model, fits, starts, also_judged) : starts.front().second;
+  if (!formula) return fastest_of(starts, also_judged);
   std::vector<std::vector<std::size_t>> finalists;
   for (const auto& [t, b] : starts) {
     if (finalists.size() == formula_finalists) break;
